@@ -1,0 +1,24 @@
+"""Shared fixtures: the repository root and a built book (built once per test session)."""
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+VENV_BIN = pathlib.Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> pathlib.Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def book_build(repo_root):
+    """Build the book exactly as `make book` does; return (completed process, html dir)."""
+    proc = subprocess.run(
+        [str(VENV_BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"],
+        cwd=repo_root, capture_output=True, text=True, timeout=1200,
+    )
+    return proc, repo_root / "_build" / "html"

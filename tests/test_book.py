@@ -1,0 +1,37 @@
+"""The book builds with zero warnings and every chapter is a page with executed output."""
+import re
+
+import yaml
+
+
+def toc_files(repo_root):
+    toc = yaml.safe_load((repo_root / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        for chapter in part.get("chapters", []):
+            files.append(chapter["file"])
+            files.extend(section["file"] for section in chapter.get("sections", []))
+    return files
+
+
+def test_book_builds_without_warnings(book_build):
+    proc, _ = book_build
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert warnings == [], "\n".join(warnings)
+
+
+def test_every_toc_entry_is_a_page(book_build, repo_root):
+    _, html = book_build
+    missing = [f for f in toc_files(repo_root) if not (html / f"{f}.html").exists()]
+    assert missing == []
+
+
+def test_chapters_have_executed_output_figures_and_math(book_build, repo_root):
+    _, html = book_build
+    for chapter in sorted((repo_root / "chapters").glob("*.md")):
+        page = (html / "chapters" / f"{chapter.stem}.html").read_text()
+        assert "cell_output" in page, f"{chapter.name}: no executed output"
+        assert re.search(r"<img [^>]*alt=\"[^\"]+\"", page), f"{chapter.name}: no figure with alt text"
+        assert "\\(" in page or "\\[" in page or "math notranslate" in page, f"{chapter.name}: no math"
