@@ -1,0 +1,1 @@
+"""posenc-course autograder: trusted reference code, hidden-test checks and the grading pipeline."""
