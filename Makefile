@@ -4,6 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.requirements-installed
 BOOK_HTML := _build/html/index.html
+ASSIGNMENTS := $(notdir $(wildcard solutions/*))
+# nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: book serve test release install clean
 
@@ -25,6 +28,10 @@ book: $(STAMP)
 ## serve: serve the built book on http://127.0.0.1:8000
 serve: $(STAMP)
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
+
+## release: regenerate the student notebooks in exercises/ from solutions/ (nbgrader generate_assignment)
+release: $(STAMP)
+	cd autograder && for a in $(ASSIGNMENTS); do nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
 
 ## test: every test (book build, exercises, grader)
 test: $(STAMP)

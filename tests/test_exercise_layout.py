@@ -1,0 +1,63 @@
+"""The student notebooks are what nbgrader generates, and the test plan covers the whole spec."""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from notebook_tools import ROOT, grade_cells, solution_notebook
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.plan import plan_rows, render_plan_csv
+from posenc_autograder.spec_bullets import SPEC_BULLETS
+
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
+def test_committed_exercises_equal_a_fresh_generation(tmp_path):
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
+    (tmp_path / "autograder").mkdir()
+    shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp_path / "autograder")
+    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
+    for assignment in ASSIGNMENTS:
+        subprocess.run([str(nbgrader), "generate_assignment", assignment, "--force", "--log-level=ERROR"],
+                       cwd=tmp_path / "autograder", check=True, capture_output=True,
+                       env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin"})
+    fresh = sorted(p.relative_to(tmp_path / "exercises") for p in (tmp_path / "exercises").rglob("*.ipynb"))
+    committed = sorted(p.relative_to(ROOT / "exercises") for p in (ROOT / "exercises").rglob("*.ipynb"))
+    assert fresh == committed, "run `make release`"
+    for relative in fresh:
+        assert json.loads((tmp_path / "exercises" / relative).read_text()) == \
+            json.loads((ROOT / "exercises" / relative).read_text()), f"{relative} is stale: run `make release`"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_student_notebooks_hide_solutions_and_hidden_tests(assignment):
+    text = (ROOT / "exercises" / assignment / f"{assignment}.ipynb").read_text()
+    for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "hidden_test("):
+        assert marker not in text
+
+
+def test_every_spec_bullet_is_graded():
+    covered = {row["bullet_id"] for row in plan_rows()}
+    assert set(SPEC_BULLETS) - covered == set(), "spec bullets with no hidden test"
+
+
+def test_committed_plan_is_current():
+    assert (ROOT / "autograder" / "test_plan.csv").read_text() == render_plan_csv(), \
+        "regenerate with: python -m posenc_autograder.plan > autograder/test_plan.csv"
+
+
+def test_every_planned_cell_exists_with_its_points():
+    for row in plan_rows():
+        cells = grade_cells(solution_notebook(row["assignment"]))
+        assert row["grade_cell_id"] in cells, f"{row['grade_cell_id']} missing from {row['assignment']}"
+        assert cells[row["grade_cell_id"]] == float(row["points"])
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_hidden_cell_has_a_registered_check(assignment):
+    hidden = {cid for cid in grade_cells(solution_notebook(assignment)) if cid.startswith("hidden_")}
+    registered = {c.cell_id for c in REGISTRY.values() if c.assignment == assignment}
+    assert hidden == registered
