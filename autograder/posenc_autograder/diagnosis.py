@@ -71,7 +71,7 @@ def _by_column(seq_len, omega_per_column):
 def diagnose_pe_table(actual: np.ndarray, seq_len: int, d_model: int) -> str | None:
     """Explain a wrong (seq_len, d_model) table when it matches a known mistake."""
     if actual.shape == (d_model, seq_len) and seq_len != d_model:
-        return "the table looks transposed: rows must be positions and columns dimensions"
+        return "rows must be positions and columns dimensions"
     if actual.shape != (seq_len, d_model):
         return None
     for explanation, table in pe_mistakes(seq_len, d_model).items():

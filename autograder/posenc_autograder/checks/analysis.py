@@ -54,7 +54,7 @@ def _judge_rotation(obs):
                 first_mismatch(M, exact, 1e-9, f"M from {what}")
             if problem:
                 diagnosis = diagnose_rotation(M, ROTATION_WIDTH, offset)
-                problem += f". It looks like {diagnosis}." if diagnosis else ""
+                problem += f". Likely cause: {diagnosis}." if diagnosis else ""
             elif not (0.0 <= error < 1e-10):
                 problem = f"{what} reports a reconstruction error of {error:.3g}; it should be below 1e-10"
         if problem:

@@ -54,7 +54,7 @@ def _judge_attention(obs):
             if problem and "large" in label and not np.all(np.isfinite(out)):
                 problem += ". exp overflows: subtract each row's maximum score before exponentiating"
             elif problem and out is not None and (diagnosis := _attention_diagnosis(out, X, W)):
-                problem += f". It looks like {diagnosis}."
+                problem += f". Likely cause: {diagnosis}."
         if problem:
             problems.append(problem)
     return problems

@@ -138,7 +138,7 @@ def _grad_problem(grad, batch_grads, what="grad_embedding"):
     }
     for explanation, rows in known.items():
         if np.allclose(grad[:used], rows, atol=1e-10):
-            return f"{problem}. It looks like {explanation}."
+            return f"{problem}. Likely cause: {explanation}."
     return problem
 
 

@@ -33,7 +33,7 @@ def _table_problems(obs: dict, seq_len: int, d_model: int, atol: float = 1e-9) -
     if problem is None:
         return []
     diagnosis = diagnose_pe_table(table, seq_len, d_model)
-    return [problem + (f". It looks like {diagnosis}." if diagnosis else "")]
+    return [problem + (f". Likely cause: {diagnosis}." if diagnosis else "")]
 
 
 # --- shapes and the odd-width error -----------------------------------------------------------

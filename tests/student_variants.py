@@ -1,0 +1,286 @@
+"""Student code variants: plausible mistakes the grader must catch, and correct alternatives it must accept.
+
+Each mistake redefines one piece of the solution the way a student might get it wrong, names
+the hidden test that must fail, and a phrase the feedback must contain (None: any message).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    name: str
+    code: str
+    failing_check: str
+    feedback_phrase: str | None = None
+
+
+PE_TEMPLATE = '''
+def sinusoidal_positional_encoding(seq_len, d_model):
+    if d_model % 2 != 0:
+        raise ValueError("odd")
+    i = np.arange(d_model // 2, dtype=np.float64)
+    omega = {omega}
+    angles = np.arange({first}, {first} + seq_len, dtype=np.float64)[:, None] * omega[None, :]
+    {assemble}
+'''
+INTERLEAVE = """pe = np.empty((seq_len, d_model))
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles)
+    return pe"""
+LOG_OMEGA = "np.exp(-2.0 * i / d_model * np.log(10000.0))"
+
+
+def pe_variant(omega=LOG_OMEGA, first=0, assemble=INTERLEAVE):
+    return PE_TEMPLATE.format(omega=omega, first=first, assemble=assemble)
+
+
+def learned_variant(init="rng.normal(0.0, 0.02, size=(max_seq_len, d_model))",
+                    backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
+                             "        self.grad_embedding[:self.seq_len] = grad_output.sum(axis=0)\n"
+                             "        return grad_output",
+                    forward_table="self.embedding"):
+    return f'''
+class LearnedPositionalEncoding:
+    def __init__(self, max_seq_len, d_model, rng=None):
+        rng = np.random.default_rng() if rng is None else rng
+        self.max_seq_len = max_seq_len
+        self.embedding = {init}
+        self.frozen = self.embedding.copy()
+        self.grad_embedding = np.zeros_like(self.embedding)
+
+    def forward(self, X):
+        if X.shape[1] > self.max_seq_len:
+            raise ValueError("too long")
+        self.seq_len = X.shape[1]
+        return X + {forward_table}[None, :X.shape[1]]
+
+    def backward(self, grad_output):
+        {backward}
+'''
+
+
+def attention_variant(body):
+    return f'''
+def self_attention(X, W_q, W_k, W_v):
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    {body}
+'''
+
+
+ROTATION_TEMPLATE = '''
+def relative_position_matrix(pe, offset):
+    L, d = pe.shape
+    M = np.zeros((d, d))
+    for i in range(d // 2):
+        {angle}
+        c, s = np.cos(phi), np.sin(phi)
+        {place}
+    residual = pe[:L - offset] @ M.T - pe[offset:]
+    return M, {error}
+'''
+ANGLE_FROM_DATA = ("phi = np.arctan2(pe[offset, 2*i], pe[offset, 2*i+1]) - "
+                   "np.arctan2(pe[0, 2*i], pe[0, 2*i+1])")
+PLACE = "M[2*i:2*i+2, 2*i:2*i+2] = [[c, s], [-s, c]]"
+MAX_ERROR = "float(np.max(np.linalg.norm(residual, axis=1)))"
+
+
+def rotation_variant(angle=ANGLE_FROM_DATA, place=PLACE, error=MAX_ERROR):
+    return ROTATION_TEMPLATE.format(angle=angle, place=place, error=error)
+
+
+MISTAKES = [
+    # --- the sinusoidal table
+    Mistake("concatenated sin | cos", pe_variant(assemble="return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"),
+            "hidden_pe_values", "concatenated"),
+    Mistake("sin and cos swapped", pe_variant(assemble=INTERLEAVE.replace("np.sin(angles)", "TMP").replace(
+        "np.cos(angles)", "np.sin(angles)").replace("TMP", "np.cos(angles)")), "hidden_pe_values", "swapped"),
+    Mistake("positions start at 1", pe_variant(first=1), "hidden_pe_values", "start at 1"),
+    Mistake("base 1000", pe_variant(omega="np.exp(-2.0 * i / d_model * np.log(1000.0))"),
+            "hidden_pe_values", "base is not 10000"),
+    Mistake("exponent i/d", pe_variant(omega="np.exp(-i / d_model * np.log(10000.0))"),
+            "hidden_pe_values", "i/d_model instead of 2i/d_model"),
+    Mistake("exponent sign flipped", pe_variant(omega="np.exp(2.0 * i / d_model * np.log(10000.0))"),
+            "hidden_pe_values", "sign is flipped"),
+    Mistake("integer division in the exponent", pe_variant(omega="10000.0 ** -(2 * i // d_model)"),
+            "hidden_pe_values", "integer division"),
+    Mistake("column index instead of pair index", '''
+def sinusoidal_positional_encoding(seq_len, d_model):
+    if d_model % 2:
+        raise ValueError("odd")
+    j = np.arange(d_model)
+    angles = np.arange(seq_len)[:, None] / 10000.0 ** (2 * j / d_model)
+    pe = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles[:, 1::2])
+    return pe
+''', "hidden_pe_values", "column index j instead of the pair index"),
+    Mistake("float32 table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.astype(np.float32)")),
+            "hidden_pe_values", "float32"),
+    Mistake("no ValueError for odd d_model", pe_variant().replace('raise ValueError("odd")', "d_model -= 1"),
+            "hidden_pe_shapes", "must raise ValueError"),
+    Mistake("transposed table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.T")),
+            "hidden_pe_values", "transposed"),
+    Mistake("only sines", pe_variant(assemble=INTERLEAVE.replace("np.cos(angles)", "np.sin(angles)")),
+            "hidden_pe_values", "only sin"),
+    # --- the SinusoidalPositionalEncoding module
+    Mistake("forward returns the encoding alone", '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def forward(self, X):
+        return np.broadcast_to(self.get_encoding(X.shape[1]), X.shape).copy()
+''', "hidden_pe_class", "returns the encoding alone"),
+    Mistake("forward slices by the batch size", '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def forward(self, X):
+        return X + self.pe[:X.shape[0], None, :]
+''', "hidden_pe_class", None),
+    Mistake("get_encoding ignores seq_len", '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def get_encoding(self, seq_len):
+        return self.pe
+''', "hidden_pe_class", "get_encoding(45)"),
+    # --- the learned table
+    Mistake("initial table not scaled", learned_variant(init="rng.normal(size=(max_seq_len, d_model))"),
+            "hidden_learned_init", "not scaled"),
+    Mistake("0.02 used as the variance's square", learned_variant(init="rng.normal(0.0, 0.02 ** 2, size=(max_seq_len, d_model))"),
+            "hidden_learned_init", "not the variance"),
+    Mistake("uniform initialisation", learned_variant(init="rng.uniform(0.0, 0.02, size=(max_seq_len, d_model))"),
+            "hidden_learned_init", "normal distribution"),
+    Mistake("rng argument ignored", learned_variant(init="np.random.default_rng(0).normal(0.0, 0.02, size=(max_seq_len, d_model))"),
+            "hidden_learned_init", "rng"),
+    Mistake("gradient averaged over the batch", learned_variant(
+        backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
+                 "        self.grad_embedding[:self.seq_len] = grad_output.mean(axis=0)\n        return grad_output"),
+            "hidden_learned_backward", "averaged over the batch rather than summed"),
+    Mistake("gradient from the first batch element only", learned_variant(
+        backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
+                 "        self.grad_embedding[:self.seq_len] = grad_output[0]\n        return grad_output"),
+            "hidden_learned_backward", "first batch element"),
+    Mistake("grad_embedding only as long as the input", learned_variant(
+        backward="self.grad_embedding = grad_output.sum(axis=0)\n        return grad_output"),
+            "hidden_learned_backward", "whole table"),
+    Mistake("gradient accumulated across calls", learned_variant(
+        backward="self.grad_embedding[:self.seq_len] += grad_output.sum(axis=0)\n        return grad_output"),
+            "hidden_learned_accumulation", "earlier call"),
+    Mistake("backward returns no input gradient", learned_variant(
+        backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
+                 "        self.grad_embedding[:self.seq_len] = grad_output.sum(axis=0)"),
+            "hidden_learned_backward", "input gradient"),
+    Mistake("forward reads a frozen copy of the table", learned_variant(forward_table="self.frozen"),
+            "hidden_learned_forward", None),
+    # --- analysis tools
+    Mistake("rotation blocks transposed", rotation_variant(place="M[2*i:2*i+2, 2*i:2*i+2] = [[c, -s], [s, c]]"),
+            "hidden_relative_position", "transposed"),
+    Mistake("error assumed to be zero", rotation_variant(error="0.0"),
+            "hidden_relative_position", "measured, not assumed"),
+    Mistake("error as the mean, not the max", rotation_variant(error="float(np.mean(np.linalg.norm(residual, axis=1)))"),
+            "hidden_relative_position", "measured, not assumed"),
+    Mistake("window assumed to start at position 0", rotation_variant(
+        angle="phi = np.arctan2(pe[offset, 2*i], pe[offset, 2*i+1])"), "hidden_relative_position", None),
+    Mistake("blocks paired as for a concatenated table", rotation_variant(
+        place="h = d // 2\n        M[i, i], M[i, i+h], M[i+h, i], M[i+h, i+h] = c, s, -s, c"),
+            "hidden_relative_position", None),
+    Mistake("PE^T PE instead of PE PE^T", "def dot_product_distance(pe):\n    return pe.T @ pe\n",
+            "hidden_dot_product", "PE^T PE"),
+    Mistake("cosine similarity instead of dot products", '''
+def dot_product_distance(pe):
+    unit = pe / np.linalg.norm(pe, axis=1, keepdims=True)
+    return unit @ unit.T
+''', "hidden_dot_product", "cosine similarity"),
+    Mistake("sample variance", '''
+_statistics = encoding_statistics
+def encoding_statistics(pe):
+    return {**_statistics(pe), "variance": float(pe.var(ddof=1))}
+''', "hidden_encoding_statistics", "ddof=0"),
+    Mistake("squared norms", '''
+_statistics = encoding_statistics
+def encoding_statistics(pe):
+    return {**_statistics(pe), "position_norms": (pe ** 2).sum(axis=1)}
+''', "hidden_encoding_statistics", "squared norms"),
+    Mistake("strict bound", '''
+_statistics = encoding_statistics
+def encoding_statistics(pe):
+    return {**_statistics(pe), "bounded": bool(np.all(np.abs(pe) < 1.0))}
+''', "hidden_encoding_statistics", "bounded"),
+    # --- attention
+    Mistake("no 1/sqrt(d_k) scaling", attention_variant(
+        "w = np.exp(Q @ np.swapaxes(K, -1, -2) - (Q @ np.swapaxes(K, -1, -2)).max(-1, keepdims=True))\n"
+        "    return w / w.sum(-1, keepdims=True) @ V"), "hidden_self_attention", "not divided by sqrt(d_k)"),
+    Mistake("softmax over the queries", attention_variant(
+        "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(-2, keepdims=True))\n"
+        "    return w / w.sum(-2, keepdims=True) @ V"), "hidden_self_attention", "over the queries"),
+    Mistake("softmax without the max shift", attention_variant(
+        "w = np.exp(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))\n    return w / w.sum(-1, keepdims=True) @ V"),
+            "hidden_self_attention", "subtract each row's maximum"),
+    Mistake("scaled by sqrt(d_model)", attention_variant(
+        "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1])\n    w = np.exp(s - s.max(-1, keepdims=True))\n"
+        "    return w / w.sum(-1, keepdims=True) @ V"), "hidden_self_attention", "sqrt(d_model)"),
+    Mistake("encoder ignored", "def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n"
+                               "    return self_attention(X, W_q, W_k, W_v)\n", "hidden_integration", None),
+]
+
+
+ALTERNATIVES = {
+    "plain loops": '''
+import math
+def sinusoidal_positional_encoding(seq_len, d_model):
+    if d_model % 2 == 1:
+        raise ValueError("d_model must be even")
+    pe = np.zeros((seq_len, d_model))
+    for pos in range(seq_len):
+        for i in range(d_model // 2):
+            w = math.exp(-2 * i * math.log(10000) / d_model)
+            pe[pos, 2 * i] = math.sin(pos * w)
+            pe[pos, 2 * i + 1] = math.cos(pos * w)
+    return pe
+''',
+    "direct powers": pe_variant(omega="1.0 / 10000.0 ** (2 * i / d_model)"),
+    "complex exponentials": pe_variant(assemble="z = np.exp(1j * angles)\n    pe = np.empty((seq_len, d_model))\n"
+                                                "    pe[:, 0::2], pe[:, 1::2] = z.imag, z.real\n    return pe"),
+    "stack and reshape": pe_variant(assemble="return np.stack([np.sin(angles), np.cos(angles)], axis=-1)"
+                                             ".reshape(seq_len, d_model)"),
+    "M_k from a middle pair of positions": rotation_variant(
+        angle="p = (len(pe) - offset) // 2\n        phi = np.arctan2(pe[p + offset, 2*i], pe[p + offset, 2*i+1]) - "
+              "np.arctan2(pe[p, 2*i], pe[p, 2*i+1])"),
+    "M_k from the formula": '''
+def relative_position_matrix(pe, offset):
+    L, d = pe.shape
+    omega = 10000.0 ** (-np.arange(0, d, 2) / d)
+    M = np.zeros((d, d))
+    for i, w in enumerate(omega):
+        c, s = np.cos(w * offset), np.sin(w * offset)
+        M[2*i:2*i+2, 2*i:2*i+2] = [[c, s], [-s, c]]
+    err = max(np.linalg.norm(M @ pe[p] - pe[p + offset]) for p in range(L - offset))
+    return M, err
+''',
+    "M_k by least squares over all pairs": '''
+def relative_position_matrix(pe, offset):
+    L, d = pe.shape
+    M = np.zeros((d, d))
+    for i in range(d // 2):
+        a, b = pe[:L - offset, 2*i:2*i+2], pe[offset:, 2*i:2*i+2]
+        c = np.mean(np.sum(a * b, axis=1))
+        s = np.mean(b[:, 0] * a[:, 1] - b[:, 1] * a[:, 0])
+        M[2*i:2*i+2, 2*i:2*i+2] = [[c, s], [-s, c]]
+    return M, float(np.linalg.norm(pe[:L - offset] @ M.T - pe[offset:], axis=1).max())
+''',
+    "learned backward with einsum and add.at": learned_variant(
+        backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
+                 "        np.add.at(self.grad_embedding, np.arange(self.seq_len), np.einsum('bld->ld', grad_output))\n"
+                 "        return grad_output.copy()"),
+    "attention with einsum": '''
+def self_attention(X, W_q, W_k, W_v):
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    s = np.einsum("...qd,...kd->...qk", Q, K) / np.sqrt(K.shape[-1])
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return np.einsum("...qk,...kd->...qd", e / np.sum(e, axis=-1, keepdims=True), V)
+''',
+    "statistics by hand": '''
+def encoding_statistics(pe):
+    n = pe.size
+    mean = pe.sum() / n
+    return {"position_norms": np.sqrt((pe * pe).sum(axis=1)), "mean": float(mean),
+            "variance": float(((pe - mean) ** 2).sum() / n), "min": float(pe.min()), "max": float(pe.max()),
+            "bounded": bool((np.abs(pe) <= 1).all())}
+''',
+}
