@@ -52,3 +52,21 @@ def test_missing_function_is_reported_by_name():
     ns = namespace_from(SOLUTION)
     del ns["dot_product_distance"]
     assert "`dot_product_distance` is not defined" in run_check("hidden_dot_product", ns)[0]
+
+
+def test_probes_import_nothing_but_numpy_and_themselves():
+    """The probes package is shipped into the sandbox: it must not pull in the reference or the judges."""
+    import ast
+    import pathlib
+
+    import posenc_autograder.probes as probes_package
+
+    for path in pathlib.Path(probes_package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else []
+            else:
+                continue
+            assert all(n.split(".")[0] in {"numpy", "__future__", "typing"} for n in names), (path.name, names)

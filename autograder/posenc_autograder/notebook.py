@@ -16,7 +16,7 @@ def run_check(cell_id: str, namespace: dict) -> list[str]:
     """Problems found by the check registered under cell_id, run against namespace."""
     check = REGISTRY[cell_id]
     try:
-        observations = check.probe(namespace)
+        observations = check.probe(namespace, check.inputs())
     except NameError as exc:
         return [str(exc)]
     return check.judge(observations)

@@ -5,17 +5,14 @@ import numpy as np
 
 from .. import reference as ref
 from ..diagnosis import diagnose_rotation
-from .base import as_array, attempt, check, first_mismatch, shape_problem, student_callable, value_of
-
-ROTATION_FN = "relative_position_matrix"
-DOT_FN = "dot_product_distance"
-STATS_FN = "encoding_statistics"
+from ..probes import positional_encoding as probes
+from ..probes.positional_encoding import DOT_FN, NOISY_OFFSET, ROTATION_FN, SECOND_WINDOW_OFFSET, STATS_FN
+from ..probes.positional_encoding import ROTATION_OFFSETS as OFFSETS
+from .base import as_array, first_mismatch, register, shape_problem, value_of
 
 ROTATION_WIDTH = 12
 WINDOW = (23, 90)                 # first position, length: deliberately not starting at 0
-OFFSETS = (1, 5, 10, 50, 3, 17)
 SECOND_WINDOW = (140, 60)
-NOISY_OFFSET = 4
 
 
 def _window(first, length, d_model=ROTATION_WIDTH):
@@ -63,8 +60,8 @@ def _judge_rotation(obs):
     what = f"{ROTATION_FN} on positions {SECOND_WINDOW[0]}..{sum(SECOND_WINDOW) - 1}"
     M, _, problem = _rotation_record(obs["second_window"], what)
     if problem is None:
-        problem = first_mismatch(M, ref.rotation_matrix_for_offset(ROTATION_WIDTH, 7), 1e-9,
-                                 f"M_7 from {what} (M_k must not depend on which positions are used)")
+        problem = first_mismatch(M, ref.rotation_matrix_for_offset(ROTATION_WIDTH, SECOND_WINDOW_OFFSET), 1e-9,
+                                 f"M_{SECOND_WINDOW_OFFSET} from {what} (M_k must not depend on which positions are used)")
     if problem:
         problems.append(problem)
     what = f"{ROTATION_FN}(noisy_pe, {NOISY_OFFSET})"
@@ -78,15 +75,6 @@ def _judge_rotation(obs):
     if problem:
         problems.append(problem)
     return problems
-
-
-@check("hidden_relative_position", points=4,
-       bullets=("relative.linear_map", "relative.multiple_offsets", "relative.offset_only"), judge=_judge_rotation)
-def probe_rotation(ns):
-    fn = student_callable(ns, ROTATION_FN)
-    return {"offsets": [attempt(fn, _window(*WINDOW), k) for k in OFFSETS],
-            "second_window": attempt(fn, _window(*SECOND_WINDOW), 7),
-            "noisy": attempt(fn, _noisy_window(), NOISY_OFFSET)}
 
 
 # --- dot products ------------------------------------------------------------------------------
@@ -133,14 +121,6 @@ def _judge_dot(obs):
     if problem:
         problems.append(problem)
     return problems
-
-
-@check("hidden_dot_product", points=2,
-       bullets=("dot.symmetry", "dot.self", "dot.distance_dependent"), judge=_judge_dot)
-def probe_dot(ns):
-    fn = student_callable(ns, DOT_FN)
-    return {"random": attempt(fn, _dot_random_input()),
-            "sinusoidal": attempt(fn, ref.sinusoidal_positional_encoding(*DOT_PE_CASE))}
 
 
 # --- statistics --------------------------------------------------------------------------------
@@ -194,7 +174,22 @@ def _stats_problem(actual, expected, pe, what):
     return None
 
 
-@check("hidden_encoding_statistics", points=2, bullets=("unique.bounded", "unique.norms"), judge=_judge_stats)
-def probe_stats(ns):
-    fn = student_callable(ns, STATS_FN)
-    return {"results": [attempt(fn, pe) for pe in _stats_inputs().values()]}
+def _rotation_inputs():
+    return {"window": _window(*WINDOW), "second_window": _window(*SECOND_WINDOW), "noisy": _noisy_window()}
+
+
+def _dot_inputs():
+    return {"random": _dot_random_input(), "sinusoidal": ref.sinusoidal_positional_encoding(*DOT_PE_CASE)}
+
+
+def _stats_arrays():
+    return {"arrays": list(_stats_inputs().values())}
+
+
+register("hidden_relative_position", points=4, probe=probes.probe_rotation, judge=_judge_rotation,
+         inputs=_rotation_inputs,
+         bullets=("relative.linear_map", "relative.multiple_offsets", "relative.offset_only"))
+register("hidden_dot_product", points=2, probe=probes.probe_dot, judge=_judge_dot, inputs=_dot_inputs,
+         bullets=("dot.symmetry", "dot.self", "dot.distance_dependent"))
+register("hidden_encoding_statistics", points=2, probe=probes.probe_stats, judge=_judge_stats,
+         inputs=_stats_arrays, bullets=("unique.bounded", "unique.norms"))

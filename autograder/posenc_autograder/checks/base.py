@@ -1,6 +1,6 @@
 """The shape of a graded check: a probe that runs student code, and a judge that never does.
 
-A probe receives the student's namespace and returns *observations*: plain data only (numpy
+A probe (in posenc_autograder.probes) receives the student's namespace and returns *observations*: plain data only (numpy
 float arrays, numbers, strings, bools, lists and dicts of those), including the exceptions the
 student's code raised. A judge receives those observations and returns the list of problems,
 worded for the student, computing every expected value with the trusted reference. Keeping the
@@ -18,75 +18,29 @@ Observations = dict
 Problems = list
 
 
+def no_inputs() -> dict:
+    return {}
+
+
 @dataclasses.dataclass(frozen=True)
 class Check:
     cell_id: str                     # nbgrader grade_id of the hidden test cell
     points: float
     spec_bullets: tuple[str, ...]    # ids from posenc_autograder.spec_bullets
-    probe: Callable[[dict], Observations]
-    judge: Callable[[Observations], Problems]
+    probe: Callable[[dict, dict], Observations]   # from posenc_autograder.probes: runs student code
+    judge: Callable[[Observations], Problems]     # trusted: never calls student code
+    inputs: Callable[[], dict] = no_inputs        # trusted: data the probe needs, as plain data
     assignment: str = "positional_encoding"
 
 
 REGISTRY: dict[str, Check] = {}
 
 
-def check(cell_id: str, *, points: float, bullets: tuple[str, ...], judge: Callable,
-          assignment: str = "positional_encoding"):
-    """Register the decorated probe with its judge under the hidden test cell id."""
-    def register(probe):
-        if cell_id in REGISTRY:
-            raise ValueError(f"duplicate check id {cell_id}")
-        REGISTRY[cell_id] = Check(cell_id, points, tuple(bullets), probe, judge, assignment)
-        return probe
-    return register
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers for probes: call student code and keep only plain data.
-
-def student_callable(ns: dict, name: str):
-    obj = ns.get(name)
-    if obj is None:
-        raise NameError(f"`{name}` is not defined: keep the name and signature from the template")
-    return obj
-
-
-def attempt(fn: Callable, *args, **kwargs) -> dict:
-    """Run student code; return {'value': plain data} or {'error': 'Type: message'}."""
-    try:
-        return {"value": to_plain(fn(*args, **kwargs))}
-    except NotImplementedError:
-        return {"error": "NotImplementedError: the function is still the template stub"}
-    except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        return {"error": f"{type(exc).__name__}: {exc}"[:500]}
-
-
-def raises(fn: Callable, *args, **kwargs) -> str | None:
-    """Name of the exception the call raised, or None when it returned normally."""
-    try:
-        fn(*args, **kwargs)
-    except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        return type(exc).__name__
-    return None
-
-
-def to_plain(value):
-    """Convert a student's return value into plain data (never keeps a student object)."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
-        return value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, dict):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [to_plain(v) for v in value]
-    array = np.array(value, dtype=np.float64, copy=True)
-    return array
+def register(cell_id: str, *, points: float, probe: Callable, judge: Callable, bullets: tuple[str, ...] = (),
+             inputs: Callable[[], dict] = no_inputs, assignment: str = "positional_encoding") -> None:
+    if cell_id in REGISTRY:
+        raise ValueError(f"duplicate check id {cell_id}")
+    REGISTRY[cell_id] = Check(cell_id, points, tuple(bullets), probe, judge, inputs, assignment)
 
 
 # ---------------------------------------------------------------------------------------------

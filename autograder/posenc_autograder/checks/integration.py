@@ -4,25 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
-from .base import as_array, attempt, check, first_mismatch, shape_problem, student_callable, to_plain, value_of
+from ..probes import positional_encoding as probes
+from ..probes.positional_encoding import ATTENTION_FN, D_K, D_MODEL, WIRED_FN, attention_cases, tokens
+from ..probes.positional_encoding import attention_weights as _weights
+from .base import as_array, first_mismatch, register, shape_problem, value_of
 
-ATTENTION_FN = "self_attention"
-WIRED_FN = "encode_and_attend"
-PE_CLASS = "SinusoidalPositionalEncoding"
-
-D_MODEL, D_K = 8, 6
-
-
-def _weights(seed):
-    rng = np.random.default_rng(seed)
-    return tuple(rng.normal(scale=0.5, size=(D_MODEL, D_K)) for _ in range(3))
-
-
-def _attention_cases():
-    rng = np.random.default_rng(51)
-    return {"X of shape (5, 8)": rng.normal(size=(5, D_MODEL)),
-            "X of shape (3, 7, 8)": rng.normal(size=(3, 7, D_MODEL)),
-            "large inputs (entries around 300)": 300 * rng.normal(size=(4, D_MODEL))}
+PERMUTATION = np.array(probes.PERMUTATION)
 
 
 def _attention_diagnosis(out, X, W):
@@ -44,7 +31,7 @@ def _attention_diagnosis(out, X, W):
 def _judge_attention(obs):
     W = _weights(52)
     problems = []
-    for (label, X), record in zip(_attention_cases().items(), obs["outputs"]):
+    for (label, X), record in zip(attention_cases().items(), obs["outputs"]):
         what = f"{ATTENTION_FN} on {label}"
         value, problem = value_of(record, what)
         if problem is None:
@@ -60,26 +47,12 @@ def _judge_attention(obs):
     return problems
 
 
-@check("hidden_self_attention", points=3, bullets=("integration.attention",), judge=_judge_attention)
-def probe_attention(ns):
-    fn = student_callable(ns, ATTENTION_FN)
-    return {"outputs": [attempt(fn, X, *_weights(52)) for X in _attention_cases().values()]}
-
-
 # --- order sensitivity with PE, equivariance without, statistics of X + PE ---------------------
-
-SEQ_LEN, BATCH = 6, 2
-PERMUTATION = np.array([3, 0, 5, 1, 4, 2])
-
-
-def _tokens():
-    return np.random.default_rng(61).normal(size=(BATCH, SEQ_LEN, D_MODEL))
-
 
 def _judge_wiring(obs):
     if "error" in obs:
         return [f"running {WIRED_FN} failed: {obs['error']}"]
-    X, W = _tokens(), _weights(62)
+    X, W = tokens(), _weights(62)
     encoder = ref.SinusoidalPositionalEncoding(16, D_MODEL)
     problems = []
     cases = {
@@ -112,22 +85,8 @@ def _judge_wiring(obs):
     return problems
 
 
-@check("hidden_integration", points=3,
-       bullets=("integration.permutation_sensitive", "integration.permutation_equivariant",
-                "integration.additive_composition", "integration.forward_with_attention"), judge=_judge_wiring)
-def probe_wiring(ns):
-    fn, cls = student_callable(ns, WIRED_FN), student_callable(ns, PE_CLASS)
-    X, W = _tokens(), _weights(62)
-    try:
-        encoder = cls(16, D_MODEL)
-        big = np.random.default_rng(63).normal(size=(4, 64, D_MODEL))
-        shifted = np.asarray(cls(64, D_MODEL).forward(big), dtype=np.float64)
-        statistics = {"finite": bool(np.all(np.isfinite(shifted))),
-                      "mean_shift": float(shifted.mean() - big.mean()),
-                      "std_ratio": float(shifted.std() / big.std())}
-    except BaseException as exc:  # noqa: BLE001
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    return {"plain": attempt(fn, X, *W), "plain_permuted": attempt(fn, X[:, PERMUTATION], *W),
-            "encoded": attempt(fn, X, *W, encoder=encoder),
-            "encoded_permuted": attempt(fn, X[:, PERMUTATION], *W, encoder=encoder),
-            "statistics": to_plain(statistics)}
+register("hidden_self_attention", points=3, probe=probes.probe_attention, judge=_judge_attention,
+         bullets=("integration.attention",))
+register("hidden_integration", points=3, probe=probes.probe_wiring, judge=_judge_wiring,
+         bullets=("integration.permutation_sensitive", "integration.permutation_equivariant",
+                  "integration.additive_composition", "integration.forward_with_attention"))

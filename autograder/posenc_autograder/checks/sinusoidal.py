@@ -5,18 +5,11 @@ import numpy as np
 
 from .. import reference as ref
 from ..diagnosis import diagnose_pe_table
-from .base import (as_array, attempt, check, first_mismatch, raises, shape_problem,
-                   student_callable, value_of)
-
-PE_FN = "sinusoidal_positional_encoding"
-PE_CLASS = "SinusoidalPositionalEncoding"
-
-SHAPE_CASES = [(1, 2), (5, 6), (33, 18), (200, 130)]
-ODD_WIDTHS = [3, 9, 101]
-VALUE_CASES = [(3, 4), (7, 10), (60, 34)]
-STABILITY_CASES = [(10000, 32), (24, 4096)]
-FREQUENCY_CASE = (2000, 36)
-UNIQUE_CASE = (1000, 12)
+from ..probes import positional_encoding as probes
+from ..probes.positional_encoding import (CLASS_BATCHES, CLASS_MAX_LEN, CLASS_WIDTH, FREQUENCY_CASE, ODD_WIDTHS,
+                                          PE_CLASS, PE_FN, SHAPE_CASES, STABILITY_CASES, UNIQUE_CASE,
+                                          VALUE_CASES, class_inputs)
+from .base import as_array, first_mismatch, register, shape_problem, value_of
 
 
 def _table_problems(obs: dict, seq_len: int, d_model: int, atol: float = 1e-9) -> list[str]:
@@ -55,13 +48,6 @@ def _judge_shapes(obs):
     return problems
 
 
-@check("hidden_pe_shapes", points=2, bullets=("shape.sinusoidal", "shape.odd_d_model"), judge=_judge_shapes)
-def probe_shapes(ns):
-    fn = student_callable(ns, PE_FN)
-    return {"tables": [attempt(fn, L, d) for L, d in SHAPE_CASES],
-            "odd": [raises(fn, 10, d) for d in ODD_WIDTHS]}
-
-
 # --- known values ------------------------------------------------------------------------------
 
 def _judge_values(obs):
@@ -69,13 +55,6 @@ def _judge_values(obs):
     for (seq_len, d_model), record in zip(VALUE_CASES, obs["tables"]):
         problems += _table_problems(record, seq_len, d_model)
     return problems[:1] if problems else []
-
-
-@check("hidden_pe_values", points=4, bullets=("values.position_zero", "values.small_example"),
-       judge=_judge_values)
-def probe_values(ns):
-    fn = student_callable(ns, PE_FN)
-    return {"tables": [attempt(fn, L, d) for L, d in VALUE_CASES]}
 
 
 # --- uniqueness, bounds, determinism, norms ----------------------------------------------------
@@ -112,13 +91,6 @@ def _judge_unique(obs):
     return problems
 
 
-@check("hidden_pe_unique_bounded", points=3,
-       bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"), judge=_judge_unique)
-def probe_unique(ns):
-    fn = student_callable(ns, PE_FN)
-    return {"first": attempt(fn, *UNIQUE_CASE), "second": attempt(fn, *UNIQUE_CASE)}
-
-
 # --- numerical stability -----------------------------------------------------------------------
 
 def _judge_stability(obs):
@@ -126,14 +98,6 @@ def _judge_stability(obs):
     for (seq_len, d_model), record in zip(STABILITY_CASES, obs["tables"]):
         problems += _table_problems(record, seq_len, d_model, atol=1e-8)
     return problems
-
-
-@check("hidden_pe_stability", points=2,
-       bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"),
-       judge=_judge_stability)
-def probe_stability(ns):
-    fn = student_callable(ns, PE_FN)
-    return {"tables": [attempt(fn, L, d) for L, d in STABILITY_CASES]}
 
 
 # --- frequency structure -----------------------------------------------------------------------
@@ -168,26 +132,11 @@ def _judge_frequency(obs):
     return problems
 
 
-@check("hidden_pe_frequency", points=2,
-       bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
-                "frequency.last_wavelength"), judge=_judge_frequency)
-def probe_frequency(ns):
-    return {"table": attempt(student_callable(ns, PE_FN), *FREQUENCY_CASE)}
-
-
 # --- the SinusoidalPositionalEncoding class ----------------------------------------------------
 
-CLASS_MAX_LEN, CLASS_WIDTH = 520, 10
-CLASS_BATCHES = [(1, 1), (4, 16), (16, 128), (2, 512), (3, 37)]
-
-
-def _class_inputs(batch, seq_len):
-    return np.random.default_rng(batch * 1000 + seq_len).normal(size=(batch, seq_len, CLASS_WIDTH))
-
-
 def _judge_class(obs):
-    if "error" in obs["init"]:
-        return [f"{PE_CLASS}({CLASS_MAX_LEN}, {CLASS_WIDTH}) raised {obs['init']['error']}"]
+    if "error" in obs:
+        return [f"building or using {PE_CLASS}({CLASS_MAX_LEN}, {CLASS_WIDTH}) failed: {obs['error']}"]
     table = ref.sinusoidal_positional_encoding(CLASS_MAX_LEN, CLASS_WIDTH)
     problems = []
     for (batch, seq_len), record in zip(CLASS_BATCHES, obs["forward"]):
@@ -195,7 +144,7 @@ def _judge_class(obs):
         value, problem = value_of(record, what)
         if problem is None:
             out, problem = as_array(value, what)
-            expected = _class_inputs(batch, seq_len) + table[None, :seq_len]
+            expected = class_inputs(batch, seq_len) + table[None, :seq_len]
             problem = problem or shape_problem(out, expected.shape, what) or \
                 first_mismatch(out, expected, 1e-9, what)
             if problem and out is not None and out.shape == expected.shape and \
@@ -219,17 +168,16 @@ def _judge_class(obs):
     return problems
 
 
-@check("hidden_pe_class", points=3,
-       bullets=("shape.batched_forward", "shape.batch_sizes", "shape.sequence_lengths"), judge=_judge_class)
-def probe_class(ns):
-    cls = student_callable(ns, PE_CLASS)
-    obs = {"odd": raises(cls, 16, 7)}
-    try:
-        module = cls(CLASS_MAX_LEN, CLASS_WIDTH)
-    except BaseException as exc:  # noqa: BLE001
-        return {**obs, "init": {"error": f"{type(exc).__name__}: {exc}"}}
-    obs["init"] = {"value": None}
-    obs["forward"] = [attempt(module.forward, _class_inputs(b, L)) for b, L in CLASS_BATCHES]
-    obs["encoding"] = attempt(module.get_encoding, 45)
-    obs["too_long"] = raises(module.forward, np.zeros((1, CLASS_MAX_LEN + 1, CLASS_WIDTH)))
-    return obs
+register("hidden_pe_shapes", points=2, probe=probes.probe_pe_shapes, judge=_judge_shapes,
+         bullets=("shape.sinusoidal", "shape.odd_d_model"))
+register("hidden_pe_values", points=4, probe=probes.probe_pe_values, judge=_judge_values,
+         bullets=("values.position_zero", "values.small_example"))
+register("hidden_pe_unique_bounded", points=3, probe=probes.probe_pe_unique, judge=_judge_unique,
+         bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"))
+register("hidden_pe_stability", points=2, probe=probes.probe_pe_stability, judge=_judge_stability,
+         bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"))
+register("hidden_pe_frequency", points=2, probe=probes.probe_pe_frequency, judge=_judge_frequency,
+         bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
+                  "frequency.last_wavelength"))
+register("hidden_pe_class", points=3, probe=probes.probe_pe_class, judge=_judge_class,
+         bullets=("shape.batched_forward", "shape.batch_sizes", "shape.sequence_lengths"))

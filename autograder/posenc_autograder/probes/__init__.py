@@ -1,0 +1,7 @@
+"""Probes: the only code of the grader that runs next to student code.
+
+Everything in this package is shipped into the grading sandbox, so it imports nothing but numpy
+and its own modules (a test enforces this): no reference solutions, no judges, no expected values.
+Each probe is `probe(ns, data) -> observations`, where `ns` is the student's namespace, `data`
+are inputs prepared by the trusted side, and observations are plain data.
+"""

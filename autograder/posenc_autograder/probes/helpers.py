@@ -1,0 +1,73 @@
+"""Call student code and keep only plain data from it."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+
+def student_callable(ns: dict, name: str):
+    obj = ns.get(name)
+    if obj is None:
+        raise NameError(f"`{name}` is not defined: keep the name and signature from the template")
+    return obj
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, NotImplementedError):
+        return "NotImplementedError: the function is still the template stub"
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def attempt(fn: Callable, *args, **kwargs) -> dict:
+    """Run student code; return {'value': plain data} or {'error': 'Type: message'}."""
+    try:
+        return {"value": to_plain(fn(*args, **kwargs))}
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
+        return {"error": describe(exc)}
+
+
+def raises(fn: Callable, *args, **kwargs) -> str | None:
+    """Name of the exception the call raised, or None when it returned normally."""
+    try:
+        fn(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return type(exc).__name__
+    return None
+
+
+def guarded(probe: Callable) -> Callable:
+    """Turn an exception escaping a probe's set-up code into an {'error': ...} observation."""
+    def run(ns, data):
+        try:
+            return probe(ns, data)
+        except (KeyboardInterrupt, NameError):
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            return {"error": describe(exc)}
+    run.__name__ = probe.__name__
+    return run
+
+
+def to_plain(value):
+    """Convert a student's return value into plain data (never keeps a student object)."""
+    if value is None or type(value) in (bool, str):
+        return value
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value) if isinstance(value, (float, np.floating)) else int(value)
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [to_plain(v) for v in value]
+    return np.array(value, dtype=np.float64, copy=True)
+
+
+def normal(seed: int, shape) -> np.ndarray:
+    """Deterministic test inputs shared by probes and judges."""
+    return np.random.default_rng(seed).normal(size=shape)
