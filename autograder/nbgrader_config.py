@@ -1,18 +1,23 @@
-"""nbgrader configuration of the course: the repository root is the course directory."""
+"""nbgrader configuration of the course: the repository root is the course directory.
+
+The folder layout is defined once, in posenc_autograder.course.
+"""
 import pathlib
 
-COURSE_ROOT = pathlib.Path(__file__).resolve().parent.parent
+from posenc_autograder import course
+
+COURSE_ROOT = pathlib.Path(__file__).resolve().parent.parent  # this file lives in <root>/autograder/
 
 c = get_config()  # noqa: F821 - injected by traitlets when nbgrader loads this file
 
-c.CourseDirectory.course_id = "posenc-course"
+c.CourseDirectory.course_id = course.COURSE_ID
 c.CourseDirectory.root = str(COURSE_ROOT)
-c.CourseDirectory.source_directory = "solutions"
-c.CourseDirectory.release_directory = "exercises"
-c.CourseDirectory.submitted_directory = "autograder/submitted"
-c.CourseDirectory.autograded_directory = "autograder/autograded"
-c.CourseDirectory.feedback_directory = "autograder/feedback"
-c.CourseDirectory.db_url = f"sqlite:///{COURSE_ROOT / 'autograder' / 'gradebook.db'}"
+c.CourseDirectory.source_directory = course.SOURCE_DIRECTORY
+c.CourseDirectory.release_directory = course.RELEASE_DIRECTORY
+c.CourseDirectory.submitted_directory = course.SUBMITTED_DIRECTORY
+c.CourseDirectory.autograded_directory = course.AUTOGRADED_DIRECTORY
+c.CourseDirectory.feedback_directory = course.FEEDBACK_DIRECTORY
+c.CourseDirectory.db_url = course.Course(COURSE_ROOT).gradebook_url
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
