@@ -20,7 +20,7 @@ import time
 from . import feedback, gradebook, report
 from .course import RELEASE_DIRECTORY, Course
 from .executors import default_jobs, run_dask, run_local
-from .pipeline import GradingTask, NotebookResult, TestResult, judge, prepare
+from .pipeline import GradingTask, NotebookResult, GradedTest, judge, prepare
 from .sandbox import Limits, SandboxUnavailable, check_sandbox
 from .submissions import Submission, discover, sha256
 
@@ -47,7 +47,7 @@ def _load_previous(course: Course, sub: Submission) -> dict | None:
 
 
 def _result_from_json(data: dict) -> NotebookResult:
-    tests = [TestResult(**t) for t in data["tests"]]
+    tests = [GradedTest(**t) for t in data["tests"]]
     return NotebookResult(**{**data, "tests": tests})
 
 

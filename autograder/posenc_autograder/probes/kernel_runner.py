@@ -96,6 +96,14 @@ def _finish(events, client):
     return events
 
 
+def cell_label(nb, index) -> str:
+    """How the student can find a cell: its nbgrader id, or its position for cells they added."""
+    if index is None or not 0 <= index < len(nb.cells):
+        return "a cell"
+    grade_id = nb.cells[index].get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    return f"cell '{grade_id}'" if grade_id else f"the cell you added at position {index + 1}"
+
+
 def main(job_dir: str) -> int:
     job = pathlib.Path(job_dir)
     limits = json.loads((job / "limits.json").read_text())
@@ -103,6 +111,8 @@ def main(job_dir: str) -> int:
     workdir = job / "work"
     workdir.mkdir(exist_ok=True)
     events = execute(nb, limits, workdir)
+    for event in events:
+        event["where"] = cell_label(nb, event.get("cell"))
     nbformat.write(nb, job / "executed.ipynb")
     (job / "execution.json").write_text(json.dumps(events))
     return 0

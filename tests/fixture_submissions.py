@@ -1,0 +1,135 @@
+"""Build a class of fixture submissions, each a way students really hand things in.
+
+Built from the released notebook and the solution code at test time, so they follow the
+notebooks when those change. `EXPECTED` is the exact outcome each must get.
+"""
+from __future__ import annotations
+
+import copy
+import pathlib
+import shutil
+
+import nbformat
+
+from notebook_tools import ROOT
+
+ASSIGNMENT = NOTEBOOK = "positional_encoding"
+FULL = 40
+
+
+def _grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def solved_notebook():
+    """The released notebook with every answer cell filled in from the solution."""
+    release = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    answers = {_grade_id(c): c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in release.cells:
+        if _grade_id(cell) in answers:
+            cell.source = answers[_grade_id(cell)]
+    return release
+
+
+def _with_answer(nb, grade_id, transform):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if _grade_id(cell) == grade_id:
+            cell.source = transform(cell.source)
+    return nb
+
+
+def _insert_after(nb, grade_id, *sources):
+    nb = copy.deepcopy(nb)
+    index = next(i for i, c in enumerate(nb.cells) if _grade_id(c) == grade_id)
+    nb.cells[index + 1:index + 1] = [nbformat.v4.new_code_cell(source) for source in sources]
+    return nb
+
+
+def _without(nb, grade_id):
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if _grade_id(c) != grade_id]
+    return nb
+
+
+def _edit_metadata(nb, grade_id, **changes):
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if _grade_id(cell) == grade_id:
+            cell.metadata["nbgrader"].update(changes)
+    return nb
+
+
+def build(submitted: pathlib.Path) -> None:
+    solved = solved_notebook()
+    release = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    solution_cell = next(c for c in solved.cells if _grade_id(c) == "dot_product_and_statistics")
+    stub_moved = _insert_after(solved, "dot_product_and_statistics", solution_cell.source)
+    stub_moved = _with_answer(stub_moved, "dot_product_and_statistics",
+                              lambda s: "def dot_product_distance(pe):\n    # YOUR CODE HERE\n"
+                                        "    raise NotImplementedError()\n")
+    notebooks = {
+        "correct": solved,
+        "untouched": release,
+        "deleted_test_cell": _without(_without(solved, "hidden_pe_values"), "test_pe_visible"),
+        "edited_metadata": _edit_metadata(_edit_metadata(solved, "hidden_pe_shapes", grade=False, points=200),
+                                          "test_pe_visible", points=25),
+        "os_exit_in_cell": _with_answer(solved, "dot_product_and_statistics",
+                                        lambda s: s + "\n\nimport os\nos._exit(3)\n"),
+        "os_exit_in_function": _with_answer(solved, "dot_product_and_statistics",
+                                            lambda s: s.replace('    return pe @ pe.T',
+                                                                '    import os\n    os._exit(1)')),
+        "infinite_loop": _with_answer(solved, "dot_product_and_statistics",
+                                      lambda s: s.replace('    return pe @ pe.T', '    while True:\n        pass')),
+        # Every cell stays under the per-cell timeout; together they exceed the whole-notebook limit.
+        "slow_notebook": _insert_after(solved, "imports", *["import time\ntime.sleep(6)"] * 6),
+        "output_flood": _insert_after(solved, "imports", "print('x' * 10_000_000)\nfor _ in range(20000):\n"
+                                                         "    print('flood line')"),
+        "memory_hog": _with_answer(solved, "dot_product_and_statistics",
+                                   lambda s: s.replace('    return pe @ pe.T',
+                                                       '    hog = np.ones(20 * 2**30 // 8)\n    return pe @ pe.T')),
+        "code_in_added_cell": stub_moved,
+    }
+    for student, nb in notebooks.items():
+        folder = submitted / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    conflict = submitted / "merge_conflict" / ASSIGNMENT
+    conflict.mkdir(parents=True)
+    lines = nbformat.writes(solved).splitlines()
+    lines[40:40] = ["<<<<<<< HEAD", '  "x": 1,', "=======", '  "x": 2,', ">>>>>>> branch"]
+    (conflict / f"{NOTEBOOK}.ipynb").write_text("\n".join(lines))
+    renamed = submitted / "renamed" / ASSIGNMENT
+    renamed.mkdir(parents=True)
+    nbformat.write(solved, renamed / f"{NOTEBOOK} (1).ipynb")
+    (submitted / "missing" / ASSIGNMENT).mkdir(parents=True)
+    (submitted / "missing" / ASSIGNMENT / "notes.txt").write_text("forgot the notebook")
+
+
+# student -> (score, graded, phrases the run report must contain for that student)
+EXPECTED = {
+    "correct": (FULL, True, []),
+    "untouched": (0, True, []),
+    "deleted_test_cell": (FULL, True, ["deleted cells were restored and run: test_pe_visible, hidden_pe_values"]),
+    "edited_metadata": (FULL, True, ["read-only cells were edited", "test_pe_visible", "hidden_pe_shapes"]),
+    "os_exit_in_cell": (FULL - 4, True, ["the kernel died while running cell 'dot_product_and_statistics'"]),
+    "os_exit_in_function": (FULL - 2, True, ["the kernel died while running cell 'hidden_dot_product'"]),
+    "infinite_loop": (FULL - 2, True, ["cell 'hidden_dot_product' ran longer than"]),
+    "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
+    "output_flood": (FULL, True, ["printed too much output"]),
+    "memory_hog": (FULL - 2, True, []),
+    "code_in_added_cell": (FULL, True, ["1 code cell(s) you added were run in place"]),
+    "merge_conflict": (0, False, ["not valid notebook JSON", "merge-conflict markers"]),
+    "renamed": (FULL, True, ["renamed to 'positional_encoding (1).ipynb'"]),
+    "missing": (0, False, ["'positional_encoding.ipynb' is missing"]),
+}
+
+
+def make_course(tmp: pathlib.Path) -> pathlib.Path:
+    """A throwaway course directory: the repository's notebooks and config, no gradebook yet."""
+    for folder in ("solutions", "exercises"):
+        shutil.copytree(ROOT / folder, tmp / folder)
+    (tmp / "autograder").mkdir()
+    shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp / "autograder")
+    return tmp

@@ -1,0 +1,89 @@
+"""`make grade` end to end on a class of fixture submissions: exact scores, report lines, feedback."""
+import csv
+import json
+
+import pytest
+
+from fixture_submissions import EXPECTED, build, make_course
+from posenc_autograder import gradebook
+from posenc_autograder.course import Course
+from posenc_autograder.grade import grade_all, keep_higher_scores
+from posenc_autograder.pipeline import NotebookResult, GradedTest
+from posenc_autograder.sandbox import Limits
+
+LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("course"))
+    course = Course(root)
+    build(course.submitted)
+    results = grade_all(course, jobs=2, limits=LIMITS, quiet=True)
+    return course, {r.student: r for r in results}
+
+
+def test_every_fixture_gets_its_exact_outcome(graded_class):
+    course, results = graded_class
+    assert set(results) == set(EXPECTED)
+    outcomes = {s: (r.score, r.graded) for s, r in results.items()}
+    assert outcomes == {s: (score, graded) for s, (score, graded, _) in EXPECTED.items()}
+
+
+def test_report_says_what_happened_and_what_to_do(graded_class):
+    course, _ = graded_class
+    entries = {e["student"]: e for e in json.loads((course.reports / "grading-report.json").read_text())}
+    for student, (_, _, phrases) in EXPECTED.items():
+        for phrase in phrases:
+            assert any(phrase in note for note in entries[student]["what_happened"]), (student, phrase)
+        if phrases:
+            assert entries[student]["what_to_do"].startswith("student:")
+    assert "correct" not in entries and "untouched" not in entries
+
+
+def test_grades_csv_has_every_student(graded_class):
+    course, _ = graded_class
+    rows = {r["student"]: r for r in csv.DictReader(open(course.grades_csv))}
+    assert {s: float(r["score"]) for s, r in rows.items()} == {s: e[0] for s, e in EXPECTED.items()}
+    assert rows["missing"]["status"] == "not graded" and rows["correct"]["status"] == "graded"
+
+
+def test_feedback_names_tests_and_hides_hidden_code(graded_class):
+    course, _ = graded_class
+    page = (course.feedback / "infinite_loop" / "positional_encoding" / "positional_encoding.html").read_text()
+    assert "hidden_dot_product" in page and "hidden test" in page and "visible self-check" in page
+    assert "ran longer than" in page
+    for leak in ("BEGIN HIDDEN", "hidden_test(", "_posenc_probe", "ROTATION_OFFSETS", "default_rng"):
+        assert leak not in page
+    for student in EXPECTED:
+        assert (course.feedback / student / "positional_encoding" / "positional_encoding.html").is_file()
+
+
+def test_failed_test_feedback_explains_the_mistake(graded_class):
+    course, results = graded_class
+    memory = next(t for t in results["memory_hog"].tests if t.cell_id == "hidden_dot_product")
+    assert "MemoryError" in memory.problems[0]
+
+
+def test_regrading_is_idempotent_and_keeps_manual_grades(graded_class):
+    course, before = graded_class
+    with gradebook.open_gradebook(course) as gb:
+        grade = gb.find_grade("hidden_pe_values", "positional_encoding", "positional_encoding", "untouched")
+        grade.manual_score = 3
+        gb.db.commit()
+    again = {r.student: r for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True,
+                                             students=["untouched", "correct"], force=True)}
+    assert {s: r.score for s, r in again.items()} == {"untouched": 0, "correct": 40}
+    assert gradebook.final_scores(course, "untouched", "positional_encoding") == (3.0, 40.0)
+    cached = {r.student: r.score for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
+    assert cached == {s: e[0] for s, e in EXPECTED.items()}
+
+
+def test_an_unchanged_file_never_loses_points():
+    passed = GradedTest("hidden_x", "t", True, 2.0, 2.0, [])
+    failed = GradedTest("hidden_x", "t", True, 0.0, 2.0, ["timed out"])
+    previous = {"sha256": "abc", "result": {"tests": [passed.__dict__]}}
+    result = NotebookResult("s", "a", "n", True, [failed], [])
+    assert keep_higher_scores(result, previous, "abc").score == 2.0
+    changed = NotebookResult("s", "a", "n", True, [GradedTest("hidden_x", "t", True, 0.0, 2.0, ["wrong"])], [])
+    assert keep_higher_scores(changed, previous, "other").score == 0.0
