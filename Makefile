@@ -8,7 +8,7 @@ ASSIGNMENTS := $(notdir $(wildcard solutions/*))
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test release install clean
+.PHONY: book serve test release grade collect install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,17 @@ serve: $(STAMP)
 ## release: regenerate the student notebooks in exercises/ from solutions/ (nbgrader generate_assignment)
 release: $(STAMP)
 	cd autograder && for a in $(ASSIGNMENTS); do nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+
+## grade: grade every submission in autograder/submitted (JOBS=n cores, default all; SCHEDULER=tcp://... for Dask)
+JOBS ?= 0
+grade: $(STAMP)
+	$(PY) -m posenc_autograder.grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
+
+## collect: unpack an LMS zip of "<student>_<notebook>.ipynb" files into autograder/submitted (ZIP=..., ASSIGNMENT=...)
+ASSIGNMENT ?= positional_encoding
+collect: $(STAMP)
+	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding]"; exit 2; }
+	$(PY) -m posenc_autograder.collect "$(ZIP)" "$(ASSIGNMENT)"
 
 ## test: every test (book build, exercises, grader)
 test: $(STAMP)

@@ -21,3 +21,7 @@ c.CourseDirectory.db_url = course.Course(COURSE_ROOT).gradebook_url
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# `make collect ZIP=...`: an LMS download of files named "<student id>_<notebook>.ipynb".
+c.ZipCollectApp.downloaded_directory = course.DOWNLOADED_DIRECTORY
+c.FileNameCollectorPlugin.named_regexp = course.SUBMISSION_FILE_PATTERN

@@ -16,6 +16,9 @@ FEEDBACK_DIRECTORY = "autograder/feedback"
 DOWNLOADED_DIRECTORY = "autograder/downloaded"
 GRADEBOOK = "autograder/gradebook.db"
 
+# File names inside an LMS zip: "<student id>_<notebook>.ipynb" (nbgrader matches the whole path).
+SUBMISSION_FILE_PATTERN = r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"
+
 
 @dataclasses.dataclass(frozen=True)
 class Course:
