@@ -167,7 +167,12 @@ def execute_task(task: GradingTask, course_root: pathlib.Path | None = None) -> 
             events.append({"event": "notebook_time_limit", "cell": None})
         failure = None
         if not (job / "executed.ipynb").is_file() and not outcome.killed_after_timeout:
-            failure = f"the grading sandbox stopped unexpectedly (exit {outcome.returncode}): {outcome.stderr_tail[-500:]}"
+            if "IPKernelApp" in outcome.stderr_tail or (job / "results").is_dir():
+                # The student's kernel had started: their code stopped the runner (e.g. killed its parent).
+                events.append({"event": "runner_killed", "cell": None})
+            else:
+                failure = (f"the grading sandbox stopped unexpectedly (exit {outcome.returncode}): "
+                           f"{outcome.stderr_tail[-500:]}")
         executed = (job / "executed.ipynb").read_text() if _safe_file(job / "executed.ipynb") else None
         return Execution(task.key, _read_observations(job / "results"), events if isinstance(events, list) else [],
                          _visible_cell_errors(job / "executed.ipynb"), time.monotonic() - started, failure,
@@ -276,6 +281,8 @@ def _describe_events(events) -> list[str]:
             notes.append("the notebook reached its total time limit; tests that had not run yet score 0")
         elif kind == "output_truncated":
             notes.append(f"{where} printed too much output; the rest was dropped")
+        elif kind == "runner_killed":
+            notes.append("code in the notebook stopped the grader's own process; tests that had not run score 0")
         elif kind in ("runner_error", "too_many_replays"):
             notes.append(f"the grader could not finish running the notebook ({event.get('detail', kind)})")
     return notes
