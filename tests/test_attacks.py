@@ -1,6 +1,5 @@
 """Hostile notebooks gain no point and change no other student's grade (issue: safe grading)."""
 import hashlib
-import shutil
 
 import nbformat
 import pytest
