@@ -151,8 +151,8 @@ def execute_task(task: GradingTask, course_root: pathlib.Path | None = None) -> 
         lib.mkdir(parents=True)
         for name, text in task.probe_files.items():
             (lib / name).write_text(text)
-        (job / "work").mkdir()
-        (job / "home").mkdir()
+        for folder in ("work", "home"):
+            (job / folder).mkdir()
         (job / "notebook.ipynb").write_text(task.notebook_json)
         (job / "task.json").write_text(task.task_json)
         limits = Limits(**task.limits)
@@ -162,21 +162,50 @@ def execute_task(task: GradingTask, course_root: pathlib.Path | None = None) -> 
             outcome = run_job(job, course_root or pathlib.Path.cwd(), limits, isolate=task.isolate)
         except Exception as exc:  # noqa: BLE001 - the sandbox failing is reported, never fatal
             return Execution(task.key, {}, [], {}, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
-        events = _read_json(job / "execution.json", default=[])
-        if outcome.killed_after_timeout:
-            events.append({"event": "notebook_time_limit", "cell": None})
+        nb = nbformat.reads(task.notebook_json, as_version=4)
+        _attach_outputs(nb, job / "outputs")
+        events = [{**e, "where": cell_label(nb, e.get("cell"))} for e in outcome.events]
+        events += [{"event": "output_truncated", "cell": i, "where": cell_label(nb, i)}
+                   for i in _truncated_cells(job / "outputs")]
         failure = None
-        if not (job / "executed.ipynb").is_file() and not outcome.killed_after_timeout:
-            if "IPKernelApp" in outcome.stderr_tail or (job / "results").is_dir():
-                # The student's kernel had started: their code stopped the runner (e.g. killed its parent).
-                events.append({"event": "runner_killed", "cell": None})
-            else:
-                failure = (f"the grading sandbox stopped unexpectedly (exit {outcome.returncode}): "
-                           f"{outcome.stderr_tail[-500:]}")
-        executed = (job / "executed.ipynb").read_text() if _safe_file(job / "executed.ipynb") else None
-        return Execution(task.key, _read_observations(job / "results"), events if isinstance(events, list) else [],
-                         _visible_cell_errors(job / "executed.ipynb"), time.monotonic() - started, failure,
-                         executed)
+        if not outcome.finished and not events:
+            failure = f"the grading sandbox could not run the notebook: {outcome.log_tail[-500:]}"
+        elif any(e["event"] == "kernel_died" and e.get("cell") is None for e in events):
+            failure = f"the notebook's process died before running any cell: {outcome.log_tail[-500:]}"
+        return Execution(task.key, _read_observations(job / "results"), events, _visible_cell_errors(nb),
+                         time.monotonic() - started, failure, nbformat.writes(nb))
+
+
+def cell_label(nb, index) -> str:
+    """How the student can find a cell: its nbgrader id, or its position for cells they added."""
+    if index is None or not 0 <= index < len(nb.cells):
+        return "a cell"
+    grade_id = nb.cells[index].get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    return f"cell '{grade_id}'" if grade_id else f"the cell you added at position {index + 1}"
+
+
+def _cell_outputs(folder: pathlib.Path):
+    """(cell index, recorded outputs) for every cell the runner finished."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for path in folder.glob("*.json"):
+        if path.stem.isdigit():
+            record = _read_json(path, default=None)
+            if isinstance(record, dict):
+                yield int(path.stem), record
+
+
+def _attach_outputs(nb, folder: pathlib.Path) -> None:
+    for index, record in _cell_outputs(folder):
+        if 0 <= index < len(nb.cells) and nb.cells[index].cell_type == "code":
+            try:
+                nb.cells[index].outputs = [nbformat.from_dict(o) for o in record.get("outputs", [])]
+            except Exception:  # noqa: BLE001 - malformed output records are dropped
+                nb.cells[index].outputs = []
+
+
+def _truncated_cells(folder: pathlib.Path) -> list[int]:
+    return sorted(i for i, record in _cell_outputs(folder) if record.get("truncated"))
 
 
 def _safe_file(path: pathlib.Path) -> bool:
@@ -205,13 +234,7 @@ def _read_observations(folder: pathlib.Path) -> dict[str, dict]:
     return found
 
 
-def _visible_cell_errors(path: pathlib.Path) -> dict[str, str]:
-    if not _safe_file(path):
-        return {}
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001
-        return {}
+def _visible_cell_errors(nb) -> dict[str, str]:
     errors = {}
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -272,8 +295,8 @@ def _describe_events(events) -> list[str]:
     for event in events:
         kind, where = event.get("event"), str(event.get("where", "a cell"))
         if kind == "kernel_died":
-            notes.append(f"the kernel died while running {where} (os._exit, a crash or the memory limit); "
-                         f"that cell was skipped and the notebook run again without it")
+            notes.append(f"the notebook's process died while running {where} (os._exit, a crash, a killed "
+                         f"process or a resource limit); that cell was skipped and the notebook run again without it")
         elif kind == "cell_timeout":
             notes.append(f"{where} ran longer than {event.get('seconds')} s and was stopped (an infinite loop?); "
                          f"it was skipped and the notebook run again without it")
@@ -281,8 +304,6 @@ def _describe_events(events) -> list[str]:
             notes.append("the notebook reached its total time limit; tests that had not run yet score 0")
         elif kind == "output_truncated":
             notes.append(f"{where} printed too much output; the rest was dropped")
-        elif kind == "runner_killed":
-            notes.append("code in the notebook stopped the grader's own process; tests that had not run score 0")
         elif kind in ("runner_error", "too_many_replays"):
             notes.append(f"the grader could not finish running the notebook ({event.get('detail', kind)})")
     return notes

@@ -7,6 +7,7 @@ other students), the home directory, or the network.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pathlib
 import shutil
@@ -30,13 +31,7 @@ class Limits:
     max_file_bytes: int = 64 * 2**20
 
     def for_runner(self) -> dict:
-        return {"cell_seconds": self.cell_seconds, "notebook_seconds": self.notebook_seconds,
-                "max_cell_output_bytes": self.max_cell_output_bytes}
-
-    @property
-    def wall_seconds(self) -> int:
-        """Outer bound on the whole job: the runner's own deadline plus kernel start-ups."""
-        return self.notebook_seconds + 60
+        return {"max_cell_output_bytes": self.max_cell_output_bytes}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -73,13 +68,13 @@ def sandbox_command(job_dir: pathlib.Path, course_root: pathlib.Path) -> list[st
                 "--setenv", "PYTHONPATH", f"{JOB_MOUNT}/lib", "--setenv", "POSENC_JOB_DIR", JOB_MOUNT,
                 "--setenv", "MPLBACKEND", "Agg", "--setenv", "OPENBLAS_NUM_THREADS", "1",
                 "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "JUPYTER_PLATFORM_DIRS", "1",
-                str(python), "-m", "posenc_probes.kernel_runner", JOB_MOUNT]
+                str(python), "-m", "posenc_probes.shell_runner", JOB_MOUNT]
     return command
 
 
 def plain_command(job_dir: pathlib.Path) -> list[str]:
     """The same job without isolation (limits only): for measurements and machines without namespaces."""
-    return [sys.executable, "-m", "posenc_probes.kernel_runner", str(job_dir)]
+    return [sys.executable, "-m", "posenc_probes.shell_runner", str(job_dir)]
 
 
 def plain_environment(job_dir: pathlib.Path) -> dict:
@@ -162,37 +157,90 @@ def _kill_cgroup(group: pathlib.Path):
         pass
 
 
+MAX_REPLAYS = 3
+POLL_SECONDS = 0.02
+
+
 @dataclasses.dataclass
 class RunOutcome:
-    returncode: int | None
+    events: list[dict]                 # cell timeouts, deaths, the notebook limit; cells are notebook indices
+    finished: bool                     # the last attempt ran to the end of the notebook
     wall_seconds: float
-    killed_after_timeout: bool
-    stderr_tail: str
+    log_tail: str
 
 
-def run_job(job_dir: pathlib.Path, course_root: pathlib.Path, limits: Limits, isolate: bool = True) -> RunOutcome:
-    command = sandbox_command(job_dir, course_root) if isolate else plain_command(job_dir)
-    env = None if isolate else plain_environment(job_dir)
-    groups = _make_cgroups(limits)
-    started = time.monotonic()
-    killed = False
-    with open(job_dir / "runner.log", "wb") as log:
+def _progress(job_dir: pathlib.Path) -> list[str]:
+    try:
+        return (job_dir / "progress").read_text().split()
+    except OSError:
+        return []
+
+
+def _attempt(command, env, job_dir, limits, groups, deadline):
+    """One run of the notebook; returns (how it ended, the cell it ended in)."""
+    (job_dir / "progress").write_text("")
+    with open(job_dir / "runner.log", "ab") as log:
         process = subprocess.Popen(limited_command(command, limits, groups), stdout=log, stderr=subprocess.STDOUT,
                                    env=env, start_new_session=True)
-        try:
-            returncode = process.wait(timeout=limits.wall_seconds)
-        except subprocess.TimeoutExpired:
-            killed = True
+    current, since = None, time.monotonic()
+    try:
+        while True:
+            code = process.poll()
+            marks = _progress(job_dir)
+            last = marks[-1] if marks else None
+            if code is not None:
+                return ("finished" if last == "done" else "died"), (int(last) if last not in (None, "done") else None)
+            if last != current:
+                current, since = last, time.monotonic()
+            now = time.monotonic()
+            if now >= deadline:
+                return "notebook_time_limit", int(current) if current not in (None, "done") else None
+            if current not in (None, "done") and now - since > limits.cell_seconds:
+                return "cell_timeout", int(current)
+            time.sleep(POLL_SECONDS)
+    finally:
+        if process.poll() is None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except OSError:
                 pass
-            returncode = process.wait()
-    for group in groups:
-        _kill_cgroup(group)
-    _remove_cgroups(groups)
-    tail = (job_dir / "runner.log").read_bytes()[-2000:].decode("utf-8", "replace")
-    return RunOutcome(returncode, time.monotonic() - started, killed, tail)
+            process.wait()
+        for group in groups:
+            _kill_cgroup(group)
+
+
+def run_job(job_dir: pathlib.Path, course_root: pathlib.Path, limits: Limits, isolate: bool = True) -> RunOutcome:
+    """Run the job's notebook under the supervisor: skip-and-replay cells that time out or kill the process."""
+    command = sandbox_command(job_dir, course_root) if isolate else plain_command(job_dir)
+    env = None if isolate else plain_environment(job_dir)
+    started = time.monotonic()
+    deadline = started + limits.notebook_seconds
+    events, skip, finished = [], [], False
+    groups = _make_cgroups(limits)
+    try:
+        for _ in range(MAX_REPLAYS + 1):
+            for folder in ("results", "outputs"):
+                shutil.rmtree(job_dir / folder, ignore_errors=True)
+            (job_dir / "skip.json").write_text(json.dumps(skip))
+            ending, cell = _attempt(command, env, job_dir, limits, groups, deadline)
+            if ending == "finished":
+                finished = True
+                break
+            if ending == "notebook_time_limit":
+                events.append({"event": "notebook_time_limit", "cell": cell})
+                break
+            events.append({"event": "kernel_died" if ending == "died" else "cell_timeout", "cell": cell,
+                           "seconds": limits.cell_seconds})
+            if cell is None:            # died before any cell started: nothing to skip
+                break
+            skip.append(cell)
+        else:
+            events.append({"event": "too_many_replays", "cell": None})
+    finally:
+        _remove_cgroups(groups)
+    tail = (job_dir / "runner.log").read_bytes()[-2000:].decode("utf-8", "replace") \
+        if (job_dir / "runner.log").is_file() else ""
+    return RunOutcome(events, finished, time.monotonic() - started, tail)
 
 
 def check_sandbox(course_root: pathlib.Path) -> None:

@@ -1,0 +1,109 @@
+"""`make bench`: the same class graded by stock sequential `nbgrader autograde` and by `make grade`.
+
+Prints wall times, time per notebook, their ratio, and the time of the hidden tests alone.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import nbformat
+
+from .checks import REGISTRY
+from .course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course
+from .executors import default_jobs
+from .grade import grade_all
+from .notebook import run_check
+from .sandbox import Limits
+
+ASSIGNMENT = NOTEBOOK = "positional_encoding"
+
+
+def solved(course_root: pathlib.Path) -> nbformat.NotebookNode:
+    release = nbformat.read(course_root / RELEASE_DIRECTORY / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    solution = nbformat.read(course_root / SOURCE_DIRECTORY / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in release.cells:
+        cell.source = answers.get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
+    return release
+
+
+def make_class(source_root: pathlib.Path, root: pathlib.Path, students: int) -> Course:
+    for folder in (SOURCE_DIRECTORY, RELEASE_DIRECTORY):
+        shutil.copytree(source_root / folder, root / folder)
+    (root / "autograder").mkdir()
+    shutil.copy(source_root / "autograder" / "nbgrader_config.py", root / "autograder")
+    course = Course(root)
+    good = solved(source_root)
+    stub = nbformat.read(source_root / RELEASE_DIRECTORY / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    for i in range(students):
+        folder = course.submitted / f"student{i:03d}" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(good if i % 3 else stub, folder / f"{NOTEBOOK}.ipynb")
+    return course
+
+
+def time_stock(course: Course) -> float:
+    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
+    env = {"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(course.root)}
+    subprocess.run([str(nbgrader), "generate_assignment", ASSIGNMENT, "--force", "--log-level=ERROR",
+                    f"--CourseDirectory.release_directory={course.root / 'stock-release'}"],
+                   cwd=course.root / "autograder", check=True, capture_output=True, env=env)
+    started = time.perf_counter()
+    subprocess.run([str(nbgrader), "autograde", ASSIGNMENT, "--force", "--log-level=ERROR"],
+                   cwd=course.root / "autograder", check=True, capture_output=True, env=env)
+    return time.perf_counter() - started
+
+
+def time_hidden_tests(source_root: pathlib.Path, repeats: int = 3) -> float:
+    """Seconds to run every hidden check of one notebook in-process on a correct answer."""
+    namespace: dict = {}
+    for cell in solved(source_root).cells:
+        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+            exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own solution
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for cell_id, check in REGISTRY.items():
+            if check.assignment == ASSIGNMENT:
+                assert run_check(cell_id, namespace) == [], cell_id
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench")
+    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--jobs", type=int, default=0)
+    args = parser.parse_args(argv)
+    source_root = Course().root
+    jobs = args.jobs or default_jobs()
+    with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
+        stock_course = make_class(source_root, pathlib.Path(tmp) / "stock", args.students)
+        ours_course = make_class(source_root, pathlib.Path(tmp) / "ours", args.students)
+        stock = time_stock(stock_course)
+        started = time.perf_counter()
+        results = grade_all(ours_course, jobs=jobs, limits=Limits(), quiet=True)
+        ours = time.perf_counter() - started
+        started = time.perf_counter()
+        grade_all(Course(ours_course.root), jobs=jobs, limits=Limits(), quiet=True, force=False)
+        cached = time.perf_counter() - started
+    hidden = time_hidden_tests(source_root)
+    n = args.students
+    print(f"notebooks graded:                       {n} ({sum(r.score > 0 for r in results)} with points)")
+    print(f"stock nbgrader autograde, sequential:   {stock:7.1f} s  ({stock / n:.2f} s per notebook)")
+    print(f"make grade, sandboxed, {jobs} parallel jobs: {ours:7.1f} s  ({ours / n:.2f} s per notebook)")
+    print(f"speed-up over stock:                    {stock / ours:7.2f}x")
+    print(f"make grade again, nothing changed:      {cached:7.1f} s")
+    print(f"hidden tests alone, per notebook:       {hidden:7.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
