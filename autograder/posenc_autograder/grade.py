@@ -74,6 +74,8 @@ class Progress:
 
     def step(self, label: str) -> None:
         self.done += 1
+        if self.stream is None:
+            return
         width = 30
         filled = int(width * self.done / max(self.total, 1))
         elapsed = time.monotonic() - self.started
@@ -85,11 +87,10 @@ class Progress:
         self.stream.flush()
 
 
-def finish(course: Course, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
+def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
            executed_notebook: str | None = None) -> NotebookResult:
     result = keep_higher_scores(result, _load_previous(course, sub), digest)
-    gradebook.record_scores(course, sub.student, sub.assignment, sub.notebook,
-                            {t.cell_id: t.points for t in result.tests})
+    gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook, {t.cell_id: t.points for t in result.tests})
     feedback.write(result, course.feedback)
     sidecar = _sidecar(course, sub)
     sidecar.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +108,13 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     for assignment in sorted({s.assignment for s in submissions}):
         gradebook.register(course, assignment, course.work / "release")
     fingerprint = grader_fingerprint(course)
-    progress = Progress(len(submissions), stream=open("/dev/null", "w") if quiet else sys.stderr)
+    with gradebook.open_gradebook(course) as gb:
+        return _grade_submissions(course, gb, submissions, fingerprint, jobs=jobs, isolate=isolate, force=force,
+                                  scheduler=scheduler, limits=limits, quiet=quiet)
+
+
+def _grade_submissions(course, gb, submissions, fingerprint, *, jobs, isolate, force, scheduler, limits, quiet):
+    progress = Progress(len(submissions), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None]] = {}
     tasks: list[GradingTask] = []
@@ -121,7 +128,7 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
             continue
         prepared = prepare(course, sub, limits, isolate)
         if isinstance(prepared, NotebookResult):
-            results.append(finish(course, sub, prepared, digest, fingerprint))
+            results.append(finish(course, gb, sub, prepared, digest, fingerprint))
             progress.step(sub.student)
         else:
             pending[prepared.key] = (sub, digest)
@@ -129,11 +136,11 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs, course.root)
     for execution in executions:
         sub, digest = pending[execution.key]
-        results.append(finish(course, sub, judge(course, sub, execution), digest, fingerprint,
+        results.append(finish(course, gb, sub, judge(course, sub, execution), digest, fingerprint,
                               execution.executed_notebook))
         progress.step(sub.student)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
-    report.write_all(course, results)
+    report.write_all(course, gb, results)
     return results
 
 

@@ -70,12 +70,13 @@ def register(course: Course, assignment: str, scratch: pathlib.Path) -> None:
         raise RuntimeError(f"nbgrader could not register '{assignment}':\n{result.stdout}\n{result.stderr}")
 
 
-def record_scores(course: Course, student: str, assignment: str, notebook: str, scores: dict[str, float]) -> None:
-    with open_gradebook(course) as gb:
-        gb.update_or_create_student(student)
+def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float]) -> None:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not in session.*")
         try:
             gb.find_submission(assignment, student)
         except MissingEntry:
+            gb.update_or_create_student(student)
             gb.add_submission(assignment, student)
         for cell_id, score in scores.items():
             grade = gb.find_grade(cell_id, notebook, assignment, student)
@@ -84,8 +85,7 @@ def record_scores(course: Course, student: str, assignment: str, notebook: str, 
         gb.db.commit()
 
 
-def final_scores(course: Course, student: str, assignment: str) -> tuple[float, float]:
+def final_scores(gb: Gradebook, student: str, assignment: str) -> tuple[float, float]:
     """(score, max score) as nbgrader computes them: manual scores override automatic ones."""
-    with open_gradebook(course) as gb:
-        submission = gb.find_submission(assignment, student)
-        return float(submission.score), float(submission.max_score)
+    submission = gb.find_submission(assignment, student)
+    return float(submission.score), float(submission.max_score)

@@ -20,13 +20,13 @@ def problem_entries(results: list[NotebookResult]) -> list[dict]:
     return entries
 
 
-def write_grades_csv(course: Course, results: list[NotebookResult]) -> pathlib.Path:
+def write_grades_csv(course: Course, gb, results: list[NotebookResult]) -> pathlib.Path:
     """Final scores per student and assignment, as the gradebook has them (manual grades included)."""
     pairs = sorted({(r.student, r.assignment) for r in results})
     graded = {(r.student, r.assignment): r.graded for r in results}
     rows = []
     for student, assignment in pairs:
-        score, max_score = gradebook.final_scores(course, student, assignment)
+        score, max_score = gradebook.final_scores(gb, student, assignment)
         rows.append({"student": student, "assignment": assignment, "score": f"{score:g}",
                      "max_score": f"{max_score:g}", "status": "graded" if graded[(student, assignment)] else
                      "not graded"})
@@ -67,8 +67,8 @@ def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.P
     return path
 
 
-def write_all(course: Course, results: list[NotebookResult]) -> None:
-    write_grades_csv(course, results)
+def write_all(course: Course, gb, results: list[NotebookResult]) -> None:
+    write_grades_csv(course, gb, results)
     write_run_report(course, results)
 
 
