@@ -8,7 +8,7 @@ ASSIGNMENTS := $(notdir $(wildcard solutions/*))
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test release grade collect install clean
+.PHONY: book serve test release grade collect bench system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,16 @@ collect: $(STAMP)
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding]"; exit 2; }
 	$(PY) -m posenc_autograder.collect "$(ZIP)" "$(ASSIGNMENT)"
 
+## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
+bench: $(STAMP)
+	$(PY) -m posenc_autograder.bench --students 60
+
+## system-packages: Debian packages the tests need (PostgreSQL for the scale test), installed when missing
+system-packages:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
+
 ## test: every test (book build, exercises, grader)
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(PY) -m pytest
 
 clean:

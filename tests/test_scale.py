@@ -1,0 +1,93 @@
+"""Class scale: parallel grading equals sequential grading; PostgreSQL + a Dask cluster equal the default path."""
+import glob
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from fixture_submissions import build, make_course
+from posenc_autograder.course import Course
+from posenc_autograder.grade import grade_all
+from posenc_autograder.sandbox import Limits
+
+LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
+SUBSET = ["correct", "untouched", "deleted_test_cell", "os_exit_in_function", "infinite_loop", "renamed",
+          "missing", "merge_conflict", "code_in_added_cell"]
+
+
+def outcomes(results):
+    """Everything a student sees: per notebook, each test's points and diagnosis, and the notes."""
+    return {(r.student, r.assignment, r.notebook): (r.graded, r.notes, [(t.cell_id, t.points, t.problems)
+                                                                        for t in r.tests]) for r in results}
+
+
+def graded(tmp_path, students=None, **options):
+    course = Course(make_course(tmp_path), options.pop("db_url", None))
+    build(course.submitted)
+    if students:
+        for folder in course.submitted.iterdir():
+            if folder.name not in students:
+                shutil.rmtree(folder)
+    return grade_all(course, limits=LIMITS, quiet=True, **options)
+
+
+def test_parallel_grading_equals_sequential(tmp_path):
+    sequential = graded(tmp_path / "one", jobs=1)
+    parallel = graded(tmp_path / "many", jobs=2)
+    assert outcomes(parallel) == outcomes(sequential)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def postgres_url():
+    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not binaries:
+        pytest.fail("PostgreSQL is not installed: `make test` installs it with apt-get (package postgresql)")
+    bindir = pathlib.Path(binaries[-1]).parent
+    home = pathlib.Path(tempfile.mkdtemp(prefix="posenc-pg-"))   # pytest's tmp is private to root
+    home.chmod(0o755)
+    data = home / "pgdata"
+    data.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(data, "postgres", "postgres")
+    port = _free_port()
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run(as_postgres + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "posenc"],
+                   check=True, capture_output=True)
+    subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "log"),
+                                  "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1", "start"],
+                   check=True, capture_output=True)
+    try:
+        subprocess.run(as_postgres + [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "posenc",
+                                      "gradebook"], check=True, capture_output=True)
+        yield f"postgresql+psycopg2://posenc@127.0.0.1:{port}/gradebook"
+    finally:
+        subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_url):
+    from distributed import LocalCluster
+
+    default = graded(tmp_path / "default", students=SUBSET, jobs=2)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        started = time.monotonic()
+        clustered = graded(tmp_path / "cluster", students=SUBSET, jobs=2, db_url=postgres_url,
+                           scheduler=cluster.scheduler_address)
+        assert time.monotonic() - started < 600
+    assert outcomes(clustered) == outcomes(default)
+    import sqlalchemy
+    with sqlalchemy.create_engine(postgres_url).connect() as db:
+        stored = db.execute(sqlalchemy.text("SELECT count(*) FROM grade WHERE auto_score IS NOT NULL")).scalar()
+    assert stored == len(SUBSET) * sum(1 for t in default[0].tests)
