@@ -195,7 +195,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 def alibi_bias(n_heads: int, seq_len: int) -> np.ndarray:
     """bias[h, i, j] = -slope_h * |i - j| (shape (n_heads, L, L)), added to attention scores."""
     distance = np.abs(np.arange(seq_len)[:, None] - np.arange(seq_len)[None, :])
-    return -alibi_slopes(n_heads)[:, None, None] * distance[None, :, :]
+    return 0.0 - alibi_slopes(n_heads)[:, None, None] * distance[None, :, :]   # 0.0 - x: no negative zeros
 
 
 def _require_even(d_model: int) -> None:
