@@ -48,9 +48,10 @@ collect: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m posenc_autograder.bench --students 60
 
-## system-packages: Debian packages the tests need (PostgreSQL for the scale test), installed when missing
+## system-packages: Debian packages the tests need (PostgreSQL for the scale test, Chromium for the browser tests)
 system-packages:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium || { \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql chromium; }
 
 ## test: every test (book build, exercises, grader)
 test: $(STAMP) system-packages

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = pathlib.Path(sys.executable).parent
@@ -22,3 +23,14 @@ def book_build(repo_root):
         cwd=repo_root, capture_output=True, text=True, timeout=1200,
     )
     return proc, repo_root / "_build" / "html"
+
+
+def toc_files(repo_root: pathlib.Path) -> list[str]:
+    """Every page of the book, in reading order, as paths without suffix."""
+    toc = yaml.safe_load((repo_root / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        for chapter in part.get("chapters", []):
+            files.append(chapter["file"])
+            files.extend(section["file"] for section in chapter.get("sections", []))
+    return files

@@ -1,17 +1,7 @@
 """The book builds with zero warnings and every chapter is a page with executed output."""
 import re
 
-import yaml
-
-
-def toc_files(repo_root):
-    toc = yaml.safe_load((repo_root / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        for chapter in part.get("chapters", []):
-            files.append(chapter["file"])
-            files.extend(section["file"] for section in chapter.get("sections", []))
-    return files
+from conftest import toc_files
 
 
 def test_book_builds_without_warnings(book_build):

@@ -1,0 +1,177 @@
+"""Every page of the built book, as a reader's browser shows it (Debian's Chromium driven by Playwright)."""
+import functools
+import html.parser
+import http.server
+import json
+import pathlib
+import threading
+import urllib.parse
+
+import nbformat
+import pytest
+
+from conftest import toc_files
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+RAW_TEX = ("$$", "\\frac", "\\begin{")
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site(book_build):
+    proc, html_dir = book_build
+    assert proc.returncode == 0, "the book did not build"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=html_dir))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", html_dir
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def pages(repo_root):
+    return toc_files(repo_root)
+
+
+def open_page(browser, url, width=1280):
+    """Load url; return (page, problems seen while loading: console errors, page errors, failed requests)."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
+    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    page.goto(url, wait_until="networkidle")
+    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    return page, problems
+
+
+def test_every_page_loads_cleanly_with_typeset_math_and_images(site, browser, pages, repo_root):
+    base, _ = site
+    shots = repo_root / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    faults = {}
+    for name in pages:
+        page, problems = open_page(browser, f"{base}/{name}.html")
+        text = page.inner_text("main")
+        problems += [f"raw TeX visible: {t!r}" for t in RAW_TEX if t in text]
+        if page.locator("main .math").count() and not page.locator("mjx-container").count():
+            problems.append("math present but not typeset")
+        for image in page.evaluate("""() => [...document.querySelectorAll('main img')].map(
+                i => ({src: i.src, ok: i.complete && i.naturalWidth > 0, alt: (i.alt || '').trim()}))"""):
+            if not image["ok"]:
+                problems.append(f"image did not load: {image['src']}")
+            if not image["alt"]:
+                problems.append(f"image without alt text: {image['src']}")
+        page.screenshot(path=str(shots / f"{name.replace('/', '__')}.png"), full_page=True)
+        page.close()
+        if problems:
+            faults[name] = problems
+    assert faults == {}
+
+
+def test_pages_read_at_phone_width(site, browser, pages):
+    base, _ = site
+    too_wide = {}
+    for name in pages:
+        page, _ = open_page(browser, f"{base}/{name}.html", width=375)
+        scroll, inner = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
+        if scroll > inner:
+            too_wide[name] = (scroll, inner)
+        page.close()
+    assert too_wide == {}
+
+
+def _page_name(url, base):
+    path = urllib.parse.urlparse(url).path
+    return path.removeprefix(urllib.parse.urlparse(base).path + "/").removesuffix(".html")
+
+
+def test_sidebar_and_next_links_reach_every_page(site, browser, pages):
+    base, _ = site
+    page, _ = open_page(browser, f"{base}/{pages[0]}.html")
+    sidebar = {_page_name(a, base) for a in page.eval_on_selector_all(
+        "nav.bd-docs-nav a.reference.internal", "links => links.map(a => a.href.split('#')[0])")}
+    sidebar.add(pages[0])
+    assert sidebar == set(pages)
+    reached = [pages[0]]
+    while (link := page.query_selector("a.right-next")) is not None:
+        page.goto(link.get_attribute("href") and urllib.parse.urljoin(page.url, link.get_attribute("href")))
+        reached.append(_page_name(page.url, base))
+    page.close()
+    assert reached == pages
+
+
+def test_search_finds_rotation(site, browser):
+    base, _ = site
+    page, _ = open_page(browser, f"{base}/search.html?q=rotation")
+    page.wait_for_selector("#search-results ul.search li", timeout=15000)
+    assert page.locator("#search-results ul.search li").count() >= 1
+    page.close()
+
+
+def test_exercise_pages_offer_the_student_notebook(site, browser, pages, repo_root):
+    base, _ = site
+    exercises = [p for p in pages if p.startswith("exercises/")]
+    assert exercises, "no exercise page in the table of contents"
+    for name in exercises:
+        page, _ = open_page(browser, f"{base}/{name}.html")
+        links = page.eval_on_selector_all("a[href$='.ipynb']", "links => links.map(a => a.href)")
+        assert links, f"{name}: no .ipynb download"
+        response = page.request.get(links[0])
+        assert response.ok
+        downloaded = nbformat.reads(response.text(), as_version=4)
+        nbformat.validate(downloaded)
+        assert "BEGIN SOLUTION" not in response.text() and "BEGIN HIDDEN TESTS" not in response.text()
+        assert json.loads(response.text()) == json.loads((repo_root / f"{name}.ipynb").read_text())
+        page.close()
+
+
+class LinkCollector(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def test_internal_links_resolve(site):
+    _, html_dir = site
+    parsed = {}
+    for path in html_dir.rglob("*.html"):
+        collector = LinkCollector()
+        collector.feed(path.read_text(errors="replace"))
+        parsed[path.resolve()] = collector
+    broken = []
+    for path, collector in parsed.items():
+        for href in collector.links:
+            target = urllib.parse.urlparse(href)
+            if target.scheme or href.startswith(("mailto:", "javascript:")) or "_static" in target.path:
+                continue
+            file = (path.parent / urllib.parse.unquote(target.path)).resolve() if target.path else path
+            if not file.exists():
+                broken.append(f"{path.relative_to(html_dir.resolve())}: {href}")
+            elif target.fragment and file in parsed and target.fragment not in parsed[file].ids:
+                broken.append(f"{path.relative_to(html_dir.resolve())}: {href} (no such anchor)")
+    assert broken == []
