@@ -21,10 +21,10 @@ def _grade_id(cell):
     return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
-def solved_notebook():
+def solved_notebook(assignment=ASSIGNMENT):
     """The released notebook with every answer cell filled in from the solution."""
-    release = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
-    solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    release = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     answers = {_grade_id(c): c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("solution")}
     for cell in release.cells:
         if _grade_id(cell) in answers:

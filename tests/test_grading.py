@@ -4,7 +4,10 @@ import json
 
 import pytest
 
-from fixture_submissions import EXPECTED, build, make_course
+import nbformat
+
+from fixture_submissions import EXPECTED, build, make_course, solved_notebook
+from notebook_tools import ROOT
 from posenc_autograder import gradebook
 from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all, keep_higher_scores
@@ -92,3 +95,14 @@ def test_an_unchanged_file_never_loses_points():
 def final_scores(course, student, assignment):
     with gradebook.open_gradebook(course) as gb:
         return gradebook.final_scores(gb, student, assignment)
+
+
+def test_bonus_assignment_is_graded_end_to_end(tmp_path):
+    course = Course(make_course(tmp_path))
+    notebooks = {"solved": solved_notebook("rope_alibi"),
+                 "untouched": nbformat.read(ROOT / "exercises" / "rope_alibi" / "rope_alibi.ipynb", as_version=4)}
+    for student, nb in notebooks.items():
+        (course.submitted / student / "rope_alibi").mkdir(parents=True)
+        nbformat.write(nb, course.submitted / student / "rope_alibi" / "rope_alibi.ipynb")
+    scores = {r.student: (r.score, r.max_score) for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
+    assert scores == {"solved": (14, 14), "untouched": (0, 14)}
