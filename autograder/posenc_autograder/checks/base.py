@@ -87,3 +87,14 @@ def first_mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: 
 
 def is_close(a: float, b: float, rel: float) -> bool:
     return math.isfinite(a) and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def compare_observed(record: dict, expected: np.ndarray, what: str, atol: float):
+    """(the observed array or None, the first problem: an exception, not an array, wrong shape, wrong values)."""
+    value, problem = value_of(record, what)
+    if problem:
+        return None, problem
+    array, problem = as_array(value, what)
+    if problem:
+        return None, problem
+    return array, shape_problem(array, expected.shape, what) or first_mismatch(array, expected, atol, what)

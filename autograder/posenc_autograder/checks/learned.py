@@ -9,7 +9,7 @@ from ..probes.helpers import normal
 from ..probes.positional_encoding import (EPSILON, FORWARD_CASES, FORWARD_MAX, FORWARD_WIDTH, GRAD_BATCH, GRAD_LEN,
                                           GRAD_MAX, GRAD_WIDTH, INIT_SHAPE, forward_table)
 from ..probes.positional_encoding import LEARNED_CLASS as CLASS
-from .base import as_array, first_mismatch, register, shape_problem, value_of
+from .base import as_array, compare_observed, first_mismatch, register, shape_problem, value_of
 
 GRADIENT_REL_TOLERANCE = 1e-5
 
@@ -57,11 +57,8 @@ def _judge_forward(obs):
     problems = []
     for (batch, seq_len), record in zip(FORWARD_CASES, obs["forward"]):
         what = f"forward(X) with X of shape ({batch}, {seq_len}, {FORWARD_WIDTH})"
-        value, problem = value_of(record, what)
-        if problem is None:
-            out, problem = as_array(value, what)
-            expected = normal(seq_len, (batch, seq_len, FORWARD_WIDTH)) + table[None, :seq_len]
-            problem = problem or shape_problem(out, expected.shape, what) or first_mismatch(out, expected, 1e-12, what)
+        expected = normal(seq_len, (batch, seq_len, FORWARD_WIDTH)) + table[None, :seq_len]
+        _, problem = compare_observed(record, expected, what, 1e-12)
         if problem:
             problems.append(problem)
     if obs["too_long"] != "ValueError":

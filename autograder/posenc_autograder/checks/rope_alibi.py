@@ -8,19 +8,9 @@ from ..probes import rope_alibi as probes
 from ..probes.rope_alibi import (BIAS_CASES, FREQUENCY_CASES, HEAD_COUNTS, ROPE_CASES, SCORE_DIM, SCORE_LEN,
                                  SCORE_SHIFTS, rope_inputs)
 from ..probes.helpers import normal
-from .base import as_array, first_mismatch, register, shape_problem, value_of
+from .base import compare_observed, register
 
 ASSIGNMENT = "rope_alibi"
-
-
-def _checked_array(record, expected, what, atol=1e-10):
-    value, problem = value_of(record, what)
-    if problem:
-        return None, problem
-    array, problem = as_array(value, what)
-    if problem:
-        return None, problem
-    return array, shape_problem(array, expected.shape, what) or first_mismatch(array, expected, atol, what)
 
 
 def _judge_frequencies(obs):
@@ -28,7 +18,7 @@ def _judge_frequencies(obs):
     for (d, base), record in zip(FREQUENCY_CASES, obs["values"]):
         what = f"rope_frequencies({d}, base={base:g})"
         expected = ref.angular_frequencies(d, base)
-        array, problem = _checked_array(record, expected, what, atol=1e-12)
+        array, problem = compare_observed(record, expected, what, atol=1e-12)
         if problem and array is not None and array.shape == expected.shape and \
                 np.allclose(array, np.exp(-np.arange(d // 2) / d * np.log(base))):
             problem += ". Likely cause: the exponent uses i/d instead of 2i/d."
@@ -76,7 +66,7 @@ def _judge_apply_rope(obs):
         x = rope_inputs(seed, shape)
         what = f"apply_rope on x of shape {shape} with positions {positions[:4]}..., base {base:g}"
         expected = ref.apply_rope(x, np.array(positions), base)
-        array, problem = _checked_array(record, expected, what)
+        array, problem = compare_observed(record, expected, what, 1e-10)
         if problem and array is not None and (diagnosis := _rope_diagnosis(array, x, positions, base)):
             problem += f". Likely cause: {diagnosis}."
         if problem:
@@ -91,7 +81,7 @@ def _judge_scores(obs):
     for shift, record in zip(SCORE_SHIFTS, obs["shifted"]):
         what = f"rope_scores with both position lists shifted by {shift}"
         expected = ref.apply_rope(q, q_pos + shift) @ ref.apply_rope(k, k_pos + shift).T
-        array, problem = _checked_array(record, expected, what, atol=1e-9)
+        array, problem = compare_observed(record, expected, what, atol=1e-9)
         if problem:
             problems.append(problem + " (the score must depend only on the distance n - m)")
     return problems[:1]
@@ -102,7 +92,7 @@ def _judge_slopes(obs):
     for n, record in zip(HEAD_COUNTS, obs["slopes"]):
         what = f"alibi_slopes({n})"
         expected = ref.alibi_slopes(n)
-        array, problem = _checked_array(record, expected, what, atol=1e-12)
+        array, problem = compare_observed(record, expected, what, atol=1e-12)
         if problem and array is not None and array.shape == expected.shape and \
                 np.allclose(array, 2.0 ** (-8.0 * np.arange(1, n + 1) / n)):
             problem += (". Likely cause: for a head count that is not a power of two, take the slopes of the next "
@@ -117,7 +107,7 @@ def _judge_bias(obs):
     for (heads, length), record in zip(BIAS_CASES, obs["biases"]):
         what = f"alibi_bias({heads}, {length})"
         expected = ref.alibi_bias(heads, length)
-        array, problem = _checked_array(record, expected, what, atol=1e-12)
+        array, problem = compare_observed(record, expected, what, atol=1e-12)
         if problem and array is not None and array.shape == expected.shape:
             signed = np.arange(length)[None, :] - np.arange(length)[:, None]
             slopes = ref.alibi_slopes(heads)[:, None, None]

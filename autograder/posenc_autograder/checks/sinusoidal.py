@@ -9,7 +9,7 @@ from ..probes import positional_encoding as probes
 from ..probes.positional_encoding import (CLASS_BATCHES, CLASS_MAX_LEN, CLASS_WIDTH, FREQUENCY_CASE, ODD_WIDTHS,
                                           PE_CLASS, PE_FN, SHAPE_CASES, STABILITY_CASES, UNIQUE_CASE,
                                           VALUE_CASES, class_inputs)
-from .base import as_array, first_mismatch, register, shape_problem, value_of
+from .base import as_array, compare_observed, first_mismatch, register, shape_problem, value_of
 
 
 def _table_problems(obs: dict, seq_len: int, d_model: int, atol: float = 1e-9) -> list[str]:
@@ -141,15 +141,11 @@ def _judge_class(obs):
     problems = []
     for (batch, seq_len), record in zip(CLASS_BATCHES, obs["forward"]):
         what = f"forward(X) with X of shape ({batch}, {seq_len}, {CLASS_WIDTH})"
-        value, problem = value_of(record, what)
-        if problem is None:
-            out, problem = as_array(value, what)
-            expected = class_inputs(batch, seq_len) + table[None, :seq_len]
-            problem = problem or shape_problem(out, expected.shape, what) or \
-                first_mismatch(out, expected, 1e-9, what)
-            if problem and out is not None and out.shape == expected.shape and \
-                    np.allclose(out, table[None, :seq_len].repeat(batch, 0)):
-                problem += ": it returns the encoding alone; forward must return X + PE[:L]"
+        expected = class_inputs(batch, seq_len) + table[None, :seq_len]
+        out, problem = compare_observed(record, expected, what, 1e-9)
+        if problem and out is not None and out.shape == expected.shape and \
+                np.allclose(out, table[None, :seq_len].repeat(batch, 0)):
+            problem += ": it returns the encoding alone; forward must return X + PE[:L]"
         if problem:
             problems.append(problem)
     value, problem = value_of(obs["encoding"], "get_encoding(45)")
