@@ -87,6 +87,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
         stock_course = make_class(source_root, pathlib.Path(tmp) / "stock", args.students)
         ours_course = make_class(source_root, pathlib.Path(tmp) / "ours", args.students)
+        bare_course = make_class(source_root, pathlib.Path(tmp) / "bare", args.students)
         stock = time_stock(stock_course)
         started = time.perf_counter()
         results = grade_all(ours_course, jobs=jobs, limits=Limits(), quiet=True)
@@ -94,12 +95,18 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         grade_all(Course(ours_course.root), jobs=jobs, limits=Limits(), quiet=True, force=False)
         cached = time.perf_counter() - started
+        # The same run without bubblewrap and limits: what the isolation costs.
+        started = time.perf_counter()
+        grade_all(bare_course, jobs=jobs, isolate=False, limits=Limits(), quiet=True)
+        bare = time.perf_counter() - started
     hidden = time_hidden_tests(source_root)
     n = args.students
     print(f"notebooks graded:                       {n} ({sum(r.score > 0 for r in results)} with points)")
     print(f"stock nbgrader autograde, sequential:   {stock:7.1f} s  ({stock / n:.2f} s per notebook)")
     print(f"make grade, sandboxed, {jobs} parallel jobs: {ours:7.1f} s  ({ours / n:.2f} s per notebook)")
     print(f"speed-up over stock:                    {stock / ours:7.2f}x")
+    print(f"make grade without the sandbox:         {bare:7.1f} s  ({bare / n:.2f} s per notebook;"
+          f" sandbox overhead {100 * (ours - bare) / bare:+.0f}%)")
     print(f"make grade again, nothing changed:      {cached:7.1f} s")
     print(f"hidden tests alone, per notebook:       {hidden:7.3f} s")
     return 0
