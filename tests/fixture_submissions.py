@@ -118,7 +118,7 @@ EXPECTED = {
     "infinite_loop": (FULL - 2, True, ["cell 'hidden_dot_product' ran longer than"]),
     "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
     "output_flood": (FULL, True, ["printed too much output"]),
-    "memory_hog": (FULL - 2, True, []),
+    "memory_hog": (FULL - 2, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),
     "code_in_added_cell": (FULL, True, ["1 code cell(s) you added were run in place"]),
     "merge_conflict": (0, False, ["not valid notebook JSON", "merge-conflict markers"]),
     "renamed": (FULL, True, ["renamed to 'positional_encoding (1).ipynb'"]),

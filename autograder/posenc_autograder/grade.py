@@ -136,7 +136,7 @@ def _grade_submissions(course, gb, submissions, fingerprint, *, jobs, isolate, f
     executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs, course.root)
     for execution in executions:
         sub, digest = pending[execution.key]
-        results.append(finish(course, gb, sub, judge(course, sub, execution), digest, fingerprint,
+        results.append(finish(course, gb, sub, judge(course, sub, execution, limits), digest, fingerprint,
                               execution.executed_notebook))
         progress.step(sub.student)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))

@@ -247,7 +247,8 @@ def _visible_cell_errors(nb) -> dict[str, str]:
 
 # --- judge (trusted side) ----------------------------------------------------------------------
 
-def judge(course: Course, submission: Submission, execution: Execution) -> NotebookResult:
+def judge(course: Course, submission: Submission, execution: Execution,
+          limits: Limits = Limits()) -> NotebookResult:
     release = release_notebook(course, submission.assignment, submission.notebook)
     notes = list(submission.notes) + _describe_events(execution.events)
     if execution.failure:
@@ -261,6 +262,7 @@ def judge(course: Course, submission: Submission, execution: Execution) -> Noteb
             continue
         problems = _judge_one(check, execution.observations.get(cell_id), execution.events)
         tests.append(GradedTest(cell_id, title, True, 0.0 if problems else points, points, problems))
+    notes += _memory_note(tests, limits)
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
@@ -280,6 +282,15 @@ def _judge_one(check, record, events) -> list[str]:
         return [str(p) for p in check.judge(copy.deepcopy(record["observations"]))]
     except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
         return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
+
+
+def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:
+    """A MemoryError is the memory limit at work: say so once, naming the cells, so the report shows it."""
+    cells = [t.cell_id for t in tests if any("MemoryError" in p for p in t.problems)]
+    if not cells:
+        return []
+    return [f"your code ran out of memory in {', '.join(cells)}: the grader allows each notebook "
+            f"{limits.memory_bytes / 2**30:g} GiB; look for an array far larger than the inputs need"]
 
 
 def _why_no_answer(events) -> str:
