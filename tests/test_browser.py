@@ -143,6 +143,26 @@ def test_exercise_pages_offer_the_student_notebook(site, browser, pages, repo_ro
         page.close()
 
 
+def test_chapters_offer_the_executed_notebook_and_the_markdown_source(site, browser, pages, repo_root):
+    base, _ = site
+    chapters = [p for p in pages if p.startswith("chapters/")]
+    assert chapters, "no chapter in the table of contents"
+    for name in chapters:
+        page, _ = open_page(browser, f"{base}/{name}.html")
+        downloads = page.eval_on_selector_all(".dropdown-download-buttons a[href]", "links => links.map(a => a.href)")
+        notebook_links = [url for url in downloads if url.endswith(".ipynb")]
+        source_links = [url for url in downloads if url.endswith(".md")]
+        assert notebook_links and source_links, f"{name}: download menu offers {downloads}"
+        source = page.request.get(source_links[0])
+        assert source.ok and source.text() == (repo_root / f"{name}.md").read_text(), f"{name}: .md differs"
+        notebook = nbformat.reads(page.request.get(notebook_links[0]).text(), as_version=4)
+        nbformat.validate(notebook)
+        with_outputs = sum(bool(c.outputs) for c in notebook.cells if c.cell_type == "code")
+        shown = page.locator("main .cell_output").count()
+        assert with_outputs == shown > 0, f"{name}: the .ipynb has {with_outputs} executed cells, the page {shown}"
+        page.close()
+
+
 class LinkCollector(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
