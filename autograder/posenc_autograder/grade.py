@@ -21,7 +21,7 @@ from . import feedback, gradebook, report
 from .course import RELEASE_DIRECTORY, Course
 from .executors import default_jobs, run_dask, run_local
 from .pipeline import GradingTask, NotebookResult, GradedTest, judge, prepare
-from .sandbox import Limits, SandboxUnavailable, check_sandbox
+from .sandbox import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from .submissions import Submission, discover, sha256
 
 
@@ -162,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         except SandboxUnavailable as exc:
             print(f"Cannot grade safely: {exc}", file=sys.stderr)
             return 2
+        if not process_limit_enforced():
+            print("Warning: no writable cgroup pids/memory controller here, so the number of processes a "
+                  "submission starts is not capped; a fork bomb is stopped only at the notebook time limit. "
+                  "Grade as root on a host with cgroups (v1 or v2) to cap it.", file=sys.stderr)
     results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,
                         assignments=args.assignment, students=args.student, scheduler=args.scheduler)
     print(report.summary(course, results))
