@@ -16,6 +16,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RAW_TEX = ("$$", "\\frac", "\\begin{")
+# What a reader must see at the top of every page, uncovered by bars or overlays.
+LANDMARKS = (".logo__title", "article.bd-article h1")
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -62,6 +64,18 @@ def open_page(browser, url, width=1280):
     return page, problems
 
 
+def covering_element(page, selector):
+    """The element drawn over the centre of the first `selector` element as the page opens, or None."""
+    return page.evaluate("""selector => {
+        const target = document.querySelector(selector);
+        if (!target) return `nothing (no ${selector} on the page)`;
+        const box = target.getBoundingClientRect();
+        const top = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+        if (!top || target.contains(top) || top.contains(target)) return null;
+        return top.tagName.toLowerCase() + (top.id ? "#" + top.id : "") + "." + [...top.classList].join(".");
+    }""", selector)
+
+
 def test_every_page_loads_cleanly_with_typeset_math_and_images(site, browser, pages, repo_root):
     base, _ = site
     shots = repo_root / "_build" / "screenshots"
@@ -79,6 +93,8 @@ def test_every_page_loads_cleanly_with_typeset_math_and_images(site, browser, pa
                 problems.append(f"image did not load: {image['src']}")
             if not image["alt"]:
                 problems.append(f"image without alt text: {image['src']}")
+        problems += [f"{selector} is hidden behind {cover}" for selector in LANDMARKS
+                     if (cover := covering_element(page, selector))]
         page.screenshot(path=str(shots / f"{name.replace('/', '__')}.png"), full_page=True)
         page.close()
         if problems:
