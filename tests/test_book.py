@@ -26,3 +26,16 @@ def test_chapters_have_executed_output_figures_and_math(book_build, repo_root):
         assert "cell_output" in page, f"{chapter.name}: no executed output"
         assert re.search(r"<img [^>]*alt=\"[^\"]+\"", page), f"{chapter.name}: no figure with alt text"
         assert "\\(" in page or "\\[" in page or "math notranslate" in page, f"{chapter.name}: no math"
+
+
+CODE_CELL = re.compile(r"```\{code-cell\}[^\n]*\n(.*?)```", re.S)
+MAX_CODE_LINE = 88      # wider lines scroll sideways in the book's code boxes
+
+
+def test_chapter_code_fits_the_code_box(repo_root):
+    too_long = []
+    for chapter in sorted((repo_root / "chapters").glob("*.md")):
+        for block in CODE_CELL.findall(chapter.read_text()):
+            code = block.split("---", 2)[2] if block.startswith("---") else block   # skip the cell's YAML
+            too_long += [f"{chapter.name}: {line}" for line in code.splitlines() if len(line) > MAX_CODE_LINE]
+    assert too_long == []
