@@ -5,8 +5,10 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
+from fixture_submissions import solved_notebook
 from notebook_tools import ROOT, grade_cells, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.plan import plan_rows, render_plan_csv
@@ -61,3 +63,19 @@ def test_every_hidden_cell_has_a_registered_check(assignment):
     hidden = {cid for cid in grade_cells(solution_notebook(assignment)) if cid.startswith("hidden_")}
     registered = {c.cell_id for c in REGISTRY.values() if c.assignment == assignment}
     assert hidden == registered
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_nbgrader_validate_passes_a_solved_notebook_and_flags_an_untouched_one(assignment, tmp_path):
+    """What a student sees from `nbgrader validate` before submitting, outside the course folder."""
+    nbformat.write(solved_notebook(assignment), tmp_path / "solved.ipynb")
+    shutil.copy(ROOT / "exercises" / assignment / f"{assignment}.ipynb", tmp_path / "untouched.ipynb")
+    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
+
+    def validate(name):
+        return subprocess.run([str(nbgrader), "validate", name], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600, env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}).stdout
+
+    assert "Success! Your notebook passes all the tests." in validate("solved.ipynb")
+    untouched = validate("untouched.ipynb")
+    assert "VALIDATION FAILED" in untouched and "NotImplementedError" in untouched
