@@ -13,8 +13,8 @@ import pathlib
 
 import nbformat
 from jupyter_cache import get_cache
+from myst_nb.sphinx_ext import OUTPUT_FOLDER     # where myst-nb writes notebooks, beside the HTML folder
 
-OUTPUT_FOLDER = "jupyter_execute"    # myst_nb.sphinx_ext.OUTPUT_FOLDER, beside the HTML output folder
 BUILD_ONLY_METADATA = ("jupytext", "source_map")
 
 

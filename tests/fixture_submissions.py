@@ -12,6 +12,7 @@ import shutil
 import nbformat
 
 from notebook_tools import ROOT
+from posenc_autograder import bench
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 FULL = 40
@@ -23,13 +24,7 @@ def _grade_id(cell):
 
 def solved_notebook(assignment=ASSIGNMENT):
     """The released notebook with every answer cell filled in from the solution."""
-    release = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
-    solution = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    answers = {_grade_id(c): c.source for c in solution.cells if c.metadata.get("nbgrader", {}).get("solution")}
-    for cell in release.cells:
-        if _grade_id(cell) in answers:
-            cell.source = answers[_grade_id(cell)]
-    return release
+    return bench.solved(ROOT, assignment)
 
 
 def _with_answer(nb, grade_id, transform):

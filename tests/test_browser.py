@@ -142,37 +142,52 @@ def test_search_finds_rotation(site, browser):
     page.close()
 
 
+def pages_under(pages, folder):
+    found = [p for p in pages if p.startswith(f"{folder}/")]
+    assert found, f"no {folder} page in the table of contents"
+    return found
+
+
+def download_links(page, suffix):
+    """The page's download-menu links whose address ends in suffix."""
+    links = page.eval_on_selector_all(".dropdown-download-buttons a[href]", "links => links.map(a => a.href)")
+    return [url for url in links if url.endswith(suffix)]
+
+
+def fetch_text(page, url):
+    response = page.request.get(url)
+    assert response.ok, f"HTTP {response.status}: {url}"
+    return response.text()
+
+
+def fetch_notebook(page, url):
+    """(raw text, notebook) of a downloaded .ipynb, which must be valid nbformat."""
+    text = fetch_text(page, url)
+    notebook = nbformat.reads(text, as_version=4)
+    nbformat.validate(notebook)
+    return text, notebook
+
+
 def test_exercise_pages_offer_the_student_notebook(site, browser, pages, repo_root):
     base, _ = site
-    exercises = [p for p in pages if p.startswith("exercises/")]
-    assert exercises, "no exercise page in the table of contents"
-    for name in exercises:
+    for name in pages_under(pages, "exercises"):
         page, _ = open_page(browser, f"{base}/{name}.html")
-        links = page.eval_on_selector_all("a[href$='.ipynb']", "links => links.map(a => a.href)")
+        links = download_links(page, ".ipynb")
         assert links, f"{name}: no .ipynb download"
-        response = page.request.get(links[0])
-        assert response.ok
-        downloaded = nbformat.reads(response.text(), as_version=4)
-        nbformat.validate(downloaded)
-        assert "BEGIN SOLUTION" not in response.text() and "BEGIN HIDDEN TESTS" not in response.text()
-        assert json.loads(response.text()) == json.loads((repo_root / f"{name}.ipynb").read_text())
+        text, _ = fetch_notebook(page, links[0])
+        assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
+        assert json.loads(text) == json.loads((repo_root / f"{name}.ipynb").read_text())
         page.close()
 
 
 def test_chapters_offer_the_executed_notebook_and_the_markdown_source(site, browser, pages, repo_root):
     base, _ = site
-    chapters = [p for p in pages if p.startswith("chapters/")]
-    assert chapters, "no chapter in the table of contents"
-    for name in chapters:
+    for name in pages_under(pages, "chapters"):
         page, _ = open_page(browser, f"{base}/{name}.html")
-        downloads = page.eval_on_selector_all(".dropdown-download-buttons a[href]", "links => links.map(a => a.href)")
-        notebook_links = [url for url in downloads if url.endswith(".ipynb")]
-        source_links = [url for url in downloads if url.endswith(".md")]
-        assert notebook_links and source_links, f"{name}: download menu offers {downloads}"
-        source = page.request.get(source_links[0])
-        assert source.ok and source.text() == (repo_root / f"{name}.md").read_text(), f"{name}: .md differs"
-        notebook = nbformat.reads(page.request.get(notebook_links[0]).text(), as_version=4)
-        nbformat.validate(notebook)
+        notebook_links, source_links = download_links(page, ".ipynb"), download_links(page, ".md")
+        assert notebook_links and source_links, f"{name}: download menu lacks .ipynb or .md"
+        assert fetch_text(page, source_links[0]) == (repo_root / f"{name}.md").read_text(), f"{name}: .md differs"
+        _, notebook = fetch_notebook(page, notebook_links[0])
         with_outputs = sum(bool(c.outputs) for c in notebook.cells if c.cell_type == "code")
         shown = page.locator("main .cell_output").count()
         assert with_outputs == shown > 0, f"{name}: the .ipynb has {with_outputs} executed cells, the page {shown}"

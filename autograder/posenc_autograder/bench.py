@@ -24,9 +24,10 @@ from .sandbox import Limits
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 
 
-def solved(course_root: pathlib.Path) -> nbformat.NotebookNode:
-    release = nbformat.read(course_root / RELEASE_DIRECTORY / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
-    solution = nbformat.read(course_root / SOURCE_DIRECTORY / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+def solved(course_root: pathlib.Path, assignment: str = ASSIGNMENT) -> nbformat.NotebookNode:
+    """The released notebook with every answer cell filled in from the solution (one per assignment)."""
+    release = nbformat.read(course_root / RELEASE_DIRECTORY / assignment / f"{assignment}.ipynb", as_version=4)
+    solution = nbformat.read(course_root / SOURCE_DIRECTORY / assignment / f"{assignment}.ipynb", as_version=4)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
                if c.metadata.get("nbgrader", {}).get("solution")}
     for cell in release.cells:

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Cannot grade safely: {exc}", file=sys.stderr)
             return 2
         if not process_limit_enforced():
-            print("Warning: no writable cgroup pids/memory controller here, so the number of processes a "
+            print("Warning: no writable cgroup pids controller here, so the number of processes a "
                   "submission starts is not capped; a fork bomb is stopped only at the notebook time limit. "
                   "Grade as root on a host with cgroups (v1 or v2) to cap it.", file=sys.stderr)
     results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,

@@ -247,8 +247,7 @@ def _visible_cell_errors(nb) -> dict[str, str]:
 
 # --- judge (trusted side) ----------------------------------------------------------------------
 
-def judge(course: Course, submission: Submission, execution: Execution,
-          limits: Limits = Limits()) -> NotebookResult:
+def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
     release = release_notebook(course, submission.assignment, submission.notebook)
     notes = list(submission.notes) + _describe_events(execution.events)
     if execution.failure:
