@@ -1,0 +1,141 @@
+"""Every chapter runs as a downloaded notebook: numpy, matplotlib and a Jupyter kernel, nothing else.
+
+The kernel runs in a fresh virtual environment whose only packages are numpy, matplotlib and
+ipykernel (with what they need), linked from the course environment. The grader package and
+myst-nb are not importable there, which a test proves before trusting the others. Each chapter is
+executed twice; its outputs (text and figures) must be identical, so numbers glued into the
+prose cannot change from one build to the next.
+"""
+import importlib.metadata as metadata
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from myst_nb.core.read import read_myst_markdown_notebook
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
+READER_PACKAGES = ("numpy", "matplotlib", "ipykernel")     # what a reader is assumed to have
+FORBIDDEN = ("posenc_autograder", "myst_nb")                # must not be importable there
+KERNEL_NAME = "reader"
+CELL_TIMEOUT = 120
+
+
+def requirement_closure(roots) -> set[str]:
+    """The distributions `roots` need at run time (extras and markers that do not apply skipped)."""
+    seen, todo = set(), list(roots)
+    while todo:
+        name = re.split(r"[\s;<>=!~\[(]", todo.pop(), maxsplit=1)[0].lower().replace("_", "-")
+        if name in seen:
+            continue
+        seen.add(name)
+        for requirement in metadata.distribution(name).requires or []:
+            marker = requirement.split(";", 1)[1] if ";" in requirement else ""
+            if "extra" in marker:
+                continue
+            if marker and not _marker_applies(marker):
+                continue
+            todo.append(requirement)
+    return seen
+
+
+def _marker_applies(marker: str) -> bool:
+    from packaging.markers import Marker
+    return Marker(marker).evaluate()
+
+
+def link_packages(distributions, target: pathlib.Path) -> None:
+    """Symlink each distribution's top-level modules, .libs and .dist-info folders into target.
+
+    The .dist-info folders carry entry points: matplotlib finds the notebook backend through them.
+    """
+    target.mkdir(parents=True)
+    for name in distributions:
+        dist = metadata.distribution(name)
+        for top in {pathlib.PurePath(f).parts[0] for f in dist.files or []}:
+            source = pathlib.Path(dist.locate_file(top))
+            if top.endswith(".pth") or top == ".." or not source.exists():
+                continue
+            if not (target / top).exists():
+                (target / top).symlink_to(source)
+
+
+@pytest.fixture(scope="module")
+def reader_python(tmp_path_factory) -> pathlib.Path:
+    """A fresh venv that sees only the reader's packages; returns its python."""
+    base = tmp_path_factory.mktemp("reader")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    packages = base / "packages"
+    link_packages(requirement_closure(READER_PACKAGES), packages)
+    (pathlib.Path(site) / "reader_packages.pth").write_text(f"{packages}\n")
+    return python
+
+
+@pytest.fixture(scope="module")
+def reader_kernel(reader_python, tmp_path_factory, monkeypatch_module):
+    """A kernelspec named KERNEL_NAME that starts ipykernel in the reader's venv."""
+    spec_dir = tmp_path_factory.mktemp("jupyter") / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    argv = [str(reader_python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec_dir / "kernel.json").write_text(json.dumps(
+        {"argv": argv, "display_name": "reader", "language": "python"}))
+    monkeypatch_module.setenv("JUPYTER_PATH", str(spec_dir.parents[1]))
+    monkeypatch_module.delenv("PYTHONPATH", raising=False)      # the venv alone decides
+    return KERNEL_NAME
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_reader_environment_has_only_numpy_and_matplotlib(reader_python):
+    for module in ("numpy", "matplotlib.pyplot", "ipykernel"):
+        subprocess.run([str(reader_python), "-c", f"import {module}"], check=True)
+    for module in FORBIDDEN:
+        proc = subprocess.run([str(reader_python), "-c", f"import {module}"],
+                              capture_output=True, text=True)
+        assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, module
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_source_imports_no_course_package(chapter):
+    assert "posenc_autograder" not in chapter.read_text()
+
+
+def execute(chapter: pathlib.Path, kernel_name: str) -> nbformat.NotebookNode:
+    notebook = read_myst_markdown_notebook(chapter.read_text())
+    NotebookClient(notebook, kernel_name=kernel_name, timeout=CELL_TIMEOUT,
+                   resources={"metadata": {"path": str(chapter.parent)}}).execute()
+    return notebook
+
+
+def outputs_of(notebook) -> list:
+    """Every code cell's outputs without the execution counters."""
+    cleaned = []
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cleaned.append([{k: v for k, v in out.items() if k != "execution_count"}
+                            for out in cell.outputs])
+    return cleaned
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_runs_alone_and_twice_the_same(chapter, reader_kernel):
+    first = execute(chapter, reader_kernel)
+    second = execute(chapter, reader_kernel)
+    errors = [out for cell in outputs_of(first) for out in cell if out["output_type"] == "error"]
+    assert errors == []
+    assert any(out.get("data", {}).get("image/png") for cell in outputs_of(first) for out in cell)
+    for index, (a, b) in enumerate(zip(outputs_of(first), outputs_of(second))):
+        assert a == b, f"{chapter.name}: code cell {index} gave different outputs in two runs"
