@@ -38,11 +38,11 @@ JOBS ?= 0
 grade: $(STAMP)
 	$(PY) -m posenc_autograder.grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
 
-## collect: unpack an LMS zip of "<student>_<notebook>.ipynb" files into autograder/submitted (ZIP=..., ASSIGNMENT=...)
+## collect: unpack an LMS download (Canvas, Moodle, Blackboard or plain "<student>_<notebook>.ipynb") into autograder/submitted, with autograder/roster.csv (ZIP=..., ASSIGNMENT=..., LMS=...)
 ASSIGNMENT ?= positional_encoding
 collect: $(STAMP)
-	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding]"; exit 2; }
-	$(PY) -m posenc_autograder.collect "$(ZIP)" "$(ASSIGNMENT)"
+	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding] [LMS=canvas|moodle|blackboard|plain]"; exit 2; }
+	$(PY) -m posenc_autograder.collect "$(ZIP)" "$(ASSIGNMENT)" $(if $(LMS),--lms $(LMS))
 
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
 bench: $(STAMP)

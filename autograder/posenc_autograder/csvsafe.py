@@ -1,0 +1,29 @@
+"""CSV files instructors open in a spreadsheet: cells a student controls must not become formulas."""
+from __future__ import annotations
+
+import csv
+import pathlib
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def cell(value) -> str:
+    """The value as text, prefixed with ' when a spreadsheet would read it as a formula (OWASP advice).
+
+    Numbers are left alone: a negative score is a number, not a formula.
+    """
+    if isinstance(value, (int, float)):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def write(path: pathlib.Path, fieldnames: list[str], rows: list[dict], preamble: list[list[str]] = ()) -> pathlib.Path:
+    """Write rows (every cell made safe); `preamble` rows come right after the header (Canvas wants that)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(fieldnames)
+        writer.writerows([[cell(v) for v in row] for row in preamble])
+        writer.writerows([[cell(row.get(name, "")) for name in fieldnames] for row in rows])
+    return path

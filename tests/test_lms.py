@@ -1,0 +1,219 @@
+"""`make collect` with downloads named the way Canvas, Moodle, Blackboard and a plain zip name them.
+
+Each zip is built here from a small table of member names, so the fixture is readable; the
+notebooks differ per attempt so the tests can tell which attempt was kept.
+"""
+import csv
+import io
+import zipfile
+
+import pytest
+
+from fixture_submissions import make_course
+from posenc_autograder import safezip
+from posenc_autograder.collect import collect
+from posenc_autograder.course import Course
+from posenc_autograder.roster import ROSTER_FILE
+from posenc_autograder.submissions import discover
+
+NB = "positional_encoding"
+
+
+def notebook(tag: str) -> bytes:
+    """A tiny valid notebook whose only cell names the attempt it stands for."""
+    return ('{"cells": [{"cell_type": "markdown", "metadata": {}, "source": "%s"}], "metadata": {}, '
+            '"nbformat": 4, "nbformat_minor": 5}' % tag).encode()
+
+
+def make_zip(path, members: dict, when=(2026, 11, 20, 10, 0, 0)):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=when)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return path
+
+
+@pytest.fixture
+def course(tmp_path):
+    return Course(make_course(tmp_path / "course"))
+
+
+def stored(course):
+    """student -> (file names, attempt tag) of what is in submitted/ now."""
+    found = {}
+    for folder in course.submitted.glob(f"*/{NB}"):
+        files = sorted(p.name for p in folder.glob("*.ipynb"))
+        found[folder.parent.name] = (files, [p.read_text().split('"source": "')[1].split('"')[0]
+                                             for p in sorted(folder.glob("*.ipynb"))])
+    return found
+
+
+def roster_rows(course):
+    return {r["student_id"]: r for r in csv.DictReader(open(course.path(ROSTER_FILE)))}
+
+
+CANVAS = {
+    f"smithjohn_12345_67890_{NB}.ipynb": notebook("smith first"),
+    f"smithjohn_12345_67891_{NB}-1.ipynb": notebook("smith resubmitted"),
+    f"doejane_late_23456_78901_{NB}.ipynb": notebook("doe late"),
+    f"leeann_34567_89012_{NB} (1).ipynb": notebook("lee renamed it herself"),
+}
+
+
+def test_canvas_keeps_ids_late_flag_and_latest_attempt(course, tmp_path):
+    out = io.StringIO()
+    assert collect(course, make_zip(tmp_path / "submissions.zip", CANVAS), NB, out=out) == 0
+    assert stored(course) == {"smithjohn": ([f"{NB}.ipynb"], ["smith resubmitted"]),
+                              "doejane": ([f"{NB}.ipynb"], ["doe late"]),
+                              "leeann": ([f"{NB} (1).ipynb"], ["lee renamed it herself"])}
+    rows = roster_rows(course)
+    assert {s: (r["lms"], r["lms_user_id"], r["late"]) for s, r in rows.items()} == {
+        "smithjohn": ("canvas", "12345", "no"), "doejane": ("canvas", "23456", "yes"),
+        "leeann": ("canvas", "34567", "no")}
+    assert "Format: canvas" in out.getvalue() and "an earlier attempt of smithjohn" in out.getvalue()
+    # Canvas's "-1" is undone, so the grader blames only the student who renamed the file herself.
+    notes = {s.student: s.notes for s in discover(course)}
+    assert notes["smithjohn"] == [] and notes["doejane"] == []
+    assert "renamed" in notes["leeann"][0]
+    # nbgrader reads the submission time from timestamp.txt
+    stamp = (course.submitted / "doejane" / NB / "timestamp.txt").read_text()
+    assert stamp.startswith("2026-11-20 10:00:00") and stamp.endswith("UTC")
+
+
+def test_moodle_folders_are_one_student_each(course, tmp_path):
+    members = {f"John Smith_12345_assignsubmission_file_/{NB}.ipynb": notebook("john"),
+               f"Jane Doe_23456_assignsubmission_file_/{NB}.ipynb": notebook("jane"),
+               "Jane Doe_23456_assignsubmission_onlinetext_/onlinetext.html": b"<p>hello</p>"}
+    out = io.StringIO()
+    assert collect(course, make_zip(tmp_path / "moodle.zip", members), NB, out=out) == 0
+    assert stored(course) == {"john_smith": ([f"{NB}.ipynb"], ["john"]), "jane_doe": ([f"{NB}.ipynb"], ["jane"])}
+    rows = roster_rows(course)
+    assert (rows["jane_doe"]["name"], rows["jane_doe"]["lms_user_id"]) == ("Jane Doe", "23456")
+    assert "onlinetext.html' : not a notebook" in out.getvalue().replace("':", "' :")
+
+
+BB = "Positional Encoding"
+
+
+def test_blackboard_latest_attempt_and_usernames_with_underscores(course, tmp_path):
+    members = {
+        f"{BB}_jsmith_attempt_2026-11-20-10-15-02_{NB}.ipynb": notebook("jsmith early"),
+        f"{BB}_jsmith_attempt_2026-11-20-10-15-02.txt": b"Name: John Smith (jsmith)\nAssignment: PE\n",
+        f"{BB}_jsmith_attempt_2026-11-21-09-00-00_{NB}.ipynb": notebook("jsmith later"),
+        f"{BB}_jsmith_attempt_2026-11-21-09-00-00.txt": b"Name: John Smith (jsmith)\nAssignment: PE\n",
+        f"{BB}_j_doe_attempt_2026-11-19-08-00-00_{NB}.ipynb": notebook("jdoe"),
+        f"{BB}_j_doe_attempt_2026-11-19-08-00-00.txt": b"Name: Jane Doe (j_doe)\nAssignment: PE\n",
+    }
+    assert collect(course, make_zip(tmp_path / "gradebook.zip", members), NB) == 0
+    assert stored(course) == {"jsmith": ([f"{NB}.ipynb"], ["jsmith later"]), "j_doe": ([f"{NB}.ipynb"], ["jdoe"])}
+    rows = roster_rows(course)
+    assert rows["jsmith"]["submitted_at"] == "2026-11-21T09:00:00" and rows["j_doe"]["name"] == "Jane Doe"
+
+
+def test_plain_ids_with_underscores_stay_apart(course, tmp_path):
+    members = {f"j_smith_{NB}.ipynb": notebook("smith"), f"j_doe_{NB}.ipynb": notebook("doe")}
+    assert collect(course, make_zip(tmp_path / "plain.zip", members), NB) == 0
+    assert stored(course) == {"j_smith": ([f"{NB}.ipynb"], ["smith"]), "j_doe": ([f"{NB}.ipynb"], ["doe"])}
+
+
+def test_forced_format_overrides_detection(course, tmp_path):
+    # A plain id that looks like Canvas's "<login>_<digits>_<digits>_" is taken as plain when told so.
+    members = {f"ann_1_2_{NB}.ipynb": notebook("ann")}
+    assert collect(course, make_zip(tmp_path / "z.zip", members), NB, forced_lms="plain") == 0
+    assert stored(course) == {"ann_1_2": ([f"{NB}.ipynb"], ["ann"])}
+    assert collect(course, make_zip(tmp_path / "z.zip", members), NB, forced_lms="webct") == 2
+
+
+def test_second_zip_adds_replaces_and_says_so(course, tmp_path):
+    first = {f"alice_{NB}.ipynb": notebook("alice 1"), f"bob_{NB}.ipynb": notebook("bob 1")}
+    second = {f"alice_{NB}.ipynb": notebook("alice 1"), f"bob_{NB}.ipynb": notebook("bob 2"),
+              f"carol_{NB}.ipynb": notebook("carol 1")}
+    assert collect(course, make_zip(tmp_path / "monday.zip", first), NB) == 0
+    out = io.StringIO()
+    assert collect(course, make_zip(tmp_path / "tuesday.zip", second, when=(2026, 11, 21, 9, 0, 0)), NB,
+                   out=out) == 0
+    assert stored(course) == {"alice": ([f"{NB}.ipynb"], ["alice 1"]), "bob": ([f"{NB}.ipynb"], ["bob 2"]),
+                              "carol": ([f"{NB}.ipynb"], ["carol 1"])}
+    report = out.getvalue()
+    assert "new: carol" in report and "replaced: bob" in report and "unchanged: alice" in report
+    assert roster_rows(course)["bob"]["source_zip"] == "tuesday.zip"
+    # an older download does not undo a newer one
+    out = io.StringIO()
+    assert collect(course, make_zip(tmp_path / "old.zip", {f"bob_{NB}.ipynb": notebook("bob 0")},
+                                    when=(2026, 11, 1, 0, 0, 0)), NB, out=out) == 0
+    assert stored(course)["bob"][1] == ["bob 2"] and "older than the submission of bob" in out.getvalue()
+
+
+def test_same_login_for_two_canvas_users_gets_two_ids(course, tmp_path):
+    members = {f"leejay_111_1_{NB}.ipynb": notebook("first"), f"leejay_222_2_{NB}.ipynb": notebook("second")}
+    assert collect(course, make_zip(tmp_path / "c.zip", members), NB) == 0
+    assert set(stored(course)) == {"leejay", "leejay_222"}
+
+
+def _symlink_member(name, target):
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (0o120777 << 16)
+    return info, target
+
+
+def test_hostile_members_are_skipped_with_reasons_and_nothing_escapes(course, tmp_path):
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("bomb.bin", b"\0" * 5_000_000)
+    hostile = {
+        f".._{NB}.ipynb": "not a safe id",
+        f"-rf_{NB}.ipynb": "not a safe id",
+        f"=cmd|' /C calc'!A0_{NB}.ipynb": "not a safe id",
+        f"<img src=x onerror=alert(1)>_{NB}.ipynb": "not a safe id",
+        f"/etc/evil_{NB}.ipynb": "absolute path",
+        f"..\\..\\evil_{NB}.ipynb": "backslash",
+        f"../outside_{NB}.ipynb": "climbs out",
+        "nested_positional_encoding.zip": "nested archives are not expanded",
+        f"huge_{NB}.ipynb": "expands to more than",
+    }
+    path = tmp_path / "hostile.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in hostile:
+            data = inner.getvalue() if name.endswith(".zip") else notebook("x")
+            zf.writestr(name, b" " * (safezip.MAX_MEMBER_BYTES + 1) if name.startswith("huge")
+                        else data)
+        zf.writestr(*_symlink_member(f"link_{NB}.ipynb", "/work/main/solutions/positional_encoding"))
+        zf.writestr(f"fine_{NB}.ipynb", notebook("fine"))
+    hostile[f"link_{NB}.ipynb"] = "symbolic link"
+    before = {p for p in tmp_path.rglob("*")}
+    out = io.StringIO()
+    assert collect(course, path, NB, out=out) == 0
+    assert stored(course) == {"fine": ([f"{NB}.ipynb"], ["fine"])}
+    report = out.getvalue()
+    for name, reason in hostile.items():
+        line = next(line for line in report.splitlines() if line.startswith(f"  skipped {name!r}"[:40]))
+        assert reason in line, (name, line)
+    created = {p for p in tmp_path.rglob("*")} - before
+    assert all(course.submitted in p.parents or p == course.submitted or p == course.path(ROSTER_FILE)
+               or p in course.submitted.parents for p in created), created
+    assert not any(p.suffix == ".bin" for p in created)
+
+
+def test_zip_bomb_by_total_size_and_member_count(course, tmp_path, monkeypatch):
+    monkeypatch.setattr(safezip, "MAX_TOTAL_BYTES", 3_000)
+    members = {f"s{i}_{NB}.ipynb": notebook("x" * 1000) for i in range(5)}
+    out = io.StringIO()
+    assert collect(course, make_zip(tmp_path / "big.zip", members), NB, out=out) == 0
+    assert 0 < len(stored(course)) < 5 and "total accepted" in out.getvalue()
+    monkeypatch.setattr(safezip, "MAX_MEMBERS", 3)
+    assert collect(course, make_zip(tmp_path / "many.zip", members), NB) == 1
+
+
+def test_roster_cells_cannot_be_formulas(course, tmp_path):
+    members = {f"=HYPERLINK(x)_12345_assignsubmission_file_/{NB}.ipynb": notebook("m")}
+    assert collect(course, make_zip(tmp_path / "m.zip", members), NB) == 0
+    text = course.path(ROSTER_FILE).read_text()
+    assert "'=HYPERLINK(x)" in text and ",=HYPERLINK" not in text
+    assert set(stored(course)) == {"hyperlink_x"}
+
+
+def test_not_a_zip_is_refused(course, tmp_path):
+    (tmp_path / "fake.zip").write_bytes(b"not a zip")
+    assert collect(course, tmp_path / "fake.zip", NB) == 1
+    assert not course.submitted.exists()
