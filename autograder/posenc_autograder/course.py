@@ -54,7 +54,7 @@ class Course:
 
     @property
     def grades_csv(self) -> pathlib.Path:
-        return self.root / "autograder" / "grades.csv"
+        return self.reports / "grades.csv"     # not autograder/grades.csv, which `nbgrader export` writes
 
     def assignments(self) -> list[str]:
         return sorted(p.name for p in self.path(SOURCE_DIRECTORY).iterdir() if p.is_dir())
