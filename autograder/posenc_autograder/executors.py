@@ -3,20 +3,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import pathlib
 from typing import Iterable, Iterator
 
-from .pipeline import Execution, GradingTask, execute_task
+from .execute import Execution, GradingTask, execute_task
 
 
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def run_local(tasks: Iterable[GradingTask], jobs: int, course_root: pathlib.Path) -> Iterator[Execution]:
+def run_local(tasks: Iterable[GradingTask], jobs: int) -> Iterator[Execution]:
     """Each job is a sandboxed subprocess, so threads are enough to keep every core busy."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(execute_task, task, course_root) for task in tasks]
+        futures = [pool.submit(execute_task, task) for task in tasks]
         for future in concurrent.futures.as_completed(futures):
             yield future.result()
 
@@ -26,7 +25,7 @@ def run_dask(tasks: Iterable[GradingTask], scheduler: str) -> Iterator[Execution
     from distributed import Client, as_completed
 
     with Client(scheduler) as client:
-        futures = [client.submit(execute_task, task, None, pure=False, key=f"grade-{'-'.join(task.key)}")
+        futures = [client.submit(execute_task, task, pure=False, key=f"grade-{'-'.join(task.key)}")
                    for task in tasks]
         for future in as_completed(futures):
             yield future.result()

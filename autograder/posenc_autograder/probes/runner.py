@@ -1,28 +1,26 @@
-"""What a probe cell calls inside the sandboxed kernel: `run("cell_id", globals())`.
+"""What a probe cell calls inside the sandbox: `run("cell_id", globals())`.
 
-The task file (written by the trusted side) names each cell's probe and carries its inputs.
-Observations go to results/<cell_id>.json; the trusted side reads and judges them.
+The task (per hidden cell: probe module, probe name, inputs) reaches the runner through its
+standard input, never a file; the observations leave as a `result` frame on the channel.
 """
 from __future__ import annotations
 
 import importlib
-import os
-import pathlib
 
-from . import codec
+from . import channel, codec
 
-JOB_DIR = pathlib.Path(os.environ.get("POSENC_JOB_DIR", "/job"))
+TASK: dict = {}          # cell id -> task entry, set by shell_runner before any cell runs
+
+
+def record(entry: dict, namespace: dict) -> dict:
+    """Call one probe on the student's namespace: {'observations': ...} or {'missing': why}."""
+    probe = getattr(importlib.import_module(f"{__package__}.{entry['module']}"), entry["probe"])
+    try:
+        return {"observations": probe(namespace, entry["data"])}
+    except NameError as exc:
+        return {"missing": str(exc)}
 
 
 def run(cell_id: str, namespace: dict) -> None:
-    task = codec.loads((JOB_DIR / "task.json").read_text())[cell_id]
-    module = importlib.import_module(f"{__package__}.{task['module']}")
-    probe = getattr(module, task["probe"])
-    try:
-        observations = {"observations": probe(namespace, task["data"])}
-    except NameError as exc:
-        observations = {"missing": str(exc)}
-    results = JOB_DIR / "results"
-    results.mkdir(exist_ok=True)
-    (results / f"{cell_id}.json").write_text(codec.dumps(observations))
+    channel.send({"result": cell_id, "record": codec.dumps(record(TASK[cell_id], namespace))})
     print(f"{cell_id}: answers recorded for grading")

@@ -1,21 +1,21 @@
-"""Run an assembled notebook's code cells in an IPython shell: `python -m <package>.shell_runner JOB_DIR`.
+"""Run an assembled notebook's code cells in an IPython shell, inside the sandbox.
 
-Runs inside the sandbox. It records which cell it is in (progress), each cell's output (capped),
-and nothing else; the trusted supervisor outside enforces the time limits by watching the progress
-file and killing the process, then replays the notebook without the offending cell. No Jupyter
-kernel or client is started: the shell runs in this process, which keeps a job's start-up cost to
-a fraction of a second.
+The payload (cells, task, limits, cells to skip) arrives on standard input before any student code
+runs. The runner announces each cell and sends its capped output on the channel; the trusted
+supervisor outside keeps the clocks, kills the process on a time limit, and replays the notebook
+without the offending cell. No Jupyter kernel or client is started: the shell runs in this
+process, which keeps a job's start-up cost to a fraction of a second.
 """
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import pathlib
-import sys
 
 from IPython.core.interactiveshell import InteractiveShell
+
+from . import channel, codec, runner
 
 
 class CappedText(io.TextIOBase):
@@ -51,28 +51,23 @@ def _outputs(stdout: CappedText, stderr: CappedText, result) -> dict:
     return {"outputs": outputs, "truncated": stdout.truncated or stderr.truncated}
 
 
-def main(job_dir: str) -> None:
-    job = pathlib.Path(job_dir)
-    cells = json.loads((job / "notebook.ipynb").read_text())["cells"]
-    limits = json.loads((job / "limits.json").read_text())
-    skip = set(json.loads((job / "skip.json").read_text()))
-    (job / "outputs").mkdir(exist_ok=True)
-    os.chdir(job / "work")
-    shell = InteractiveShell.instance()
-    progress = open(job / "progress", "a", buffering=1)
-    for index, cell in enumerate(cells):
+def main(payload: dict) -> None:
+    """Run every code cell not in payload['skip'], announcing each and sending its capped output."""
+    runner.TASK = codec.loads(payload["task"])
+    max_output = int(payload["limits"]["max_cell_output_bytes"])
+    skip = set(payload["skip"])
+    work = pathlib.Path(os.environ["POSENC_WORK_DIR"])
+    for folder in (work, pathlib.Path(os.environ["HOME"])):
+        folder.mkdir(parents=True, exist_ok=True)
+    os.chdir(work)
+    shell = InteractiveShell.instance(colors="NoColor")
+    for index, cell in enumerate(payload["cells"]):
         if cell["cell_type"] != "code" or index in skip:
             continue
-        progress.write(f"{index}\n")
-        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-        stdout, stderr = CappedText(limits["max_cell_output_bytes"]), CappedText(limits["max_cell_output_bytes"])
+        channel.send({"cell": index})
+        stdout, stderr = CappedText(max_output), CappedText(max_output)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            result = shell.run_cell(source, store_history=True)
-        (job / "outputs" / f"{index}.json").write_text(json.dumps(_outputs(stdout, stderr, result)))
-    progress.write("done\n")
-    progress.flush()
+            result = shell.run_cell(cell["source"], store_history=True)
+        channel.send({"output": index, **_outputs(stdout, stderr, result)})
+    channel.send({"done": True})
     os._exit(0)   # do not wait for threads the student may have left running
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])

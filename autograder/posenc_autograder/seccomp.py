@@ -1,0 +1,96 @@
+"""The seccomp filter bubblewrap installs before student code runs: a classic-BPF program, built here.
+
+It refuses (EPERM) the system calls that reshape the sandbox or reach into the kernel: mounts,
+namespaces, ptrace, keyrings, BPF, module loading, io_uring and the like, and `clone` with any
+namespace flag. `clone3` answers ENOSYS so that the C library falls back to plain `clone`, whose
+flags the filter can read. A call from another ABI (32-bit x86, x32) is refused outright.
+Numbers come from the kernel's unistd tables for each architecture (asm/unistd_64.h, asm-generic).
+"""
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+
+DENIED = (
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace", "keyctl", "add_key",
+    "request_key", "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
+    "finit_module", "delete_module", "open_by_handle_at", "name_to_handle_at", "userfaultfd", "swapon",
+    "swapoff", "reboot", "syslog", "acct", "quotactl", "quotactl_fd", "settimeofday", "clock_settime",
+    "adjtimex", "clock_adjtime", "process_vm_readv", "process_vm_writev", "kcmp", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount",
+    "open_tree", "mount_setattr", "sethostname", "setdomainname", "fanotify_init", "vhangup",
+    "lookup_dcookie",
+)
+
+SYSCALLS = {
+    "x86_64": {
+        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308,
+        "ptrace": 101, "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321,
+        "perf_event_open": 298, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
+        "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304, "name_to_handle_at": 303,
+        "userfaultfd": 323, "swapon": 167, "swapoff": 168, "reboot": 169, "syslog": 103, "acct": 163,
+        "quotactl": 179, "quotactl_fd": 443, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
+        "clock_adjtime": 305, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "move_mount": 429, "open_tree": 428,
+        "mount_setattr": 442, "sethostname": 170, "setdomainname": 171, "fanotify_init": 300,
+        "vhangup": 153, "lookup_dcookie": 212, "clone": 56, "clone3": 435,
+    },
+    "aarch64": {
+        "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268,
+        "ptrace": 117, "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280,
+        "perf_event_open": 241, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
+        "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265, "name_to_handle_at": 264,
+        "userfaultfd": 282, "swapon": 224, "swapoff": 225, "reboot": 142, "syslog": 116, "acct": 89,
+        "quotactl": 60, "quotactl_fd": 443, "settimeofday": 170, "clock_settime": 112, "adjtimex": 171,
+        "clock_adjtime": 266, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "move_mount": 429, "open_tree": 428,
+        "mount_setattr": 442, "sethostname": 161, "setdomainname": 162, "fanotify_init": 262,
+        "vhangup": 58, "lookup_dcookie": 18, "clone": 220, "clone3": 435,
+    },
+}
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+X32_SYSCALL_BIT = 0x40000000
+
+# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
+CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 \
+    | 0x40000000 | 0x00000080
+
+# Classic BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
+LD_W_ABS, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+RET_ALLOW, RET_KILL_PROCESS, RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16
+
+
+class UnsupportedArchitecture(RuntimeError):
+    pass
+
+
+def _instruction(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def filter_program(machine: str | None = None) -> bytes:
+    """The filter for this machine's architecture, as the bytes `bwrap --seccomp FD` reads."""
+    machine = machine or platform.machine()
+    if machine not in SYSCALLS:
+        raise UnsupportedArchitecture(f"no seccomp table for {machine}; supported: {', '.join(SYSCALLS)}")
+    numbers = SYSCALLS[machine]
+    deny, enosys = RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS
+    program = [_instruction(LD_W_ABS, OFFSET_ARCH),
+               _instruction(JEQ_K, AUDIT_ARCH[machine], jt=1),
+               _instruction(RET_K, RET_KILL_PROCESS),
+               _instruction(LD_W_ABS, OFFSET_NR)]
+    if machine == "x86_64":            # x32 calls carry this bit and would bypass every number below
+        program += [_instruction(JGE_K, X32_SYSCALL_BIT, jf=1), _instruction(RET_K, deny)]
+    for name in DENIED:
+        program += [_instruction(JEQ_K, numbers[name], jf=1), _instruction(RET_K, deny)]
+    program += [_instruction(JEQ_K, numbers["clone3"], jf=1), _instruction(RET_K, enosys),
+                _instruction(JEQ_K, numbers["clone"], jf=3),
+                _instruction(LD_W_ABS, OFFSET_ARG0),        # the low 32 bits of clone's flags
+                _instruction(JSET_K, CLONE_NAMESPACE_FLAGS, jf=1),
+                _instruction(RET_K, deny),
+                _instruction(RET_K, RET_ALLOW)]
+    return b"".join(program)
