@@ -4,7 +4,6 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.requirements-installed
 BOOK_HTML := _build/html/index.html
-ASSIGNMENTS := $(notdir $(wildcard solutions/*))
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -29,9 +28,9 @@ book: $(STAMP)
 serve: $(STAMP)
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
-## release: regenerate the student notebooks in exercises/ from solutions/ (nbgrader generate_assignment)
+## release: write hidden-test cells and test_plan.csv from the HiddenTest objects, then exercises/ from solutions/
 release: $(STAMP)
-	cd autograder && for a in $(ASSIGNMENTS); do nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+	$(PY) -m posenc_autograder.release
 
 ## grade: grade every submission in autograder/submitted (JOBS=n cores, default all; SCHEDULER=tcp://... for Dask)
 JOBS ?= 0

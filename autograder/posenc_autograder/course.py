@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
+import subprocess
+import sys
 
 COURSE_ID = "posenc-course"
-DEFAULT_ROOT = pathlib.Path(__file__).resolve().parents[2]
+COURSE_ENV = "POSENC_COURSE"           # names the course folder when not running inside it
+CONFIG = "autograder/nbgrader_config.py"
 
 # Relative to the course root (nbgrader's CourseDirectory.root).
 SOURCE_DIRECTORY = "solutions"
@@ -20,9 +24,30 @@ GRADEBOOK = "autograder/gradebook.db"
 SUBMISSION_FILE_PATTERN = r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"
 
 
+class CourseNotFound(Exception):
+    """No course folder here; the message says how to name one."""
+
+
+def is_course(folder: pathlib.Path) -> bool:
+    return (folder / CONFIG).is_file() and (folder / SOURCE_DIRECTORY).is_dir()
+
+
+def find_root(explicit: str | os.PathLike | None = None) -> pathlib.Path:
+    """The course folder: the one given (--course), else $POSENC_COURSE, else the working directory or a
+    parent of it. Never the grader package's own location: one installed grader serves any copy of a course."""
+    named = explicit or os.environ.get(COURSE_ENV)
+    candidates = [pathlib.Path(named)] if named else [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+    for folder in candidates:
+        if is_course(folder.resolve()):
+            return folder.resolve()
+    where = f"'{named}'" if named else f"{pathlib.Path.cwd()} or its parents"
+    raise CourseNotFound(f"no course folder at {where} (one holds {CONFIG} and {SOURCE_DIRECTORY}/): run from "
+                         f"inside the course, pass --course PATH, or set {COURSE_ENV}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Course:
-    root: pathlib.Path = DEFAULT_ROOT
+    root: pathlib.Path = dataclasses.field(default_factory=find_root)
     db_url: str | None = None          # None: the SQLite gradebook inside the course
 
     @property
@@ -66,3 +91,21 @@ class Course:
 
     def source_notebook(self, assignment: str, notebook: str) -> pathlib.Path:
         return self.path(SOURCE_DIRECTORY) / assignment / f"{notebook}.ipynb"
+
+
+# --- nbgrader: its cell metadata, and its command line on this course -------------------------
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader") or {}
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def run_nbgrader(course_root: pathlib.Path, *args: str, **options) -> subprocess.CompletedProcess:
+    """`nbgrader ARGS` run on the course, with the venv's bin first on PATH (nbgrader runs alembic by name)."""
+    bin_dir = pathlib.Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    return subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=pathlib.Path(course_root) / "autograder",
+                          env=env, **options)

@@ -17,7 +17,7 @@ def plan_rows() -> list[dict]:
     rows = []
     for bullet_id, (section, text) in SPEC_BULLETS.items():
         for check in REGISTRY.values():
-            if bullet_id in check.spec_bullets:
+            if bullet_id in check.bullets:
                 rows.append(dict(zip(COLUMNS, (bullet_id, section, text, check.assignment, check.cell_id,
                                                f"{check.points:g}"))))
     return rows

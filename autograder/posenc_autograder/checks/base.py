@@ -1,100 +1,223 @@
-"""The shape of a graded check: a probe that runs student code, and a judge that never does.
+"""A hidden test is one object: what it grades, its points, its inputs, its probe and its judge.
 
-A probe (in posenc_autograder.probes) receives the student's namespace and returns *observations*: plain data only (numpy
-float arrays, numbers, strings, bools, lists and dicts of those), including the exceptions the
-student's code raised. A judge receives those observations and returns the list of problems,
-worded for the student, computing every expected value with the trusted reference. Keeping the
-two apart lets the grader run the probe inside a sandbox and the judge outside it.
+The probe (a function of posenc_autograder.probes) runs next to student code, in the sandbox,
+and returns *observations*: plain data only (float arrays, numbers, strings, bools, lists and
+dicts of those), including the exceptions the student's code raised. The judge runs outside and
+turns (inputs, observations) into problems worded for the student, computing every expected value
+with the trusted reference. Both halves receive the same inputs, built once by `inputs()`.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import math
 from typing import Callable
 
 import numpy as np
 
+from ..probes import codec
+
 Observations = dict
 Problems = list
+MAX_PER_GROUP = 2      # problems reported per group of similar cases: the first ones, then a count
 
 
-def no_inputs() -> dict:
-    return {}
-
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    cell_id: str                     # nbgrader grade_id of the hidden test cell
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HiddenTest:
+    id: str                          # the nbgrader grade_id of its cell in the solution notebook
+    assignment: str
+    title: str                       # what the cell says it checks; `make release` writes it and the points
     points: float
-    spec_bullets: tuple[str, ...]    # ids from posenc_autograder.spec_bullets
-    probe: Callable[[dict, dict], Observations]   # from posenc_autograder.probes: runs student code
-    judge: Callable[[Observations], Problems]     # trusted: never calls student code
-    inputs: Callable[[], dict] = no_inputs        # trusted: data the probe needs, as plain data
-    assignment: str = "positional_encoding"
+    answer_cell: str                 # grade_id of the answer cell it grades; a new test cell goes after it
+    probe: Callable[[dict, dict], Observations]       # sandbox side: probe(namespace, inputs)
+    judge: Callable[[dict, Observations], Problems]   # trusted side: judge(inputs, observations)
+    inputs: Callable[[], dict] = dict                 # trusted side: plain data for both halves
+    bullets: tuple[str, ...] = ()    # ids from posenc_autograder.spec_bullets
+
+    def __post_init__(self):
+        if not self.id.startswith("hidden_"):
+            raise ValueError(f"hidden test ids start with 'hidden_': {self.id!r}")
+        if not self.points > 0:
+            raise ValueError(f"{self.id}: points must be positive, got {self.points!r}")
+        if not self.probe.__module__.startswith(f"{__package__.rsplit('.', 1)[0]}.probes."):
+            raise ValueError(f"{self.id}: the probe must live in the probes package (it runs in the sandbox)")
+
+    @property
+    def cell_id(self) -> str:
+        return self.id
+
+    def task_entry(self) -> dict:
+        """What the sandbox needs to run the probe: its module in the probes package, its name, the inputs."""
+        return {"module": self.probe.__module__.rsplit(".", 1)[-1], "probe": self.probe.__name__,
+                "data": self.inputs()}
+
+    def plain_inputs(self) -> dict:
+        """The inputs exactly as the probe receives them: through the codec, as in the sandbox."""
+        return codec.loads(codec.dumps(self.inputs()))
+
+    def verdict(self, record: dict) -> list[str]:
+        """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...})."""
+        if "missing" in record:
+            return [str(record["missing"])]
+        try:
+            return [str(p) for p in self.judge(self.plain_inputs(), copy.deepcopy(record["observations"]))]
+        except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
+            return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
 
 
-REGISTRY: dict[str, Check] = {}
+def registry(*modules) -> dict[str, HiddenTest]:
+    """Every HiddenTest declared in the modules' TESTS lists, by id (ids are unique)."""
+    found: dict[str, HiddenTest] = {}
+    for module in modules:
+        for test in module.TESTS:
+            if test.id in found:
+                raise ValueError(f"duplicate hidden test id {test.id}")
+            found[test.id] = test
+    return found
 
 
-def register(cell_id: str, *, points: float, probe: Callable, judge: Callable, bullets: tuple[str, ...] = (),
-             inputs: Callable[[], dict] = no_inputs, assignment: str = "positional_encoding") -> None:
-    if cell_id in REGISTRY:
-        raise ValueError(f"duplicate check id {cell_id}")
-    REGISTRY[cell_id] = Check(cell_id, points, tuple(bullets), probe, judge, inputs, assignment)
+def limit_problems(problems: list[str], limit: int = MAX_PER_GROUP) -> list[str]:
+    """The one rule for every judge: of a group of similar cases, report the first `limit` problems."""
+    if len(problems) <= limit:
+        return problems
+    return problems[:limit] + [f"... and {len(problems) - limit} more case(s) like these"]
 
 
-# ---------------------------------------------------------------------------------------------
-# Helpers for judges.
+# --- describing calls (inputs side) ------------------------------------------------------------
 
-def value_of(observation: dict, what: str) -> tuple[object, str | None]:
-    """(value, None) or (None, a problem sentence) for an attempt() record."""
-    if "error" in observation:
-        return None, f"{what} raised {observation['error']}"
-    return observation["value"], None
+def call(*args, **kwargs) -> dict:
+    """One call of a student function, as plain data (probes turn lists back into arrays)."""
+    return {"args": list(args), "kwargs": kwargs}
 
 
-def as_array(value, what: str) -> tuple[np.ndarray | None, str | None]:
-    if isinstance(value, np.ndarray):
-        return value, None
+def calling(function: str, **groups: list[dict]) -> dict:
+    """Inputs of probes.helpers.call_each: each group is a list of call() records."""
+    return {"function": function, "groups": groups}
+
+
+def call_label(function: str, record: dict) -> str:
+    """`f(3, 4, base=10)`, with arrays shown by shape, for messages."""
+    def show(value):
+        if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], list)):
+            return f"<array of shape {np.shape(value)}>"
+        return repr(value) if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
+    parts = [show(a) for a in record["args"]] + [f"{k}={show(v)}" for k, v in record["kwargs"].items()]
+    return f"{function}({', '.join(parts)})"
+
+
+# --- reading observations (judge side) ---------------------------------------------------------
+
+class Problem(Exception):
+    """Raised by the readers below; the message is written for the student."""
+
+
+def value_of(record: dict, what: str):
+    """The value of an attempt() record; a Problem when the call raised."""
+    if "error" in record:
+        raise Problem(f"{what} raised {record['error']}")
+    return record["value"]
+
+
+def as_array(value, what: str, *, finite: bool = True) -> np.ndarray:
+    """An observed value as a float array; non-finite entries are a Problem unless the spec allows them."""
     try:
-        return np.asarray(value, dtype=np.float64), None
+        array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        return None, f"{what} should be a numpy array, got {type(value).__name__}"
+        raise Problem(f"{what} should be a numpy array of numbers, got {type(value).__name__}") from None
+    if finite and not np.all(np.isfinite(array)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise Problem(f"{what} contains NaN or Inf (first at index {bad})")
+    return array
 
 
-def shape_problem(array: np.ndarray, expected: tuple, what: str) -> str | None:
-    if array.shape != tuple(expected):
-        hint = ""
-        if array.shape == tuple(reversed(expected)):
-            hint = " (it looks transposed)"
-        return f"{what} has shape {array.shape}, expected {tuple(expected)}{hint}"
-    return None
+def require_shape(array: np.ndarray, expected: tuple, what: str) -> np.ndarray:
+    expected = tuple(expected)
+    if array.shape != expected:
+        hint = " (it looks transposed)" if array.shape == tuple(reversed(expected)) and len(expected) > 1 else ""
+        raise Problem(f"{what} has shape {array.shape}, expected {expected}{hint}")
+    return array
 
 
-def first_mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str) -> str | None:
-    """A sentence naming the worst entry, or None when everything is within atol."""
-    if not np.all(np.isfinite(actual)):
-        bad = np.argwhere(~np.isfinite(actual))[0]
-        return f"{what} contains NaN or Inf (first at index {tuple(int(i) for i in bad)})"
-    diff = np.abs(actual - expected)
-    if diff.max(initial=0.0) <= atol:
+def observed_array(record: dict, what: str, shape: tuple | None = None) -> np.ndarray:
+    """The float array a call returned: a Problem if it raised, is not an array, has another shape or NaN/Inf."""
+    array = as_array(value_of(record, what), what)
+    return array if shape is None else require_shape(array, shape, what)
+
+
+def mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str) -> str | None:
+    """A sentence naming the worst entry, or None when every entry is within atol (NaN is never within)."""
+    diff = np.abs(np.asarray(actual, dtype=np.float64) - expected)
+    bad = ~(diff <= atol)                       # written so that NaN counts as wrong
+    if not bad.any():
         return None
-    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    worst = np.unravel_index(int(np.argmax(np.where(np.isnan(diff), np.inf, diff))), diff.shape)
     index = ", ".join(str(int(i)) for i in worst)
     return (f"{what} is wrong at [{index}]: expected {expected[worst]:.10g}, got {actual[worst]:.10g} "
-            f"({int((diff > atol).sum())} of {diff.size} entries off by more than {atol:g})")
+            f"({int(bad.sum())} of {diff.size} entries off by more than {atol:g})")
 
 
-def is_close(a: float, b: float, rel: float) -> bool:
-    return math.isfinite(a) and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+def compare(record: dict, expected: np.ndarray, what: str, atol: float,
+            diagnose: Callable[[np.ndarray], str | None] | None = None) -> str | None:
+    """The first problem of an observed array against its expected value, with a diagnosis when one fits."""
+    try:
+        array = as_array(value_of(record, what), what, finite=False)
+    except Problem as problem:
+        return str(problem)
+    try:
+        as_array(array, what)                   # NaN and Inf fail, yet the diagnosis may still explain them
+        require_shape(array, expected.shape, what)
+        problem = mismatch(array, expected, atol, what)
+    except Problem as shape_problem:
+        problem = str(shape_problem)
+    if problem is None:
+        return None
+    explanation = diagnose(array) if diagnose else None
+    return f"{problem}. Likely cause: {explanation}." if explanation else problem
 
 
-def compare_observed(record: dict, expected: np.ndarray, what: str, atol: float):
-    """(the observed array or None, the first problem: an exception, not an array, wrong shape, wrong values)."""
-    value, problem = value_of(record, what)
-    if problem:
-        return None, problem
-    array, problem = as_array(value, what)
-    if problem:
-        return None, problem
-    return array, shape_problem(array, expected.shape, what) or first_mismatch(array, expected, atol, what)
+def error_name(record: dict) -> str | None:
+    """The exception type an attempt() record raised, or None when the call returned."""
+    return record["error"].split(":", 1)[0] if "error" in record else None
+
+
+def expect_error(record: dict, expected: str, what: str, why: str) -> str | None:
+    """A problem unless the call raised the expected exception type."""
+    raised = error_name(record)
+    if raised == expected:
+        return None
+    got = "returned normally" if raised is None else f"raised {raised}"
+    return f"{what} must raise {expected} {why}, but it {got}"
+
+
+def number(value, what: str) -> float:
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise Problem(f"{what} should be a number, got {type(value).__name__}") from None
+    if not math.isfinite(result):
+        raise Problem(f"{what} is {result}, expected a finite number")
+    return result
+
+
+def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
+    """problem(*row) for each row of the columns (say, the calls and their records), limited per group."""
+    return limit_problems(problems_of(*[functools.partial(problem, *row) for row in zip(*columns)]))
+
+
+def problems_of(*checks) -> list[str]:
+    """Run each zero-argument check; keep the problems: a returned string or a raised Problem."""
+    found = []
+    for check in checks:
+        try:
+            problem = check()
+        except Problem as exc:
+            problem = str(exc)
+        if isinstance(problem, str):
+            found.append(problem)
+    return found
+
+
+def normal(seed: int, shape) -> np.ndarray:
+    """Deterministic random test inputs."""
+    return np.random.default_rng(seed).normal(size=shape)

@@ -4,89 +4,99 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
-from ..probes import positional_encoding as probes
-from ..probes.positional_encoding import ATTENTION_FN, D_K, D_MODEL, WIRED_FN, attention_cases, tokens
-from ..probes.positional_encoding import attention_weights as _weights
-from .base import as_array, first_mismatch, register, shape_problem, value_of
+from ..probes.helpers import call_each
+from ..probes.positional_encoding import probe_wiring
+from .base import HiddenTest, call, calling, compare, each_case, mismatch, normal, observed_array
 
-PERMUTATION = np.array(probes.PERMUTATION)
+ASSIGNMENT = "positional_encoding"
+ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"
+D_MODEL, D_K = 8, 6
+
+
+def _weights(seed):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(scale=0.5, size=(D_MODEL, D_K)) for _ in range(3)]
+
+
+def _attention_inputs():
+    rng, W = np.random.default_rng(51), _weights(52)
+    return calling(ATTENTION_FN, outputs=[call(rng.normal(size=(5, D_MODEL)), *W),
+                                          call(rng.normal(size=(3, 7, D_MODEL)), *W),
+                                          call(300 * rng.normal(size=(4, D_MODEL)), *W)])   # exp would overflow
 
 
 def _attention_diagnosis(out, X, W):
+    if not np.all(np.isfinite(out)):
+        return "exp overflows: subtract each row's maximum score before exponentiating"
     Q, K, V = X @ W[0], X @ W[1], X @ W[2]
     scores = Q @ np.swapaxes(K, -1, -2)
     known = {
         "the scores are not divided by sqrt(d_k)": ref.softmax(scores) @ V,
         "the scores are divided by sqrt(d_model) instead of sqrt(d_k), the width of Q and K":
-            ref.softmax(scores / np.sqrt(D_MODEL)) @ V,
+            ref.softmax(scores / np.sqrt(X.shape[-1])) @ V,
         "softmax normalises over the queries (axis -2) instead of over the keys (axis -1)":
-            ref.softmax(scores / np.sqrt(D_K), axis=-2) @ V,
+            ref.softmax(scores / np.sqrt(Q.shape[-1]), axis=-2) @ V,
     }
     for explanation, expected in known.items():
-        if out.shape == expected.shape and np.allclose(out, expected, atol=1e-9):
+        if out.shape == expected.shape and mismatch(out, expected, 1e-9, "") is None:
             return explanation
     return None
 
 
-def _judge_attention(obs):
-    W = _weights(52)
-    problems = []
-    for (label, X), record in zip(attention_cases().items(), obs["outputs"]):
-        what = f"{ATTENTION_FN} on {label}"
-        value, problem = value_of(record, what)
-        if problem is None:
-            out, problem = as_array(value, what)
-            expected = ref.self_attention(X, *W)
-            problem = problem or shape_problem(out, expected.shape, what) or first_mismatch(out, expected, 1e-9, what)
-            if problem and "large" in label and not np.all(np.isfinite(out)):
-                problem += ". exp overflows: subtract each row's maximum score before exponentiating"
-            elif problem and out is not None and (diagnosis := _attention_diagnosis(out, X, W)):
-                problem += f". Likely cause: {diagnosis}."
-        if problem:
-            problems.append(problem)
-    return problems
+def _attention_problem(c, record):
+    X, *W = c["args"]
+    return compare(record, ref.self_attention(X, *W),
+                   f"{ATTENTION_FN} on X of shape {X.shape} with entries up to {np.abs(X).max():.0f}", 1e-9,
+                   diagnose=lambda out: _attention_diagnosis(out, X, W))
+
+
+def _judge_attention(inputs, obs):
+    return each_case(_attention_problem, inputs["groups"]["outputs"], obs["outputs"])
 
 
 # --- order sensitivity with PE, equivariance without, statistics of X + PE ---------------------
 
-def _judge_wiring(obs):
+def _wiring_inputs():
+    return {"function": WIRED_FN, "class": "SinusoidalPositionalEncoding", "X": normal(61, (2, 6, D_MODEL)),
+            "W": _weights(62), "permutation": [3, 0, 5, 1, 4, 2], "encoder_length": 16,
+            "big": normal(63, (4, 64, D_MODEL))}
+
+
+def _judge_wiring(inputs, obs):
     if "error" in obs:
         return [f"running {WIRED_FN} failed: {obs['error']}"]
-    X, W = tokens(), _weights(62)
-    encoder = ref.SinusoidalPositionalEncoding(16, D_MODEL)
-    problems = []
+    X, W, perm = inputs["X"], inputs["W"], np.array(inputs["permutation"])
+    encoder = ref.SinusoidalPositionalEncoding(inputs["encoder_length"], X.shape[-1])
     cases = {
-        "without an encoder": (obs["plain"], ref.self_attention(X, *W)),
-        "without an encoder, tokens permuted": (obs["plain_permuted"], ref.self_attention(X[:, PERMUTATION], *W)),
-        "with a SinusoidalPositionalEncoding": (obs["encoded"], ref.self_attention(encoder.forward(X), *W)),
-        "with a SinusoidalPositionalEncoding, tokens permuted":
-            (obs["encoded_permuted"], ref.self_attention(encoder.forward(X[:, PERMUTATION]), *W)),
+        "plain": ("without an encoder", ref.self_attention(X, *W)),
+        "plain_permuted": ("without an encoder, tokens permuted", ref.self_attention(X[:, perm], *W)),
+        "encoded": ("with a SinusoidalPositionalEncoding", ref.self_attention(encoder.forward(X), *W)),
+        "encoded_permuted": ("with a SinusoidalPositionalEncoding, tokens permuted",
+                             ref.self_attention(encoder.forward(X[:, perm]), *W)),
     }
-    for label, (record, expected) in cases.items():
-        what = f"{WIRED_FN} {label}"
-        value, problem = value_of(record, what)
-        if problem is None:
-            out, problem = as_array(value, what)
-            problem = problem or shape_problem(out, expected.shape, what) or first_mismatch(out, expected, 1e-9, what)
-        if problem:
-            problems.append(problem)
+    problems = each_case(lambda k, case: compare(obs[k], case[1], f"{WIRED_FN} {case[0]}", 1e-9),
+                         cases.keys(), cases.values())
     if problems:
-        return problems[:2]
-    plain, plain_perm = (np.asarray(obs[k]["value"]) for k in ("plain", "plain_permuted"))
-    if not np.allclose(plain_perm, plain[:, PERMUTATION], atol=1e-12):
+        return problems
+    plain, plain_perm, encoded, encoded_perm = (observed_array(obs[k], k) for k in cases)
+    if mismatch(plain_perm, plain[:, perm], 1e-12, "") is not None:
         problems.append("without positional encoding, permuting the tokens must permute the outputs the same way")
-    encoded, encoded_perm = (np.asarray(obs[k]["value"]) for k in ("encoded", "encoded_permuted"))
-    if np.allclose(encoded_perm, encoded[:, PERMUTATION], atol=1e-6):
+    if mismatch(encoded_perm, encoded[:, perm], 1e-6, "") is None:
         problems.append("with positional encoding, permuting the tokens should change the outputs beyond a permutation")
     stats = obs["statistics"]
-    if not (stats["finite"] and abs(stats["mean_shift"]) < 0.6 and 0.8 < stats["std_ratio"] < 1.6):
+    if not (stats["finite"] is True and abs(stats["mean_shift"]) < 0.6 and 0.8 < stats["std_ratio"] < 1.6):
         problems.append(f"X + PE for X ~ N(0, 1) should stay finite with a modest change of statistics; measured "
                         f"mean shift {stats['mean_shift']:.3g}, std ratio {stats['std_ratio']:.3g}")
     return problems
 
 
-register("hidden_self_attention", points=3, probe=probes.probe_attention, judge=_judge_attention,
-         bullets=("integration.attention",))
-register("hidden_integration", points=3, probe=probes.probe_wiring, judge=_judge_wiring,
-         bullets=("integration.permutation_sensitive", "integration.permutation_equivariant",
-                  "integration.additive_composition", "integration.forward_with_attention"))
+TESTS = [
+    HiddenTest(id="hidden_self_attention", assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,
+               title="attention values for single and batched inputs, scaling by sqrt(d_k), a stable softmax",
+               bullets=("integration.attention",), inputs=_attention_inputs, probe=call_each, judge=_judge_attention),
+    HiddenTest(id="hidden_integration", assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,
+               title="permutation sensitivity with PE, equivariance without it, statistics of X + PE for X ~ N(0, 1)",
+               bullets=("integration.permutation_sensitive", "integration.permutation_equivariant",
+                        "integration.additive_composition", "integration.forward_with_attention"),
+               inputs=_wiring_inputs, probe=probe_wiring, judge=_judge_wiring),
+]

@@ -4,30 +4,39 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
-from ..probes import rope_alibi as probes
-from ..probes.rope_alibi import (BIAS_CASES, FREQUENCY_CASES, HEAD_COUNTS, ROPE_CASES, SCORE_DIM, SCORE_LEN,
-                                 SCORE_SHIFTS, rope_inputs)
-from ..probes.helpers import normal
-from .base import compare_observed, register
+from ..probes.helpers import call_each
+from .base import HiddenTest, call, call_label, calling, compare, each_case, expect_error, mismatch, normal
 
 ASSIGNMENT = "rope_alibi"
+FREQ_FN, ROPE_FN, SCORES_FN = "rope_frequencies", "apply_rope", "rope_scores"
+SLOPES_FN, BIAS_FN = "alibi_slopes", "alibi_bias"
 
 
-def _judge_frequencies(obs):
-    problems = []
-    for (d, base), record in zip(FREQUENCY_CASES, obs["values"]):
-        what = f"rope_frequencies({d}, base={base:g})"
-        expected = ref.angular_frequencies(d, base)
-        array, problem = compare_observed(record, expected, what, atol=1e-12)
-        if problem and array is not None and array.shape == expected.shape and \
-                np.allclose(array, np.exp(-np.arange(d // 2) / d * np.log(base))):
-            problem += ". Likely cause: the exponent uses i/d instead of 2i/d."
-        if problem:
-            problems.append(problem)
-    if obs["odd"] != "ValueError":
-        problems.append("rope_frequencies(7) must raise ValueError for an odd head dimension")
-    return problems
+def _each(function, group, inputs, obs, problem):
+    """problem(args, kwargs, record, label) for every call of a group."""
+    return each_case(lambda c, r: problem(*c["args"], record=r, label=call_label(function, c), **c["kwargs"]),
+                     inputs["groups"][group], obs[group])
 
+
+def _matches(array, expected) -> bool:
+    return array.shape == expected.shape and mismatch(array, expected, 1e-9, "") is None
+
+
+# --- frequencies -------------------------------------------------------------------------------
+
+def _frequency_problem(d, record, label, base=ref.DEFAULT_BASE):
+    return compare(record, ref.angular_frequencies(d, base), label, 1e-12,
+                   diagnose=lambda a: "the exponent uses i/d instead of 2i/d"
+                   if _matches(a, np.exp(-np.arange(d // 2) / d * np.log(base))) else None)
+
+
+def _judge_frequencies(inputs, obs):
+    return _each(FREQ_FN, "values", inputs, obs, _frequency_problem) + \
+        _each(FREQ_FN, "odd", inputs, obs, lambda *_, record, label: expect_error(
+            record, "ValueError", label, "for an odd head dimension"))
+
+
+# --- apply_rope --------------------------------------------------------------------------------
 
 def _rotate(x, positions, base, clockwise=False, halves=False, shift=0):
     """Variants of RoPE used to recognise the usual mistakes."""
@@ -51,79 +60,85 @@ def _rope_diagnosis(actual, x, positions, base):
         "pairs are taken as halves (x[:d/2], x[d/2:]), the GPT-NeoX layout; this exercise pairs (2i, 2i+1)":
             _rotate(x, positions, base, halves=True),
         "positions look shifted by one: use the positions you are given": _rotate(x, positions, base, shift=1),
-        "the positions were ignored and 0, 1, 2, ... used instead":
-            _rotate(x, np.arange(x.shape[-2]), base),
+        "the positions were ignored and 0, 1, 2, ... used instead": _rotate(x, np.arange(x.shape[-2]), base),
     }
-    for explanation, expected in known.items():
-        if actual.shape == expected.shape and np.allclose(actual, expected, atol=1e-9):
-            return explanation
+    return next((explanation for explanation, expected in known.items() if _matches(actual, expected)), None)
+
+
+def _rope_inputs():
+    cases = [((5, 6), [0, 1, 2, 3, 4], 10000.0), ((7, 8), [9, 3, 14, 0, 1, 27, 5], 10000.0),
+             ((2, 3, 4, 10), [4, 5, 6, 7], 10000.0), ((6, 12), [100, 101, 102, 103, 104, 105], 500.0)]
+    return calling(ROPE_FN, outputs=[call(normal(71 + i, shape), positions, base=base)
+                                     for i, (shape, positions, base) in enumerate(cases)])
+
+
+def _rope_problem(x, positions, record, label, base):
+    return compare(record, ref.apply_rope(x, np.array(positions), base), f"{label} with positions {positions[:4]}...",
+                   1e-10, diagnose=lambda a: _rope_diagnosis(a, x, positions, base))
+
+
+# --- scores depend on the distance only --------------------------------------------------------
+
+def _scores_inputs():
+    length, dim = 9, 16
+    q, k = normal(81, (length, dim)), normal(82, (length, dim))
+    q_pos, k_pos = np.arange(length), np.arange(length)[::-1]
+    return calling(SCORES_FN, shifted=[call(q, k, (q_pos + s).tolist(), (k_pos + s).tolist()) for s in (0, 3, 250)])
+
+
+def _scores_problem(q, k, q_pos, k_pos, record, label):
+    expected = ref.apply_rope(q, np.array(q_pos)) @ ref.apply_rope(k, np.array(k_pos)).T
+    problem = compare(record, expected, f"{SCORES_FN} with positions starting at {q_pos[0]} and {k_pos[-1]}", 1e-9)
+    return problem and problem + " (the score must depend only on the distance n - m)"
+
+
+# --- ALiBi -------------------------------------------------------------------------------------
+
+def _slopes_problem(n, record, label):
+    return compare(record, ref.alibi_slopes(n), label, 1e-12, diagnose=lambda a: (
+        "for a head count that is not a power of two, take the slopes of the next lower power of two and add "
+        "every other slope of the next higher one (Press et al.)")
+        if _matches(a, 2.0 ** (-8.0 * np.arange(1, n + 1) / n)) else None)
+
+
+def _bias_diagnosis(array, heads, length):
+    expected = ref.alibi_bias(heads, length)
+    signed = np.arange(length)[None, :] - np.arange(length)[:, None]
+    slopes = ref.alibi_slopes(heads)[:, None, None]
+    if _matches(array, -expected):
+        return "the sign is flipped; the bias is a penalty, -slope * |i - j|"
+    if _matches(array, -slopes * signed) or _matches(array, slopes * signed):
+        return "the distance must be |i - j|, not the signed difference"
     return None
 
 
-def _judge_apply_rope(obs):
-    problems = []
-    for (seed, shape, positions, base), record in zip(ROPE_CASES, obs["outputs"]):
-        x = rope_inputs(seed, shape)
-        what = f"apply_rope on x of shape {shape} with positions {positions[:4]}..., base {base:g}"
-        expected = ref.apply_rope(x, np.array(positions), base)
-        array, problem = compare_observed(record, expected, what, 1e-10)
-        if problem and array is not None and (diagnosis := _rope_diagnosis(array, x, positions, base)):
-            problem += f". Likely cause: {diagnosis}."
-        if problem:
-            problems.append(problem)
-    return problems[:2]
+def _bias_problem(heads, length, record, label):
+    return compare(record, ref.alibi_bias(heads, length), label, 1e-12,
+                   diagnose=lambda a: _bias_diagnosis(a, heads, length))
 
 
-def _judge_scores(obs):
-    q, k = normal(81, (SCORE_LEN, SCORE_DIM)), normal(82, (SCORE_LEN, SCORE_DIM))
-    q_pos, k_pos = np.arange(SCORE_LEN), np.arange(SCORE_LEN)[::-1].copy()
-    problems = []
-    for shift, record in zip(SCORE_SHIFTS, obs["shifted"]):
-        what = f"rope_scores with both position lists shifted by {shift}"
-        expected = ref.apply_rope(q, q_pos + shift) @ ref.apply_rope(k, k_pos + shift).T
-        array, problem = compare_observed(record, expected, what, atol=1e-9)
-        if problem:
-            problems.append(problem + " (the score must depend only on the distance n - m)")
-    return problems[:1]
+def _judging(function, group, problem):
+    return lambda inputs, obs: _each(function, group, inputs, obs, problem)
 
 
-def _judge_slopes(obs):
-    problems = []
-    for n, record in zip(HEAD_COUNTS, obs["slopes"]):
-        what = f"alibi_slopes({n})"
-        expected = ref.alibi_slopes(n)
-        array, problem = compare_observed(record, expected, what, atol=1e-12)
-        if problem and array is not None and array.shape == expected.shape and \
-                np.allclose(array, 2.0 ** (-8.0 * np.arange(1, n + 1) / n)):
-            problem += (". Likely cause: for a head count that is not a power of two, take the slopes of the next "
-                        "lower power of two and add every other slope of the next higher one (Press et al.)")
-        if problem:
-            problems.append(problem)
-    return problems[:2]
-
-
-def _judge_bias(obs):
-    problems = []
-    for (heads, length), record in zip(BIAS_CASES, obs["biases"]):
-        what = f"alibi_bias({heads}, {length})"
-        expected = ref.alibi_bias(heads, length)
-        array, problem = compare_observed(record, expected, what, atol=1e-12)
-        if problem and array is not None and array.shape == expected.shape:
-            signed = np.arange(length)[None, :] - np.arange(length)[:, None]
-            slopes = ref.alibi_slopes(heads)[:, None, None]
-            if np.allclose(array, -expected):
-                problem += ". Likely cause: the sign is flipped; the bias is a penalty, -slope * |i - j|."
-            elif np.allclose(array, -slopes * signed) or np.allclose(array, slopes * signed):
-                problem += ". Likely cause: the distance must be |i - j|, not the signed difference."
-        if problem:
-            problems.append(problem)
-    return problems
-
-
-register("hidden_rope_frequencies", points=2, probe=probes.probe_frequencies, judge=_judge_frequencies,
-         assignment=ASSIGNMENT)
-register("hidden_apply_rope", points=4, probe=probes.probe_apply_rope, judge=_judge_apply_rope,
-         assignment=ASSIGNMENT)
-register("hidden_rope_relative", points=3, probe=probes.probe_scores, judge=_judge_scores, assignment=ASSIGNMENT)
-register("hidden_alibi_slopes", points=2, probe=probes.probe_slopes, judge=_judge_slopes, assignment=ASSIGNMENT)
-register("hidden_alibi_bias", points=3, probe=probes.probe_bias, judge=_judge_bias, assignment=ASSIGNMENT)
+TESTS = [
+    HiddenTest(id="hidden_rope_frequencies", assignment=ASSIGNMENT, points=2, answer_cell="rope",
+               title="frequencies for several head sizes and bases, ValueError for odd sizes",
+               inputs=lambda: calling(FREQ_FN, values=[call(2, base=1e4), call(10, base=1e4), call(64, base=1e4),
+                                                       call(16, base=500.0)], odd=[call(7)]),
+               probe=call_each, judge=_judge_frequencies),
+    HiddenTest(id="hidden_apply_rope", assignment=ASSIGNMENT, points=4, answer_cell="rope",
+               title="rotations of batched inputs at arbitrary positions and bases",
+               inputs=_rope_inputs, probe=call_each, judge=_judging(ROPE_FN, "outputs", _rope_problem)),
+    HiddenTest(id="hidden_rope_relative", assignment=ASSIGNMENT, points=3, answer_cell="rope",
+               title="scores that depend only on the distance between positions",
+               inputs=_scores_inputs, probe=call_each, judge=_judging(SCORES_FN, "shifted", _scores_problem)),
+    HiddenTest(id="hidden_alibi_slopes", assignment=ASSIGNMENT, points=2, answer_cell="alibi",
+               title="slopes for power-of-two and other head counts",
+               inputs=lambda: calling(SLOPES_FN, slopes=[call(n) for n in (1, 2, 4, 8, 16, 6, 12)]),
+               probe=call_each, judge=_judging(SLOPES_FN, "slopes", _slopes_problem)),
+    HiddenTest(id="hidden_alibi_bias", assignment=ASSIGNMENT, points=3, answer_cell="alibi",
+               title="bias tensors for several head counts and lengths",
+               inputs=lambda: calling(BIAS_FN, biases=[call(8, 10), call(6, 7), call(1, 1)]),
+               probe=call_each, judge=_judging(BIAS_FN, "biases", _bias_problem)),
+]

@@ -1,102 +1,83 @@
 """Hidden tests for sinusoidal_positional_encoding and SinusoidalPositionalEncoding."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import reference as ref
 from ..diagnosis import diagnose_pe_table
-from ..probes import positional_encoding as probes
-from ..probes.positional_encoding import (CLASS_BATCHES, CLASS_MAX_LEN, CLASS_WIDTH, FREQUENCY_CASE, ODD_WIDTHS,
-                                          PE_CLASS, PE_FN, SHAPE_CASES, STABILITY_CASES, UNIQUE_CASE,
-                                          VALUE_CASES, class_inputs)
-from .base import as_array, compare_observed, first_mismatch, register, shape_problem, value_of
+from ..probes.helpers import call_each
+from ..probes.positional_encoding import probe_pe_class
+from .base import (HiddenTest, Problem, call, call_label, calling, compare, each_case, expect_error, mismatch,
+                   normal, observed_array, problems_of)
+
+ASSIGNMENT = "positional_encoding"
+PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
+ODD = "for an odd d_model"
 
 
-def _table_problems(obs: dict, seq_len: int, d_model: int, atol: float = 1e-9) -> list[str]:
-    """Problems with one observed table, with a diagnosis of the known mistakes."""
-    what = f"{PE_FN}({seq_len}, {d_model})"
-    value, problem = value_of(obs, what)
-    if problem:
-        return [problem]
-    table, problem = as_array(value, what)
-    if problem:
-        return [problem]
-    expected = ref.sinusoidal_positional_encoding(seq_len, d_model)
-    problem = shape_problem(table, expected.shape, what) or first_mismatch(table, expected, atol, what)
-    if problem is None:
-        return []
-    diagnosis = diagnose_pe_table(table, seq_len, d_model)
-    return [problem + (f". Likely cause: {diagnosis}." if diagnosis else "")]
+def _table_calls(*cases):
+    return calling(PE_FN, tables=[call(seq_len, d_model) for seq_len, d_model in cases])
+
+
+def _table_problem(c, record, atol=1e-9):
+    """An observed table against the formula, with a diagnosis of the known mistakes."""
+    seq_len, d_model = c["args"]
+    return compare(record, ref.sinusoidal_positional_encoding(seq_len, d_model), call_label(PE_FN, c), atol,
+                   diagnose=lambda table: diagnose_pe_table(table, seq_len, d_model))
+
+
+def _table_problems(inputs, obs, atol=1e-9):
+    return each_case(functools.partial(_table_problem, atol=atol), inputs["groups"]["tables"], obs["tables"])
 
 
 # --- shapes and the odd-width error -----------------------------------------------------------
 
-def _judge_shapes(obs):
-    problems = []
-    for (seq_len, d_model), record in zip(SHAPE_CASES, obs["tables"]):
-        what = f"{PE_FN}({seq_len}, {d_model})"
-        value, problem = value_of(record, what)
-        if problem is None:
-            table, problem = as_array(value, what)
-            problem = problem or shape_problem(table, (seq_len, d_model), what)
-        if problem:
-            problems.append(problem)
-    for d_model, raised in zip(ODD_WIDTHS, obs["odd"]):
-        if raised != "ValueError":
-            got = "returned normally" if raised is None else f"raised {raised}"
-            problems.append(f"{PE_FN}(10, {d_model}) must raise ValueError for an odd d_model, but it {got}")
-    return problems
+def _shapes_inputs():
+    inputs = _table_calls((1, 2), (5, 6), (33, 18), (200, 130))
+    inputs["groups"]["odd"] = [call(10, d_model) for d_model in (3, 9, 101)]
+    return inputs
 
 
-# --- known values ------------------------------------------------------------------------------
-
-def _judge_values(obs):
-    problems = []
-    for (seq_len, d_model), record in zip(VALUE_CASES, obs["tables"]):
-        problems += _table_problems(record, seq_len, d_model)
-    return problems[:1] if problems else []
+def _judge_shapes(inputs, obs):
+    groups = inputs["groups"]
+    return each_case(lambda c, r: observed_array(r, call_label(PE_FN, c), tuple(c["args"])),
+                     groups["tables"], obs["tables"]) + \
+        each_case(lambda c, r: expect_error(r, "ValueError", call_label(PE_FN, c), ODD), groups["odd"], obs["odd"])
 
 
 # --- uniqueness, bounds, determinism, norms ----------------------------------------------------
 
-def _judge_unique(obs):
-    seq_len, d_model = UNIQUE_CASE
-    what = f"{PE_FN}({seq_len}, {d_model})"
-    first, problem = value_of(obs["first"], what)
-    if problem:
-        return [problem]
-    second, problem = value_of(obs["second"], what)
-    if problem:
-        return [problem]
-    table, problem = as_array(first, what)
-    if problem or (problem := shape_problem(table, (seq_len, d_model), what)):
-        return [problem]
+def _unique_inputs():
+    return _table_calls((1000, 12), (1000, 12))
+
+
+def _judge_unique(inputs, obs):
+    c = inputs["groups"]["tables"][0]
+    seq_len, d_model = c["args"]
+    what = call_label(PE_FN, c)
+    try:
+        table, second = (observed_array(r, what, (seq_len, d_model)) for r in obs["tables"])
+    except Problem as problem:
+        return [str(problem)]
     problems = []
     squared = (table ** 2).sum(axis=1)
     distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
     np.fill_diagonal(distances, np.inf)
-    if distances.min() <= 1e-12:
+    if not distances.min() > 1e-12:
         i, j = np.unravel_index(int(np.argmin(distances)), distances.shape)
         problems.append(f"rows {i} and {j} of {what} are identical: every position needs its own vector")
-    if np.abs(table).max() > 1.0:
+    if not np.abs(table).max() <= 1.0:
         problems.append(f"{what} has an entry of magnitude {np.abs(table).max():.6g}; sin and cos stay within [-1, 1]")
-    if not np.array_equal(table, np.asarray(second)):
+    if not np.array_equal(table, second):
         problems.append(f"two calls of {what} returned different tables: the function must be deterministic")
     norms = np.linalg.norm(table, axis=1)
     target = np.sqrt(d_model / 2)
-    if np.abs(norms - target).max() > 1e-9:
+    if not np.abs(norms - target).max() <= 1e-9:
         p = int(np.argmax(np.abs(norms - target)))
         problems.append(f"row {p} of {what} has norm {norms[p]:.10g}; every row should have norm "
                         f"sqrt(d_model/2) = {target:.10g} because each (sin, cos) pair contributes 1")
-    return problems
-
-
-# --- numerical stability -----------------------------------------------------------------------
-
-def _judge_stability(obs):
-    problems = []
-    for (seq_len, d_model), record in zip(STABILITY_CASES, obs["tables"]):
-        problems += _table_problems(record, seq_len, d_model, atol=1e-8)
     return problems
 
 
@@ -109,15 +90,13 @@ def _measured_wavelength(sin_column: np.ndarray, cos_column: np.ndarray) -> floa
     return float(2 * np.pi / slope) if slope > 0 else float("inf")
 
 
-def _judge_frequency(obs):
-    seq_len, d_model = FREQUENCY_CASE
-    what = f"{PE_FN}({seq_len}, {d_model})"
-    value, problem = value_of(obs["table"], what)
-    if problem:
-        return [problem]
-    table, problem = as_array(value, what)
-    if problem or (problem := shape_problem(table, FREQUENCY_CASE, what)):
-        return [problem]
+def _judge_frequency(inputs, obs):
+    c = inputs["groups"]["tables"][0]
+    seq_len, d_model = c["args"]
+    try:
+        table = observed_array(obs["tables"][0], call_label(PE_FN, c), (seq_len, d_model))
+    except Problem as problem:
+        return [str(problem)]
     problems = []
     fast, slow = table[:, 0].var(), table[:, d_model - 2].var()
     if not fast > 20 * slow:
@@ -134,46 +113,61 @@ def _judge_frequency(obs):
 
 # --- the SinusoidalPositionalEncoding class ----------------------------------------------------
 
-def _judge_class(obs):
+def _class_inputs():
+    max_seq_len, d_model = 520, 10
+    batches = [(1, 1), (4, 16), (16, 128), (2, 512), (3, 37)]
+    return {"class": PE_CLASS, "max_seq_len": max_seq_len, "d_model": d_model, "odd": [16, 7],
+            "inputs": [normal(batch * 1000 + seq_len, (batch, seq_len, d_model)) for batch, seq_len in batches],
+            "encoding_length": 45, "too_long": np.zeros((1, max_seq_len + 1, d_model))}
+
+
+def _judge_class(inputs, obs):
+    max_seq_len, d_model = inputs["max_seq_len"], inputs["d_model"]
     if "error" in obs:
-        return [f"building or using {PE_CLASS}({CLASS_MAX_LEN}, {CLASS_WIDTH}) failed: {obs['error']}"]
-    table = ref.sinusoidal_positional_encoding(CLASS_MAX_LEN, CLASS_WIDTH)
-    problems = []
-    for (batch, seq_len), record in zip(CLASS_BATCHES, obs["forward"]):
-        what = f"forward(X) with X of shape ({batch}, {seq_len}, {CLASS_WIDTH})"
-        expected = class_inputs(batch, seq_len) + table[None, :seq_len]
-        out, problem = compare_observed(record, expected, what, 1e-9)
-        if problem and out is not None and out.shape == expected.shape and \
-                np.allclose(out, table[None, :seq_len].repeat(batch, 0)):
-            problem += ": it returns the encoding alone; forward must return X + PE[:L]"
-        if problem:
-            problems.append(problem)
-    value, problem = value_of(obs["encoding"], "get_encoding(45)")
-    if problem is None:
-        encoding, problem = as_array(value, "get_encoding(45)")
-        problem = problem or shape_problem(encoding, (45, CLASS_WIDTH), "get_encoding(45)") or \
-            first_mismatch(encoding, table[:45], 1e-9, "get_encoding(45)")
-    if problem:
-        problems.append(problem)
-    if obs["too_long"] != "ValueError":
-        got = "returned normally" if obs["too_long"] is None else f"raised {obs['too_long']}"
-        problems.append(f"forward with L = {CLASS_MAX_LEN + 1} > max_seq_len = {CLASS_MAX_LEN} must raise "
-                        f"ValueError, but it {got}")
-    if obs["odd"] != "ValueError":
-        problems.append(f"{PE_CLASS}(16, 7) must raise ValueError for an odd d_model")
-    return problems
+        return [f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: {obs['error']}"]
+    table = ref.sinusoidal_positional_encoding(max_seq_len, d_model)
+
+    def forward_problem(X, record):
+        seq_len = X.shape[1]
+        encoding_only = table[None, :seq_len].repeat(X.shape[0], 0)
+        return compare(record, X + table[None, :seq_len], f"forward(X) with X of shape {X.shape}", 1e-9,
+                       diagnose=lambda out: "it returns the encoding alone; forward must return X + PE[:L]"
+                       if out.shape == encoding_only.shape and mismatch(out, encoding_only, 1e-9, "") is None
+                       else None)
+
+    length = inputs["encoding_length"]
+    return each_case(forward_problem, inputs["inputs"], obs["forward"]) + problems_of(
+        lambda: compare(obs["encoding"], table[:length], f"get_encoding({length})", 1e-9),
+        lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
+                             f"when L > max_seq_len = {max_seq_len}"),
+        lambda: expect_error(obs["odd"], "ValueError", f"{PE_CLASS}{tuple(inputs['odd'])}", ODD))
 
 
-register("hidden_pe_shapes", points=2, probe=probes.probe_pe_shapes, judge=_judge_shapes,
-         bullets=("shape.sinusoidal", "shape.odd_d_model"))
-register("hidden_pe_values", points=4, probe=probes.probe_pe_values, judge=_judge_values,
-         bullets=("values.position_zero", "values.small_example"))
-register("hidden_pe_unique_bounded", points=3, probe=probes.probe_pe_unique, judge=_judge_unique,
-         bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"))
-register("hidden_pe_stability", points=2, probe=probes.probe_pe_stability, judge=_judge_stability,
-         bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"))
-register("hidden_pe_frequency", points=2, probe=probes.probe_pe_frequency, judge=_judge_frequency,
-         bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
-                  "frequency.last_wavelength"))
-register("hidden_pe_class", points=3, probe=probes.probe_pe_class, judge=_judge_class,
-         bullets=("shape.batched_forward", "shape.batch_sizes", "shape.sequence_lengths"))
+TESTS = [
+    HiddenTest(id="hidden_pe_shapes", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               title="output shapes for several (L, d_model), and ValueError for odd widths",
+               bullets=("shape.sinusoidal", "shape.odd_d_model"),
+               inputs=_shapes_inputs, probe=call_each, judge=_judge_shapes),
+    HiddenTest(id="hidden_pe_values", assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
+               title="exact values against the formula, for several sizes",
+               bullets=("values.position_zero", "values.small_example"),
+               inputs=lambda: _table_calls((3, 4), (7, 10), (60, 34)), probe=call_each, judge=_table_problems),
+    HiddenTest(id="hidden_pe_unique_bounded", assignment=ASSIGNMENT, points=3, answer_cell=PE_FN,
+               title="distinct rows for L = 1000, |PE| <= 1, determinism, row norms sqrt(d/2)",
+               bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"),
+               inputs=_unique_inputs, probe=call_each, judge=_judge_unique),
+    HiddenTest(id="hidden_pe_stability", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               title="no NaN or Inf for L = 10000 and for d_model = 4096, precision of the frequencies",
+               bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"),
+               inputs=lambda: _table_calls((10000, 32), (24, 4096)), probe=call_each,
+               judge=lambda inputs, obs: _table_problems(inputs, obs, atol=1e-8)),
+    HiddenTest(id="hidden_pe_frequency", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               title="fast low dimensions, slow high dimensions, wavelengths 2*pi and 2*pi*10000^((d-2)/d)",
+               bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
+                        "frequency.last_wavelength"),
+               inputs=lambda: _table_calls((2000, 36)), probe=call_each, judge=_judge_frequency),
+    HiddenTest(id="hidden_pe_class", assignment=ASSIGNMENT, points=3, answer_cell=PE_CLASS,
+               title="forward for batch sizes 1..16 and lengths 1..512, get_encoding, ValueError cases",
+               bullets=("shape.batched_forward", "shape.batch_sizes", "shape.sequence_lengths"),
+               inputs=_class_inputs, probe=probe_pe_class, judge=_judge_class),
+]

@@ -30,17 +30,6 @@ def attempt(fn: Callable, *args, **kwargs) -> dict:
         return {"error": describe(exc)}
 
 
-def raises(fn: Callable, *args, **kwargs) -> str | None:
-    """Name of the exception the call raised, or None when it returned normally."""
-    try:
-        fn(*args, **kwargs)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # noqa: BLE001
-        return type(exc).__name__
-    return None
-
-
 def guarded(probe: Callable) -> Callable:
     """Turn an exception escaping a probe's set-up code into an {'error': ...} observation."""
     @functools.wraps(probe)
@@ -69,6 +58,14 @@ def to_plain(value):
     return np.array(value, dtype=np.float64, copy=True)
 
 
-def normal(seed: int, shape) -> np.ndarray:
-    """Deterministic test inputs shared by probes and judges."""
-    return np.random.default_rng(seed).normal(size=shape)
+def argument(value):
+    """A plain-data argument as the student's function receives it: lists become numpy arrays."""
+    return np.asarray(value) if isinstance(value, list) else value
+
+
+def call_each(ns: dict, data: dict) -> dict:
+    """Call data["function"] for every call record of every group: {group: [attempt records]}."""
+    fn = student_callable(ns, data["function"])
+    return {group: [attempt(fn, *map(argument, c["args"]), **{k: argument(v) for k, v in c["kwargs"].items()})
+                    for c in calls]
+            for group, calls in data["groups"].items()}

@@ -1,0 +1,105 @@
+"""`make release`: hidden-test cells and the test plan written from the HiddenTest objects, then exercises/.
+
+    python -m posenc_autograder.release [--course PATH] [--check]
+
+For every HiddenTest the solution notebook gets one cell whose title, points and metadata come
+from the object (a new test's cell goes after the tests of its answer cell; a cell whose test was
+deleted goes too); autograder/test_plan.csv is rewritten; then `nbgrader generate_assignment`
+makes exercises/ from solutions/. `--check` changes nothing and fails when anything is stale.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+
+import nbformat
+
+from .checks import REGISTRY, HiddenTest, tests_of
+from .course import Course, find_root, grade_id, nbgrader_meta, run_nbgrader
+from .plan import render_plan_csv
+
+PLAN = "autograder/test_plan.csv"
+HIDDEN_CALL = "hidden_test("
+
+
+def cell_title(test: HiddenTest) -> str:
+    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} points)."
+
+
+def cell_source(test: HiddenTest) -> str:
+    return (f"{cell_title(test)}\n### BEGIN HIDDEN TESTS\nfrom posenc_autograder.notebook import hidden_test\n"
+            f'hidden_test("{test.id}", globals())\n### END HIDDEN TESTS')
+
+
+def cell_metadata(test: HiddenTest) -> dict:
+    return {"grade": True, "grade_id": test.id, "locked": True, "points": test.points, "schema_version": 3,
+            "solution": False, "task": False}
+
+
+def _is_generated(cell) -> bool:
+    """A hidden-test cell this module writes (a removed test's cell is recognised by its call)."""
+    return (grade_id(cell) or "").startswith("hidden_") and HIDDEN_CALL in cell.source
+
+
+def _insert_position(cells, answer_cell: str) -> int:
+    """After the answer cell and the graded cells that follow it."""
+    ids = [grade_id(c) for c in cells]
+    if answer_cell not in ids:
+        raise ValueError(f"answer cell '{answer_cell}' is not in the solution notebook")
+    position = ids.index(answer_cell) + 1
+    while position < len(cells) and nbgrader_meta(cells[position]).get("grade"):
+        position += 1
+    return position
+
+
+def written_notebook(nb, assignment: str):
+    """The solution notebook with its hidden-test cells as the objects say."""
+    nb = copy.deepcopy(nb)
+    tests = {t.id: t for t in tests_of(assignment)}
+    nb.cells = [c for c in nb.cells if not _is_generated(c) or grade_id(c) in tests]
+    for test in tests.values():
+        cell = next((c for c in nb.cells if grade_id(c) == test.id), None)
+        if cell is None:
+            cell = nbformat.v4.new_code_cell(id=test.id)
+            nb.cells.insert(_insert_position(nb.cells, test.answer_cell), cell)
+        cell.source = cell_source(test)
+        cell.metadata["nbgrader"] = cell_metadata(test)
+    return nb
+
+
+def stale_files(course: Course) -> dict:
+    """path -> new text, for every generated file that disagrees with the objects."""
+    changed = {}
+    for assignment in sorted({t.assignment for t in REGISTRY.values()}):
+        path = course.source_notebook(assignment, assignment)
+        text = path.read_text()
+        new = nbformat.writes(written_notebook(nbformat.reads(text, as_version=4), assignment)) + "\n"
+        if new != text:
+            changed[path] = new
+    plan = course.path(PLAN)
+    if plan.read_text() != render_plan_csv():
+        changed[plan] = render_plan_csv()
+    return changed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make release", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a generated file is stale")
+    args = parser.parse_args(argv)
+    course = Course(find_root(args.course))
+    changed = stale_files(course)
+    for path, text in changed.items():
+        print(f"{'stale' if args.check else 'wrote'}: {path.relative_to(course.root)}")
+        if not args.check:
+            path.write_text(text)
+    if args.check:
+        return 1 if changed else 0
+    for assignment in course.assignments():
+        run_nbgrader(course.root, "generate_assignment", assignment, "--force", "--log-level=WARN", check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
