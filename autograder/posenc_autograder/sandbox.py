@@ -49,7 +49,6 @@ class Limits:
     max_file_bytes: int = 64 * 2**20
     tmp_bytes: int = 128 * 2**20           # the sandbox's writable /tmp (work folder and home), in memory
     shm_bytes: int = 16 * 2**20
-    max_cells: int = 2_000                 # cells in a submitted notebook, added ones included
     channel_bytes: int = 256 * 2**20       # everything read from one job's channel, all attempts
     max_frame_bytes: int = 32 * 2**20      # one frame (a result record or a cell's output)
     max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
@@ -116,7 +115,8 @@ def _proc_arguments() -> list[str]:
     return args + ["--remount-ro", "/proc"]
 
 
-def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int) -> list[str]:
+def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: list[str] | None = None) -> list[str]:
+    """The bwrap command line; `inner` replaces the runner (the privilege tests run a shell probe)."""
     bwrap = bwrap_binary()
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run `make install` (it installs the pinned "
@@ -129,7 +129,7 @@ def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int) -> list[st
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
             *[arg for name, value in sandbox_environment(channel_fd, WORK_DIR, HOME_DIR).items()
               for arg in ("--setenv", name, value)],
-            str(python), "-I", "-c", BOOTSTRAP]
+            *(inner or [str(python), "-I", "-c", BOOTSTRAP])]
 
 
 def sandbox_environment(channel_fd: int, work: str, home: str) -> dict:
@@ -481,8 +481,7 @@ def check_sandbox() -> None:
     seccomp_r, seccomp_w = os.pipe()
     os.write(seccomp_w, filter_program())
     os.close(seccomp_w)
-    command = sandbox_command(Limits(), seccomp_r, 1)
-    command = command[:command.index("-I")] + ["-I", "-c", "pass"]
+    command = sandbox_command(Limits(), seccomp_r, 1, inner=[sys.executable, "-I", "-c", "pass"])
     try:
         probe = subprocess.run(command, capture_output=True, text=True, pass_fds=(seccomp_r,), timeout=60)
     finally:

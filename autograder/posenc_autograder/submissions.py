@@ -4,11 +4,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import pathlib
+import stat
 
 import nbformat
 
 from .course import Course
+from .lms import is_safe_id
 
 
 @dataclasses.dataclass
@@ -25,19 +28,40 @@ class Submission:
         return self.student, self.assignment, self.notebook
 
 
-def discover(course: Course, assignments: list[str] | None = None,
-             students: list[str] | None = None) -> list[Submission]:
-    """Every (student, assignment, expected notebook) found under submitted/, in a stable order."""
+def discover(course: Course, assignments: list[str] | None = None, students: list[str] | None = None,
+             refused: list[str] | None = None) -> list[Submission]:
+    """Every (student, assignment, expected notebook) found under submitted/, in a stable order.
+
+    Folders that are links, or whose names are not safe student ids, are not graded: each is
+    described in `refused` for the instructor instead (a name is shown escaped with repr()).
+    """
     found = []
+    refused = [] if refused is None else refused
     if not course.submitted.is_dir():
         return found
     wanted = set(assignments or course.assignments())
-    for student_dir in sorted(p for p in course.submitted.iterdir() if p.is_dir()):
+    for student_dir in _real_folders(course.submitted, refused):
+        if not is_safe_id(student_dir.name):
+            refused.append(f"{student_dir.name!r}: not a safe student id (letters, digits, '.', '_', '-'; "
+                           f"no leading '.' or '-'); rename the folder to grade it")
+            continue
         if students and student_dir.name not in students:
             continue
-        for assignment_dir in sorted(p for p in student_dir.iterdir() if p.is_dir() and p.name in wanted):
-            found.extend(_match_notebooks(course, student_dir.name, assignment_dir))
+        for assignment_dir in _real_folders(student_dir, refused):
+            if assignment_dir.name in wanted:
+                found.extend(_match_notebooks(course, student_dir.name, assignment_dir))
     return found
+
+
+def _real_folders(parent: pathlib.Path, refused: list[str]) -> list[pathlib.Path]:
+    """Sub-folders that are real folders, not links to somewhere else."""
+    folders = []
+    for entry in sorted(parent.iterdir()):
+        if entry.is_symlink():
+            refused.append(f"{str(entry.relative_to(entry.parents[1]))!r}: a symbolic link, not a folder")
+        elif entry.is_dir():
+            folders.append(entry)
+    return folders
 
 
 def _match_notebooks(course: Course, student: str, folder: pathlib.Path) -> list[Submission]:
@@ -61,31 +85,120 @@ def _match_notebooks(course: Course, student: str, folder: pathlib.Path) -> list
     return result
 
 
-def sha256(path: pathlib.Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+MAX_NOTEBOOK_BYTES = 20_000_000
+MAX_JSON_DEPTH = 64
+MAX_CELLS = 2_000
+CELL_TYPES = ("code", "markdown", "raw")
+GRADING_FLAGS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "points": (int, float),
+                 "grade_id": str, "schema_version": int}
+
+
+def regular_file_problem(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> str | None:
+    """Why a submitted path cannot be read safely (a link, not a regular file, too large), or None."""
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        return f"the file could not be opened ({exc.strerror})"
+    if stat.S_ISLNK(info.st_mode):
+        return "the submission is a symbolic link, not a notebook file; submit the notebook itself"
+    if not stat.S_ISREG(info.st_mode):
+        return "the submission is not a regular file; submit the notebook itself"
+    if info.st_size > max_bytes:
+        return (f"the file is {info.st_size / 1e6:.1f} MB, more than the {max_bytes / 1e6:.0f} MB accepted; "
+                f"clear the outputs (Kernel > Restart & Clear Output) and resubmit")
+    return None
+
+
+def read_bytes_safely(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The file's bytes, opened without following links and read no further than the cap."""
+    problem = regular_file_problem(path, max_bytes)
+    if problem:
+        raise UnreadableNotebook(problem)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UnreadableNotebook(f"the file could not be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise UnreadableNotebook("the submission is not a regular file; submit the notebook itself")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UnreadableNotebook(f"the file is larger than the {max_bytes / 1e6:.0f} MB accepted")
+    return data
+
+
+def sha256(path: pathlib.Path) -> str | None:
+    """Digest of a submission that can be read safely; None for one that cannot (it is reported later)."""
+    try:
+        return hashlib.sha256(read_bytes_safely(path)).hexdigest()
+    except UnreadableNotebook:
+        return None
 
 
 class UnreadableNotebook(Exception):
     """The submission is not a notebook we can grade; the message is written for the student."""
 
 
-def read_notebook(path: pathlib.Path, max_bytes: int = 20_000_000):
-    """Parse a submitted notebook strictly, with a student-readable error when it cannot be."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise UnreadableNotebook(f"the file is {size / 1e6:.1f} MB, more than the {max_bytes / 1e6:.0f} MB "
-                                 f"accepted; clear the outputs (Kernel > Restart & Clear Output) and resubmit")
-    text = path.read_bytes().decode("utf-8", errors="replace")
+def _depth(text: str) -> int:
+    """Deepest bracket nesting, counted outside strings, before json.loads recurses into it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def read_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_cells: int = MAX_CELLS):
+    """Parse a submitted notebook strictly into a normalised one, with a student-readable error when it cannot be."""
+    text = read_bytes_safely(path, max_bytes).decode("utf-8", errors="replace")
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise UnreadableNotebook(f"the file nests JSON more than {MAX_JSON_DEPTH} levels deep, which no notebook "
+                                 f"does; re-download or re-export it from Jupyter and resubmit")
     try:
-        json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         hint = " It contains merge-conflict markers (<<<<<<<)." if "<<<<<<<" in text else ""
         raise UnreadableNotebook(f"the file is not valid notebook JSON (line {exc.lineno}, column {exc.colno}: "
                                  f"{exc.msg}).{hint} Open it in Jupyter, fix or re-download it, and resubmit.") from None
-    try:
-        nb = nbformat.reads(text, as_version=4)
-    except Exception as exc:  # noqa: BLE001 - nbformat raises several kinds
-        raise UnreadableNotebook(f"the file is JSON but not a Jupyter notebook ({type(exc).__name__}).") from None
-    if not isinstance(nb.get("cells"), list):
-        raise UnreadableNotebook("the notebook has no cells.")
-    return nb
+    except (ValueError, RecursionError):
+        raise UnreadableNotebook("the file is not valid notebook JSON; re-download it and resubmit") from None
+    return normalise(data, max_cells)
+
+
+def normalise(data, max_cells: int = MAX_CELLS):
+    """Keep only what grading reads, in the types it expects: cells with a known type, text source,
+    an id, and nbgrader flags of the right types. Anything else a student (or an editor) put there
+    is dropped here, so no later stage meets a string where it expects a dict."""
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise UnreadableNotebook("the file is JSON but not a Jupyter notebook (it has no list of cells).")
+    if data.get("nbformat") != 4:
+        raise UnreadableNotebook(f"the notebook is in format {str(data.get('nbformat'))[:10]!r}, not 4; "
+                                 f"open and save it in a current Jupyter and resubmit")
+    if len(data["cells"]) > max_cells:
+        raise UnreadableNotebook(f"the notebook has {len(data['cells'])} cells, more than the {max_cells} accepted")
+    cells = []
+    for raw in data["cells"]:
+        if not isinstance(raw, dict) or raw.get("cell_type") not in CELL_TYPES:
+            continue
+        source = raw.get("source", "")
+        if isinstance(source, list):
+            source = "".join(s for s in source if isinstance(s, str))
+        cell = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+                "raw": nbformat.v4.new_raw_cell}[raw["cell_type"]](source if isinstance(source, str) else "")
+        if isinstance(raw.get("id"), str) and 0 < len(raw["id"]) <= 64:
+            cell["id"] = raw["id"]
+        meta = raw.get("metadata")
+        flags = meta.get("nbgrader") if isinstance(meta, dict) else None
+        if isinstance(flags, dict):
+            cell.metadata["nbgrader"] = {k: v for k, v in flags.items()
+                                         if k in GRADING_FLAGS and isinstance(v, GRADING_FLAGS[k])}
+        cells.append(cell)
+    return nbformat.v4.new_notebook(cells=cells)
