@@ -22,6 +22,12 @@ c.CourseDirectory.db_url = course.Course(COURSE_ROOT).gradebook_url
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# `make collect ZIP=...`: an LMS download of files named "<student id>_<notebook>.ipynb".
+# `nbgrader zip_collect` still works on plain "<student id>_<notebook>.ipynb" zips; `make collect` reads
+# every LMS's naming (posenc_autograder.collect).
 c.ZipCollectApp.downloaded_directory = course.DOWNLOADED_DIRECTORY
 c.FileNameCollectorPlugin.named_regexp = course.SUBMISSION_FILE_PATTERN
+
+# formgrader and generate_feedback render autograded notebooks: strip any HTML or script a student forged.
+c.HTMLExporter.sanitize_html = True
+# Our per-notebook result records stay in autograded/; nbgrader must not copy them into feedback/.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.result.json"]

@@ -1,9 +1,17 @@
-"""Per-student feedback: each test's name, points and diagnosis. Never the hidden tests' code or inputs."""
+"""Per-student feedback: each test's name, points and diagnosis. Never the hidden tests' code or inputs.
+
+Points come from the gradebook when it has them, so a grade changed by hand in formgrader shows up;
+`make feedback` (python -m posenc_autograder.feedback) rebuilds every page after manual grading.
+"""
 from __future__ import annotations
 
+import argparse
 import html
 import pathlib
+import sys
 
+from . import gradebook, results_store
+from .course import Course
 from .pipeline import NotebookResult
 
 STYLE = """
@@ -14,15 +22,21 @@ th { text-align: left; background: #f4f4f4; } .pass { color: #1a7f37; } .fail { 
 """
 
 
-def render(result: NotebookResult) -> str:
+def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None) -> str:
+    """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points."""
     e = html.escape
+    scores = scores or {}
     rows = []
+    total = 0.0
     for test in result.tests:
+        points, by_hand = scores.get(test.cell_id, (test.points, False))
+        total += points
         status = '<span class="pass">passed</span>' if test.passed else '<span class="fail">failed</span>'
         kind = "hidden test" if test.hidden else "visible self-check"
         diagnosis = "".join(f"<li>{e(p)}</li>" for p in test.problems)
+        adjusted = "<br><span class='kind'>set by your instructor</span>" if by_hand else ""
         rows.append(f"<tr><td><b>{e(test.cell_id)}</b><br>{e(test.title)}</td><td class='kind'>{kind}</td>"
-                    f"<td>{status}</td><td>{test.points:g} / {test.max_points:g}</td>"
+                    f"<td>{status}</td><td>{points:g} / {test.max_points:g}{adjusted}</td>"
                     f"<td><ul>{diagnosis}</ul></td></tr>")
     notes = "".join(f"<li>{e(n)}</li>" for n in result.notes)
     notes_block = f"<h2>What happened while grading</h2><ul class='notes'>{notes}</ul>" if notes else ""
@@ -30,7 +44,7 @@ def render(result: NotebookResult) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>Feedback: {e(result.assignment)}</title>
 <style>{STYLE}</style></head><body>
 <h1>Feedback for {e(result.student)}: {e(result.assignment)} / {e(result.notebook)}.ipynb</h1>
-<p><b>Score: {result.score:g} / {result.max_score:g}</b> (automatic grading; an instructor may still adjust it).</p>
+<p><b>Score: {total:g} / {result.max_score:g}</b> (automatic grading; an instructor may still adjust it).</p>
 <p>Hidden tests call your functions with inputs you have not seen; only their names and diagnoses are shown.
 Visible self-checks are the test cells in your notebook and carry no points.</p>
 {notes_block}
@@ -41,8 +55,38 @@ Visible self-checks are the test cells in your notebook and carry no points.</p>
 """
 
 
-def write(result: NotebookResult, feedback_root: pathlib.Path) -> pathlib.Path:
-    path = feedback_root / result.student / result.assignment / f"{result.notebook}.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(result))
-    return path
+def path(feedback_root: pathlib.Path, result: NotebookResult) -> pathlib.Path:
+    """nbgrader's layout: feedback/<student>/<assignment>/<notebook>.html (what release_feedback sends)."""
+    return feedback_root / result.student / result.assignment / f"{result.notebook}.html"
+
+
+def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None) -> pathlib.Path:
+    page = path(feedback_root, result)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render(result, scores))
+    return page
+
+
+def rebuild(course: Course) -> list[pathlib.Path]:
+    """Every feedback page again, with the gradebook's current points (manual grades included)."""
+    written = []
+    with gradebook.open_gradebook(course) as gb:
+        for result in results_store.stored_results(course):
+            scores = gradebook.cell_scores(gb, result.student, result.assignment, result.notebook)
+            written.append(write(result, course.feedback, scores))
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make feedback", description=rebuild.__doc__)
+    parser.add_argument("--root", type=pathlib.Path, default=None, help="course root (default: this repository)")
+    args = parser.parse_args(argv)
+    course = Course(args.root.resolve()) if args.root else Course()
+    written = rebuild(course)
+    print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
+          f"`nbgrader release_feedback <assignment>` sends them")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

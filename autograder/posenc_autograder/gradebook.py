@@ -70,14 +70,17 @@ def register(course: Course, assignment: str, scratch: pathlib.Path) -> None:
         raise RuntimeError(f"nbgrader could not register '{assignment}':\n{result.stdout}\n{result.stderr}")
 
 
-def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float]) -> None:
+def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float],
+                  timestamp=None) -> None:
+    """Automatic scores, and the submission time formgrader shows (it must equal timestamp.txt's)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not in session.*")
         try:
-            gb.find_submission(assignment, student)
+            submission = gb.find_submission(assignment, student)
         except MissingEntry:
             gb.update_or_create_student(student)
-            gb.add_submission(assignment, student)
+            submission = gb.add_submission(assignment, student)
+        submission.timestamp = timestamp
         for cell_id, score in scores.items():
             grade = gb.find_grade(cell_id, notebook, assignment, student)
             grade.auto_score = score
@@ -89,3 +92,12 @@ def final_scores(gb: Gradebook, student: str, assignment: str) -> tuple[float, f
     """(score, max score) as nbgrader computes them: manual scores override automatic ones."""
     submission = gb.find_submission(assignment, student)
     return float(submission.score), float(submission.max_score)
+
+
+def cell_scores(gb: Gradebook, student: str, assignment: str, notebook: str) -> dict[str, tuple[float, bool]]:
+    """cell id -> (score, set by hand in formgrader?) as the gradebook holds them now."""
+    try:
+        graded = gb.find_submission_notebook(notebook, assignment, student).grades
+    except MissingEntry:
+        return {}
+    return {g.name: (float(g.score), g.manual_score is not None) for g in graded}

@@ -1,13 +1,28 @@
-"""After a run: grades.csv from the gradebook, the run report, and the summary printed for the instructor."""
+"""After a run: the grades files, the run report, the class dashboard, and the summary for the instructor.
+
+All of them cover the whole class (stored results merged in by grade.py). Student-controlled text is
+made inert on the way out: spreadsheet cells cannot start a formula (csvsafe), Markdown and HTML in
+the report are escaped.
+"""
 from __future__ import annotations
 
-import csv
 import json
 import pathlib
+import re
 
-from . import gradebook
+from . import csvsafe, dashboard, gradebook, lms_exports, roster
 from .course import Course
 from .pipeline import NotebookResult
+
+REGRADE_NOTE = "regraded with a changed grader"      # starts the note grade.py adds when scores moved
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def markdown_text(text: str) -> str:
+    """Literal text inside Markdown: no HTML, links, emphasis or headings, and one line."""
+    flat = " ".join(str(text).split())
+    return MARKDOWN_SPECIAL.sub(r"\\\1", flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
 
 def problem_entries(results: list[NotebookResult]) -> list[dict]:
     """One entry per submission where something went wrong beyond failed tests."""
@@ -20,22 +35,30 @@ def problem_entries(results: list[NotebookResult]) -> list[dict]:
     return entries
 
 
+def test_columns(results: list[NotebookResult]) -> list[str]:
+    """One column per graded cell, '<assignment>:<cell id>', in notebook order."""
+    columns = []
+    for r in results:
+        columns += [f"{r.assignment}:{t.cell_id}" for t in r.tests if f"{r.assignment}:{t.cell_id}" not in columns]
+    return columns
+
+
 def write_grades_csv(course: Course, gb, results: list[NotebookResult]) -> pathlib.Path:
-    """Final scores per student and assignment, as the gradebook has them (manual grades included)."""
-    pairs = sorted({(r.student, r.assignment) for r in results})
-    graded = {(r.student, r.assignment): r.graded for r in results}
+    """Final scores (manual grades included) per student and assignment, with each test's points,
+    the submission time and the late flag from the roster."""
+    people = roster.load(course)
     rows = []
-    for student, assignment in pairs:
-        score, max_score = gradebook.final_scores(gb, student, assignment)
-        rows.append({"student": student, "assignment": assignment, "score": f"{score:g}",
-                     "max_score": f"{max_score:g}", "status": "graded" if graded[(student, assignment)] else
-                     "not graded"})
-    course.grades_csv.parent.mkdir(parents=True, exist_ok=True)
-    with open(course.grades_csv, "w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=["student", "assignment", "score", "max_score", "status"])
-        writer.writeheader()
-        writer.writerows(rows)
-    return course.grades_csv
+    for r in results:
+        score, max_score = gradebook.final_scores(gb, r.student, r.assignment)
+        cells = gradebook.cell_scores(gb, r.student, r.assignment, r.notebook)
+        person = people.get((r.student, r.assignment), {})
+        rows.append({"student": r.student, "name": person.get("name", ""), "lms_user_id": person.get("lms_user_id", ""),
+                     "assignment": r.assignment, "score": score, "max_score": max_score,
+                     "status": "graded" if r.graded else "not graded",
+                     "submitted_at": person.get("submitted_at", ""), "late": person.get("late", ""),
+                     **{f"{r.assignment}:{t.cell_id}": cells.get(t.cell_id, (t.points, False))[0] for t in r.tests}})
+    fields = ["student", "name", "lms_user_id", "assignment", "score", "max_score", "status", "submitted_at", "late"]
+    return csvsafe.write(course.grades_csv, fields + test_columns(results), rows)
 
 
 def failure_shares(results: list[NotebookResult]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -56,12 +79,13 @@ def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.P
     course.reports.mkdir(parents=True, exist_ok=True)
     entries = problem_entries(results)
     (course.reports / "grading-report.json").write_text(json.dumps(entries, indent=1))
+    md = markdown_text
     lines = ["# Grading report", "", f"{len(results)} notebooks, {sum(r.graded for r in results)} graded, "
              f"{len(entries)} with something to report.", ""]
     for e in entries:
-        lines.append(f"## {e['student']} / {e['assignment']} / {e['notebook']}.ipynb "
+        lines.append(f"## {md(e['student'])} / {md(e['assignment'])} / {md(e['notebook'])}.ipynb "
                      f"({'graded' if e['graded'] else 'NOT GRADED'}, {e['score']:g}/{e['max_score']:g})")
-        lines += [f"- {n}" for n in e["what_happened"]] + [f"- What to do: {e['what_to_do']}", ""]
+        lines += [f"- {md(n)}" for n in e["what_happened"]] + [f"- What to do: {md(e['what_to_do'])}", ""]
     path = course.reports / "grading-report.md"
     path.write_text("\n".join(lines))
     return path
@@ -69,10 +93,13 @@ def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.P
 
 def write_all(course: Course, gb, results: list[NotebookResult]) -> None:
     write_grades_csv(course, gb, results)
+    lms_exports.write_all(course, gb, results)
     write_run_report(course, results)
+    dashboard.write(course, results)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:
+    """What this run did (the files written cover the whole class)."""
     lines = ["", "Scores (automatic, per notebook):"]
     width = max([len(r.student) for r in results] + [7])
     for r in results:
@@ -83,7 +110,12 @@ def summary(course: Course, results: list[NotebookResult]) -> str:
         lines += ["", "Hidden tests, share of students who failed them:"]
         for (assignment, cell_id), (failed, total) in sorted(shares.items(), key=lambda kv: -kv[1][0] / kv[1][1]):
             lines.append(f"  {failed / total:6.0%}  ({failed}/{total})  {assignment}: {cell_id}")
+    changed = [f"  {r.student}: {n}" for r in results for n in r.notes if n.startswith(REGRADE_NOTE)]
+    if changed:
+        lines += ["", "Scores changed by the new grader:"] + changed
     entries = problem_entries(results)
-    lines += ["", f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
-              f"Grades: {course.grades_csv}", f"Feedback: {course.feedback}/<student>/<assignment>/"]
+    lines += ["", f"Class dashboard: {dashboard.path(course)}",
+              f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
+              f"Grades: {course.grades_csv} (LMS imports: {', '.join(str(p) for p in lms_exports.paths(course))})",
+              f"Feedback: {course.feedback}/<student>/<assignment>/"]
     return "\n".join(lines)

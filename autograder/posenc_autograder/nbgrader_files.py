@@ -1,0 +1,118 @@
+"""What nbgrader's own tools expect next to our results, so they work after `make grade`.
+
+- timestamp.txt and submission_secret.txt in submitted/, autograded/ and feedback/ (as nbgrader's
+  collect, autograde and generate_feedback leave them): `release_feedback` and formgrader read them;
+- the autograded notebook: released cell sources, plain-text outputs only, and each hidden test's
+  diagnosis as that cell's output, so formgrader and `generate_feedback` show what went wrong.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import os
+import pathlib
+import secrets
+
+import nbformat
+from nbgrader.utils import parse_utc
+
+from .course import Course
+
+TIMESTAMP = "timestamp.txt"
+SECRET = "submission_secret.txt"
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"      # nbgrader's own format (exchange submit)
+MAX_TIMESTAMP_BYTES = 200
+
+
+def format_timestamp(when: dt.datetime) -> str:
+    return when.strftime(TIMESTAMP_FORMAT)
+
+
+def read_timestamp(folder: pathlib.Path) -> dt.datetime | None:
+    """The submission time nbgrader would read from the folder (None: missing or unreadable)."""
+    path = folder / TIMESTAMP
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TIMESTAMP_BYTES:
+            return None
+        return parse_utc(path.read_text().strip())
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def submission_time(course: Course, student: str, assignment: str) -> dt.datetime | None:
+    """timestamp.txt of the submission, written from the notebook's time when the folder has none."""
+    folder = course.submitted / student / assignment
+    found = read_timestamp(folder)
+    if found is None and folder.is_dir() and not folder.is_symlink():
+        notebooks = [p for p in folder.glob("*.ipynb") if not p.is_symlink()]
+        mtime = max((p.stat().st_mtime for p in notebooks), default=folder.stat().st_mtime)
+        found = dt.datetime.fromtimestamp(mtime, dt.timezone.utc).replace(tzinfo=None)
+        _write(folder / TIMESTAMP, format_timestamp(found))
+    return found
+
+
+def place_beside(course: Course, student: str, assignment: str, when: dt.datetime | None) -> None:
+    """timestamp.txt and a submission secret in autograded/ and feedback/, as nbgrader's apps leave them."""
+    secret = None
+    for root in (course.autograded, course.feedback):
+        folder = root / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        if when is not None:
+            _write(folder / TIMESTAMP, format_timestamp(when))
+        if (folder / SECRET).is_file():
+            secret = secret or (folder / SECRET).read_text()
+    secret = secret or secrets.token_hex(32)
+    for root in (course.autograded, course.feedback):
+        _write(root / student / assignment / SECRET, secret)
+
+
+# --- the autograded notebook ----------------------------------------------------------------------
+
+def _plain_text(outputs) -> list:
+    """Only text survives: html, javascript, images and widgets a student forged never reach formgrader."""
+    kept = []
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            kept.append(nbformat.v4.new_output("stream", name=output.get("name", "stdout"),
+                                               text=str(output.get("text", ""))[:20_000]))
+        elif kind == "error":
+            kept.append(nbformat.v4.new_output("error", ename=str(output.get("ename", ""))[:200],
+                                               evalue=str(output.get("evalue", ""))[:2_000], traceback=[]))
+        elif kind in ("execute_result", "display_data"):
+            text = output.get("data", {}).get("text/plain")
+            if text:
+                kept.append(nbformat.v4.new_output("stream", name="stdout", text=str(text)[:20_000]))
+    return kept
+
+
+def diagnosis_text(test) -> str:
+    if test.passed:
+        return f"{test.cell_id}: passed ({test.points:g}/{test.max_points:g} points)\n"
+    return (f"{test.cell_id}: failed ({test.points:g}/{test.max_points:g} points)\n"
+            + "".join(f"- {problem}\n" for problem in test.problems))
+
+
+def autograded_notebook(executed_json: str | None, release, result) -> nbformat.NotebookNode:
+    """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
+    # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
+    nb = nbformat.reads(executed_json, as_version=4) if executed_json else copy.deepcopy(release)
+    released = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in release.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id")}
+    tests = {t.cell_id: t for t in result.tests}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        cell.outputs = _plain_text(cell.get("outputs", []))
+        if grade_id in tests and tests[grade_id].hidden:
+            cell.source = released[grade_id].source if grade_id in released else ""
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=diagnosis_text(tests[grade_id]))]
+    return nb
+
