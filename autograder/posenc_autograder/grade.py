@@ -17,43 +17,45 @@ import pathlib
 import sys
 import time
 
-from . import feedback, gradebook, report
+import nbformat
+
+from . import feedback, gradebook, nbgrader_files, report, results_store
 from .course import RELEASE_DIRECTORY, Course
 from .executors import default_jobs, run_dask, run_local
-from .pipeline import GradingTask, NotebookResult, GradedTest, judge, prepare
+from .pipeline import grader_error, GradingTask, NotebookResult, judge, prepare, release_notebook
 from .sandbox import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from .submissions import Submission, discover, sha256
 
 
-def grader_fingerprint(course: Course) -> str:
-    """Changes whenever the checks or the released notebooks change, so cached results are redone."""
-    digest = hashlib.sha256()
+# The code that decides a score: a change here is a new grader, not a flaky rerun.
+GRADING_CODE = ("checks", "probes", "diagnosis.py", "reference.py", "pipeline.py", "assemble.py",
+                "submissions.py", "sandbox.py")
+
+
+def grader_fingerprint(course: Course, assignment: str, limits: Limits) -> str:
+    """Identifies the grader of one assignment: its checks, the limits, and the released notebooks."""
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(limits), sort_keys=True).encode())
     package = pathlib.Path(__file__).parent
-    for path in sorted(package.rglob("*.py")) + sorted(course.path(RELEASE_DIRECTORY).rglob("*.ipynb")):
-        digest.update(path.read_bytes())
+    released = sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb"))
+    for path in _grading_files(package) + released:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
-def _sidecar(course: Course, sub: Submission) -> pathlib.Path:
-    return course.autograded / sub.student / sub.assignment / f"{sub.notebook}.result.json"
+def _grading_files(package: pathlib.Path) -> list[pathlib.Path]:
+    files = []
+    for name in GRADING_CODE:
+        target = package / name
+        files += sorted(target.rglob("*.py")) if target.is_dir() else [target] if target.is_file() else []
+    return files
 
 
-def _load_previous(course: Course, sub: Submission) -> dict | None:
-    path = _sidecar(course, sub)
-    try:
-        return json.loads(path.read_text()) if path.is_file() else None
-    except ValueError:
-        return None
-
-
-def _result_from_json(data: dict) -> NotebookResult:
-    tests = [GradedTest(**t) for t in data["tests"]]
-    return NotebookResult(**{**data, "tests": tests})
-
-
-def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: str | None) -> NotebookResult:
-    """Re-grading the same file never lowers a test's score (a loaded machine can time out a good answer)."""
-    if previous is None or digest is None or previous.get("sha256") != digest:
+def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: str | None,
+                       fingerprint: str | None = None) -> NotebookResult:
+    """Re-grading the same file with the same grader never lowers a test's score (a loaded machine can time
+    out a good answer). A changed grader (checks, limits, released notebook) scores afresh."""
+    if (previous is None or digest is None or previous.get("sha256") != digest
+            or previous.get("fingerprint") != fingerprint):
         return result
     before = {t["cell_id"]: t for t in previous["result"]["tests"]}
     kept = []
@@ -66,6 +68,20 @@ def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: st
         result.notes.append(f"this run scored lower on {', '.join(kept)} for an unchanged file; the earlier, "
                             f"higher scores were kept")
     return result
+
+
+def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str) -> str | None:
+    """Per test, how the score moved since the last grading by another grader (None: nothing moved)."""
+    if previous is None or previous.get("fingerprint") == fingerprint:
+        return None
+    before = {t["cell_id"]: t["points"] for t in previous["result"]["tests"]}
+    moved = [f"{t.cell_id} {before[t.cell_id]:g} → {t.points:g}" for t in result.tests
+             if t.cell_id in before and before[t.cell_id] != t.points]
+    if not moved:
+        return None
+    total = sum(before.values())
+    return (f"{report.REGRADE_NOTE} (checks, limits or released notebook): {', '.join(moved)}; "
+            f"total {total:g} → {result.score:g}")
 
 
 class Progress:
@@ -89,58 +105,79 @@ class Progress:
 
 def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
            executed_notebook: str | None = None) -> NotebookResult:
-    result = keep_higher_scores(result, _load_previous(course, sub), digest)
-    gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook, {t.cell_id: t.points for t in result.tests})
-    feedback.write(result, course.feedback)
-    sidecar = _sidecar(course, sub)
-    sidecar.parent.mkdir(parents=True, exist_ok=True)
-    if executed_notebook:
-        (sidecar.parent / f"{sub.notebook}.ipynb").write_text(executed_notebook)
-    sidecar.write_text(json.dumps({"sha256": digest, "fingerprint": fingerprint,
-                                   "result": dataclasses.asdict(result)}, indent=1))
+    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record."""
+    previous = results_store.load(results_store.path(course, *sub.key))
+    result = keep_higher_scores(result, previous, digest, fingerprint)
+    change = regrade_changes(result, previous, fingerprint)
+    if change:
+        result.notes.append(change)
+    when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
+    gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
+                            {t.cell_id: t.points for t in result.tests}, when)
+    nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
+    nbformat.write(nbgrader_files.autograded_notebook(
+        executed_notebook, release_notebook(course, sub.assignment, sub.notebook), result),
+        course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    feedback.write(result, course.feedback, gradebook.cell_scores(gb, *sub.key))
+    results_store.save(course, result, digest, fingerprint)
     return result
+
+
+def guarded(course: Course, sub: Submission, step, fallback: NotebookResult | None = None):
+    """Run one submission's step; an unexpected error costs that submission, never the run."""
+    try:
+        return step()
+    except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
+        return grader_error(course, sub, exc, fallback)
 
 
 def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = False,
               assignments: list[str] | None = None, students: list[str] | None = None,
               scheduler: str | None = None, limits: Limits = Limits(), quiet: bool = False) -> list[NotebookResult]:
-    submissions = discover(course, assignments, students)
+    """Grade what was asked; the class-wide files always cover the whole class (stored results merged in)."""
+    refused: list[str] = []
+    submissions = discover(course, assignments, students, refused)
+    for reason in refused:
+        print(f"Not graded: submitted/{reason}", file=sys.stderr)
     for assignment in sorted({s.assignment for s in submissions}):
         gradebook.register(course, assignment, course.work / "release")
-    fingerprint = grader_fingerprint(course)
+    fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
     with gradebook.open_gradebook(course) as gb:
-        return _grade_submissions(course, gb, submissions, fingerprint, jobs=jobs, isolate=isolate, force=force,
-                                  scheduler=scheduler, limits=limits, quiet=quiet)
+        results = _grade_submissions(course, gb, submissions, fingerprints, jobs=jobs, isolate=isolate,
+                                     force=force, scheduler=scheduler, limits=limits, quiet=quiet)
+        report.write_all(course, gb, results_store.merged(course, results))
+    return results
 
 
-def _grade_submissions(course, gb, submissions, fingerprint, *, jobs, isolate, force, scheduler, limits, quiet):
+def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, force, scheduler, limits, quiet):
     progress = Progress(len(submissions), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None]] = {}
     tasks: list[GradingTask] = []
     for sub in submissions:
         digest = sha256(sub.path) if sub.path else None
-        previous = _load_previous(course, sub)
+        previous = results_store.load(results_store.path(course, *sub.key))
         if (not force and previous and digest and previous.get("sha256") == digest
-                and previous.get("fingerprint") == fingerprint):
-            results.append(_result_from_json(previous["result"]))     # unchanged file, unchanged grader
+                and previous.get("fingerprint") == fingerprints[sub.assignment]):
+            results.append(results_store.result_from_json(previous["result"]))  # unchanged file and grader
             progress.step(f"{sub.student} (unchanged)")
             continue
-        prepared = prepare(course, sub, limits, isolate)
+        prepared = guarded(course, sub, lambda: prepare(course, sub, limits, isolate))
         if isinstance(prepared, NotebookResult):
-            results.append(finish(course, gb, sub, prepared, digest, fingerprint))
+            results.append(guarded(course, sub, lambda: finish(course, gb, sub, prepared, digest,
+                                                               fingerprints[sub.assignment]), prepared))
             progress.step(sub.student)
         else:
             pending[prepared.key] = (sub, digest)
             tasks.append(prepared)
-    executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs, course.root)
+    executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs)
     for execution in executions:
         sub, digest = pending[execution.key]
-        results.append(finish(course, gb, sub, judge(course, sub, execution, limits), digest, fingerprint,
-                              execution.executed_notebook))
+        results.append(guarded(course, sub, lambda: finish(
+            course, gb, sub, judge(course, sub, execution, limits), digest, fingerprints[sub.assignment],
+            execution.executed_notebook)))
         progress.step(sub.student)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
-    report.write_all(course, gb, results)
     return results
 
 
@@ -158,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     course = Course(args.root.resolve(), args.db_url) if args.root else Course(db_url=args.db_url)
     if not args.no_sandbox:
         try:
-            check_sandbox(course.root)
+            check_sandbox()
         except SandboxUnavailable as exc:
             print(f"Cannot grade safely: {exc}", file=sys.stderr)
             return 2
