@@ -48,7 +48,8 @@ def _student_cells_by_anchor(release, submission):
     return versions, added
 
 
-def assemble(release, submission) -> Assembled:
+def assemble(release, submission, earlier_releases: dict[str, list] | None = None) -> Assembled:
+    """`earlier_releases`: grade id -> that cell in earlier releases (release_history); a copy of one is no edit."""
     versions, added = _student_cells_by_anchor(release, submission)
     notes = []
     cells = [_fresh_code_cell(c) for c in added.get(-1, [])]
@@ -67,8 +68,8 @@ def assemble(release, submission) -> Assembled:
             grade_id = _grade_id(released_cell) or f"cell {index}"
             if student is None and released_cell.cell_type == "code":
                 restored.append(grade_id)
-            elif student is not None and (_flags(student) != _flags(released_cell) or (
-                    released_cell.cell_type == "code" and "".join(student.get("source", "")) != released_cell.source)):
+            elif student is not None and _differs(student, released_cell) and all(
+                    _differs(student, old) for old in (earlier_releases or {}).get(grade_id, [])):
                 edited.append(grade_id)
         cells.extend(_fresh_code_cell(c) for c in added.get(index, []))
     if restored:
@@ -81,6 +82,12 @@ def assemble(release, submission) -> Assembled:
         notes.append(f"{extra} code cell(s) you added were run in place")
     nb = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
     return Assembled(nb, notes)
+
+
+def _differs(student, released_cell) -> bool:
+    return _flags(student) != _flags(released_cell) or (
+        released_cell.get("cell_type") == "code"
+        and "".join(student.get("source", "")) != "".join(released_cell.get("source", "")))
 
 
 def _flags(cell) -> dict:

@@ -11,6 +11,7 @@ import pathlib
 import nbformat
 
 from . import probes as probes_package
+from . import release_history
 from .assemble import assemble
 from .checks import REGISTRY
 from .course import RELEASE_DIRECTORY, Course
@@ -90,7 +91,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         student_nb = read_notebook(submission.path)
     except UnreadableNotebook as exc:
         return not_graded(submission, cells, submission.notes + [f"the notebook could not be read: {exc}"])
-    assembled = assemble(release, student_nb)
+    assembled = assemble(release, student_nb,
+                         release_history.earlier_cells(course, submission.assignment, submission.notebook))
     submission.notes.extend(assembled.notes)
     nb = assembled.notebook
     task = {}
