@@ -39,3 +39,31 @@ def test_chapter_code_fits_the_code_box(repo_root):
             code = block.split("---", 2)[2] if block.startswith("---") else block   # skip the cell's YAML
             too_long += [f"{chapter.name}: {line}" for line in code.splitlines() if len(line) > MAX_CODE_LINE]
     assert too_long == []
+
+
+# A number in alt text must be a parameter the chapter's code sets (a width, a length, a head count),
+# never a result: results change with the code and belong in captions and prose, glued from the
+# executed cells. Counts up to twelve ("four heatmaps", "3-by-3") are words, not data.
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+SMALL_COUNT = 12
+
+
+def _numbers(text: str) -> set[float]:
+    return {abs(float(n.replace(",", ""))) for n in NUMBER.findall(text)}
+
+
+def test_alt_text_numbers_are_parameters_of_the_code(repo_root):
+    from myst_nb.core.read import read_myst_markdown_notebook
+    stray = []
+    for chapter in sorted((repo_root / "chapters").glob("*.md")):
+        notebook = read_myst_markdown_notebook(chapter.read_text())
+        code = " ".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+        for cell in notebook.cells:
+            alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt")
+            if alt is None:
+                continue
+            caption = cell.metadata["mystnb"].get("figure", {}).get("caption", "")
+            known = _numbers(code) | _numbers(caption)
+            stray += [f"{chapter.name}: {n:g} in {alt[:60]!r}" for n in sorted(_numbers(alt))
+                      if n not in known and not (n.is_integer() and n <= SMALL_COUNT)]
+    assert stray == []
