@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test release grade collect bench system-packages install clean
+.PHONY: book serve test test-fast mutate release grade collect feedback bench system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ JOBS ?= 0
 grade: $(STAMP)
 	$(PY) -m posenc_autograder.grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
 
+## feedback: rebuild every student's feedback page from the gradebook (after manual grading in formgrader)
+feedback: $(STAMP)
+	$(PY) -m posenc_autograder.feedback
+
 ## collect: unpack an LMS download (Canvas, Moodle, Blackboard or plain "<student>_<notebook>.ipynb") into autograder/submitted, with autograder/roster.csv (ZIP=..., ASSIGNMENT=..., LMS=...)
 ASSIGNMENT ?= positional_encoding
 collect: $(STAMP)
@@ -55,6 +59,14 @@ system-packages:
 ## test: every test (book build, exercises, grader)
 test: $(STAMP) system-packages
 	$(PY) -m pytest
+
+## test-fast: everything but the book, browser, PostgreSQL and slow end-to-end tests (under a minute)
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -q -m "not book and not browser and not postgres and not slow"
+
+## mutate: mutants of reference.py graded by the hidden tests; prints the mutation score and the survivors
+mutate: $(STAMP)
+	$(PY) -m posenc_autograder.mutate
 
 clean:
 	rm -rf _build .pytest_cache

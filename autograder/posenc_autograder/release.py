@@ -15,7 +15,7 @@ import sys
 
 import nbformat
 
-from .checks import REGISTRY, HiddenTest, tests_of
+from .checks import REGISTRY, HiddenTest, hidden_tests
 from .course import Course, find_root, grade_id, nbgrader_meta, run_nbgrader
 from . import release_history
 from .plan import render_plan_csv
@@ -57,7 +57,7 @@ def _insert_position(cells, answer_cell: str) -> int:
 def written_notebook(nb, assignment: str):
     """The solution notebook with its hidden-test cells as the objects say."""
     nb = copy.deepcopy(nb)
-    tests = {t.id: t for t in tests_of(assignment)}
+    tests = {t.id: t for t in hidden_tests(assignment)}
     nb.cells = [c for c in nb.cells if not _is_generated(c) or grade_id(c) in tests]
     for test in tests.values():
         cell = next((c for c in nb.cells if grade_id(c) == test.id), None)

@@ -5,12 +5,12 @@ from .base import HiddenTest, registry
 REGISTRY: dict[str, HiddenTest] = registry(sinusoidal, learned, analysis, integration, rope_alibi)
 
 
-def tests_of(assignment: str) -> list[HiddenTest]:
+def hidden_tests(assignment: str) -> list[HiddenTest]:
     return [test for test in REGISTRY.values() if test.assignment == assignment]
 
 
 def total_points(assignment: str) -> float:
-    return sum(test.points for test in tests_of(assignment))
+    return sum(test.points for test in hidden_tests(assignment))
 
 
-__all__ = ["REGISTRY", "HiddenTest", "tests_of", "total_points"]
+__all__ = ["REGISTRY", "HiddenTest", "hidden_tests", "total_points"]

@@ -1,0 +1,74 @@
+"""The grader package installs anywhere: a built wheel, installed non-editable into a fresh venv, grades a
+notebook in a copy of the course that holds no grader code, and finds that course from the working directory."""
+import csv
+import pathlib
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+
+import pytest
+
+from fixture_submissions import make_course, solved_notebook
+from posenc_autograder.checks import hidden_tests
+from posenc_autograder.course import Course
+
+import nbformat
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ASSIGNMENT = "rope_alibi"          # the smaller notebook: this test is about installing, not grading
+
+
+def _run(*args, **options):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, timeout=300, **options)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A fresh venv with only the wheel installed; the pinned dependencies come from the project's venv."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"                      # build from a copy: setuptools writes metadata beside the code
+    shutil.copytree(ROOT / "autograder", source, ignore=shutil.ignore_patterns(
+        "__pycache__", "*.egg-info", "build", "gradebook.db", "submitted", "autograded", "feedback", "reports", ".work"))
+    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", tmp / "dist",
+         source)
+    [wheel] = (tmp / "dist").glob("posenc_autograder-*.whl")
+    env_dir = tmp / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    site = pathlib.Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
+    # Reuse the already-installed dependencies (the editable grader's .pth there is not processed),
+    # with their console scripts (nbgrader, alembic) pointed at the new interpreter, as pip would write them.
+    (site / "project-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    project_bin = pathlib.Path(sys.executable).parent
+    for script in ("nbgrader", "alembic"):
+        lines = (project_bin / script).read_text().splitlines()
+        (env_dir / "bin" / script).write_text("\n".join([f"#!{python}"] + lines[1:]) + "\n")
+        (env_dir / "bin" / script).chmod(0o755)
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel)
+    return python
+
+
+def test_the_wheel_holds_every_subpackage(installed):
+    where = _run(installed, "-c", "import posenc_autograder.checks, posenc_autograder.probes.helpers as h, "
+                                  "posenc_autograder as p; print(p.__file__); print(len(h.__name__))").stdout
+    assert str(ROOT) not in where.splitlines()[0], "the grader was imported from the repository, not the wheel"
+    assert "site-packages" in where.splitlines()[0]
+
+
+def test_installed_grader_grades_the_course_it_runs_in(installed, tmp_path):
+    course = make_course(tmp_path / "course")
+    folder = course / "autograder" / "submitted" / "solver" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(solved_notebook(ASSIGNMENT), folder / f"{ASSIGNMENT}.ipynb")
+    path = f"{installed.parent}:/usr/bin:/bin"
+    done = subprocess.run([str(installed), "-m", "posenc_autograder.grade", "--no-sandbox", "--jobs", "1"],
+                          cwd=course / "autograder", capture_output=True, text=True, timeout=300,
+                          env={"PATH": path, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = list(csv.DictReader(open(Course(course).grades_csv)))
+    assert [(r["student"], float(r["score"])) for r in rows if r["assignment"] == ASSIGNMENT] == \
+        [("solver", sum(t.points for t in hidden_tests(ASSIGNMENT)))]
+    assert not (ROOT / "autograder" / "submitted" / "solver").exists()
+
