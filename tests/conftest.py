@@ -1,4 +1,5 @@
 """Shared fixtures: the repository root and a built book (built once per test session)."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -17,12 +18,17 @@ def repo_root() -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def book_build(repo_root):
-    """Build the book exactly as `make book` does; return (completed process, html dir)."""
+    """Build the book exactly as `make book` does; return (completed process, html dir).
+
+    POSENC_BOOK_OUTPUT=<dir> builds into <dir>/_build instead (jupyter-book's --path-output), so
+    that people testing in one work tree do not overwrite each other's _build.
+    """
+    output = pathlib.Path(os.environ.get("POSENC_BOOK_OUTPUT", repo_root))
     proc = subprocess.run(
-        [str(VENV_BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"],
+        [str(VENV_BIN / "jupyter-book"), "build", ".", "--path-output", str(output), "-W", "-n", "--keep-going"],
         cwd=repo_root, capture_output=True, text=True, timeout=1200,
     )
-    return proc, repo_root / "_build" / "html"
+    return proc, output / "_build" / "html"
 
 
 def toc_files(repo_root: pathlib.Path) -> list[str]:

@@ -1,0 +1,176 @@
+"""The `explorable` directive: an interactive figure computed in the reader's browser, offline.
+
+    :::{explorable} pe-heatmap
+    :alt: What the static image shows, for readers without JavaScript.
+    Caption, parsed as MyST (math allowed).
+    :::
+
+The directive writes the figure's controls (native range inputs with labels, generated from
+_static/explorables/constants.json), an empty plot area that _static/explorables/explorables.js
+fills, the figure's settings and seeded inputs as JSON for that script, and a <noscript> static
+image. The static images are drawn with matplotlib at the default settings, from
+explorable_figures (the reference implementation), when the build finishes. Jupyter Book links
+every .js and .css file under _static/ into every page, so the script and its stylesheet need no
+registration here; on a page without figures the script finds nothing to do.
+"""
+from __future__ import annotations
+
+import html
+import json
+import pathlib
+
+import matplotlib
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.osutil import relative_uri
+
+import explorable_figures as figures
+
+matplotlib.use("Agg")          # drawn headless, at build time
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+STATIC = "explorables"          # folder under _static
+FALLBACK = f"{STATIC}/fallback"
+CLASS = "explorable"
+SOURCES = (figures.CONSTANTS, pathlib.Path(figures.__file__), pathlib.Path(__file__))
+
+
+class ExplorableDirective(SphinxDirective):
+    required_arguments = 1
+    has_content = True
+    option_spec = {"alt": directives.unchanged_required}
+
+    def run(self):
+        name = self.arguments[0]
+        try:
+            spec = figures.spec(name)
+        except ValueError as error:
+            raise self.error(str(error)) from None
+        if not self.options.get("alt", "").strip():
+            raise self.error(f"explorable {name}: the :alt: text of its static image is required")
+        self.env.note_dependency(str(figures.CONSTANTS))
+        image = relative_uri(self.env.app.builder.get_target_uri(self.env.docname), f"_static/{FALLBACK}/{name}.png")
+        figure = nodes.container(classes=[CLASS], ids=[f"explorable-{name}"])
+        figure += nodes.raw("", figure_html(name, spec, image, self.options["alt"]), format="html")
+        if self.content:
+            caption = nodes.container(classes=[f"{CLASS}__caption"])
+            self.state.nested_parse(self.content, self.content_offset, caption)
+            figure += caption
+        return [figure]
+
+
+def figure_html(name: str, spec: dict, image: str, alt: str) -> str:
+    """Controls, plot area, settings for the script, and the no-JavaScript image."""
+    controls = "".join(control_html(name, key, control) for key, control in spec["controls"].items())
+    payload = {"name": name, "default_base": figures.constants()["default_base"], **spec, "inputs": {k: v.tolist() for k, v in figures.inputs(name).items()}}
+    # "</" would end the script element early; JSON allows the escaped form.
+    settings = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    return (f'<div class="{CLASS}__controls">{controls}</div>'
+            f'<div class="{CLASS}__plot" role="img" aria-label="{html.escape(spec["title"])}"></div>'
+            f'<p class="{CLASS}__readout" aria-live="polite"></p>'
+            f'<noscript><img class="{CLASS}__fallback" src="{html.escape(image)}" alt="{html.escape(alt)}"></noscript>'
+            f'<script type="application/json" class="{CLASS}__settings">{settings}</script>')
+
+
+def control_html(name: str, key: str, control: dict) -> str:
+    """A labelled native range input (keyboard-operable); a list of choices is a range over their index."""
+    element_id = f"explorable-{name}-{key}"
+    if "choices" in control:
+        choices = control["choices"]
+        if control["value"] not in choices:
+            raise ValueError(f"explorable {name}: default {key} {control['value']} is not one of {choices}")
+        bounds = f'min="0" max="{len(choices) - 1}" step="1" value="{choices.index(control["value"])}"'
+        shown = control["value"]
+        extra = f' aria-valuetext="{shown}"'
+    else:
+        bounds = f'min="{control["min"]}" max="{control["max"]}" step="{control["step"]}" value="{control["value"]}"'
+        shown, extra = control["value"], ""
+    return (f'<div class="{CLASS}__control"><label for="{element_id}">{html.escape(control["label"])}</label>'
+            f'<input type="range" id="{element_id}" name="{key}" {bounds}{extra}>'
+            f'<output for="{element_id}">{shown}</output></div>')
+
+
+# ---- static fallback images, one drawing function per figure, at the default settings ----
+
+def _draw_pe_heatmap(ax, data, settings):
+    image = ax.imshow(data["table"], aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set(xlabel="dimension", ylabel="position", title=f"d_model = {settings['d_model']}, base = {settings['base']}")
+    ax.figure.colorbar(image, ax=ax, label="value")
+
+
+def _draw_wavelengths(ax, data, settings):
+    pairs = range(len(data["wavelengths"]))
+    ax.semilogy(pairs, data["wavelengths"], ".", markersize=3)
+    ax.semilogy([data["pair"]], [data["wavelengths"][int(data["pair"])]], "o", color="C3")
+    ax.set(xlabel="pair i", ylabel="wavelength (positions)", title=f"d_model = {settings['d_model']}")
+
+
+def _draw_pair_rotation(ax, data, settings):
+    circle = plt.Circle((0, 0), 1, fill=False, color="0.75")
+    ax.add_patch(circle)
+    (s0, c0), (s1, c1) = data["start"], data["target"]
+    ax.plot([0, c0], [0, s0], "o-", color="C0", label=f"pos {settings['position']}")
+    ax.plot([0, c1], [0, s1], "o-", color="C1", label=f"pos {settings['position'] + settings['offset']}")
+    ax.set(aspect="equal", xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), xlabel="cos", ylabel="sin",
+           title=f"pair {settings['pair']}, offset k = {settings['offset']}")
+    ax.legend(loc="lower right")
+
+
+def _draw_dot_distance(ax, data, settings):
+    dot = data["dot"]
+    ax.plot(dot / dot[0])
+    ax.axhline(0, color="0.7", lw=0.8)
+    ax.set(xlabel="distance k", ylabel="PE_0 · PE_k / (d/2)", title=f"d_model = {settings['d_model']}")
+
+
+def _draw_rope_shift(ax, data, settings):
+    image = ax.imshow(data["scores"], cmap="RdBu_r")
+    ax.set(xlabel="key position n - shift", ylabel="query position m - shift", title=f"shift = {settings['shift']}")
+    ax.figure.colorbar(image, ax=ax)
+
+
+def _draw_alibi_heads(ax, data, settings):
+    for head, row in enumerate(data["row"], start=1):
+        ax.plot(row, label=f"head {head}")
+    ax.set(xlabel="key position j", ylabel="bias", title=f"H = {settings['heads']}, query i = {settings['query']}")
+    ax.legend(fontsize=7, ncol=2)
+
+
+def _draw_order_sensitivity(ax, data, settings):
+    tokens = range(len(data["with_pe"]))
+    ax.bar([t - 0.2 for t in tokens], data["with_pe"], width=0.4, label=f"with PE (α = {settings['scale']})")
+    ax.bar([t + 0.2 for t in tokens], data["without_pe"], width=0.4, label="without PE")
+    ax.set(xlabel="token t", ylabel="‖out(permuted)[t] − permuted out[t]‖", title=f"rotation r = {settings['rotation']}")
+    ax.legend()
+
+
+DRAW = {"pe-heatmap": _draw_pe_heatmap, "wavelengths": _draw_wavelengths, "pair-rotation": _draw_pair_rotation,
+        "dot-distance": _draw_dot_distance, "rope-shift": _draw_rope_shift, "alibi-heads": _draw_alibi_heads,
+        "order-sensitivity": _draw_order_sensitivity}
+
+
+def draw_fallback(name: str, target: pathlib.Path) -> None:
+    settings = figures.default_settings(name)
+    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+    DRAW[name](ax, figures.expected(name, settings), settings)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=80, metadata={"Software": None})   # no version stamp: the same bytes every build
+    plt.close(fig)
+
+
+def write_fallbacks(app, exception) -> None:
+    """Draw the static images that are missing or older than what they are drawn from."""
+    if exception is not None or app.builder.format != "html":
+        return
+    newest_source = max(path.stat().st_mtime for path in SOURCES)
+    for name in figures.figure_names():
+        target = pathlib.Path(app.outdir) / "_static" / FALLBACK / f"{name}.png"
+        if not target.exists() or target.stat().st_mtime < newest_source:
+            draw_fallback(name, target)
+
+
+def setup(app):
+    app.add_directive("explorable", ExplorableDirective)
+    app.connect("build-finished", write_fallbacks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,224 @@
+"""The explorable figures in a real browser (Debian's Chromium, driven by Playwright), offline.
+
+Each control is moved to several settings and what the figure plots, read from
+`window.posencExplorables[name].data()`, is compared with the reference implementation at the same
+settings (_ext/explorable_figures.py, which calls posenc_autograder.reference). Also: keyboard
+operation and an accessible name for every control, no console errors, no request outside the
+book, a 375 px wide layout, the static image for readers without JavaScript, and screenshots of
+every figure at two settings under _build/screenshots/explorables/.
+"""
+import json
+import pathlib
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from test_browser import browser, open_page, site  # noqa: F401  (the shared fixtures, imported)
+
+sys.path.insert(0, str(ROOT / "_ext"))
+import explorable_figures as figures  # noqa: E402
+from posenc_autograder import reference as ref  # noqa: E402
+
+TOLERANCE = 1e-9          # the formulas are exact; only rounding differs between JavaScript and numpy
+PHONE_WIDTH = 375
+SHOTS = ROOT / "_build" / "screenshots" / "explorables"
+DIRECTIVE = re.compile(r"^:::\{explorable\} (\S+)$", re.MULTILINE)
+BLOCK = re.compile(r"<!-- explorable: (\S+) -->\n(.*?)\n<!-- /explorable -->", re.DOTALL)
+largest_difference = {}   # figure -> largest (absolute, relative) difference found, for the report
+
+
+def figure_pages() -> dict[str, str]:
+    """Every explorable figure placed in a chapter -> the chapter's page name."""
+    placed = {}
+    for chapter in sorted((ROOT / "chapters").glob("*.md")):
+        for name in DIRECTIVE.findall(chapter.read_text()):
+            placed.setdefault(name, []).append(f"chapters/{chapter.stem}")
+    assert all(len(pages) == 1 for pages in placed.values()), f"a figure placed twice: {placed}"
+    return {name: pages[0] for name, pages in placed.items()}
+
+
+class BookOnly:
+    """A browser whose pages may load nothing from outside the book's own folder (aborted, so reported)."""
+
+    def __init__(self, browser, base):
+        self.browser, self.base = browser, base.rstrip("/") + "/"
+
+    def new_page(self, **options):
+        page = self.browser.new_page(**options)
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(self.base)
+                   else route.abort())
+        return page
+
+
+def settings_to_try(control: dict) -> list:
+    """The ends, the default and a middle value of a range; every entry of a list of choices."""
+    if "choices" in control:
+        return list(control["choices"])
+    low, high, step = control["min"], control["max"], control["step"]
+    middle = low + step * round((high - low) / 2 / step)
+    return sorted({low, high, control["value"], middle})
+
+
+def set_control(page, name, key, value) -> None:
+    """Move a control as a reader's input would: set it and fire an input event."""
+    control = figures.spec(name)["controls"][key]
+    position = control["choices"].index(value) if "choices" in control else value
+    page.locator(f"#explorable-{name}-{key}").evaluate(
+        "(input, v) => { input.value = String(v); input.dispatchEvent(new Event('input', {bubbles: true})); }",
+        position)
+
+
+def slider_setting(control: dict, text: str):
+    """The setting a slider's value stands for: a choice by its index, or the number (an int on a whole step)."""
+    if "choices" in control:
+        return control["choices"][int(text)]
+    return int(float(text)) if float(control["step"]).is_integer() else float(text)
+
+
+def apply(page, name, settings) -> None:
+    for key, value in settings.items():          # constants.json order: a range's limits come first
+        set_control(page, name, key, value)
+
+
+def plotted(page, name) -> dict:
+    # As JSON text: exact for doubles both ways, and far quicker than Playwright's object transfer.
+    return json.loads(page.evaluate("name => JSON.stringify(window.posencExplorables[name].data())", name))
+
+
+def compare(name, data, settings) -> tuple[float, float]:
+    """Assert data equals the reference at settings; return the largest absolute and relative difference."""
+    expected = figures.expected(name, settings)
+    assert set(data) == set(expected), f"{name}: plots {sorted(data)}, the reference computes {sorted(expected)}"
+    worst_abs = worst_rel = 0.0
+    for key, want in expected.items():
+        got = np.asarray(data[key], dtype=np.float64)
+        assert got.shape == want.shape, f"{name}.{key} at {settings}: shape {got.shape}, expected {want.shape}"
+        difference = np.abs(got - want)
+        relative = difference / np.maximum(1.0, np.abs(want))
+        assert relative.max(initial=0) <= TOLERANCE, (
+            f"{name}.{key} at {settings}: differs from the reference by up to {difference.max():.3g}")
+        worst_abs, worst_rel = max(worst_abs, difference.max(initial=0)), max(worst_rel, relative.max(initial=0))
+    return worst_abs, worst_rel
+
+
+def record(name, difference) -> None:
+    old = largest_difference.get(name, (0.0, 0.0))
+    largest_difference[name] = tuple(max(a, b) for a, b in zip(old, difference))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "largest-differences.json").write_text(json.dumps(
+        {k: {"absolute": a, "relative": r} for k, (a, r) in sorted(largest_difference.items())}, indent=1))
+
+
+@pytest.fixture(scope="module")
+def book_only(site, browser):  # noqa: F811  (pytest fixtures arrive as arguments)
+    base, _ = site
+    return base, BookOnly(browser, base)
+
+
+def test_every_figure_is_placed_once_with_matching_markers_and_alt_text():
+    pages = figure_pages()
+    assert sorted(pages) == sorted(figures.figure_names())
+    for chapter in sorted((ROOT / "chapters").glob("*.md")):
+        text = chapter.read_text()
+        blocks = BLOCK.findall(text)
+        assert len(blocks) == len(DIRECTIVE.findall(text)), f"{chapter.name}: a figure outside its marked block"
+        for name, body in blocks:
+            assert body.startswith(f":::{{explorable}} {name}\n:alt: "), f"{chapter.name}: block {name} malformed"
+
+
+def test_shared_constants_agree_with_the_reference():
+    assert figures.constants()["default_base"] == ref.DEFAULT_BASE
+    for name in figures.figure_names():
+        for key, control in figures.spec(name)["controls"].items():
+            assert control.get("label"), f"{name}.{key} has no label"
+            if "choices" in control:
+                assert control["value"] in control["choices"]
+            else:
+                assert control["min"] <= control["value"] <= control["max"], f"{name}.{key}: default out of range"
+
+
+def test_the_reference_side_catches_a_wrong_plot():
+    """compare() must fail on data that is off by more than rounding (a test that can fail)."""
+    name = "dot-distance"
+    data = {key: value.tolist() for key, value in figures.expected(name).items()}
+    data["dot"][7] += 1e-6
+    with pytest.raises(AssertionError, match="differs from the reference"):
+        compare(name, data, figures.default_settings(name))
+
+
+@pytest.mark.parametrize("name", figures.figure_names())
+def test_figure_plots_the_reference_values_and_works_by_keyboard(book_only, name):
+    base, guarded = book_only
+    page, problems = open_page(guarded, f"{base}/{figure_pages()[name]}.html")
+    spec, defaults = figures.spec(name), figures.default_settings(name)
+    figure = page.locator(f"#explorable-{name}")
+    page.wait_for_function("name => window.posencExplorables && window.posencExplorables[name]", arg=name)
+    assert "explorable--live" in figure.get_attribute("class")
+    figure.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    figure.screenshot(path=str(SHOTS / f"{name}-default.png"))
+    record(name, compare(name, plotted(page, name), defaults))
+
+    # Every control: an accessible name, several settings (the others at their defaults), then all at their maximum.
+    for key, control in spec["controls"].items():
+        slider = figure.get_by_role("slider", name=control["label"], exact=True)
+        assert slider.count() == 1, f"{name}.{key}: no slider named {control['label']!r}"
+        for value in settings_to_try(control):
+            settings = defaults | {key: value}
+            apply(page, name, settings)
+            record(name, compare(name, plotted(page, name), settings))
+    largest = {key: (c["choices"][-1] if "choices" in c else c["max"]) for key, c in spec["controls"].items()}
+    apply(page, name, largest)
+    record(name, compare(name, plotted(page, name), largest))
+    figure.screenshot(path=str(SHOTS / f"{name}-largest.png"))
+
+    # Keyboard: focus, one arrow key (left at the upper end), and the value and the plot follow.
+    for key, control in spec["controls"].items():
+        apply(page, name, defaults)
+        slider = page.locator(f"#explorable-{name}-{key}")
+        before_value, before_data = slider.input_value(), plotted(page, name)
+        at_top = before_value == slider.get_attribute("max")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if at_top else "ArrowRight")
+        assert slider.input_value() != before_value, f"{name}.{key}: the arrow key did not move the slider"
+        after = plotted(page, name)
+        assert after != before_data, f"{name}.{key}: the plot did not follow the keyboard"
+        record(name, compare(name, after, defaults | {key: slider_setting(control, slider.input_value())}))
+
+    label = page.locator(f"#explorable-{name} .explorable__plot").get_attribute("aria-label")
+    assert label.startswith(spec["title"]) and len(label) > len(spec["title"]) + 20, f"{name}: plot not described"
+
+    # A phone: the figure fits in 375 px without pushing the page sideways, and its chart is drawn.
+    apply(page, name, defaults)
+    page.set_viewport_size({"width": PHONE_WIDTH, "height": 800})
+    figure.scroll_into_view_if_needed()
+    layout = figure.evaluate("""f => ({right: f.getBoundingClientRect().right, over: f.scrollWidth - f.clientWidth,
+        page: document.scrollingElement.scrollWidth, charts: [...f.querySelectorAll('svg')].map(
+        s => s.getBoundingClientRect().width)})""")
+    assert layout["right"] <= PHONE_WIDTH and layout["over"] <= 0 and layout["page"] <= PHONE_WIDTH, layout
+    assert layout["charts"] and all(0 < width <= PHONE_WIDTH for width in layout["charts"]), layout
+    figure.screenshot(path=str(SHOTS / f"{name}-phone.png"))
+    page.close()
+    assert problems == [], f"{name}: {problems}"
+
+
+def test_readers_without_javascript_see_the_static_images_with_alt_text(site, browser):  # noqa: F811
+    base, _ = site
+    context = browser.new_context(java_script_enabled=False)
+    missing = {}
+    for page_name in sorted(set(figure_pages().values())):
+        page = context.new_page()
+        page.goto(f"{base}/{page_name}.html", wait_until="load")
+        for image in page.evaluate("""() => [...document.querySelectorAll('.explorable')].map(f => {
+                const img = f.querySelector('img.explorable__fallback');
+                return {figure: f.id, ok: !!img && img.complete && img.naturalWidth > 0, alt: img ? img.alt.trim() : '',
+                        controls: getComputedStyle(f.querySelector('.explorable__controls')).display};
+            })"""):
+            if not image["ok"] or len(image["alt"]) < 40 or image["controls"] != "none":
+                missing[image["figure"]] = image
+        page.close()
+    context.close()
+    assert missing == {}
