@@ -1,0 +1,70 @@
+"""The codec that carries inputs into the sandbox and observations out: exact, and strict on what it reads."""
+import json
+
+import numpy as np
+import pytest
+
+from posenc_autograder.probes import codec
+
+
+def roundtrip(value):
+    return codec.loads(codec.dumps(value))
+
+
+def test_float_arrays_come_back_bit_for_bit_with_their_shape():
+    array = np.random.default_rng(0).normal(size=(3, 4, 5)) * 1e300
+    array[0, 0, 0], array[1, 2, 3] = np.nextafter(0, 1), -0.0
+    back = roundtrip(array)
+    assert back.dtype == np.float64 and back.shape == (3, 4, 5)
+    assert back.tobytes() == array.tobytes()
+
+
+def test_non_finite_values_survive_in_arrays_and_as_numbers():
+    table = np.array([[1.0, np.inf], [np.nan, -np.inf]])
+    back = roundtrip({"table": table, "x": float("nan"), "y": float("-inf")})
+    assert np.array_equal(np.isnan(back["table"]), np.isnan(table))
+    assert back["table"][0, 1] == np.inf and back["table"][1, 1] == -np.inf
+    assert np.isnan(back["x"]) and back["y"] == -np.inf
+    assert "NaN" not in codec.dumps(float("nan")), "the JSON must stay standard (no bare NaN)"
+
+
+def test_integer_and_boolean_arrays_become_float64():
+    back = roundtrip({"ints": np.arange(4), "bools": np.array([True, False])})
+    assert back["ints"].dtype == np.float64 and list(back["ints"]) == [0.0, 1.0, 2.0, 3.0]
+    assert list(back["bools"]) == [1.0, 0.0]
+
+
+def test_nested_plain_data_keeps_its_structure():
+    value = {"a": [1, 2.5, "text", None, True, {"b": np.zeros((0, 3))}], "c": (4, 5)}
+    back = roundtrip(value)
+    assert back["a"][:5] == [1, 2.5, "text", None, True]
+    assert back["a"][5]["b"].shape == (0, 3)
+    assert back["c"] == [4, 5]                 # tuples arrive as lists: probes and judges expect that
+
+
+def test_keys_become_strings():
+    assert roundtrip({1: "x"}) == {"1": "x"}
+
+
+@pytest.mark.parametrize("forged, error", [
+    ('{"__ndarray_float64__": "not base64!", "shape": [1]}', ValueError),
+    ('{"__ndarray_float64__": "AAAAAAAA8D8=", "shape": [2]}', ValueError),     # 1 value, shape of 2
+    ('{"__ndarray_float64__": "AAAAAAAA8D8=", "shape": ["a"]}', ValueError),
+    ('{"__float__": "__import__(\'os\')"}', ValueError),
+    ('not json', ValueError),
+])
+def test_forged_payloads_raise_instead_of_decoding(forged, error):
+    with pytest.raises(error):
+        codec.loads(forged)
+
+
+def test_objects_that_are_not_plain_data_are_refused():
+    with pytest.raises(TypeError):
+        codec.dumps({"f": lambda: None})
+    with pytest.raises(TypeError):
+        codec.dumps(object())
+
+
+def test_output_is_plain_json():
+    text = codec.dumps({"t": np.eye(2), "n": 3})
+    assert json.loads(text)["n"] == 3
