@@ -1,18 +1,28 @@
-"""Hostile notebooks gain no point and change no other student's grade (issue: safe grading)."""
+"""Hostile notebooks and files gain no point, change no other grade and cannot stop the run (issue 12).
+
+One class is graded with two honest students (one full marks, one untouched), every attack in
+hostile_notebooks.py, and student folders with hostile names. Then each promise of the README's
+threat model is checked the way it would be broken.
+"""
 import hashlib
+import json
+import pathlib
 
 import nbformat
 import pytest
 
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
-from hostile_notebooks import ATTACKS
+from hostile_notebooks import ATTACKS, CLASSES, HOSTILE_FILES, HOSTILE_FOLDER_NAMES
 from notebook_tools import ROOT
-from posenc_autograder import gradebook
+from posenc_autograder import gradebook, pipeline
 from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all
 from posenc_autograder.sandbox import Limits
 
-LIMITS = Limits(cell_seconds=8, notebook_seconds=40)
+LIMITS = Limits(cell_seconds=5, notebook_seconds=30)
+VICTIMS = {"victim_full": FULL, "victim_zero": 0}
+HOST_MARKERS = [pathlib.Path("/usr/pwned"), ROOT / ".venv/lib/python3.11/site-packages/x.pth"]
+ALL_ATTACKS = sorted(ATTACKS) + sorted(HOSTILE_FILES)
 
 
 def _with_attack(release, source):
@@ -22,49 +32,128 @@ def _with_attack(release, source):
     return nb
 
 
-def _digest(paths):
-    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+def _tree_digest(root: pathlib.Path, skip: tuple[str, ...]) -> dict[str, str]:
+    """Every file under root except the folders the grader writes, by content hash."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if path.is_file() and not path.is_symlink() and not relative.startswith(skip) \
+                and path.name != "timestamp.txt":         # nbgrader's submission time, written by the grader
+            size = path.stat().st_size                       # the sparse attack file is not read whole
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest() if size < 2**26 else str(size)
+    return found
+
+
+GRADER_WRITES = ("autograder/autograded", "autograder/feedback", "autograder/reports", "autograder/gradebook",
+                 "autograder/.work", "autograder/grades.csv", "autograder/release_history",
+                 "autograder/nbgrader", "autograder/results")
 
 
 @pytest.fixture(scope="module")
 def attacked_class(tmp_path_factory):
     course = Course(make_course(tmp_path_factory.mktemp("attacked")))
     release = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
-    victims = {"victim_full": solved_notebook(), "victim_zero": release}
-    for student, nb in victims.items():
+    for student, nb in {"victim_full": solved_notebook(), "victim_zero": release}.items():
         (course.submitted / student / ASSIGNMENT).mkdir(parents=True)
         nbformat.write(nb, course.submitted / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
     before = grade_all(course, jobs=2, limits=LIMITS, quiet=True)
-    protected = sorted((course.root / "solutions").rglob("*")) + sorted(course.submitted.rglob("*.ipynb"))
-    protected = [p for p in protected if p.is_file()]
-    digests = _digest(protected)
     for name, source in ATTACKS.items():
         folder = course.submitted / f"attack_{name}" / ASSIGNMENT
         folder.mkdir(parents=True)
         nbformat.write(_with_attack(release, source), folder / f"{NOTEBOOK}.ipynb")
+    for name, make in HOSTILE_FILES.items():
+        folder = course.submitted / f"attack_{name}" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        make(folder / f"{NOTEBOOK}.ipynb", release, course.root)
+    for name in HOSTILE_FOLDER_NAMES:
+        (course.submitted / name / ASSIGNMENT).mkdir(parents=True)
+        nbformat.write(solved_notebook(), course.submitted / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    untouched = _tree_digest(course.root, GRADER_WRITES)
     after = grade_all(course, jobs=2, limits=LIMITS, quiet=True)
-    return course, {r.student: r for r in before}, {r.student: r for r in after}, digests
+    return course, {r.student: r for r in before}, {r.student: r for r in after}, untouched
 
 
-def test_suite_has_at_least_ten_attacks():
-    assert len(ATTACKS) >= 10
+def test_suite_covers_every_class_with_at_least_35_attacks():
+    assert len(ALL_ATTACKS) >= 35
+    assert set(CLASSES) == {"escape", "supervisor", "crash", "exhaust", "nan", "host_services", "symlink",
+                            "injection"}
+    assert sorted(n for names in CLASSES.values() for n in names) == sorted(ALL_ATTACKS)
 
 
-@pytest.mark.parametrize("name", sorted(ATTACKS))
+@pytest.mark.parametrize("name", ALL_ATTACKS)
 def test_attack_gains_no_point(attacked_class, name):
     course, _, after, _ = attacked_class
     result = after[f"attack_{name}"]
     assert result.score == 0, [(t.cell_id, t.points) for t in result.tests if t.points]
-    score, _ = final_scores(course, f"attack_{name}", ASSIGNMENT)
-    assert score == 0
+    assert final_scores(course, f"attack_{name}", ASSIGNMENT)[0] == 0
 
 
 def test_attacks_alter_no_other_grade(attacked_class):
-    course, before, after, digests = attacked_class
-    for victim, expected in (("victim_full", FULL), ("victim_zero", 0)):
+    course, before, after, _ = attacked_class
+    for victim, expected in VICTIMS.items():
         assert before[victim].score == after[victim].score == expected
         assert final_scores(course, victim, ASSIGNMENT) == (float(expected), float(FULL))
-    assert _digest(list(digests)) == digests, "an attack changed a protected file"
+
+
+def test_no_file_outside_the_job_is_touched(attacked_class):
+    course, _, _, untouched = attacked_class
+    assert _tree_digest(course.root, GRADER_WRITES) == untouched, "an attack changed a file of the course"
+    assert [p for p in HOST_MARKERS if p.exists()] == []
+
+
+def test_run_completes_with_grades_report_and_feedback_for_everyone(attacked_class):
+    course, _, after, _ = attacked_class
+    assert set(after) == set(VICTIMS) | {f"attack_{n}" for n in ALL_ATTACKS}
+    for student in after:
+        assert (course.feedback / student / ASSIGNMENT / f"{NOTEBOOK}.html").is_file(), student
+    assert (course.reports / "grading-report.md").is_file()
+    rows = (course.reports / "grades.csv").read_text() if (course.reports / "grades.csv").exists() \
+        else course.grades_csv.read_text()
+    assert all(f"attack_{n}" in rows for n in ALL_ATTACKS)
+
+
+@pytest.mark.parametrize("name", ["symlink_into_solutions", "fifo_instead_of_notebook", "sparse_five_gigabytes",
+                                  "deeply_nested_json", "hundred_thousand_cells", "nbgrader_metadata_is_a_string",
+                                  "assignment_folder_links_to_solutions"])
+def test_hostile_files_are_refused_with_a_reason(attacked_class, name):
+    _, _, after, _ = attacked_class
+    result = after[f"attack_{name}"]
+    if name == "nbgrader_metadata_is_a_string":       # readable: its cells are graded as plain cells
+        assert result.graded and result.score == 0
+        return
+    assert not result.graded
+    assert result.notes, "a refused submission must say why"
+
+
+def test_hostile_folder_names_are_not_graded(attacked_class):
+    _, _, after, _ = attacked_class
+    assert not set(HOSTILE_FOLDER_NAMES) & set(after)
+
+
+def test_feedback_holds_no_grader_text(attacked_class):
+    course, _, _, _ = attacked_class
+    grader_lines = {line.strip() for text in pipeline.probe_files().values() for line in text.splitlines()
+                    if len(line.strip()) >= 30}
+    for name in ("leak_grader_code_in_messages", "exceptions_that_fight_back", "forge_channel_frames"):
+        text = (course.feedback / f"attack_{name}" / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+        assert not [line for line in grader_lines if line in text], name
+        assert "<script" not in text.replace("&lt;script", "")
+
+
+def test_autograded_notebooks_keep_plain_text_outputs_only(attacked_class):
+    course, _, _, _ = attacked_class
+    for path in course.autograded.rglob("*.ipynb"):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            for output in cell.get("outputs", []):
+                assert output["output_type"] in ("stream", "error"), (path, output)
+
+
+def test_nan_and_inf_fail_the_checks(attacked_class):
+    _, _, after, _ = attacked_class
+    result = after["attack_nan_and_inf_tables"]
+    failed = {t.cell_id for t in result.tests if t.hidden and not t.passed}
+    assert failed == {t.cell_id for t in result.tests if t.hidden}
 
 
 def final_scores(course, student, assignment):

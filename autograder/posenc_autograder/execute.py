@@ -95,7 +95,8 @@ def decode_results(results: dict[str, str]) -> dict[str, dict]:
 
 def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACTERS, lines: int = 1) -> str:
     """The first lines of a message, printable and short; withheld if it quotes the grader's code."""
-    kept = str(text).strip().splitlines()[:lines] or [""]
+    text = str(text).encode("utf-8", "replace").decode("utf-8")          # no lone surrogates
+    kept = text.strip().splitlines()[:lines] or [""]
     line = re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", " / ".join(kept))[:limit]
     if grader_text and _quotes(line, grader_text):
         return "(message withheld: it quotes the grader's own code)"

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import selectors
 import shutil
 import signal
@@ -292,9 +293,13 @@ def _parse_frame(line: bytes) -> dict | None:
     return frame if isinstance(frame, dict) else None
 
 
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _clean_text(value, limit: int) -> str:
-    text = value if isinstance(value, str) else ""
-    return text[:limit]
+    """Text that any JSON, HTML or terminal can carry: valid UTF-8, no control characters, capped."""
+    text = value[:limit] if isinstance(value, str) else ""
+    return CONTROL_CHARACTERS.sub("", text.encode("utf-8", "replace").decode("utf-8"))
 
 
 def sanitise_outputs(frame: dict, limit: int) -> dict:

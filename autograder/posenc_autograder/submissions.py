@@ -47,9 +47,15 @@ def discover(course: Course, assignments: list[str] | None = None, students: lis
             continue
         if students and student_dir.name not in students:
             continue
-        for assignment_dir in _real_folders(student_dir, refused):
-            if assignment_dir.name in wanted:
-                found.extend(_match_notebooks(course, student_dir.name, assignment_dir))
+        for entry in sorted(student_dir.iterdir()):
+            if entry.name not in wanted:
+                continue
+            if entry.is_symlink() or not entry.is_dir():
+                found.extend(Submission(student_dir.name, entry.name, name, None, [
+                    f"the '{entry.name}' folder is a link or not a folder, so nothing in it was graded; "
+                    f"submit the notebook itself"]) for name in course.notebooks(entry.name))
+            else:
+                found.extend(_match_notebooks(course, student_dir.name, entry))
     return found
 
 
