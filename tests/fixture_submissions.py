@@ -13,9 +13,12 @@ import nbformat
 
 from notebook_tools import ROOT
 from posenc_autograder import bench
+from posenc_autograder.checks import REGISTRY, total_points
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
-FULL = 40
+FULL = total_points(ASSIGNMENT)
+DOT = REGISTRY["hidden_dot_product"].points                     # the test that calls dot_product_distance
+DOT_AND_STATS = DOT + REGISTRY["hidden_encoding_statistics"].points
 
 
 def _grade_id(cell):
@@ -108,12 +111,12 @@ EXPECTED = {
     "untouched": (0, True, []),
     "deleted_test_cell": (FULL, True, ["deleted cells were restored and run: test_pe_visible, hidden_pe_values"]),
     "edited_metadata": (FULL, True, ["read-only cells were edited", "test_pe_visible", "hidden_pe_shapes"]),
-    "os_exit_in_cell": (FULL - 4, True, ["process died while running cell 'dot_product_and_statistics'"]),
-    "os_exit_in_function": (FULL - 2, True, ["process died while running cell 'hidden_dot_product'"]),
-    "infinite_loop": (FULL - 2, True, ["cell 'hidden_dot_product' ran longer than"]),
+    "os_exit_in_cell": (FULL - DOT_AND_STATS, True, ["process died while running cell 'dot_product_and_statistics'"]),
+    "os_exit_in_function": (FULL - DOT, True, ["process died while running cell 'hidden_dot_product'"]),
+    "infinite_loop": (FULL - DOT, True, ["cell 'hidden_dot_product' ran longer than"]),
     "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
     "output_flood": (FULL, True, ["printed too much output"]),
-    "memory_hog": (FULL - 2, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),
+    "memory_hog": (FULL - DOT, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),
     "code_in_added_cell": (FULL, True, ["1 code cell(s) you added were run in place"]),
     "merge_conflict": (0, False, ["not valid notebook JSON", "merge-conflict markers"]),
     "renamed": (FULL, True, ["renamed to 'positional_encoding (1).ipynb'"]),

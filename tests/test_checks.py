@@ -1,9 +1,11 @@
 """The hidden-test checks, run in-process on the solution and on student variants (milliseconds each)."""
+import numpy as np
 import pytest
 
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.notebook import run_check
+from posenc_autograder.checks.base import compare, mismatch
+from posenc_autograder.notebook import record_in_process, run_check
 from student_variants import ALTERNATIVES, MISTAKES
 
 SOLUTION = implementation_source(solution_notebook("positional_encoding"))
@@ -18,9 +20,11 @@ def test_solution_passes_every_check():
     assert failures(namespace_from(SOLUTION)) == {}
 
 
-def test_catalogue_has_at_least_25_mistakes():
-    assert len(MISTAKES) >= 25
+def test_every_hidden_test_has_catalogued_mistakes_that_it_catches():
+    """The catalogue covers the assignment's hidden tests (the mistakes themselves are checked below)."""
     assert len({m.name for m in MISTAKES}) == len(MISTAKES)
+    assert {m.failing_check for m in MISTAKES} >= set(CORE_CHECKS) - {"hidden_pe_unique_bounded", "hidden_pe_stability",
+                                                                       "hidden_pe_frequency"}
 
 
 # Some mistakes (an unshifted softmax) overflow on purpose; their warnings are the mistake, not noise.
@@ -74,3 +78,54 @@ def test_probes_import_nothing_of_the_grader():
             else:
                 continue
             assert all(n.split(".")[0] in allowed for n in names), (path.name, names)
+
+
+# --- non-finite answers fail (issue 12 item 6): NaN and Inf are never "close enough" ------------
+
+def test_a_table_with_one_inf_and_one_nan_fails_and_says_so():
+    bad_table = ("_right = sinusoidal_positional_encoding\n"
+                 "def sinusoidal_positional_encoding(seq_len, d_model):\n"
+                 "    pe = _right(seq_len, d_model)\n"
+                 "    if seq_len > 2 and d_model > 3:\n"
+                 "        pe[1, 1], pe[2, 3] = np.inf, np.nan\n"
+                 "    return pe\n")
+    problems = run_check("hidden_pe_values", namespace_from(SOLUTION, bad_table))
+    assert problems and all("NaN or Inf" in p for p in problems[:-1]) and "more case" in problems[-1], problems
+
+
+def test_compare_fails_nan_and_inf_wherever_they_are():
+    expected = np.zeros((2, 3))
+    for bad in (np.nan, np.inf, -np.inf):
+        for index in np.ndindex(expected.shape):
+            observed = expected.copy()
+            observed[index] = bad
+            assert compare({"value": observed}, expected, "t", atol=1e300) is not None
+            assert mismatch(observed, expected, 1e300, "t") is not None
+
+
+def _poisoned(value, bad):
+    """The observations with the first entry of every array and every float replaced by `bad`."""
+    if isinstance(value, np.ndarray) and value.size:
+        value = value.copy()
+        value.flat[0] = bad
+        return value
+    if isinstance(value, float):
+        return bad
+    if isinstance(value, dict):
+        return {k: _poisoned(v, bad) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_poisoned(v, bad) for v in value]
+    return value
+
+
+SOLVED = {"positional_encoding": SOLUTION, "rope_alibi": implementation_source(solution_notebook("rope_alibi"))}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("bad", [np.nan, np.inf], ids=["nan", "inf"])
+@pytest.mark.parametrize("cell_id", sorted(REGISTRY))
+def test_every_judge_fails_answers_with_a_non_finite_value(cell_id, bad):
+    test = REGISTRY[cell_id]
+    record = record_in_process(test.task_entry(), namespace_from(SOLVED[test.assignment]))
+    assert test.verdict(record) == [], "the solution must pass before poisoning means anything"
+    assert test.verdict({"observations": _poisoned(record["observations"], bad)}), cell_id

@@ -6,9 +6,10 @@ import pytest
 
 import nbformat
 
-from fixture_submissions import EXPECTED, build, make_course, solved_notebook
+from fixture_submissions import EXPECTED, FULL, build, make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder import gradebook
+from posenc_autograder.checks import total_points
 from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all, keep_higher_scores
 from posenc_autograder.pipeline import NotebookResult, GradedTest
@@ -76,8 +77,8 @@ def test_regrading_is_idempotent_and_keeps_manual_grades(graded_class):
         gb.db.commit()
     again = {r.student: r for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True,
                                              students=["untouched", "correct"], force=True)}
-    assert {s: r.score for s, r in again.items()} == {"untouched": 0, "correct": 40}
-    assert final_scores(course, "untouched", "positional_encoding") == (3.0, 40.0)
+    assert {s: r.score for s, r in again.items()} == {"untouched": 0, "correct": FULL}
+    assert final_scores(course, "untouched", "positional_encoding") == (3.0, FULL)
     cached = {r.student: r.score for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
     assert cached == {s: e[0] for s, e in EXPECTED.items()}
 
@@ -105,4 +106,5 @@ def test_bonus_assignment_is_graded_end_to_end(tmp_path):
         (course.submitted / student / "rope_alibi").mkdir(parents=True)
         nbformat.write(nb, course.submitted / student / "rope_alibi" / "rope_alibi.ipynb")
     scores = {r.student: (r.score, r.max_score) for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
-    assert scores == {"solved": (14, 14), "untouched": (0, 14)}
+    bonus = total_points("rope_alibi")
+    assert scores == {"solved": (bonus, bonus), "untouched": (0, bonus)}

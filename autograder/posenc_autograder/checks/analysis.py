@@ -22,7 +22,7 @@ def _window(first, length, d_model=12):
 def _rotation_inputs():
     window = _window(23, 90)                      # deliberately not starting at position 0
     noisy = window + 1e-3 * normal(21, window.shape)
-    return calling(ROTATION_FN, offsets=[call(window, k) for k in (1, 5, 10, 50, 3, 17)],
+    return calling(ROTATION_FN, offsets=[call(window, k) for k in (1, 5, 10, 50, 3, 17, 0)],
                    second_window=[call(_window(140, 60), 7)], noisy=[call(noisy, 4)])
 
 
@@ -127,7 +127,8 @@ STATS_KEYS = ("position_norms", "mean", "variance", "min", "max", "bounded")
 def _stats_inputs():
     return calling(STATS_FN, arrays=[call(ref.sinusoidal_positional_encoding(40, 16)),
                                      call(normal(41, (13, 6)) * 0.9),          # entries beyond [-1, 1]
-                                     call(np.array([[1.0, -1.0], [0.5, 0.0]]))])  # bounded by exactly 1
+                                     call(np.array([[1.0, -1.0], [0.5, 0.0]])),   # bounded by exactly 1
+                                     call(np.array([[1.5, 0.25], [-0.5, 0.0]]))])  # beyond 1 on one side only
 
 
 def _stats_problem(pe, record):

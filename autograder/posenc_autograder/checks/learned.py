@@ -6,7 +6,8 @@ import numpy as np
 from .. import reference as ref
 from ..probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward, probe_learned_forward,
                                           probe_learned_init)
-from .base import HiddenTest, Problem, as_array, compare, each_case, expect_error, mismatch, normal, problems_of, require_shape
+from .base import (HiddenTest, Problem, as_array, compare, each_case, expect_error, mismatch, normal, observed_array,
+                   problems_of, require_shape)
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
@@ -54,6 +55,8 @@ def _judge_init(inputs, obs):
                         "table from the `rng` argument")
     elif np.array_equal(table, other_seed):
         problems.append("layers built with different seeds got the same table: draw it from the `rng` argument")
+    problems += problems_of(lambda: observed_array(obs["without_rng"], f"{_built(inputs)}.embedding without rng",
+                                                   table.shape))
     return problems
 
 

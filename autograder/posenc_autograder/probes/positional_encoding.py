@@ -32,7 +32,9 @@ def _learned(ns, data, seed):
 
 @guarded
 def probe_learned_init(ns, data):
-    return {"tables": [to_plain(_learned(ns, data, seed).embedding) for seed in data["seeds"]]}
+    cls = student_callable(ns, data["class"])
+    return {"tables": [to_plain(_learned(ns, data, seed).embedding) for seed in data["seeds"]],
+            "without_rng": attempt(lambda: cls(data["max_seq_len"], data["d_model"]).embedding)}
 
 
 @guarded
