@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from fixture_submissions import make_course
-from posenc_autograder import safezip
+from posenc_autograder import lms_exports, roster, safezip
 from posenc_autograder.collect import collect
 from posenc_autograder.course import Course
 from posenc_autograder.roster import ROSTER_FILE
@@ -91,6 +91,12 @@ def test_moodle_folders_are_one_student_each(course, tmp_path):
     rows = roster_rows(course)
     assert (rows["jane_doe"]["name"], rows["jane_doe"]["lms_user_id"]) == ("Jane Doe", "23456")
     assert "onlinetext.html' : not a notebook" in out.getvalue().replace("':", "' :")
+    # The grades go back as Moodle's grading worksheet, matched by participant id.
+    scores = {("john_smith", NB): (38.0, 40.0), ("jane_doe", NB): (12.5, 40.0)}
+    [sheet] = lms_exports.write_moodle(course, scores, roster.load(course))
+    grades = {r["Identifier"]: (r["Full name"], r["Grade"], r["Maximum Grade"]) for r in csv.DictReader(open(sheet))}
+    assert grades == {"Participant 12345": ("John Smith", "38.00", "40.00"),
+                      "Participant 23456": ("Jane Doe", "12.50", "40.00")}
 
 
 BB = "Positional Encoding"

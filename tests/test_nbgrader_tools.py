@@ -13,7 +13,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from fixture_submissions import make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder import feedback, gradebook, nbgrader_files
+from posenc_autograder import dashboard, feedback, gradebook, nbgrader_files, report
 from posenc_autograder.collect import collect
 from posenc_autograder.course import Course, run_nbgrader
 from posenc_autograder.grade import grade_all
@@ -106,6 +106,16 @@ def test_generate_feedback_keeps_the_diagnoses(graded):
     failed = next(t for t in results["doejane"].tests if t.hidden and not t.passed)
     assert failed.problems[0] in html.unescape(page) and "answers recorded" not in page
     assert not list(course.feedback.rglob("*.result.json"))
+
+
+def test_canvas_import_file_and_summary(graded):
+    course, results, _ = graded
+    rows = list(csv.reader(open(course.reports / "grades-canvas.csv")))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", NB]
+    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == 40
+    assert {r[1]: float(r[5]) for r in rows[2:]} == {"12345": results["smithjohn"].score,
+                                                     "23456": results["doejane"].score}
+    assert f"Class dashboard: {dashboard.path(course)}" in report.summary(course, list(results.values()))
 
 
 def test_manual_grade_reaches_feedback_after_make_feedback(graded):
