@@ -261,6 +261,7 @@ class ChannelReader:
 
     def __init__(self, limits: Limits):
         self.limits, self.buffer, self.total, self.dropping = limits, bytearray(), 0, False
+        self.output_bytes = 0            # output text kept so far, all attempts
 
     @property
     def over_budget(self) -> bool:
@@ -337,9 +338,10 @@ class Attempt:
                 self.current, self.since = cell, time.monotonic()
         elif "output" in frame:
             cell = frame["output"]
-            stored = sum(len(json.dumps(o)) for o in self.outputs.values())
-            if type(cell) is int and cell in self.expected and stored < self.limits.max_output_bytes:
+            if type(cell) is int and cell in self.expected and self.reader.output_bytes < self.limits.max_output_bytes:
                 self.outputs[cell] = sanitise_outputs(frame, self.limits.max_cell_output_bytes)
+                self.reader.output_bytes += sum(len(o.get("text", "")) + len(o.get("evalue", ""))
+                                                for o in self.outputs[cell]["outputs"])
         elif "result" in frame:
             if frame["result"] in tasks and isinstance(frame.get("record"), str):
                 self.results[frame["result"]] = frame["record"]
