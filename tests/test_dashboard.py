@@ -80,6 +80,7 @@ def test_alt_text_states_the_figures_numbers(class_page):
     # 4 graded notebooks: 0 %, 0 %, 40 % (2 of 5 points), 100 %  -> bins 0-10: 2, 40-50: 1, 90-100: 1
     assert "2, 0, 0, 0, 1, 0, 0, 0, 0, 1" in alts[0]
     assert "hidden_pe_values 25 %" in alts[1] and "hidden_dot_product 50 %" in alts[1]
+    assert "median 1.5 s" in alts[2] and "over 4 notebooks" in alts[2]
 
 
 def test_student_text_is_escaped(class_page):

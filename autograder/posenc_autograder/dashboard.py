@@ -35,8 +35,9 @@ STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
 td, th { border-bottom: 1px solid #ddd; padding: .4rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f4f4f4; } .figures { display: flex; flex-wrap: wrap; gap: 1rem; }
-figure { margin: 0; flex: 1 1 30rem; } figure img { width: 100%; height: auto; }
+th { background: #f4f4f4; }
+.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1.5rem; }
+figure { margin: 0; } figure img { width: 100%; height: 16rem; object-fit: contain; }
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
 """
 
@@ -78,9 +79,10 @@ def pass_rates(results: list[NotebookResult]) -> dict[tuple[str, str], tuple[int
 
 
 def pass_rate_chart(rates) -> str:
-    labels = [f"{a}: {t}" for a, t in rates]
+    several = len({a for a, _ in rates}) > 1
+    labels = [f"{a}: {t}" if several else t for a, t in rates]
     values = [100 * p / n for p, n in rates.values()]
-    fig, ax = plt.subplots(figsize=(6, 0.3 * len(labels) + 1))
+    fig, ax = plt.subplots(figsize=(5, max(3, 0.25 * len(labels) + 1)))
     ax.barh(labels[::-1], values[::-1], color="#55a868")
     ax.set_xlim(0, 100)
     ax.set_xlabel("students who passed (%)")
