@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import stat
 
 import nbformat
@@ -92,9 +93,9 @@ def _match_notebooks(course: Course, student: str, folder: pathlib.Path) -> list
 
 
 MAX_NOTEBOOK_BYTES = 20_000_000
-MAX_JSON_DEPTH = 64
 MAX_CELLS = 2_000
 CELL_TYPES = ("code", "markdown", "raw")
+CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 GRADING_FLAGS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "points": (int, float),
                  "grade_id": str, "schema_version": int}
 
@@ -145,44 +146,27 @@ class UnreadableNotebook(Exception):
     """The submission is not a notebook we can grade; the message is written for the student."""
 
 
-def _depth(text: str) -> int:
-    """Deepest bracket nesting, counted outside strings, before json.loads recurses into it."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
 def read_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_cells: int = MAX_CELLS):
     """Parse a submitted notebook strictly into a normalised one, with a student-readable error when it cannot be."""
     text = read_bytes_safely(path, max_bytes).decode("utf-8", errors="replace")
-    if _depth(text) > MAX_JSON_DEPTH:
-        raise UnreadableNotebook(f"the file nests JSON more than {MAX_JSON_DEPTH} levels deep, which no notebook "
-                                 f"does; re-download or re-export it from Jupyter and resubmit")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         hint = " It contains merge-conflict markers (<<<<<<<)." if "<<<<<<<" in text else ""
         raise UnreadableNotebook(f"the file is not valid notebook JSON (line {exc.lineno}, column {exc.colno}: "
                                  f"{exc.msg}).{hint} Open it in Jupyter, fix or re-download it, and resubmit.") from None
-    except (ValueError, RecursionError):
+    except RecursionError:          # the C decoder stops at Python's recursion limit, cheaply
+        raise UnreadableNotebook("the file nests JSON deeper than any notebook does; re-download or re-export "
+                                 "it from Jupyter and resubmit") from None
+    except ValueError:
         raise UnreadableNotebook("the file is not valid notebook JSON; re-download it and resubmit") from None
     return normalise(data, max_cells)
 
 
 def normalise(data, max_cells: int = MAX_CELLS):
     """Keep only what grading reads, in the types it expects: cells with a known type, text source,
-    an id, and nbgrader flags of the right types. Anything else a student (or an editor) put there
-    is dropped here, so no later stage meets a string where it expects a dict."""
+    an id, and nbgrader flags of the right types. Anything else a student (or an editor) put there,
+    however nested or oddly typed, is dropped here, so no later stage meets it."""
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise UnreadableNotebook("the file is JSON but not a Jupyter notebook (it has no list of cells).")
     if data.get("nbformat") != 4:
@@ -190,7 +174,7 @@ def normalise(data, max_cells: int = MAX_CELLS):
                                  f"open and save it in a current Jupyter and resubmit")
     if len(data["cells"]) > max_cells:
         raise UnreadableNotebook(f"the notebook has {len(data['cells'])} cells, more than the {max_cells} accepted")
-    cells = []
+    cells, seen_ids = [], set()
     for raw in data["cells"]:
         if not isinstance(raw, dict) or raw.get("cell_type") not in CELL_TYPES:
             continue
@@ -199,8 +183,9 @@ def normalise(data, max_cells: int = MAX_CELLS):
             source = "".join(s for s in source if isinstance(s, str))
         cell = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
                 "raw": nbformat.v4.new_raw_cell}[raw["cell_type"]](source if isinstance(source, str) else "")
-        if isinstance(raw.get("id"), str) and 0 < len(raw["id"]) <= 64:
-            cell["id"] = raw["id"]
+        if isinstance(raw.get("id"), str) and CELL_ID.fullmatch(raw["id"]) and raw["id"] not in seen_ids:
+            cell["id"] = raw["id"]                   # nbformat's rule; a duplicate keeps its fresh id
+        seen_ids.add(cell["id"])
         meta = raw.get("metadata")
         flags = meta.get("nbgrader") if isinstance(meta, dict) else None
         if isinstance(flags, dict):

@@ -1,0 +1,113 @@
+"""The boundaries where student data enters trusted code, unit by unit (issue 12, items 2, 3 and 7).
+
+Fast: no sandbox is started. The end-to-end attacks are in test_attacks.py.
+"""
+import json
+import os
+
+import pytest
+
+from posenc_autograder.execute import decode_results, sanitise_errors, short_message
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import ChannelReader, Limits, sanitise_outputs
+from posenc_autograder.submissions import UnreadableNotebook, read_notebook, sha256
+
+GOOD_CELL = {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "a", "solution": True, "grade": False}},
+             "source": ["x = ", "1"], "outputs": [], "execution_count": None, "id": "c1"}
+
+
+def notebook(**changes):
+    return {"cells": [GOOD_CELL], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, **changes}
+
+
+@pytest.fixture
+def write(tmp_path):
+    def make(content, name="nb.ipynb"):
+        path = tmp_path / name
+        path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+        return path
+    return make
+
+
+def test_a_plain_notebook_is_read_and_normalised(write):
+    nb = read_notebook(write(notebook()))
+    assert nb.cells[0].source == "x = 1"
+    assert nb.cells[0].metadata["nbgrader"] == {"grade_id": "a", "solution": True, "grade": False}
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"{not json", "not valid notebook JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "nests JSON deeper"),
+    ([1, 2], "not a Jupyter notebook"),
+    (notebook(cells={"a": 1}), "not a Jupyter notebook"),
+    (notebook(nbformat=3), "not 4"),
+    (notebook(cells=[GOOD_CELL] * 2_001), "more than the 2000 accepted"),
+])
+def test_unreadable_notebooks_say_why(write, content, words):
+    with pytest.raises(UnreadableNotebook, match=words):
+        read_notebook(write(content))
+
+
+def test_oddly_typed_fields_are_dropped_not_trusted(write):
+    odd = [{**GOOD_CELL, "metadata": {"nbgrader": "solution"}},
+           {**GOOD_CELL, "metadata": {"nbgrader": {"grade_id": ["x"], "points": "9", "grade": "yes"}}},
+           {**GOOD_CELL, "source": [1, {"a": "b"}, "kept"]}, {**GOOD_CELL, "id": {"x": 1}},
+           {"cell_type": "weird"}, "not a cell", {**GOOD_CELL, "metadata": ["x"]}]
+    nb = read_notebook(write(notebook(cells=odd)))
+    assert len(nb.cells) == 5
+    assert "nbgrader" not in nb.cells[0].metadata
+    assert nb.cells[1].metadata["nbgrader"] == {}
+    assert nb.cells[2].source == "kept"
+    assert nb.cells[3].get("id") != {"x": 1}
+
+
+def test_links_fifos_and_oversized_files_are_refused_before_reading(tmp_path, write):
+    target = write(notebook())
+    (tmp_path / "link.ipynb").symlink_to(target)
+    os.mkfifo(tmp_path / "fifo.ipynb")
+    with open(tmp_path / "sparse.ipynb", "wb") as out:
+        out.truncate(3 * 2**30)
+    for name, words in (("link", "symbolic link"), ("fifo", "not a regular file"), ("sparse", "more than")):
+        with pytest.raises(UnreadableNotebook, match=words):
+            read_notebook(tmp_path / f"{name}.ipynb")
+        assert sha256(tmp_path / f"{name}.ipynb") is None      # hashing refuses too, without reading
+
+
+def test_channel_reader_keeps_frames_and_drops_what_is_malformed_or_too_long():
+    reader = ChannelReader(Limits(max_frame_bytes=100, channel_bytes=10_000))
+    data = (b'{"cell": 1}\n' + b"[" * 50 + b"\n" + b"\xff\xfe\n" + b'"text"\n' + b'{"cell": ' + b"9" * 500
+            + b"}\n" + b'{"done": true}\n')
+    frames = [f for chunk in (data[:7], data[7:300], data[300:]) for f in reader.feed(chunk)]
+    assert frames == [{"cell": 1}, {"done": True}]
+    reader.feed(b"x" * 20_000)
+    assert reader.over_budget
+
+
+def test_outputs_keep_plain_text_only():
+    frame = {"outputs": [{"output_type": "display_data", "data": {"text/html": "<script>x</script>"}},
+                         {"output_type": "stream", "name": "stdout", "text": "ok\x1b[31m\x00\udcff"},
+                         {"output_type": "stream", "name": "/etc/passwd", "text": "x"},
+                         {"output_type": "error", "ename": ["x"], "evalue": "E" * 5000},
+                         "junk"], "truncated": "yes"}
+    clean = sanitise_outputs(frame, limit=100)
+    assert clean["truncated"] is False
+    assert [o["output_type"] for o in clean["outputs"]] == ["stream", "error"]
+    assert clean["outputs"][0]["text"] == "ok[31m?"
+    assert clean["outputs"][1]["ename"] == "" and len(clean["outputs"][1]["evalue"]) == 1000
+    json.dumps(clean).encode("utf-8")                     # always storable
+
+
+def test_messages_are_one_short_line_and_never_quote_the_grader():
+    grader = "def probe_table(ns, data):\n    return attempt(fn, data['seq_len'], data['d_model'])\n"
+    assert short_message("ValueError: bad\nsecond line") == "ValueError: bad"
+    assert len(short_message("x" * 10_000)) == 200
+    assert "withheld" in short_message("return attempt(fn, data['seq_len'], data['d_model'])", grader)
+    assert short_message("d_model must be even", grader) == "d_model must be even"
+
+
+def test_results_are_decoded_defensively_and_errors_sanitised():
+    good = codec.dumps({"observations": {"value": 1.0, "error": "E\nsecret"}})
+    results = {"a": good, "b": "[" * 100_000, "c": "{}", "d": json.dumps({"missing": 5}), "e": "not json"}
+    decoded = decode_results(results)
+    assert set(decoded) == {"a"}
+    assert sanitise_errors(decoded["a"], "") == {"observations": {"value": 1.0, "error": "E"}}
