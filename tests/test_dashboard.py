@@ -34,7 +34,7 @@ def class_page(tmp_path):
     roster.save(course, {("bob", "positional_encoding"): {
         "student_id": "bob", "assignment": "positional_encoding", "lms": "canvas", "lms_user_id": "7",
         "name": HOSTILE, "submitted_at": "2026-11-20T10:00:00", "late": "yes"}})
-    path = dashboard.write(course, results)
+    path = dashboard.write(course, results, refused=[f"{HOSTILE}: the folder is a symbolic link"])
     return course, results, path
 
 
@@ -102,6 +102,8 @@ def test_students_needing_attention_and_feedback_links(class_page):
     attention = text.split("Students who need attention")[1].split("Every student")[0]
     assert "dee" in attention and "timeout" in attention and "eve" in attention and "not graded" in attention
     assert ">ann<" not in attention
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;: the folder is a " \
+           "symbolic link" in attention and "3 need attention" in text
     links = parse(path).links
     assert len(links) == len(results)
     for link in links:

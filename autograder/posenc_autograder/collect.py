@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import os
 import pathlib
+import re
 import sys
 
 from . import lms, roster
@@ -21,6 +22,7 @@ from .course import Course
 from .safezip import Member, SafeZip, UnsafeArchive, refusal
 
 MAX_NOTE_BYTES = 64_000                  # Blackboard's per-attempt .txt
+BLACKBOARD_NOTE = re.compile(r"_attempt_\d{4}(?:-\d{2}){5}\.txt$")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"   # what nbgrader writes to timestamp.txt
 
 
@@ -57,7 +59,7 @@ def _attempt_notes(archive: SafeZip, outcome: Outcome) -> dict[str, str]:
     """Blackboard's '<prefix>_attempt_<time>.txt' files, by prefix (they name the student)."""
     notes = {}
     for member in archive.members:
-        if member.name.lower().endswith(".txt") and "_attempt_" in member.name and refusal(member.info) is None:
+        if BLACKBOARD_NOTE.search(member.name) and refusal(member.info) is None:
             try:
                 notes[member.name.rsplit("/", 1)[-1][:-4]] = archive.read(member, MAX_NOTE_BYTES).decode(
                     "utf-8", "replace")
@@ -76,7 +78,7 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
             outcome.skipped.append((member.name, why))
         elif member.name.lower().endswith(".ipynb"):
             notebooks.append(member)
-        elif not member.name.lower().endswith(".txt"):
+        elif not BLACKBOARD_NOTE.search(member.name):            # those are read by _attempt_notes
             outcome.skipped.append((member.name, "not a notebook"))
     outcome.lms = forced_lms or lms.detect([m.name for m in notebooks], expected)
     context = {"attempt_notes": _attempt_notes(archive, outcome),

@@ -30,6 +30,7 @@ ATTENTION = [("not graded", "not graded"), ("ran longer than", "timeout"), ("tim
              ("process died", "crashed or was killed"), ("out of memory", "memory limit"),
              ("printed too much", "output flood"), ("read-only cells were edited", "edited read-only cells"),
              ("refused", "refused by the grader"), ("symlink", "refused by the grader"),
+             ("grader hit an unexpected error", "grader error"), ("could not finish running", "grader error"),
              ("regraded with a changed grader", "score changed by a regrade")]
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -124,7 +125,8 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
     return html.escape(urllib.parse.quote(target), quote=True)
 
 
-def render(course: Course, results: list[NotebookResult]) -> str:
+def render(course: Course, results: list[NotebookResult], refused: list[str] = ()) -> str:
+    """The page; `refused`: folders in submitted/ the grader would not read (why, per folder)."""
     e = html.escape
     people = roster.load(course)
     graded = [r for r in results if r.graded]
@@ -136,7 +138,9 @@ def render(course: Course, results: list[NotebookResult]) -> str:
     needing = [(r, attention(r)) for r in results]
     attention_rows = "".join(
         f"<tr><td>{e(r.student)}</td><td>{e(r.assignment)}</td><td>{e(', '.join(why))}</td>"
-        f"<td>{'<br>'.join(e(n) for n in r.notes)}</td></tr>" for r, why in needing if why)
+        f"<td>{'<br>'.join(e(n) for n in r.notes)}</td></tr>" for r, why in needing if why) + "".join(
+        f"<tr><td colspan='2'>submitted/</td><td>refused by the grader</td><td>{e(reason)}</td></tr>"
+        for reason in refused)
     student_rows = []
     for r in results:
         person = people.get((r.student, r.assignment), {})
@@ -152,7 +156,7 @@ def render(course: Course, results: list[NotebookResult]) -> str:
 <title>Class dashboard</title><style>{STYLE}</style></head><body>
 <h1>Class dashboard</h1>
 <p>{len(results)} notebooks, {len(graded)} graded, mean score {100 * mean:.0f} %.
-{sum(bool(w) for _, w in needing)} need attention.</p>
+{sum(bool(w) for _, w in needing) + len(refused)} need attention.</p>
 <div class="figures">{''.join(figures)}</div>
 <h2>Mistakes across the class</h2>
 <table><tr><th>Students</th><th>Test</th><th>Diagnosis</th><th>Who</th></tr>{diagnoses}</table>
@@ -165,7 +169,7 @@ def render(course: Course, results: list[NotebookResult]) -> str:
 """
 
 
-def write(course: Course, results: list[NotebookResult]) -> pathlib.Path:
+def write(course: Course, results: list[NotebookResult], refused: list[str] = ()) -> pathlib.Path:
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results))
+    path(course).write_text(render(course, results, refused))
     return path(course)

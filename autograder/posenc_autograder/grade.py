@@ -145,7 +145,7 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     with gradebook.open_gradebook(course) as gb:
         results = _grade_submissions(course, gb, submissions, fingerprints, jobs=jobs, isolate=isolate,
                                      force=force, scheduler=scheduler, limits=limits, quiet=quiet)
-        report.write_all(course, gb, results_store.merged(course, results))
+        report.write_all(course, gb, results_store.merged(course, results), refused)
     return results
 
 

@@ -91,11 +91,12 @@ def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.P
     return path
 
 
-def write_all(course: Course, gb, results: list[NotebookResult]) -> None:
+def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = ()) -> None:
+    """`refused`: folders under submitted/ that were not read, with why (they have no result)."""
     write_grades_csv(course, gb, results)
     lms_exports.write_all(course, gb, results)
     write_run_report(course, results)
-    dashboard.write(course, results)
+    dashboard.write(course, results, refused)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:
