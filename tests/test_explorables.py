@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from test_book import SMALL_COUNT, _numbers
 from test_browser import browser, open_page, site  # noqa: F401  (the shared fixtures, imported)
 
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -27,6 +28,7 @@ PHONE_WIDTH = 375
 SHOTS = ROOT / "_build" / "screenshots" / "explorables"
 DIRECTIVE = re.compile(r"^:::\{explorable\} (\S+)$", re.MULTILINE)
 BLOCK = re.compile(r"<!-- explorable: (\S+) -->\n(.*?)\n<!-- /explorable -->", re.DOTALL)
+ALT = re.compile(r"^:alt: (.*)$", re.MULTILINE)
 largest_difference = {}   # figure -> largest (absolute, relative) difference found, for the report
 
 
@@ -127,6 +129,26 @@ def test_every_figure_is_placed_once_with_matching_markers_and_alt_text():
         assert len(blocks) == len(DIRECTIVE.findall(text)), f"{chapter.name}: a figure outside its marked block"
         for name, body in blocks:
             assert body.startswith(f":::{{explorable}} {name}\n:alt: "), f"{chapter.name}: block {name} malformed"
+
+
+def parameters(value) -> set[float]:
+    """Every number a figure's entry in constants.json states (sizes, defaults, ranges, choices)."""
+    if isinstance(value, dict):
+        return set().union(*map(parameters, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(parameters, value)) if value else set()
+    return {abs(float(value))} if isinstance(value, (int, float)) else set()
+
+
+def test_alt_text_numbers_are_parameters_of_the_figure():
+    """Like the chapters' figures: the static image's alt text states settings, never computed results."""
+    stray = []
+    for chapter in sorted((ROOT / "chapters").glob("*.md")):
+        for name, body in BLOCK.findall(chapter.read_text()):
+            alt, known = ALT.search(body).group(1), parameters(figures.spec(name))
+            stray += [f"{name}: {n:g}" for n in sorted(_numbers(alt))
+                      if n not in known and not (n.is_integer() and n <= SMALL_COUNT)]
+    assert stray == []
 
 
 def test_shared_constants_agree_with_the_reference():

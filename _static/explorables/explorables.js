@@ -155,8 +155,10 @@
   }
 
   /** An SVG chart that scales with its container: axes with ticks and labels, and scales x(), y(). */
-  function chart(host, { x, y, xlabel, ylabel, logY = false, width = 640, height = 300, flipY = false }) {
+  function chart(host, { x, y, xlabel, ylabel, logY = false, width: widest = 640, height = 300, flipY = false }) {
     const m = { top: 12, right: 16, bottom: 44, left: 64 };
+    // Drawn at the width it is shown (down to 280 units), so that its text stays readable on a phone.
+    const width = Math.min(widest, Math.max(280, host.clientWidth || widest));
     const svg = el(host, "svg", { viewBox: `0 0 ${width} ${height}`, class: "explorable__chart", "aria-hidden": "true",
       style: `max-width: ${width}px` });   // shrinks on a phone, never grows past its drawn size
     const ty = (v) => (logY ? Math.log10(v) : v);
@@ -322,6 +324,10 @@
       plot.setAttribute("aria-label", `${f.title}. ${description}`);
     }
     Object.values(inputs).forEach((input) => input.addEventListener("input", update));
+    let shownWidth = plot.clientWidth;
+    window.addEventListener("resize", () => {      // redraw for the new width (text size), not on every event
+      if (plot.clientWidth !== shownWidth) { shownWidth = plot.clientWidth; requestAnimationFrame(update); }
+    });
     update();
     figure.classList.add("explorable--live");
     window.posencExplorables[f.name] = {
