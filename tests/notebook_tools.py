@@ -5,6 +5,8 @@ import pathlib
 
 import nbformat
 
+from posenc_autograder.course import grade_id, nbgrader_meta
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -15,15 +17,14 @@ def solution_notebook(assignment: str) -> pathlib.Path:
 def grade_cells(path: pathlib.Path) -> dict[str, float]:
     """grade_id -> points of every graded cell of a notebook."""
     nb = nbformat.read(path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    return {grade_id(c): nbgrader_meta(c)["points"] for c in nb.cells if nbgrader_meta(c).get("grade")}
 
 
 def implementation_source(path: pathlib.Path) -> str:
     """The code a student writes or is given: every non-test code cell, in order."""
     nb = nbformat.read(path, as_version=4)
     return "\n\n".join(c.source for c in nb.cells
-                       if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade"))
+                       if c.cell_type == "code" and not nbgrader_meta(c).get("grade"))
 
 
 def namespace_from(source: str, *overrides: str) -> dict:

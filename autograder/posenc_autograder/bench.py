@@ -7,15 +7,14 @@ from __future__ import annotations
 import argparse
 import pathlib
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 import nbformat
 
-from .checks import REGISTRY
-from .course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course
+from .checks import hidden_tests
+from .course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
 from .executors import default_jobs
 from .grade import grade_all
 from .notebook import run_check
@@ -28,10 +27,9 @@ def solved(course_root: pathlib.Path, assignment: str = ASSIGNMENT) -> nbformat.
     """The released notebook with every answer cell filled in from the solution (one per assignment)."""
     release = nbformat.read(course_root / RELEASE_DIRECTORY / assignment / f"{assignment}.ipynb", as_version=4)
     solution = nbformat.read(course_root / SOURCE_DIRECTORY / assignment / f"{assignment}.ipynb", as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
+    answers = {grade_id(c): c.source for c in solution.cells if nbgrader_meta(c).get("solution")}
     for cell in release.cells:
-        cell.source = answers.get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
+        cell.source = answers.get(grade_id(cell), cell.source)
     return release
 
 
@@ -51,14 +49,12 @@ def make_class(source_root: pathlib.Path, root: pathlib.Path, students: int) -> 
 
 
 def time_stock(course: Course) -> float:
-    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
-    env = {"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(course.root)}
-    subprocess.run([str(nbgrader), "generate_assignment", ASSIGNMENT, "--force", "--log-level=ERROR",
-                    f"--CourseDirectory.release_directory={course.root / 'stock-release'}"],
-                   cwd=course.root / "autograder", check=True, capture_output=True, env=env)
+    run_nbgrader(course.root, "generate_assignment", ASSIGNMENT, "--force", "--log-level=ERROR",
+                 f"--CourseDirectory.release_directory={course.root / 'stock-release'}", home=course.root,
+                 check=True, capture_output=True)
     started = time.perf_counter()
-    subprocess.run([str(nbgrader), "autograde", ASSIGNMENT, "--force", "--log-level=ERROR"],
-                   cwd=course.root / "autograder", check=True, capture_output=True, env=env)
+    run_nbgrader(course.root, "autograde", ASSIGNMENT, "--force", "--log-level=ERROR", home=course.root,
+                 check=True, capture_output=True)
     return time.perf_counter() - started
 
 
@@ -66,14 +62,13 @@ def time_hidden_tests(source_root: pathlib.Path, repeats: int = 3) -> float:
     """Seconds to run every hidden check of one notebook in-process on a correct answer."""
     namespace: dict = {}
     for cell in solved(source_root).cells:
-        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+        if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
             exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own solution
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
-        for cell_id, check in REGISTRY.items():
-            if check.assignment == ASSIGNMENT:
-                assert run_check(cell_id, namespace) == [], cell_id
+        for test in hidden_tests(ASSIGNMENT):
+            assert run_check(test.id, namespace) == [], test.id
         best = min(best, time.perf_counter() - started)
     return best
 

@@ -103,9 +103,12 @@ def grade_id(cell) -> str | None:
     return nbgrader_meta(cell).get("grade_id")
 
 
-def run_nbgrader(course_root: pathlib.Path, *args: str, **options) -> subprocess.CompletedProcess:
-    """`nbgrader ARGS` run on the course, with the venv's bin first on PATH (nbgrader runs alembic by name)."""
+def run_nbgrader(course_root: pathlib.Path, *args: str, home: pathlib.Path | None = None,
+                 **options) -> subprocess.CompletedProcess:
+    """`nbgrader ARGS` run on the course, with the venv's bin first on PATH (nbgrader runs alembic by name);
+    `home` replaces the whole environment by a bare one, so no user configuration is read."""
     bin_dir = pathlib.Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home)} if home else \
+        {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     return subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=pathlib.Path(course_root) / "autograder",
                           env=env, **options)

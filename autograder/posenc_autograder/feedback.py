@@ -11,7 +11,7 @@ import pathlib
 import sys
 
 from . import gradebook, results_store
-from .course import Course
+from .course import Course, find_root
 from .pipeline import NotebookResult
 
 STYLE = """
@@ -79,9 +79,10 @@ def rebuild(course: Course) -> list[pathlib.Path]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="make feedback", description=rebuild.__doc__)
-    parser.add_argument("--root", type=pathlib.Path, default=None, help="course root (default: this repository)")
+    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
+                        "or a parent of it, or $POSENC_COURSE)")
     args = parser.parse_args(argv)
-    course = Course(args.root.resolve()) if args.root else Course()
+    course = Course(find_root(args.course))
     written = rebuild(course)
     print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
           f"`nbgrader release_feedback <assignment>` sends them")

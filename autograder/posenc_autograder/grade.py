@@ -20,7 +20,7 @@ import time
 import nbformat
 
 from . import feedback, gradebook, nbgrader_files, report, results_store
-from .course import RELEASE_DIRECTORY, Course
+from .course import RELEASE_DIRECTORY, Course, find_root
 from .executors import default_jobs, run_dask, run_local
 from .pipeline import grader_error, GradingTask, NotebookResult, judge, prepare, release_notebook
 from .sandbox import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
@@ -190,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sandbox", action="store_true", help="run student code without isolation (unsafe)")
     parser.add_argument("--scheduler", help="address of a Dask scheduler to run the jobs on")
     parser.add_argument("--db-url", help="gradebook database URL (default: SQLite in autograder/)")
-    parser.add_argument("--root", type=pathlib.Path, default=None, help="course root (default: this repository)")
+    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
+                        "or a parent of it, or $POSENC_COURSE)")
     args = parser.parse_args(argv)
-    course = Course(args.root.resolve(), args.db_url) if args.root else Course(db_url=args.db_url)
+    course = Course(find_root(args.course), args.db_url)
     if not args.no_sandbox:
         try:
             check_sandbox()

@@ -14,7 +14,7 @@ from . import probes as probes_package
 from . import release_history
 from .assemble import assemble
 from .checks import REGISTRY
-from .course import RELEASE_DIRECTORY, Course
+from .course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from .probes import codec
 from .execute import Execution, GradingTask
 from .sandbox import PROBE_PACKAGE, Limits
@@ -61,7 +61,7 @@ def test_cells(release_nb) -> list[tuple[int, str, str, float]]:
     """(index, cell id, title, points) of every graded cell of a released notebook."""
     found = []
     for index, cell in enumerate(release_nb.cells):
-        meta = cell.metadata.get("nbgrader", {})
+        meta = nbgrader_meta(cell)
         if meta.get("grade"):
             first_line = cell.source.splitlines()[0] if cell.source else meta["grade_id"]
             found.append((index, meta["grade_id"], first_line.lstrip("# ").strip(), float(meta.get("points", 0))))
@@ -100,7 +100,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         check = REGISTRY.get(cell_id)
         if check is None:
             continue                                 # a visible self-check: it runs as released
-        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id)
+        cell = next(c for c in nb.cells if grade_id(c) == cell_id)
         cell.source = probe_cell_source(cell_id, title)
         task[cell_id] = check.task_entry()
     return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),

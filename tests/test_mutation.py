@@ -1,0 +1,52 @@
+"""The hidden tests, tested by mutation: a fixed sample of reference.py's mutants (all of them: `make mutate`)."""
+import pathlib
+
+import numpy as np
+import pytest
+
+from notebook_tools import ROOT
+from posenc_autograder import mutate, reference
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.course import Course
+from posenc_autograder.notebook import run_check
+
+SAMPLE = 24
+SOURCE = pathlib.Path(reference.__file__).read_text()
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return mutate.run(Course(ROOT), sample=SAMPLE, out=None)
+
+
+def test_the_unmutated_reference_passes_every_hidden_test():
+    namespace = mutate.student_namespace(mutate.solution_source(Course(ROOT)), mutate.mutant_module(SOURCE, None))
+    assert {cid: problems for cid in REGISTRY if (problems := run_check(cid, namespace))} == {}
+
+
+def test_mutants_cover_every_kind_of_change():
+    changes = [m.change for m in mutate.mutants(SOURCE)]
+    for kind in ("`np.sin`: cos", "`np.max`: min", ": Sub", ": LtE", "drop `", "upper +1", ": UAdd"):
+        assert any(kind in change for change in changes), kind
+    assert len({(m.line, m.change) for m in mutate.mutants(SOURCE)}) > 300
+
+
+def test_sampled_non_equivalent_mutants_are_killed(verdicts):
+    assert len(verdicts) == SAMPLE
+    assert sum(v.status == "killed" for v in verdicts) >= SAMPLE // 2, "the sample must mostly be real mutants"
+    assert [f"#{v.mutant.number} line {v.mutant.line}: {v.mutant.change}" for v in verdicts
+            if v.status == "survived"] == []
+
+
+def test_equivalence_is_judged_on_the_student_api():
+    """A change only the judges' own helper sees is equivalent; a change a student could make is not."""
+    by_change = {m.change: m for m in mutate.mutants(SOURCE)}
+    judge_only = by_change["`w * offset`: Div"]          # in rotation_matrix_for_offset, which only judges call
+    sin_for_cos = by_change["`np.sin`: cos"]
+    solution = mutate.solution_source(Course(ROOT))
+    battery = mutate.spec_battery()
+    original = mutate.student_namespace(solution, mutate.mutant_module(SOURCE, None))
+    expected = [mutate._outcome(call, original) for call in battery]
+    with np.errstate(all="ignore"):
+        assert mutate.judge_mutant(judge_only, SOURCE, solution, battery, expected).status == "equivalent"
+        assert mutate.judge_mutant(sin_for_cos, SOURCE, solution, battery, expected).status == "killed"
