@@ -1,16 +1,15 @@
 """What a hidden test cell of a solution notebook calls: `hidden_test("cell_id", globals())`.
 
-It runs the hidden test in-process the way `make grade` runs it in the sandbox: the task entry and
-the observations go through the same codec, and the same verdict judges them. Tests and the
-solution notebooks (under nbval) use it; `make grade` replaces these cells with probe cells.
+It runs the hidden test in-process the way `make grade` runs it in the sandbox: the same task
+entry and the same probes.runner.record, both ways through the codec, and the same verdict.
+Tests and the solution notebooks (under nbval) use it; `make grade` replaces these cells with
+probe cells that call probes.runner.run inside the sandbox.
 """
 from __future__ import annotations
 
-import importlib
-
-from . import probes
 from .checks import REGISTRY
 from .probes import codec
+from .probes.runner import record
 
 
 class HiddenTestFailure(AssertionError):
@@ -18,19 +17,14 @@ class HiddenTestFailure(AssertionError):
 
 
 def record_in_process(entry: dict, namespace: dict) -> dict:
-    """What probes/runner.py records for one task entry, without a sandbox."""
-    probe = getattr(importlib.import_module(f"{probes.__name__}.{entry['module']}"), entry["probe"])
-    try:
-        return {"observations": probe(namespace, entry["data"])}
-    except NameError as exc:
-        return {"missing": str(exc)}
+    """What the sandbox sends back for one task entry: the entry and the record cross the codec as there."""
+    return codec.loads(codec.dumps(record(codec.loads(codec.dumps(entry)), namespace)))
 
 
 def run_check(cell_id: str, namespace: dict) -> list[str]:
-    """Problems found by the hidden test cell_id against the namespace (codec round trips on both ways)."""
+    """Problems found by the hidden test cell_id against the namespace."""
     test = REGISTRY[cell_id]
-    entry = codec.loads(codec.dumps(test.task_entry()))
-    return test.verdict(codec.loads(codec.dumps(record_in_process(entry, namespace))))
+    return test.verdict(record_in_process(test.task_entry(), namespace))
 
 
 def hidden_test(cell_id: str, namespace: dict) -> None:
