@@ -16,7 +16,7 @@ COLUMNS = ("bullet_id", "section", "spec_bullet", "assignment", "grade_cell_id",
 def plan_rows() -> list[dict]:
     rows = []
     for bullet_id, (section, text) in SPEC_BULLETS.items():
-        for check in REGISTRY.values():
+        for check in sorted(REGISTRY.values(), key=lambda t: (t.assignment, t.id)):
             if bullet_id in check.bullets:
                 rows.append(dict(zip(COLUMNS, (bullet_id, section, text, check.assignment, check.cell_id,
                                                f"{check.points:g}"))))

@@ -4,23 +4,28 @@
 
 For every HiddenTest the solution notebook gets one cell whose title, points and metadata come
 from the object (a new test's cell goes after the tests of its answer cell; a cell whose test was
-deleted goes too); autograder/test_plan.csv is rewritten; then `nbgrader generate_assignment`
-makes exercises/ from solutions/. `--check` changes nothing and fails when anything is stale.
+deleted goes too); autograder/test_plan.csv and the README's totals are rewritten; then `nbgrader
+generate_assignment` makes exercises/ from solutions/. `--check` changes nothing and fails when
+anything is stale.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 
 import nbformat
 
-from .checks import REGISTRY, HiddenTest, hidden_tests
+from .checks import REGISTRY, HiddenTest, hidden_tests, total_points
 from .course import Course, find_root, grade_id, nbgrader_meta, run_nbgrader
 from . import release_history
 from .plan import render_plan_csv
 
 PLAN = "autograder/test_plan.csv"
+README = "README.md"
+# A row of the README's table of assignments: | `name` (note) | what students implement | tests | points |
+README_ROW = re.compile(r"^\| `(?P<name>\w+)`(?P<middle>[^|]*\|[^|]*\|) \d+ \| [\d.]+ \|$", re.M)
 HIDDEN_CALL = "hidden_test("
 
 
@@ -69,10 +74,33 @@ def written_notebook(nb, assignment: str):
     return nb
 
 
+def readme_with_totals(text: str, titles: dict[str, str]) -> str:
+    """The README with each assignment's number of hidden tests and points taken from the objects;
+    an assignment without a row gets one after the last, described by its notebook's title."""
+    def row(name, middle):
+        return f"| `{name}`{middle} {len(hidden_tests(name))} | {total_points(name):g} |"
+    rows = list(README_ROW.finditer(text))
+    if not rows:
+        return text
+    missing = [row(name, f" | {title} |") for name, title in titles.items()
+               if name not in {m["name"] for m in rows}]
+    end = rows[-1].end()
+    text = text[:end] + "".join(f"\n{line}" for line in missing) + text[end:]
+    return README_ROW.sub(lambda m: row(m["name"], m["middle"]), text)
+
+
+def notebook_title(course: Course, assignment: str) -> str:
+    nb = nbformat.read(course.source_notebook(assignment, assignment), as_version=4)
+    heading = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
+                    if line.startswith("#")), assignment)
+    return heading.lstrip("# ").strip()
+
+
 def stale_files(course: Course) -> dict:
     """path -> new text, for every generated file that disagrees with the objects."""
     changed = {}
-    for assignment in sorted({t.assignment for t in REGISTRY.values()}):
+    assignments = sorted({t.assignment for t in REGISTRY.values()})
+    for assignment in assignments:
         path = course.source_notebook(assignment, assignment)
         text = path.read_text()
         new = nbformat.writes(written_notebook(nbformat.reads(text, as_version=4), assignment)) + "\n"
@@ -81,6 +109,10 @@ def stale_files(course: Course) -> dict:
     plan = course.path(PLAN)
     if plan.read_text() != render_plan_csv():
         changed[plan] = render_plan_csv()
+    readme = course.path(README)
+    titles = {assignment: notebook_title(course, assignment) for assignment in assignments}
+    if readme.is_file() and (text := readme.read_text()) != readme_with_totals(text, titles):
+        changed[readme] = readme_with_totals(text, titles)
     return changed
 
 
