@@ -1,8 +1,8 @@
 """Trusted reference implementations of everything the course asks students to build.
 
-This module is the single source of the course's numerics: the chapters import it for what
-they do not derive themselves, and the grader computes every expected value with it, outside
-the student's process.
+The grader computes every expected value with it, outside the student's process. The chapters
+write their own short versions on the page (a downloaded chapter needs only numpy and
+matplotlib); the explorable figures' browser tests compare against this module.
 """
 from __future__ import annotations
 
