@@ -244,3 +244,19 @@ def test_readers_without_javascript_see_the_static_images_with_alt_text(site, br
         page.close()
     context.close()
     assert missing == {}
+
+
+def test_figures_work_from_the_file_system_without_a_server(site, browser):  # noqa: F811
+    """`make book` offers a file:// address: the figures must not need a server (no fetch, no module imports)."""
+    _, html_dir = site
+    folder = html_dir.resolve().as_uri()
+    pages = figure_pages()
+    for page_name in sorted(set(pages.values())):
+        page, problems = open_page(BookOnly(browser, folder), f"{folder}/{page_name}.html")
+        for name in (n for n, p in pages.items() if p == page_name):
+            page.wait_for_function("name => window.posencExplorables && window.posencExplorables[name]", arg=name)
+            record(name, compare(name, plotted(page, name), figures.default_settings(name)))
+        page.close()
+        # Chromium refuses the theme's icon fonts from file:// (CORS); nothing of the figures may fail.
+        ours = [p for p in problems if "explorable" in p or p.startswith("uncaught")]
+        assert ours == [], f"{page_name}: {ours}"
