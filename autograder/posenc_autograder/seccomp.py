@@ -23,34 +23,24 @@ DENIED = (
     "lookup_dcookie",
 )
 
-SYSCALLS = {
-    "x86_64": {
-        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308,
-        "ptrace": 101, "keyctl": 250, "add_key": 248, "request_key": 249, "bpf": 321,
-        "perf_event_open": 298, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
-        "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304, "name_to_handle_at": 303,
-        "userfaultfd": 323, "swapon": 167, "swapoff": 168, "reboot": 169, "syslog": 103, "acct": 163,
-        "quotactl": 179, "quotactl_fd": 443, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
-        "clock_adjtime": 305, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "fsopen": 430,
-        "fsconfig": 431, "fsmount": 432, "fspick": 433, "move_mount": 429, "open_tree": 428,
-        "mount_setattr": 442, "sethostname": 170, "setdomainname": 171, "fanotify_init": 300,
-        "vhangup": 153, "lookup_dcookie": 212, "clone": 56, "clone3": 435,
-    },
-    "aarch64": {
-        "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268,
-        "ptrace": 117, "keyctl": 219, "add_key": 217, "request_key": 218, "bpf": 280,
-        "perf_event_open": 241, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
-        "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265, "name_to_handle_at": 264,
-        "userfaultfd": 282, "swapon": 224, "swapoff": 225, "reboot": 142, "syslog": 116, "acct": 89,
-        "quotactl": 60, "quotactl_fd": 443, "settimeofday": 170, "clock_settime": 112, "adjtimex": 171,
-        "clock_adjtime": 266, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "fsopen": 430,
-        "fsconfig": 431, "fsmount": 432, "fspick": 433, "move_mount": 429, "open_tree": 428,
-        "mount_setattr": 442, "sethostname": 161, "setdomainname": 162, "fanotify_init": 262,
-        "vhangup": 58, "lookup_dcookie": 18, "clone": 220, "clone3": 435,
-    },
+# name: (x86_64, aarch64), from asm/unistd_64.h and asm-generic/unistd.h
+NUMBERS = {
+    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "chroot": (161, 51),
+    "unshare": (272, 97), "setns": (308, 268), "ptrace": (101, 117), "keyctl": (250, 219),
+    "add_key": (248, 217), "request_key": (249, 218), "bpf": (321, 280), "perf_event_open": (298, 241),
+    "kexec_load": (246, 104), "kexec_file_load": (320, 294), "init_module": (175, 105),
+    "finit_module": (313, 273), "delete_module": (176, 106), "open_by_handle_at": (304, 265),
+    "name_to_handle_at": (303, 264), "userfaultfd": (323, 282), "swapon": (167, 224), "swapoff": (168, 225),
+    "reboot": (169, 142), "syslog": (103, 116), "acct": (163, 89), "quotactl": (179, 60),
+    "quotactl_fd": (443, 443), "settimeofday": (164, 170), "clock_settime": (227, 112), "adjtimex": (159, 171),
+    "clock_adjtime": (305, 266), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "kcmp": (312, 272), "io_uring_setup": (425, 425), "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427), "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
+    "fspick": (433, 433), "move_mount": (429, 429), "open_tree": (428, 428), "mount_setattr": (442, 442),
+    "sethostname": (170, 161), "setdomainname": (171, 162), "fanotify_init": (300, 262), "vhangup": (153, 58),
+    "lookup_dcookie": (212, 18), "clone": (56, 220), "clone3": (435, 435),
 }
+MACHINES = ("x86_64", "aarch64")
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 X32_SYSCALL_BIT = 0x40000000
 
@@ -75,9 +65,9 @@ def _instruction(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 def filter_program(machine: str | None = None) -> bytes:
     """The filter for this machine's architecture, as the bytes `bwrap --seccomp FD` reads."""
     machine = machine or platform.machine()
-    if machine not in SYSCALLS:
-        raise UnsupportedArchitecture(f"no seccomp table for {machine}; supported: {', '.join(SYSCALLS)}")
-    numbers = SYSCALLS[machine]
+    if machine not in MACHINES:
+        raise UnsupportedArchitecture(f"no seccomp table for {machine}; supported: {', '.join(MACHINES)}")
+    numbers = {name: pair[MACHINES.index(machine)] for name, pair in NUMBERS.items()}
     deny, enosys = RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS
     program = [_instruction(LD_W_ABS, OFFSET_ARCH),
                _instruction(JEQ_K, AUDIT_ARCH[machine], jt=1),
