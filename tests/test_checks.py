@@ -118,7 +118,6 @@ def _poisoned(value, bad):
     return value
 
 
-SOLVED = {"positional_encoding": SOLUTION, "rope_alibi": implementation_source(solution_notebook("rope_alibi"))}
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -126,6 +125,7 @@ SOLVED = {"positional_encoding": SOLUTION, "rope_alibi": implementation_source(s
 @pytest.mark.parametrize("cell_id", sorted(REGISTRY))
 def test_every_judge_fails_answers_with_a_non_finite_value(cell_id, bad):
     test = REGISTRY[cell_id]
-    record = record_in_process(test.task_entry(), namespace_from(SOLVED[test.assignment]))
+    solution = implementation_source(solution_notebook(test.assignment))
+    record = record_in_process(test.task_entry(), namespace_from(solution))
     assert test.verdict(record) == [], "the solution must pass before poisoning means anything"
     assert test.verdict({"observations": _poisoned(record["observations"], bad)}), cell_id

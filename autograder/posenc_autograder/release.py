@@ -30,7 +30,8 @@ HIDDEN_CALL = "hidden_test("
 
 
 def cell_title(test: HiddenTest) -> str:
-    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} points)."
+    unit = "point" if test.points == 1 else "points"
+    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} {unit})."
 
 
 def cell_source(test: HiddenTest) -> str:
