@@ -71,6 +71,7 @@ def test_canvas_keeps_ids_late_flag_and_latest_attempt(course, tmp_path):
     assert {s: (r["lms"], r["lms_user_id"], r["late"]) for s, r in rows.items()} == {
         "smithjohn": ("canvas", "12345", "no"), "doejane": ("canvas", "23456", "yes"),
         "leeann": ("canvas", "34567", "no")}
+    assert "resubmission 1" in rows["smithjohn"]["attempt"] and "67891" in rows["smithjohn"]["attempt"]
     assert "Format: canvas" in out.getvalue() and "an earlier attempt of smithjohn" in out.getvalue()
     # Canvas's "-1" is undone, so the grader blames only the student who renamed the file herself.
     notes = {s.student: s.notes for s in discover(course)}

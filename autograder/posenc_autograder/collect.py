@@ -50,6 +50,13 @@ def safe_file_name(name: str) -> bool:
             and all(ch.isprintable() and ch not in '/\\<>:"|?*' for ch in name))
 
 
+def attempt_label(entry: lms.Entry) -> str:
+    """Which attempt was kept, in the LMS's terms (Canvas: resubmission number and submission id)."""
+    if entry.lms == "canvas":
+        return f"resubmission {entry.attempt[0]} (submission {entry.attempt[1]})"
+    return entry.submitted_at.isoformat() if entry.submitted_at else ""
+
+
 def _utc_stamp(entry: lms.Entry, member: Member) -> dt.datetime:
     """When the LMS says it was submitted; otherwise the time the LMS stored on the zip entry."""
     return entry.submitted_at or dt.datetime(*member.info.date_time)
@@ -206,7 +213,7 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
     rows[(student, assignment)] = {
         "student_id": student, "assignment": assignment, "lms": entry.lms, "lms_user_id": entry.lms_user_id,
         "name": entry.name, "submitted_at": stamp.isoformat(), "late": "yes" if entry.late else "no",
-        "attempt": ".".join(str(a) for a in entry.attempt), "file_name": " ".join(sorted(data)),
+        "attempt": attempt_label(entry), "file_name": " ".join(sorted(data)),
         "source_zip": source, "sha256": digest}
 
 
