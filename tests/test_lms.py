@@ -212,6 +212,18 @@ def test_zip_bomb_by_total_size_and_member_count(course, tmp_path, monkeypatch):
     assert collect(course, make_zip(tmp_path / "many.zip", members), NB) == 1
 
 
+def test_names_outside_ascii_or_unsafe_still_get_safe_ids(course, tmp_path):
+    members = {f"José Núñez_111_assignsubmission_file_/{NB}.ipynb": notebook("jose"),
+               f"王小明_222_assignsubmission_file_/{NB}.ipynb": notebook("wang"),
+               f"-rf_333_assignsubmission_file_/{NB}.ipynb": notebook("dash")}
+    assert collect(course, make_zip(tmp_path / "moodle.zip", members), NB) == 0
+    assert set(stored(course)) == {"jose_nunez", "moodle_222", "rf"}
+    assert roster_rows(course)["moodle_222"]["name"] == "王小明"
+    canvas = {f".._late_444_5_{NB}.ipynb": notebook("dots")}
+    assert collect(course, make_zip(tmp_path / "canvas.zip", canvas), NB, forced_lms="canvas") == 0
+    assert "canvas_444" in stored(course)
+
+
 def test_roster_cells_cannot_be_formulas(course, tmp_path):
     members = {f"=HYPERLINK(x)_12345_assignsubmission_file_/{NB}.ipynb": notebook("m")}
     assert collect(course, make_zip(tmp_path / "m.zip", members), NB) == 0

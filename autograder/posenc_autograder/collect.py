@@ -95,13 +95,13 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
         entry = lms.PARSERS[outcome.lms](member.name, expected, **context)
         if entry is None:
             outcome.skipped.append((member.name, f"its name is not in {outcome.lms}'s download format"))
-        elif not lms.is_safe_id(entry.student_id):
+        elif lms.usable_id(entry) is None:
             outcome.skipped.append((member.name, f"the student id {entry.student_id[:80]!r} is not a safe id "
                                                  f"(letters, digits, '.', '_', '-', not starting with '.' or '-')"))
         elif not safe_file_name(entry.file_name):
             outcome.skipped.append((member.name, "the notebook's file name is not usable"))
         else:
-            entries.append((entry, member))
+            entries.append((dataclasses.replace(entry, student_id=lms.usable_id(entry)), member))
     return entries
 
 

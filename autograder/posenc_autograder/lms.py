@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+import unicodedata
 
 FORMATS = ("canvas", "moodle", "blackboard", "plain")
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -34,8 +35,20 @@ def is_safe_id(student_id: str) -> bool:
 
 
 def slug(name: str) -> str:
-    """A display name made into an id: 'John Smith' -> 'john_smith'."""
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    """A display name made into an id: 'John Smith' -> 'john_smith', 'José Núñez' -> 'jose_nunez'."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")[:48]
+
+
+def usable_id(entry: Entry) -> str | None:
+    """The entry's id if safe; else, when the LMS names the student by its own id, one made from the name
+    or that id ('moodle_12345'); else None (a plain zip's unsafe name cannot be repaired)."""
+    if is_safe_id(entry.student_id):
+        return entry.student_id
+    if entry.lms_user_id.isdigit():
+        fallback = slug(entry.student_id) or f"{entry.lms}_{entry.lms_user_id}"
+        return fallback if is_safe_id(fallback) else f"{entry.lms}_{entry.lms_user_id}"
+    return None
 
 
 def _basename(member: str) -> str:
@@ -75,7 +88,8 @@ def parse_moodle(member: str, expected: set[str], **_) -> Entry | None:
     if not found:
         return None
     m, file_name = found[-1]
-    return Entry(member, "moodle", slug(m["name"]), m["name"], m["participant"], file_name, (0,), None)
+    return Entry(member, "moodle", slug(m["name"]) or f"moodle_{m['participant']}", m["name"], m["participant"],
+                 file_name, (0,), None)
 
 
 # --- Blackboard: "<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>[_<file>]" -----------------
