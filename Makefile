@@ -37,7 +37,7 @@ JOBS ?= 0
 grade: $(STAMP)
 	$(PY) -m posenc_autograder.grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
 
-## feedback: rebuild every student's feedback page from the gradebook (after manual grading in formgrader)
+## feedback: after manual grading in formgrader: every feedback page and the grade files again, from the gradebook
 feedback: $(STAMP)
 	$(PY) -m posenc_autograder.feedback
 

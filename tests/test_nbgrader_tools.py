@@ -128,6 +128,10 @@ def test_manual_grade_reaches_feedback_after_make_feedback(graded):
     assert feedback.main(["--root", str(course.root)]) == 0
     page = (course.feedback / "smithjohn" / NB / f"{NB}.html").read_text()
     assert f"Score: {results['smithjohn'].score - 1:g} / 40" in page and "set by your instructor" in page
+    grades = {r["student"]: float(r["score"]) for r in csv.DictReader(open(course.grades_csv))}
+    assert grades["smithjohn"] == results["smithjohn"].score - 1
+    canvas = {r[1]: float(r[5]) for r in list(csv.reader(open(course.reports / "grades-canvas.csv")))[2:]}
+    assert canvas["12345"] == results["smithjohn"].score - 1
 
 
 def test_formgrader_renders_forged_html_inert(graded):

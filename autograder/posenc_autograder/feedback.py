@@ -86,6 +86,10 @@ def main(argv=None) -> int:
     written = rebuild(course)
     print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
           f"`nbgrader release_feedback <assignment>` sends them")
+    from . import report        # here, not at the top: report's dashboard links to pages this module names
+    with gradebook.open_gradebook(course) as gb:
+        report.write_all(course, gb, results_store.stored_results(course))
+    print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")
     return 0
 
 
