@@ -12,6 +12,7 @@ from .base import (HiddenTest, Problem, as_array, compare, each_case, expect_err
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
 GRADIENT_REL_TOLERANCE = 1e-5
+EPSILON = 1e-5                   # the spec's central-difference step
 
 
 def _layer(max_seq_len, d_model, **more):
@@ -109,7 +110,7 @@ def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
 
 def _backward_inputs():
     X = normal(1, (3, 7, 6))
-    return _layer(11, 6, seed=4, X=X, upstream=normal(2, X.shape), epsilon=1e-5)
+    return _layer(11, 6, seed=4, X=X, upstream=normal(2, X.shape), epsilon=EPSILON)
 
 
 def _judge_backward(inputs, obs):
