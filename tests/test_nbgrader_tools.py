@@ -4,6 +4,7 @@ trusted notebooks), so the class is graded without it."""
 import csv
 import html
 import io
+import json
 import zipfile
 
 import nbformat
@@ -140,3 +141,16 @@ def test_formgrader_renders_forged_html_inert(graded):
         "display_data", data={"text/html": "<script>alert('forged')</script><b>bold</b>"})])])
     body, _ = HTMLExporter(config=config(course)).from_notebook_node(nb)
     assert "<script>alert('forged')" not in body and "<b>bold</b>" in body
+
+
+def test_forged_outputs_leave_only_bounded_text():
+    forged = [nbformat.v4.new_output("display_data", data={"text/html": "<script>x()</script>",
+                                                           "application/javascript": "x()", "text/plain": "shown"}),
+              {"output_type": "stream", "name": "<evil>", "text": ["a" * 30_000, "b"]},
+              {"output_type": "error", "ename": "E" * 500, "evalue": "v", "traceback": ["\x1b[31mgrader source"]},
+              {"output_type": "execute_result", "data": "not a dict"}, "not an output"]
+    kept = nbgrader_files._plain_text(forged)
+    assert [o["output_type"] for o in kept] == ["stream", "stream", "error"]
+    assert kept[0]["text"] == "shown" and kept[1]["name"] == "stdout"
+    assert len(kept[1]["text"]) == nbgrader_files.MAX_OUTPUT_CHARS and len(kept[2]["ename"]) == 200
+    assert kept[2]["traceback"] == [] and "script" not in json.dumps(kept)

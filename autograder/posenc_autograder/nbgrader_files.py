@@ -35,7 +35,7 @@ def read_timestamp(folder: pathlib.Path) -> dt.datetime | None:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TIMESTAMP_BYTES:
             return None
         return parse_utc(path.read_text().strip())
-    except (ValueError, OverflowError, OSError):
+    except (ValueError, OverflowError, OSError, TypeError):
         return None
 
 
@@ -74,21 +74,29 @@ def place_beside(course: Course, student: str, assignment: str, when: dt.datetim
 
 # --- the autograded notebook ----------------------------------------------------------------------
 
+MAX_OUTPUT_CHARS = 20_000
+
+
+def _text(value, limit: int = MAX_OUTPUT_CHARS) -> str:
+    """Output text as nbformat stores it (a string or a list of lines), bounded."""
+    return ("".join(map(str, value)) if isinstance(value, list) else str(value or ""))[:limit]
+
+
 def _plain_text(outputs) -> list:
     """Only text survives: html, javascript, images and widgets a student forged never reach formgrader."""
     kept = []
-    for output in outputs:
-        kind = output.get("output_type")
+    for output in outputs if isinstance(outputs, list) else []:
+        kind = output.get("output_type") if isinstance(output, dict) else None
         if kind == "stream":
-            kept.append(nbformat.v4.new_output("stream", name=output.get("name", "stdout"),
-                                               text=str(output.get("text", ""))[:20_000]))
+            name = "stderr" if output.get("name") == "stderr" else "stdout"
+            kept.append(nbformat.v4.new_output("stream", name=name, text=_text(output.get("text"))))
         elif kind == "error":
-            kept.append(nbformat.v4.new_output("error", ename=str(output.get("ename", ""))[:200],
-                                               evalue=str(output.get("evalue", ""))[:2_000], traceback=[]))
-        elif kind in ("execute_result", "display_data"):
-            text = output.get("data", {}).get("text/plain")
+            kept.append(nbformat.v4.new_output("error", ename=_text(output.get("ename"), 200),
+                                               evalue=_text(output.get("evalue"), 2_000), traceback=[]))
+        elif kind in ("execute_result", "display_data") and isinstance(output.get("data"), dict):
+            text = _text(output["data"].get("text/plain"))
             if text:
-                kept.append(nbformat.v4.new_output("stream", name="stdout", text=str(text)[:20_000]))
+                kept.append(nbformat.v4.new_output("stream", name="stdout", text=text))
     return kept
 
 
