@@ -45,8 +45,8 @@ def write_canvas(course: Course, scores, people) -> pathlib.Path | None:
     maxima = {a: max(scores[key][1] for key in rows if key[1] == a) for a in assignments}
     students: dict[str, dict] = {}
     for (student, assignment), row in sorted(rows.items()):
-        line = students.setdefault(row["lms_user_id"], {"Student": row["name"], "ID": row["lms_user_id"],
-                                                        "SIS Login ID": student})
+        # Canvas matches on ID; the SIS columns stay empty (the download does not carry them).
+        line = students.setdefault(row["lms_user_id"], {"Student": row["name"], "ID": row["lms_user_id"]})
         line[assignment] = scores[(student, assignment)][0]
     points_possible = ["    Points Possible", "", "", "", ""] + [maxima[a] for a in assignments]
     return csvsafe.write(canvas_path(course), CANVAS_FIELDS + assignments, list(students.values()), [points_possible])
