@@ -20,6 +20,7 @@ import json
 import pathlib
 
 import matplotlib
+import numpy as np
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
@@ -33,7 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 STATIC = "explorables"          # folder under _static
 FALLBACK = f"{STATIC}/fallback"
 CLASS = "explorable"
-SOURCES = (figures.CONSTANTS, pathlib.Path(figures.__file__), pathlib.Path(__file__))
+SOURCES = (figures.CONSTANTS, pathlib.Path(figures.__file__), pathlib.Path(figures.ref.__file__), pathlib.Path(__file__))
 
 
 class ExplorableDirective(SphinxDirective):
@@ -93,23 +94,30 @@ def control_html(name: str, key: str, control: dict) -> str:
 
 # ---- static fallback images, one drawing function per figure, at the default settings ----
 
-def _draw_pe_heatmap(ax, data, settings):
+def _draw_pe_heatmap(fig, data, settings):
+    ax = fig.subplots()
     image = ax.imshow(data["table"], aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1)
     ax.set(xlabel="dimension", ylabel="position", title=f"d_model = {settings['d_model']}, base = {settings['base']}")
-    ax.figure.colorbar(image, ax=ax, label="value")
+    fig.colorbar(image, ax=ax, label="value")
 
 
-def _draw_wavelengths(ax, data, settings):
-    pairs = range(len(data["wavelengths"]))
-    ax.semilogy(pairs, data["wavelengths"], ".", markersize=3)
-    ax.semilogy([data["pair"]], [data["wavelengths"][int(data["pair"])]], "o", color="C3")
-    ax.set(xlabel="pair i", ylabel="wavelength (positions)", title=f"d_model = {settings['d_model']}")
+def _draw_wavelengths(fig, data, settings):
+    top, bottom = fig.subplots(2, 1, height_ratios=(3, 2))
+    pair = int(data["pair"])
+    top.semilogy(range(len(data["wavelengths"])), data["wavelengths"], ".", markersize=3)
+    top.semilogy([pair], [data["wavelengths"][pair]], "o", color="C3")
+    top.set(xlabel="pair i", ylabel="wavelength", title=f"d_model = {settings['d_model']}, base = {settings['base']}")
+    bottom.plot(data["column"], color="C3")
+    bottom.set(xlabel="position", ylabel=f"column {2 * pair}")
 
 
-def _draw_pair_rotation(ax, data, settings):
+def _draw_pair_rotation(fig, data, settings):
+    ax = fig.subplots()
     circle = plt.Circle((0, 0), 1, fill=False, color="0.75")
     ax.add_patch(circle)
     (s0, c0), (s1, c1) = data["start"], data["target"]
+    sweep = np.arctan2(s0, c0) + np.linspace(0, float(data["angle"]), 100)   # the arc M_k's block turns through
+    ax.plot(np.cos(sweep), np.sin(sweep), "--", color="C0", lw=1.2)
     ax.plot([0, c0], [0, s0], "o-", color="C0", label=f"pos {settings['position']}")
     ax.plot([0, c1], [0, s1], "o-", color="C1", label=f"pos {settings['position'] + settings['offset']}")
     ax.set(aspect="equal", xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), xlabel="cos", ylabel="sin",
@@ -117,27 +125,31 @@ def _draw_pair_rotation(ax, data, settings):
     ax.legend(loc="lower right")
 
 
-def _draw_dot_distance(ax, data, settings):
+def _draw_dot_distance(fig, data, settings):
+    ax = fig.subplots()
     dot = data["dot"]
     ax.plot(dot / dot[0])
     ax.axhline(0, color="0.7", lw=0.8)
     ax.set(xlabel="distance k", ylabel="PE_0 · PE_k / (d/2)", title=f"d_model = {settings['d_model']}")
 
 
-def _draw_rope_shift(ax, data, settings):
+def _draw_rope_shift(fig, data, settings):
+    ax = fig.subplots()
     image = ax.imshow(data["scores"], cmap="RdBu_r")
     ax.set(xlabel="key position n - shift", ylabel="query position m - shift", title=f"shift = {settings['shift']}")
-    ax.figure.colorbar(image, ax=ax)
+    fig.colorbar(image, ax=ax)
 
 
-def _draw_alibi_heads(ax, data, settings):
+def _draw_alibi_heads(fig, data, settings):
+    ax = fig.subplots()
     for head, row in enumerate(data["row"], start=1):
         ax.plot(row, label=f"head {head}")
     ax.set(xlabel="key position j", ylabel="bias", title=f"H = {settings['heads']}, query i = {settings['query']}")
     ax.legend(fontsize=7, ncol=2)
 
 
-def _draw_order_sensitivity(ax, data, settings):
+def _draw_order_sensitivity(fig, data, settings):
+    ax = fig.subplots()
     tokens = range(len(data["with_pe"]))
     ax.bar([t - 0.2 for t in tokens], data["with_pe"], width=0.4, label=f"with PE (α = {settings['scale']})")
     ax.bar([t + 0.2 for t in tokens], data["without_pe"], width=0.4, label="without PE")
@@ -152,8 +164,8 @@ DRAW = {"pe-heatmap": _draw_pe_heatmap, "wavelengths": _draw_wavelengths, "pair-
 
 def draw_fallback(name: str, target: pathlib.Path) -> None:
     settings = figures.default_settings(name)
-    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
-    DRAW[name](ax, figures.expected(name, settings), settings)
+    fig = plt.figure(figsize=(7, 4.5), layout="constrained")
+    DRAW[name](fig, figures.expected(name, settings), settings)
     target.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(target, dpi=80, metadata={"Software": None})   # no version stamp: the same bytes every build
     plt.close(fig)

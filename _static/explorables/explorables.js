@@ -85,7 +85,16 @@
       };
     },
 
-    "pair-rotation": (f, s) => pairRotation(f, s),
+    "pair-rotation": (f, s) => {
+      const omega = frequencies(f.d_model, f.default_base), table = encoding(f.positions, f.d_model, f.default_base);
+      const blocks = omega.map((w) => rotationBlock(w * s.offset));
+      const pairAt = (p) => [table[p][2 * s.pair], table[p][2 * s.pair + 1]];
+      const block = blocks[s.pair], start = pairAt(s.position);
+      return {
+        angle: omega[s.pair] * s.offset, block, start, rotated: matVec(block, start),
+        target: pairAt(s.position + s.offset), error: reconstructionError(table, blocks, s.offset),
+      };
+    },
 
     "dot-distance": (f, s) => {
       const table = encoding(f.max_distance + 1, s.d_model, s.base);
@@ -117,20 +126,6 @@
       return { permutation, with_pe: gap(s.scale), without_pe: gap(0) };
     },
   };
-
-  /** One pair at `position` and `position + offset`, M_k's block for it, and M_k's error on the whole table. */
-  function pairRotation(f, s) {
-    const omega = frequencies(f.d_model, f.default_base), table = encoding(f.positions, f.d_model, f.default_base);
-    const blocks = omega.map((w) => rotationBlock(w * s.offset));
-    const i = s.pair, block = blocks[i];
-    const start = [table[s.position][2 * i], table[s.position][2 * i + 1]];
-    return {
-      angle: omega[i] * s.offset,
-      block, start, rotated: matVec(block, start),
-      target: [table[s.position + s.offset][2 * i], table[s.position + s.offset][2 * i + 1]],
-      error: reconstructionError(table, blocks, s.offset),
-    };
-  }
 
   // ------------------------------------------------------------------------------ drawing
   const SVG = "http://www.w3.org/2000/svg";
