@@ -85,6 +85,11 @@ def apply(page, name, settings) -> None:
         set_control(page, name, key, value)
 
 
+def centre(figure) -> None:
+    """Scroll the figure to the middle of the window, clear of the theme's sticky header, for screenshots."""
+    figure.evaluate("f => f.scrollIntoView({block: 'center'})")
+
+
 def plotted(page, name) -> dict:
     # As JSON text: exact for doubles both ways, and far quicker than Playwright's object transfer.
     return json.loads(page.evaluate("name => JSON.stringify(window.posencExplorables[name].data())", name))
@@ -179,7 +184,7 @@ def test_figure_plots_the_reference_values_and_works_by_keyboard(book_only, name
     figure = page.locator(f"#explorable-{name}")
     page.wait_for_function("name => window.posencExplorables && window.posencExplorables[name]", arg=name)
     assert "explorable--live" in figure.get_attribute("class")
-    figure.scroll_into_view_if_needed()
+    centre(figure)
     SHOTS.mkdir(parents=True, exist_ok=True)
     figure.screenshot(path=str(SHOTS / f"{name}-default.png"))
     record(name, compare(name, plotted(page, name), defaults))
@@ -217,7 +222,7 @@ def test_figure_plots_the_reference_values_and_works_by_keyboard(book_only, name
     # whole is test_browser's test_pages_read_at_phone_width.)
     apply(page, name, defaults)
     page.set_viewport_size({"width": PHONE_WIDTH, "height": 800})
-    figure.scroll_into_view_if_needed()
+    centre(figure)
     layout = figure.evaluate("""f => ({right: f.getBoundingClientRect().right, over: f.scrollWidth - f.clientWidth,
         charts: [...f.querySelectorAll('svg')].map(s => s.getBoundingClientRect().width)})""")
     assert layout["right"] <= PHONE_WIDTH and layout["over"] <= 0, layout
@@ -251,7 +256,8 @@ def test_figures_work_from_the_file_system_without_a_server(site, browser):  # n
     _, html_dir = site
     folder = html_dir.resolve().as_uri()
     pages = figure_pages()
-    for page_name in sorted(set(pages.values())):
+    busiest = max(set(pages.values()), key=list(pages.values()).count)   # one page: the script is the same on all
+    for page_name in [busiest]:
         page, problems = open_page(BookOnly(browser, folder), f"{folder}/{page_name}.html")
         for name in (n for n, p in pages.items() if p == page_name):
             page.wait_for_function("name => window.posencExplorables && window.posencExplorables[name]", arg=name)
