@@ -5,6 +5,11 @@
  * _ext/explorables.py writes into the page with their labels. Each figure's settings (sizes,
  * seeds, seeded inputs) arrive as JSON inside the figure, from _static/explorables/constants.json.
  * window.posencExplorables[name].data() returns what a figure currently plots, for the tests.
+ *
+ * Why no charting library: Bokeh and Plotly ship megabytes of JavaScript to vendor and keep current,
+ * draw on canvas with custom widgets that keyboards and screen readers reach poorly, and are built
+ * to talk to a server or a CDN. Seven small figures need scales, lines, dots, bars and a heatmap:
+ * these few hundred lines, with native <input type=range> for the controls.
  */
 (function () {
   "use strict";
