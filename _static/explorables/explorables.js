@@ -6,10 +6,11 @@
  * seeds, seeded inputs) arrive as JSON inside the figure, from _static/explorables/constants.json.
  * window.posencExplorables[name].data() returns what a figure currently plots, for the tests.
  *
- * Why no charting library: Bokeh and Plotly ship megabytes of JavaScript to vendor and keep current,
- * draw on canvas with custom widgets that keyboards and screen readers reach poorly, and are built
- * to talk to a server or a CDN. Seven small figures need scales, lines, dots, bars and a heatmap:
- * these few hundred lines, with native <input type=range> for the controls.
+ * Why no charting library: Bokeh and Plotly load from a CDN by default and work offline only with
+ * megabytes of JavaScript vendored (and kept current) beside the book; their sliders are custom
+ * widgets, not native form controls. Seven small figures need scales, lines, dots, bars and a
+ * heatmap: these few hundred lines, with native <input type=range> controls that every browser
+ * makes keyboard-operable and announces with their <label>.
  */
 (function () {
   "use strict";
