@@ -11,6 +11,7 @@ import pytest
 from fixture_submissions import solved_notebook
 from notebook_tools import ROOT, grade_cells, solution_notebook
 from posenc_autograder.checks import REGISTRY
+from posenc_autograder.course import run_nbgrader
 from posenc_autograder.plan import plan_rows, render_plan_csv
 from posenc_autograder.spec_bullets import SPEC_BULLETS
 
@@ -21,11 +22,9 @@ def test_committed_exercises_equal_a_fresh_generation(tmp_path):
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     (tmp_path / "autograder").mkdir()
     shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp_path / "autograder")
-    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
     for assignment in ASSIGNMENTS:
-        subprocess.run([str(nbgrader), "generate_assignment", assignment, "--force", "--log-level=ERROR"],
-                       cwd=tmp_path / "autograder", check=True, capture_output=True,
-                       env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin"})
+        run_nbgrader(tmp_path, "generate_assignment", assignment, "--force", "--log-level=ERROR", home=tmp_path,
+                     check=True, capture_output=True)
     fresh = sorted(p.relative_to(tmp_path / "exercises") for p in (tmp_path / "exercises").rglob("*.ipynb"))
     committed = sorted(p.relative_to(ROOT / "exercises") for p in (ROOT / "exercises").rglob("*.ipynb"))
     assert fresh == committed, "run `make release`"

@@ -7,20 +7,18 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import subprocess
 import sys
 import warnings
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from .course import COURSE_ID, Course
+from .course import COURSE_ID, Course, grade_id, nbgrader_meta, run_nbgrader
 
 
 def graded_cells(notebook_path: pathlib.Path) -> dict[str, float]:
     nb = nbformat.read(notebook_path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"].get("points", 0))
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if nbgrader_meta(c).get("grade")}
 
 
 def _venv_tools_on_path() -> None:
@@ -58,14 +56,11 @@ def register(course: Course, assignment: str, scratch: pathlib.Path) -> None:
     """Let nbgrader record the assignment's cells (generate_assignment, released into a scratch folder)."""
     if is_registered(course, assignment):
         return
-    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
     scratch.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        [str(nbgrader), "generate_assignment", assignment, "--force", "--log-level=ERROR",
-         f"--CourseDirectory.release_directory={scratch}", f"--CourseDirectory.db_url={course.gradebook_url}",
-         f"--CourseDirectory.root={course.root}"],
-        cwd=course.root / "autograder", capture_output=True, text=True,
-        env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(scratch)})
+    result = run_nbgrader(course.root, "generate_assignment", assignment, "--force", "--log-level=ERROR",
+                          f"--CourseDirectory.release_directory={scratch}",
+                          f"--CourseDirectory.db_url={course.gradebook_url}", f"--CourseDirectory.root={course.root}",
+                          home=scratch, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"nbgrader could not register '{assignment}':\n{result.stdout}\n{result.stderr}")
 
