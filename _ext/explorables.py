@@ -34,7 +34,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 STATIC = "explorables"          # folder under _static
 FALLBACK = f"{STATIC}/fallback"
 CLASS = "explorable"
-SOURCES = (figures.CONSTANTS, pathlib.Path(figures.__file__), pathlib.Path(figures.ref.__file__), pathlib.Path(__file__))
+# What the static images are drawn from: a newer one redraws them.
+SOURCES = (figures.CONSTANTS, pathlib.Path(__file__), *(pathlib.Path(m.__file__) for m in (figures, figures.ref)))
 
 
 class ExplorableDirective(SphinxDirective):
@@ -64,7 +65,8 @@ class ExplorableDirective(SphinxDirective):
 def figure_html(name: str, spec: dict, image: str, alt: str) -> str:
     """Controls, plot area, settings for the script, and the no-JavaScript image."""
     controls = "".join(control_html(name, key, control) for key, control in spec["controls"].items())
-    payload = {"name": name, "default_base": figures.constants()["default_base"], **spec, "inputs": {k: v.tolist() for k, v in figures.inputs(name).items()}}
+    inputs = {key: value.tolist() for key, value in figures.inputs(name).items()}
+    payload = {"name": name, "default_base": figures.constants()["default_base"], **spec, "inputs": inputs}
     # "</" would end the script element early; JSON allows the escaped form.
     settings = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
     return (f'<div class="{CLASS}__controls">{controls}</div>'
@@ -153,7 +155,8 @@ def _draw_order_sensitivity(fig, data, settings):
     tokens = range(len(data["with_pe"]))
     ax.bar([t - 0.2 for t in tokens], data["with_pe"], width=0.4, label=f"with PE (α = {settings['scale']})")
     ax.bar([t + 0.2 for t in tokens], data["without_pe"], width=0.4, label="without PE")
-    ax.set(xlabel="token t", ylabel="‖out(permuted)[t] − permuted out[t]‖", title=f"rotation r = {settings['rotation']}")
+    ax.set(xlabel="token t", ylabel="‖out(permuted)[t] − permuted out[t]‖",
+           title=f"rotation r = {settings['rotation']}")
     ax.legend()
 
 

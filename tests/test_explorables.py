@@ -176,6 +176,23 @@ def test_the_reference_side_catches_a_wrong_plot():
         compare(name, data, figures.default_settings(name))
 
 
+def every_setting(control: dict) -> list:
+    """Every value of a list of choices or of a whole-number range."""
+    if "choices" in control:
+        return control["choices"]
+    return list(range(control["min"], control["max"] + 1, control["step"]))
+
+
+def test_the_dot_distance_caption_holds_at_every_setting():
+    """Its caption: a larger base keeps nearby positions (k = 1..10) more similar; no setting is monotone."""
+    controls = figures.spec("dot-distance")["controls"]
+    for d_model in every_setting(controls["d_model"]):
+        profiles = np.array([figures.expected("dot-distance", {"d_model": d_model, "base": base})["dot"]
+                             for base in every_setting(controls["base"])])
+        assert np.all(np.diff(profiles[:, 1:11], axis=0) > 0), f"d_model {d_model}: a larger base is not more similar"
+        assert np.all(np.any(np.diff(profiles, axis=1) > 0, axis=1)), f"d_model {d_model}: a monotone curve"
+
+
 @pytest.mark.parametrize("name", figures.figure_names())
 def test_figure_plots_the_reference_values_and_works_by_keyboard(book_only, name):
     base, guarded = book_only
