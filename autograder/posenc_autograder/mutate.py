@@ -160,7 +160,7 @@ def _learned_passes(ns, max_len, d, seed):
     out = [layer.embedding.copy()]
     for batch, length in ((1, max_len), (3, max_len // 2), (2, 1)):
         X = _normal(seed + length, batch, length, d)
-        out += [layer.forward(X), layer.backward(_normal(seed - length, batch, length, d)),
+        out += [layer.forward(X), layer.backward(_normal(seed + 100 + length, batch, length, d)),
                 layer.grad_embedding.copy()]
     return out
 
@@ -187,6 +187,7 @@ def spec_battery() -> list[Callable[[dict], object]]:
     for max_len, d, seed in ((8, 4, 1), (30, 10, 2), (5, 3, 3)):
         calls.append(lambda ns, a=(max_len, d, seed): _learned_passes(ns, *a))
     calls.append(lambda ns: ns["LearnedPositionalEncoding"](4, 2).forward(np.zeros((1, 5, 2))))
+    calls.append(lambda ns: ns["LearnedPositionalEncoding"](7, 3).embedding.shape)      # rng is optional
     for first, length, d, k, noise in ((0, 30, 8, 1, 0), (11, 40, 12, 7, 0), (3, 25, 6, 24, 0), (5, 30, 8, 3, 1e-3),
                                        (0, 10, 4, 0, 0)):
         calls.append(lambda ns, a=(first, length, d, noise), k=k: ns["relative_position_matrix"](_window(ns, *a), k))
@@ -205,8 +206,8 @@ def spec_battery() -> list[Callable[[dict], object]]:
     for seed, shape, positions, base in ((7, (4, 6), [0, 1, 2, 3], 1e4), (8, (2, 3, 8), [5, 0, 9], 77.0),
                                          (9, (3, 4), [-2, 40, 1], 1e4)):
         calls.append(lambda ns, x=_normal(seed, *shape), p=np.array(positions), b=base: ns["apply_rope"](x, p, b))
-        calls.append(lambda ns, x=_normal(seed, *shape), p=np.array(positions): ns["rope_scores"](
-            x[..., :len(p), :], x[..., :len(p), :] + 1, p, p[::-1].copy()))
+        calls.append(lambda ns, x=_normal(seed, len(positions), shape[-1]), p=np.array(positions): ns["rope_scores"](
+            x, x + 1, p, p[::-1].copy()))
     for n in (1, 2, 3, 5, 8, 12, 16, 24):
         calls.append(lambda ns, n=n: ns["alibi_slopes"](n))
     for heads, length in ((1, 1), (3, 4), (8, 9)):
