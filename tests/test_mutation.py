@@ -10,7 +10,7 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.notebook import run_check
 
-SAMPLE = 24
+SAMPLE = 60
 SOURCE = pathlib.Path(reference.__file__).read_text()
 
 
@@ -50,3 +50,16 @@ def test_equivalence_is_judged_on_the_student_api():
     with np.errstate(all="ignore"):
         assert mutate.judge_mutant(judge_only, SOURCE, solution, battery, expected).status == "equivalent"
         assert mutate.judge_mutant(sin_for_cos, SOURCE, solution, battery, expected).status == "killed"
+
+
+def test_the_battery_raises_only_the_errors_the_spec_asks_for():
+    """A call that fails for another reason compares equal on every mutant and would hide them all."""
+    namespace = mutate.student_namespace(mutate.solution_source(Course(ROOT)), mutate.mutant_module(SOURCE, None))
+    reasons = []
+    for call in mutate.spec_battery():
+        try:
+            call(namespace)
+        except Exception as exc:  # noqa: BLE001 - collecting every failure is the point
+            reasons.append(f"{type(exc).__name__}: {exc}")
+    assert reasons and all(r.startswith("ValueError: ") and ("must be even" in r or "exceeds max_seq_len" in r)
+                           for r in reasons), reasons
