@@ -6,7 +6,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -82,10 +81,8 @@ def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_ur
 
     default = graded(tmp_path / "default", students=SUBSET, jobs=2)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        started = time.monotonic()
         clustered = graded(tmp_path / "cluster", students=SUBSET, jobs=2, db_url=postgres_url,
                            scheduler=cluster.scheduler_address)
-        assert time.monotonic() - started < 600
     assert outcomes(clustered) == outcomes(default)
     import sqlalchemy
     with sqlalchemy.create_engine(postgres_url).connect() as db:
