@@ -62,7 +62,7 @@ test: $(STAMP) system-packages
 
 ## test-fast: everything but the book, browser, PostgreSQL and slow end-to-end tests (under a minute)
 test-fast: $(STAMP)
-	$(PY) -m pytest tests -q -m "not book and not browser and not postgres and not slow"
+	$(PY) -m pytest -q -m "not book and not browser and not postgres and not slow"
 
 ## mutate: mutants of reference.py graded by the hidden tests; prints the mutation score and the survivors
 mutate: $(STAMP)

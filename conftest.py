@@ -1,7 +1,7 @@
 """Test markers, assigned in one place: `make test-fast` runs everything that is none of them.
 
 book: builds the Jupyter Book; browser: drives Chromium; postgres: starts a PostgreSQL server;
-slow: runs notebooks or nbgrader end to end (seconds to minutes each). `make test` runs them all.
+slow: grades notebooks or runs nbgrader end to end (seconds to minutes each). `make test` runs them all.
 """
 import pytest
 
@@ -19,5 +19,5 @@ def pytest_collection_modifyitems(items):
             if fixture in fixtures:
                 item.add_marker(getattr(pytest.mark, marker))
         name = getattr(item, "originalname", None) or item.name
-        if item.path.name in SLOW_FILES or item.path.suffix == ".ipynb" or name in SLOW_TESTS:
+        if item.path.name in SLOW_FILES or name in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
