@@ -6,6 +6,7 @@ from notebook_tools import implementation_source, namespace_from, solution_noteb
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.base import compare, mismatch
 from posenc_autograder.notebook import record_in_process, run_check
+from posenc_autograder.probes import codec
 from student_variants import ALTERNATIVES, MISTAKES
 
 SOLUTION = implementation_source(solution_notebook("positional_encoding"))
@@ -129,3 +130,22 @@ def test_every_judge_fails_answers_with_a_non_finite_value(cell_id, bad):
     record = record_in_process(test.task_entry(), namespace_from(solution))
     assert test.verdict(record) == [], "the solution must pass before poisoning means anything"
     assert test.verdict({"observations": _poisoned(record["observations"], bad)}), cell_id
+
+
+def _without_last_case(value):
+    """The observations with the last record of every list dropped (a lost or tampered-with answer)."""
+    if isinstance(value, dict):
+        return {k: _without_last_case(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_last_case(v) for v in value[:-1]]
+    return value
+
+
+@pytest.mark.parametrize("cell_id", sorted(REGISTRY))
+def test_every_judge_fails_answers_with_a_case_missing(cell_id):
+    test = REGISTRY[cell_id]
+    solution = implementation_source(solution_notebook(test.assignment))
+    record = record_in_process(test.task_entry(), namespace_from(solution))
+    if codec.dumps(_without_last_case(record["observations"])) == codec.dumps(record["observations"]):
+        pytest.skip("its observations hold no list of cases")
+    assert test.verdict({"observations": _without_last_case(record["observations"])}), cell_id

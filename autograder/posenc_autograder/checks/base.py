@@ -201,7 +201,14 @@ def number(value, what: str) -> float:
 
 
 def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
-    """problem(*row) for each row of the columns (say, the calls and their records), limited per group."""
+    """problem(*row) for each row of the columns (say, the calls and their records), limited per group.
+
+    Every case needs its answer: observations with fewer or more records than cases (lost, or
+    tampered with next to student code) fail instead of being judged on the cases they kept."""
+    columns = [list(column) for column in columns]
+    if len({len(column) for column in columns}) > 1:
+        return [f"the grader received {len(columns[-1])} answers for {len(columns[0])} cases, so this test "
+                f"could not be judged; run the notebook from the top without changing the grader's code"]
     return limit_problems(problems_of(*[functools.partial(problem, *row) for row in zip(*columns)]))
 
 
