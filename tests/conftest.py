@@ -1,14 +1,23 @@
-"""Shared fixtures: the repository root and a built book (built once per test session)."""
+"""Shared fixtures: the repository root, a built book (built once per test session), the book served over
+HTTP and Chromium. Browser fixtures are defined here only: a second definition in a test module would start a
+second Playwright, which its sync API refuses in the same session.
+"""
+import functools
+import http.server
 import os
 import pathlib
 import subprocess
 import sys
+import threading
 
 import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = pathlib.Path(sys.executable).parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="session")
@@ -40,3 +49,29 @@ def toc_files(repo_root: pathlib.Path) -> list[str]:
             files.append(chapter["file"])
             files.extend(section["file"] for section in chapter.get("sections", []))
     return files
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site(book_build):
+    proc, html_dir = book_build
+    assert proc.returncode == 0, "the book did not build"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=html_dir))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", html_dir
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

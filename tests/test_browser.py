@@ -1,10 +1,9 @@
-"""Every page of the built book, as a reader's browser shows it (Debian's Chromium driven by Playwright)."""
-import functools
+"""Every page of the built book, as a reader's browser shows it (Debian's Chromium driven by Playwright).
+
+The `site` and `browser` fixtures live in conftest.py: one server and one Chromium for every browser test.
+"""
 import html.parser
-import http.server
 import json
-import pathlib
-import threading
 import urllib.parse
 
 import nbformat
@@ -12,38 +11,9 @@ import pytest
 
 from conftest import toc_files
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RAW_TEX = ("$$", "\\frac", "\\begin{")
 # What a reader must see at the top of every page, uncovered by bars or overlays.
 LANDMARKS = (".logo__title", "article.bd-article h1")
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def site(book_build):
-    proc, html_dir = book_build
-    assert proc.returncode == 0, "the book did not build"
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=html_dir))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", html_dir
-    server.shutdown()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not pathlib.Path(CHROMIUM).exists():
-        pytest.fail("Chromium is missing: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """autograder/reports/class.html: self-contained, every figure described, student text inert, and it opens
-cleanly in Chromium (the browser fixture and page loader come from test_browser)."""
+cleanly in Chromium (the browser fixture comes from conftest, the page loader from test_browser)."""
 import html.parser
 import pathlib
 
@@ -9,7 +9,7 @@ from fixture_submissions import make_course
 from posenc_autograder import csvsafe, dashboard, report, roster
 from posenc_autograder.course import Course
 from posenc_autograder.pipeline import GradedTest, NotebookResult
-from test_browser import browser, open_page  # noqa: F401 - the fixture is used by name
+from test_browser import open_page
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 SWAPPED = "sin and cos are swapped"

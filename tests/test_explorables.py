@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ROOT
 from test_book import SMALL_COUNT, _numbers
-from test_browser import browser, open_page, site  # noqa: F401  (the shared fixtures, imported)
+from test_browser import open_page          # site and browser: the shared fixtures in conftest.py
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import explorable_figures as figures  # noqa: E402
@@ -120,7 +120,7 @@ def record(name, difference) -> None:
 
 
 @pytest.fixture(scope="module")
-def book_only(site, browser):  # noqa: F811  (pytest fixtures arrive as arguments)
+def book_only(site, browser):
     base, _ = site
     return base, BookOnly(browser, base)
 
@@ -249,7 +249,7 @@ def test_figure_plots_the_reference_values_and_works_by_keyboard(book_only, name
     assert problems == [], f"{name}: {problems}"
 
 
-def test_readers_without_javascript_see_the_static_images_with_alt_text(site, browser):  # noqa: F811
+def test_readers_without_javascript_see_the_static_images_with_alt_text(site, browser):
     base, _ = site
     context = browser.new_context(java_script_enabled=False)
     missing = {}
@@ -268,7 +268,7 @@ def test_readers_without_javascript_see_the_static_images_with_alt_text(site, br
     assert missing == {}
 
 
-def test_figures_work_from_the_file_system_without_a_server(site, browser):  # noqa: F811
+def test_figures_work_from_the_file_system_without_a_server(site, browser):
     """`make book` offers a file:// address: the figures must not need a server (no fetch, no module imports)."""
     _, html_dir = site
     folder = html_dir.resolve().as_uri()
