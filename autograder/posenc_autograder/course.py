@@ -45,6 +45,14 @@ def find_root(explicit: str | os.PathLike | None = None) -> pathlib.Path:
                          f"inside the course, pass --course PATH, or set {COURSE_ENV}")
 
 
+def course_for_command(explicit: str | None = None, db_url: str | None = None) -> "Course":
+    """The course a command line names (or runs in); outside any course, exit with the reason, no traceback."""
+    try:
+        return Course(find_root(explicit), db_url)
+    except CourseNotFound as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class Course:
     root: pathlib.Path = dataclasses.field(default_factory=find_root)

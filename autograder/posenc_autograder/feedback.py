@@ -11,7 +11,7 @@ import pathlib
 import sys
 
 from . import gradebook, results_store
-from .course import Course, find_root
+from .course import Course, course_for_command
 from .pipeline import NotebookResult
 
 STYLE = """
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
                         "or a parent of it, or $POSENC_COURSE)")
     args = parser.parse_args(argv)
-    course = Course(find_root(args.course))
+    course = course_for_command(args.course)
     written = rebuild(course)
     print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
           f"`nbgrader release_feedback <assignment>` sends them")

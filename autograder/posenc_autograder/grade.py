@@ -20,7 +20,7 @@ import time
 import nbformat
 
 from . import feedback, gradebook, nbgrader_files, report, results_store
-from .course import RELEASE_DIRECTORY, Course, find_root
+from .course import RELEASE_DIRECTORY, Course, course_for_command
 from .executors import default_jobs, run_dask, run_local
 from .pipeline import grader_error, GradingTask, NotebookResult, judge, prepare, release_notebook
 from .sandbox import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
                         "or a parent of it, or $POSENC_COURSE)")
     args = parser.parse_args(argv)
-    course = Course(find_root(args.course), args.db_url)
+    course = course_for_command(args.course, args.db_url)
     if not args.no_sandbox:
         try:
             check_sandbox()

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import reference
 from .checks import REGISTRY
-from .course import Course, find_root, nbgrader_meta
+from .course import Course, course_for_command, nbgrader_meta
 from .notebook import run_check
 from .probes.helpers import to_plain
 
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, help="grade only N mutants spread evenly over the list")
     parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
     args = parser.parse_args(argv)
-    verdicts = run(Course(find_root(args.course)), args.sample)
+    verdicts = run(course_for_command(args.course), args.sample)
     return 1 if any(v.status == "survived" for v in verdicts) else 0
 
 

@@ -18,7 +18,7 @@ import sys
 import nbformat
 
 from .checks import REGISTRY, HiddenTest, hidden_tests, total_points
-from .course import Course, find_root, grade_id, nbgrader_meta, run_nbgrader
+from .course import Course, course_for_command, grade_id, nbgrader_meta, run_nbgrader
 from . import release_history
 from .plan import render_plan_csv
 
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a generated file is stale")
     args = parser.parse_args(argv)
-    course = Course(find_root(args.course))
+    course = course_for_command(args.course)
     changed = stale_files(course)
     for path, text in changed.items():
         print(f"{'stale' if args.check else 'wrote'}: {path.relative_to(course.root)}")
