@@ -13,6 +13,8 @@ import dataclasses
 
 import nbformat
 
+from .course import grade_id, nbgrader_meta
+
 
 @dataclasses.dataclass
 class Assembled:
@@ -20,24 +22,20 @@ class Assembled:
     notes: list[str]
 
 
-def _grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
 def _is_student_cell(released_cell) -> bool:
-    nbg = released_cell.get("metadata", {}).get("nbgrader")
-    return nbg is None or bool(nbg.get("solution"))
+    nbg = nbgrader_meta(released_cell)
+    return not nbg or bool(nbg.get("solution"))
 
 
 def _student_cells_by_anchor(release, submission):
     """Map each released cell index to (the student's version, student cells added after it)."""
-    by_grade_id = {_grade_id(c): i for i, c in enumerate(release.cells) if _grade_id(c)}
+    by_grade_id = {grade_id(c): i for i, c in enumerate(release.cells) if grade_id(c)}
     by_cell_id = {c.get("id"): i for i, c in enumerate(release.cells) if c.get("id")}
     versions: dict[int, object] = {}
     added: dict[int, list] = {}
     anchor = -1
     for cell in submission.cells:
-        index = by_grade_id.get(_grade_id(cell)) if _grade_id(cell) else None
+        index = by_grade_id.get(grade_id(cell)) if grade_id(cell) else None
         if index is None and cell.get("id") in by_cell_id and by_cell_id[cell.get("id")] not in versions:
             index = by_cell_id[cell.get("id")]
         if index is not None and index not in versions:
@@ -60,17 +58,17 @@ def assemble(release, submission, earlier_releases: dict[str, list] | None = Non
             cell = copy.deepcopy(released_cell)
             if student is not None:
                 cell.source = "".join(student.get("source", ""))
-            elif released_cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
-                notes.append(f"the answer cell '{_grade_id(released_cell)}' was deleted; the template's stub was run")
+            elif nbgrader_meta(released_cell).get("solution"):
+                notes.append(f"the answer cell '{grade_id(released_cell)}' was deleted; the template's stub was run")
             cells.append(cell)
         else:
             cells.append(copy.deepcopy(released_cell))
-            grade_id = _grade_id(released_cell) or f"cell {index}"
+            name = grade_id(released_cell) or f"cell {index}"
             if student is None and released_cell.cell_type == "code":
-                restored.append(grade_id)
+                restored.append(name)
             elif student is not None and _differs(student, released_cell) and all(
-                    _differs(student, old) for old in (earlier_releases or {}).get(grade_id, [])):
-                edited.append(grade_id)
+                    _differs(student, old) for old in (earlier_releases or {}).get(name, [])):
+                edited.append(name)
         cells.extend(_fresh_code_cell(c) for c in added.get(index, []))
     if restored:
         notes.append(f"deleted cells were restored and run: {', '.join(restored)}")
@@ -92,7 +90,7 @@ def _differs(student, released_cell) -> bool:
 
 def _flags(cell) -> dict:
     """The nbgrader fields that decide how a cell is graded."""
-    meta = cell.get("metadata", {}).get("nbgrader") or {}
+    meta = nbgrader_meta(cell)
     return {key: meta.get(key) for key in ("grade", "solution", "locked", "points", "task", "grade_id")}
 
 

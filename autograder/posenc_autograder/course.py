@@ -104,7 +104,10 @@ class Course:
 # --- nbgrader: its cell metadata, and its command line on this course -------------------------
 
 def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader") or {}
+    """A cell's nbgrader flags; {} when absent or not a mapping (submissions are normalised, but this
+    stays safe on any notebook)."""
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
 
 
 def grade_id(cell) -> str | None:

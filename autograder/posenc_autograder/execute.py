@@ -13,6 +13,7 @@ import time
 
 import nbformat
 
+from .course import grade_id, nbgrader_meta
 from .probes import codec
 from .sandbox import Limits, RunOutcome, run_job
 
@@ -121,21 +122,16 @@ def cell_label(nb, index) -> str:
     """How the student can find a cell: its nbgrader id, or its position for cells they added."""
     if index is None or not 0 <= index < len(nb.cells):
         return "a cell"
-    grade_id = _grade_id(nb.cells[index])
-    return f"cell '{grade_id}'" if grade_id else f"the cell you added at position {index + 1}"
-
-
-def _grade_id(cell) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta.get("grade_id") if isinstance(meta, dict) else None
+    cell_id = grade_id(nb.cells[index])
+    return f"cell '{cell_id}'" if cell_id else f"the cell you added at position {index + 1}"
 
 
 def visible_cell_errors(nb, hidden: set[str]) -> dict[str, str]:
     """Visible test cell id -> 'Error: message' for visible tests that raised."""
     errors = {}
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader")
-        if isinstance(meta, dict) and meta.get("grade") and meta.get("grade_id") not in hidden:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and meta.get("grade_id") not in hidden:
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     # A visible test's own message explains the failure: keep more of it.

@@ -16,7 +16,7 @@ import secrets
 import nbformat
 from nbgrader.utils import parse_utc
 
-from .course import Course
+from .course import Course, grade_id
 
 TIMESTAMP = "timestamp.txt"
 SECRET = "submission_secret.txt"
@@ -111,16 +111,15 @@ def autograded_notebook(executed_json: str | None, release, result) -> nbformat.
     """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
     # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
     nb = nbformat.reads(executed_json, as_version=4) if executed_json else copy.deepcopy(release)
-    released = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in release.cells
-                if c.metadata.get("nbgrader", {}).get("grade_id")}
+    released = {grade_id(c): c for c in release.cells if grade_id(c)}
     tests = {t.cell_id: t for t in result.tests}
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        cell_id = grade_id(cell)
         cell.outputs = _plain_text(cell.get("outputs", []))
-        if grade_id in tests and tests[grade_id].hidden:
-            cell.source = released[grade_id].source if grade_id in released else ""
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=diagnosis_text(tests[grade_id]))]
+        if cell_id in tests and tests[cell_id].hidden:
+            cell.source = released[cell_id].source if cell_id in released else ""
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=diagnosis_text(tests[cell_id]))]
     return nb
 

@@ -14,7 +14,7 @@ import sys
 
 import nbformat
 
-from .course import RELEASE_DIRECTORY, Course
+from .course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 
 HISTORY_DIRECTORY = "autograder/release_history"
 
@@ -27,7 +27,7 @@ def read_only_cells(nb) -> list[dict]:
     """The cells a student may not change, as plain dicts (source joined, nbgrader metadata only)."""
     cells = []
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader")
+        meta = nbgrader_meta(cell)
         if meta and not meta.get("solution"):
             cells.append({"cell_type": cell.cell_type, "source": "".join(cell.source),
                           "metadata": {"nbgrader": dict(meta)}})
@@ -60,9 +60,9 @@ def earlier_cells(course: Course, assignment: str, notebook: str) -> dict[str, l
         if entry.get("notebook") != notebook:
             continue
         for cell in entry.get("cells", []):
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            if grade_id:
-                found.setdefault(grade_id, []).append(cell)
+            cell_id = grade_id(cell)
+            if cell_id:
+                found.setdefault(cell_id, []).append(cell)
     return found
 
 
