@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import variants
 from ..probes import codec
 
 Observations = dict
@@ -47,21 +48,26 @@ class HiddenTest:
     def cell_id(self) -> str:
         return self.id
 
-    def task_entry(self) -> dict:
+    def variant_inputs(self, variant: int | None = None) -> dict:
+        """inputs() for one student's variant (None: the course-wide inputs; see variants.py)."""
+        with variants.active(variant):
+            return self.inputs()
+
+    def task_entry(self, variant: int | None = None) -> dict:
         """What the sandbox needs to run the probe: its module in the probes package, its name, the inputs."""
         return {"module": self.probe.__module__.rsplit(".", 1)[-1], "probe": self.probe.__name__,
-                "data": self.inputs()}
+                "data": self.variant_inputs(variant)}
 
-    def plain_inputs(self) -> dict:
+    def plain_inputs(self, variant: int | None = None) -> dict:
         """The inputs exactly as the probe receives them: through the codec, as in the sandbox."""
-        return codec.loads(codec.dumps(self.inputs()))
+        return codec.loads(codec.dumps(self.variant_inputs(variant)))
 
-    def verdict(self, record: dict) -> list[str]:
+    def verdict(self, record: dict, variant: int | None = None) -> list[str]:
         """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...})."""
         if "missing" in record:
             return [str(record["missing"])]
         try:
-            return [str(p) for p in self.judge(self.plain_inputs(), copy.deepcopy(record["observations"]))]
+            return [str(p) for p in self.judge(self.plain_inputs(variant), copy.deepcopy(record["observations"]))]
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
 
@@ -226,5 +232,5 @@ def problems_of(*checks) -> list[str]:
 
 
 def normal(seed: int, shape) -> np.ndarray:
-    """Deterministic random test inputs."""
-    return np.random.default_rng(seed).normal(size=shape)
+    """Deterministic random test inputs, drawn from the active student's variant of the seed."""
+    return variants.rng(seed).normal(size=shape)

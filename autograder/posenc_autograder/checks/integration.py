@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reference as ref
+from .. import variants
 from ..probes.helpers import call_each
 from ..probes.positional_encoding import probe_wiring
 from .base import HiddenTest, call, calling, compare, each_case, mismatch, normal, observed_array
@@ -14,12 +15,12 @@ D_MODEL, D_K = 8, 6
 
 
 def _weights(seed):
-    rng = np.random.default_rng(seed)
+    rng = variants.rng(seed)
     return [rng.normal(scale=0.5, size=(D_MODEL, D_K)) for _ in range(3)]
 
 
 def _attention_inputs():
-    rng, W = np.random.default_rng(51), _weights(52)
+    rng, W = variants.rng(51), _weights(52)
     return calling(ATTENTION_FN, outputs=[call(rng.normal(size=(5, D_MODEL)), *W),
                                           call(rng.normal(size=(3, 7, D_MODEL)), *W),
                                           call(300 * rng.normal(size=(4, D_MODEL)), *W)])   # exp would overflow
