@@ -123,12 +123,18 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     return result
 
 
-def guarded(course: Course, sub: Submission, step, fallback: NotebookResult | None = None):
-    """Run one submission's step; an unexpected error costs that submission, never the run."""
+def settle(course: Course, gb, sub: Submission, make_result, digest: str | None, fingerprint: str,
+           executed_notebook: str | None = None) -> NotebookResult:
+    """Build and store one submission's result. An unexpected error costs that submission only: it is
+    stored as 'not graded' with the reason (feedback included), and the run goes on."""
     try:
-        return step()
+        return finish(course, gb, sub, make_result(), digest, fingerprint, executed_notebook)
     except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
-        return grader_error(course, sub, exc, fallback)
+        failed = grader_error(course, sub, exc)
+        try:
+            return finish(course, gb, sub, failed, digest, fingerprint)
+        except Exception:  # noqa: BLE001 - still listed in the run report
+            return failed
 
 
 def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = False,
@@ -162,10 +168,12 @@ def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, 
             results.append(results_store.result_from_json(previous["result"]))  # unchanged file and grader
             progress.step(f"{sub.student} (unchanged)")
             continue
-        prepared = guarded(course, sub, lambda: prepare(course, sub, limits, isolate))
+        try:
+            prepared = prepare(course, sub, limits, isolate)
+        except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
+            prepared = grader_error(course, sub, exc)
         if isinstance(prepared, NotebookResult):
-            results.append(guarded(course, sub, lambda: finish(course, gb, sub, prepared, digest,
-                                                               fingerprints[sub.assignment]), prepared))
+            results.append(settle(course, gb, sub, lambda: prepared, digest, fingerprints[sub.assignment]))
             progress.step(sub.student)
         else:
             pending[prepared.key] = (sub, digest)
@@ -173,9 +181,8 @@ def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, 
     executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs)
     for execution in executions:
         sub, digest = pending[execution.key]
-        results.append(guarded(course, sub, lambda: finish(
-            course, gb, sub, judge(course, sub, execution, limits), digest, fingerprints[sub.assignment],
-            execution.executed_notebook)))
+        results.append(settle(course, gb, sub, lambda: judge(course, sub, execution, limits), digest,
+                              fingerprints[sub.assignment], execution.executed_notebook))
         progress.step(sub.student)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
     return results

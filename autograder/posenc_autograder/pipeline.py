@@ -107,14 +107,10 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
                        dataclasses.asdict(limits), isolate)
 
 
-def grader_error(course: Course, submission: Submission, exc: Exception, partial=None) -> NotebookResult:
+def grader_error(course: Course, submission: Submission, exc: Exception) -> NotebookResult:
     """A result for a submission the grader itself stumbled on: 0 for now, flagged for the instructor."""
     note = (f"the grader hit an unexpected error on this notebook ({type(exc).__name__}); it was not graded "
             f"and the instructor has been told")
-    if partial is not None:
-        partial.graded, partial.action = False, "instructor: " + note
-        partial.notes.append(note)
-        return partial
     try:
         cells = test_cells(release_notebook(course, submission.assignment, submission.notebook))
     except Exception:  # noqa: BLE001 - the release itself is unreadable: report with no tests

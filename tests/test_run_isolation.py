@@ -1,0 +1,47 @@
+"""A grader failure on one submission costs that submission only (issue 12, item 3).
+
+The judge and the preparation are made to fail for one student, as a hostile notebook that found a
+bug in them would; the run must finish, grade the others, and store a 'not graded' result with
+feedback for that student.
+"""
+import nbformat
+import pytest
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
+from notebook_tools import ROOT
+from posenc_autograder import grade, pipeline
+from posenc_autograder.course import Course
+from posenc_autograder.sandbox import Limits
+
+UNLUCKY = "student_b"
+
+
+@pytest.fixture
+def course(tmp_path):
+    course = Course(make_course(tmp_path / "course"))
+    release = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    for student in ("student_a", UNLUCKY, "student_c"):
+        (course.submitted / student / ASSIGNMENT).mkdir(parents=True)
+        nbformat.write(release, course.submitted / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    return course
+
+
+def _failing_for_unlucky(real):
+    def step(course, sub, *args):
+        if sub.student == UNLUCKY:
+            raise RecursionError("a bug the submission found")
+        return real(course, sub, *args)
+    return step
+
+
+@pytest.mark.parametrize("stage", ["judge", "prepare"])
+def test_one_failing_stage_costs_one_student(course, monkeypatch, stage):
+    monkeypatch.setattr(grade, stage, _failing_for_unlucky(getattr(pipeline, stage)))
+    results = {r.student: r for r in grade.grade_all(course, jobs=2, isolate=False,
+                                                     limits=Limits(cell_seconds=10, notebook_seconds=60), quiet=True)}
+    assert set(results) == {"student_a", UNLUCKY, "student_c"}
+    assert results["student_a"].graded and results["student_c"].graded
+    assert not results[UNLUCKY].graded
+    assert any("RecursionError" in note for note in results[UNLUCKY].notes)
+    assert (course.feedback / UNLUCKY / ASSIGNMENT / f"{NOTEBOOK}.html").is_file()
+    assert "RecursionError" in (course.reports / "grading-report.md").read_text()
