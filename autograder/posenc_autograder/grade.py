@@ -19,7 +19,8 @@ import time
 
 import nbformat
 
-from . import feedback, gradebook, nbgrader_files, report, results_store
+from . import feedback, gradebook, nbgrader_files, report, results_store, variants
+from .integrity import report as integrity_report
 from .course import RELEASE_DIRECTORY, Course, course_for_command
 from .executors import default_jobs, run_dask, run_local
 from .pipeline import grader_error, GradingTask, NotebookResult, judge, prepare, release_notebook
@@ -29,12 +30,13 @@ from .submissions import Submission, discover, sha256
 
 # The code that decides a score: a change here is a new grader, not a flaky rerun.
 GRADING_CODE = ("checks", "probes", "diagnosis.py", "reference.py", "pipeline.py", "assemble.py",
-                "submissions.py", "sandbox.py")
+                "submissions.py", "sandbox.py", "variants.py")
 
 
 def grader_fingerprint(course: Course, assignment: str, limits: Limits) -> str:
     """Identifies the grader of one assignment: its checks, the limits, and the released notebooks."""
     digest = hashlib.sha256(json.dumps(dataclasses.asdict(limits), sort_keys=True).encode())
+    digest.update(variants.grader_setting(course).encode())      # other inputs: another grader
     package = pathlib.Path(__file__).parent
     released = sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb"))
     for path in _grading_files(package) + released:
@@ -152,6 +154,7 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
         results = _grade_submissions(course, gb, submissions, fingerprints, jobs=jobs, isolate=isolate,
                                      force=force, scheduler=scheduler, limits=limits, quiet=quiet)
         report.write_all(course, gb, results_store.merged(course, results), refused)
+    integrity_report.write(course)
     return results
 
 

@@ -11,12 +11,13 @@ import pathlib
 import nbformat
 
 from . import probes as probes_package
-from . import release_history
+from . import release_history, variants
 from .assemble import assemble
 from .checks import REGISTRY
 from .course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from .probes import codec
 from .execute import Execution, GradingTask
+from .integrity import store as integrity_store
 from .sandbox import PROBE_PACKAGE, Limits
 from .submissions import Submission, UnreadableNotebook, read_notebook
 
@@ -95,6 +96,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
                          release_history.earlier_cells(course, submission.assignment, submission.notebook))
     submission.notes.extend(assembled.notes)
     nb = assembled.notebook
+    variant = variants.student_variant(course, submission.student)
     task = {}
     for _, cell_id, title, _ in test_cells(nb):    # positions in the assembled notebook, added cells included
         check = REGISTRY.get(cell_id)
@@ -102,7 +104,10 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
             continue                                 # a visible self-check: it runs as released
         cell = next(c for c in nb.cells if grade_id(c) == cell_id)
         cell.source = probe_cell_source(cell_id, title)
-        task[cell_id] = check.task_entry()
+        task[cell_id] = check.task_entry(variant)
+    if variant is not None and task:      # the shared probe set, never graded: evidence for the integrity report
+        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(integrity_store.SHARED_CELL, "shared probes")))
+        task[integrity_store.SHARED_CELL] = integrity_store.shared_probe_entry(task)
     return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
                        dataclasses.asdict(limits), isolate)
 
@@ -131,6 +136,8 @@ def not_graded(submission: Submission, cells, notes) -> NotebookResult:
 
 def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
     release = release_notebook(course, submission.assignment, submission.notebook)
+    variant = variants.student_variant(course, submission.student)
+    integrity_store.keep(course, submission, execution, variant, release)
     notes = list(submission.notes) + _describe_events(execution.events)
     if execution.failure:
         notes.append(execution.failure)
@@ -141,7 +148,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
             error = execution.cell_errors.get(cell_id)
             tests.append(GradedTest(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
             continue
-        problems = _judge_one(check, execution.observations.get(cell_id), execution.events)
+        problems = _judge_one(check, execution.observations.get(cell_id), execution.events, variant)
         tests.append(GradedTest(cell_id, title, True, 0.0 if problems else points, points, problems))
     notes += _memory_note(tests, limits)
     if execution.failure:
@@ -154,10 +161,10 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
                           seconds=execution.seconds, action=action)
 
 
-def _judge_one(check, record, events) -> list[str]:
+def _judge_one(check, record, events, variant) -> list[str]:
     if record is None:
         return [_why_no_answer(events)]
-    return check.verdict(record)
+    return check.verdict(record, variant)
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:

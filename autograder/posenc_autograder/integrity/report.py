@@ -1,0 +1,153 @@
+"""autograder/reports/integrity.html: pairs of students ranked by evidence, the evidence side by side.
+
+For the instructor only: it decides nothing and none of it reaches a student's feedback. The page
+is self-contained (no scripts, no external files) and everything that came from a student is escaped.
+
+    python -m posenc_autograder.integrity.report [--course DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import html
+import sys
+
+from ..course import RELEASE_DIRECTORY, Course, course_for_command
+from . import behaviour, leaks, store, text
+
+TEXT_WEIGHT = 10.0     # a whole copied solution weighs about as much as three answers shared by two in forty
+SHOWN_PAIRS = 25       # pairs shown with their code side by side
+REPORT_NAME = "integrity.html"
+
+
+@dataclasses.dataclass
+class Pair:
+    students: tuple[str, str]
+    shared_answers: list
+    text: text.TextMatch | None
+    leaks: list
+
+    @property
+    def score(self) -> float:
+        return (sum(s.weight for s in self.shared_answers)
+                + (TEXT_WEIGHT * self.text.similarity if self.text else 0.0))
+
+
+@dataclasses.dataclass
+class ClassAnalysis:
+    assignment: str
+    notebook: str
+    records: list
+    pairs: list[Pair]
+    leaks: list
+
+
+def analyse(records: list[store.StudentRecord], instructor_code: str, assignment="", notebook="") -> ClassAnalysis:
+    """Every pair with any evidence, strongest first."""
+    answers = behaviour.pair_evidence(records)
+    texts = text.matches(records, instructor_code)
+    found = leaks.leaks(records)
+    by_pair: dict[tuple, list] = {}
+    for leak in found:
+        by_pair.setdefault(tuple(sorted((leak.student, leak.source))), []).append(leak)
+    pairs = [Pair(key, answers.get(key, []), texts.get(key), by_pair.get(key, []))
+             for key in set(answers) | set(texts) | set(by_pair)]
+    pairs.sort(key=lambda p: (-len(p.leaks), -p.score, p.students))
+    return ClassAnalysis(assignment, notebook, records, [p for p in pairs if p.score > 0 or p.leaks], found)
+
+
+def analyse_course(course: Course) -> list[ClassAnalysis]:
+    analyses = []
+    for assignment, notebook in store.notebooks_stored(course):
+        instructor = text.instructor_code(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb",
+                                          course.source_notebook(assignment, notebook))
+        analyses.append(analyse(store.load_class(course, assignment, notebook), instructor, assignment, notebook))
+    return analyses
+
+
+# --- the page ----------------------------------------------------------------------------------
+
+E = html.escape
+STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:2rem;color:#1d1d1d}table{border-collapse:collapse;width:100%}
+td,th{border:1px solid #ccc;padding:.35rem .5rem;vertical-align:top;text-align:left}th{background:#f3f3f3}
+.code{display:grid;grid-template-columns:1fr 1fr;gap:1rem}pre{background:#f7f7f7;padding:.5rem;overflow:auto;
+max-height:30rem;font-size:12px}mark{background:#ffe08a}.note{color:#555}"""
+
+
+def _highlighted(code: str, ranges) -> str:
+    """The code, escaped, with the copied ranges marked."""
+    marks = sorted(zip(*[list(map(int, r)) for r in ranges])) if ranges is not None and len(ranges[0]) else []
+    out, at = [], 0
+    for start, end in marks:
+        start = max(start, at)
+        if start >= end:
+            continue
+        out += [E(code[at:start]), "<mark>", E(code[start:end]), "</mark>"]
+        at = end
+    return "".join(out) + E(code[at:])
+
+
+def _pair_rows(analysis: ClassAnalysis) -> str:
+    rows = []
+    size = len(analysis.records)
+    for rank, pair in enumerate(analysis.pairs, 1):
+        answers = "".join(f"<li>{E(s.trait.test)} {E(s.trait.where)}: {E(s.trait.description)} "
+                          f"<span class=note>({s.holders} of {size} students)</span></li>"
+                          for s in pair.shared_answers)
+        leaked = "".join(f"<li>{E(l.student)}'s answers to {E(l.test)} fit {E(l.source)}'s inputs, not their own</li>"
+                         for l in pair.leaks)
+        similarity = f"{100 * pair.text.similarity:.0f}%" if pair.text else "—"
+        rows.append(f"<tr><td>{rank}</td><td><a href='#pair{rank}'>{E(pair.students[0])} · {E(pair.students[1])}</a>"
+                    f"</td><td>{pair.score:.2f}</td><td><ul>{answers}</ul></td><td>{similarity}</td>"
+                    f"<td><ul>{leaked}</ul></td></tr>")
+    return "".join(rows)
+
+
+def _side_by_side(analysis: ClassAnalysis) -> str:
+    code = {r.student: r.code for r in analysis.records}
+    parts = []
+    for rank, pair in enumerate(analysis.pairs[:SHOWN_PAIRS], 1):
+        a, b = pair.students
+        slices = pair.text.slices if pair.text else (None, None)
+        parts.append(f"<h3 id='pair{rank}'>#{rank}: {E(a)} and {E(b)}</h3><div class=code>"
+                     f"<pre>{_highlighted(code[a], slices[0])}</pre><pre>{_highlighted(code[b], slices[1])}</pre></div>")
+    return "".join(parts)
+
+
+def page(analyses: list[ClassAnalysis]) -> str:
+    sections = []
+    for analysis in analyses:
+        sections.append(
+            f"<h2>{E(analysis.assignment)} / {E(analysis.notebook)}: {len(analysis.records)} students, "
+            f"{len(analysis.pairs)} pairs with evidence</h2>"
+            "<table><tr><th>#</th><th>pair</th><th>evidence</th><th>rare wrong answers both gave (shared probe set)"
+            "</th><th>own code in common</th><th>answers that fit the other's inputs</th></tr>"
+            f"{_pair_rows(analysis)}</table>{_side_by_side(analysis)}")
+    return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>Integrity report</title>"
+            f"<style>{STYLE}</style></head><body><h1>Integrity report</h1><p class=note>Evidence for a person to "
+            "weigh, strongest first: nothing here is decided automatically, and none of it is shown to students. "
+            "Rare shared wrong answers weigh log((N-1)/(n-1)); answers shared by many students weigh nothing. "
+            f"Own code in common excludes the starter code, the instructor's code and idioms common in the class; "
+            f"it adds {TEXT_WEIGHT:g} × the share to the evidence.</p>{''.join(sections)}</body></html>")
+
+
+def write(course: Course) -> None:
+    """Write the report; a failure here is reported and never stops grading (grades are already stored)."""
+    try:
+        course.reports.mkdir(parents=True, exist_ok=True)
+        (course.reports / REPORT_NAME).write_text(page(analyse_course(course)), encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001
+        print(f"The integrity report could not be written ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="integrity", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
+    course = course_for_command(parser.parse_args(argv).course)
+    write(course)
+    print(f"Integrity report: {course.reports / REPORT_NAME}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""What the integrity report needs from each graded submission, kept beside the grading work files.
+
+Per submission: the variant it was graded on, the probes' records on its own inputs and on the
+shared set, and the code the student wrote (answer cells and added cells). Git-ignored (.work/).
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import sys
+
+import nbformat
+
+from ..course import Course, nbgrader_meta
+from ..checks import REGISTRY
+from ..probes import codec
+from ..submissions import read_notebook
+
+SHARED_CELL = "integrity_shared_probes"    # the probe cell appended to every assembled notebook
+MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
+
+
+@dataclasses.dataclass
+class StudentRecord:
+    student: str
+    assignment: str
+    notebook: str
+    variant: int | None
+    own: dict            # cell id -> probe record on the student's own inputs
+    shared: dict         # cell id -> probe record on the course-wide inputs
+    code: str            # what the student wrote, starter code included
+
+
+def folder(course: Course, assignment: str, notebook: str) -> pathlib.Path:
+    return course.work / "integrity" / assignment / notebook
+
+
+def student_code(submitted_nb, release_nb) -> str:
+    """The student's answer cells and added code cells (read-only cells are the release's, never theirs)."""
+    locked = {nbgrader_meta(c).get("grade_id") for c in release_nb.cells
+              if nbgrader_meta(c).get("grade_id") and not nbgrader_meta(c).get("solution")}
+    parts = [str(c.get("source", "")) if isinstance(c.get("source", ""), str) else "".join(c["source"])
+             for c in submitted_nb.cells
+             if c.get("cell_type") == "code" and nbgrader_meta(c).get("grade_id") not in locked]
+    return "\n\n".join(parts)[:MAX_CODE_CHARACTERS]
+
+
+def shared_probe_entry(task: dict) -> dict:
+    """The task entry of the shared set: each graded test of the notebook, on the course-wide inputs."""
+    return {"module": "shared", "probe": "run_shared",
+            "data": {"entries": {cell_id: REGISTRY[cell_id].task_entry(None) for cell_id in task}}}
+
+
+def save(course: Course, submission, execution, variant: int | None, submitted_nb, release) -> None:
+    """Keep one graded submission's evidence (the shared set's records are its own when variants are off)."""
+    observations = dict(execution.observations)
+    shared = observations.pop(SHARED_CELL, None)
+    shared = shared.get("observations", {}) if isinstance(shared, dict) else {}
+    record = StudentRecord(submission.student, submission.assignment, submission.notebook,
+                           variant, observations, shared if variant is not None else observations,
+                           student_code(submitted_nb, release) if submitted_nb is not None else "")
+    target = folder(course, submission.assignment, submission.notebook) / f"{submission.student}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    payload = dataclasses.asdict(record)
+    payload["variant"] = None if variant is None else str(variant)     # JSON numbers lose 64-bit ints elsewhere
+    target.write_text(codec.dumps(payload))
+
+
+def load_class(course: Course, assignment: str, notebook: str) -> list[StudentRecord]:
+    records = []
+    for path in sorted(folder(course, assignment, notebook).glob("*.json")):
+        payload = codec.loads(path.read_text())
+        payload["variant"] = None if payload["variant"] is None else int(payload["variant"])
+        records.append(StudentRecord(**payload))
+    return records
+
+
+def notebooks_stored(course: Course) -> list[tuple[str, str]]:
+    base = course.work / "integrity"
+    return sorted((p.parent.name, p.name) for p in base.glob("*/*") if p.is_dir()) if base.exists() else []
+
+
+
+def keep(course: Course, submission, execution, variant: int | None, release) -> None:
+    """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
+    try:
+        submitted = read_notebook(submission.path) if submission.path is not None else None
+        save(course, submission, execution, variant, submitted, release)
+    except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
+        print(f"integrity evidence not kept for {submission.student}: {type(exc).__name__}", file=sys.stderr)

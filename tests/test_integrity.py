@@ -1,0 +1,159 @@
+"""Per-student inputs and the integrity report, on a fixture class of 40 built in-process (~20 s)."""
+import html
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from integrity_fixtures import CHECKS, COMMON_MISTAKES, PLANTED, SOLUTION, TEMPLATES, fixture_class
+from notebook_tools import ROOT, namespace_from
+from posenc_autograder import variants
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.integrity import report, text
+from posenc_autograder.notebook import record_in_process
+from posenc_autograder.probes import codec
+from student_variants import MISTAKES
+
+SEEDS = [variants.seed_for(b"many-seeds", f"student{i}") for i in range(30)]
+ALL_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional_encoding"]
+
+
+# --- per-student inputs ----------------------------------------------------------------------
+
+def _layout(value):
+    """What a variant may not change: every shape, every number that is not drawn at random, the structure."""
+    if isinstance(value, dict):
+        return {k: _layout(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_layout(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape)
+    return value
+
+
+@pytest.mark.parametrize("cell_id", sorted(REGISTRY))
+def test_every_variant_keeps_sizes_and_cases_and_draws_from_the_same_distribution(cell_id):
+    check = REGISTRY[cell_id]
+    course_wide = check.plain_inputs(None)
+    drawn = [check.plain_inputs(seed) for seed in SEEDS]
+    assert all(_layout(d) == _layout(course_wide) for d in drawn)
+    arrays = [[v for v in _flat(d) if isinstance(v, np.ndarray)] for d in [course_wide] + drawn]
+    for base, *mine in zip(*arrays):
+        assert all(np.all(np.isfinite(m)) for m in mine), cell_id
+        varied = [m for m in mine if not np.array_equal(m, base)]
+        if varied and base.size >= 20:           # drawn at random: at the scale of the course-wide draw
+            ratio = np.sqrt(np.mean(np.square(varied))) / np.sqrt(np.mean(np.square(base)))
+            assert 0.5 <= ratio <= 2, (cell_id, ratio)
+
+
+def _flat(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _flat(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _flat(v)
+    else:
+        yield value
+
+
+def test_variants_differ_between_students_and_repeat_for_the_same_one():
+    varied = [cid for cid in ALL_CHECKS
+              if codec.dumps(REGISTRY[cid].plain_inputs(SEEDS[0])) != codec.dumps(REGISTRY[cid].plain_inputs(SEEDS[1]))]
+    assert len(varied) >= 5, varied
+    again = variants.seed_for(b"many-seeds", "student0")
+    assert all(codec.dumps(REGISTRY[c].plain_inputs(again)) == codec.dumps(REGISTRY[c].plain_inputs(SEEDS[0]))
+               for c in varied)
+    assert variants.seed_for(b"another secret", "student0") != SEEDS[0]
+
+
+def test_the_reference_passes_every_test_on_every_variant():
+    ns = namespace_from(SOLUTION)
+    for seed in SEEDS[:8]:
+        failed = {cid: p for cid in ALL_CHECKS if (p := REGISTRY[cid].verdict(
+            record_in_process(REGISTRY[cid].task_entry(seed), ns), seed))}
+        assert failed == {}, seed
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.name)
+def test_every_catalogued_mistake_fails_its_test_on_several_variants(mistake):
+    check, ns = REGISTRY[mistake.failing_check], namespace_from(SOLUTION, mistake.code)
+    for seed in SEEDS[:3]:
+        problems = check.verdict(record_in_process(check.task_entry(seed), ns), seed)
+        assert problems, (mistake.name, seed)
+        if mistake.feedback_phrase:
+            assert mistake.feedback_phrase in " ".join(problems), problems
+
+
+def test_the_course_secret_is_made_once_kept_private_and_switched_off_by_variants_0(tmp_path, monkeypatch):
+    class Course:
+        def path(self, relative):
+            return tmp_path / relative
+    monkeypatch.delenv(variants.SECRET_ENV, raising=False)
+    monkeypatch.delenv(variants.SWITCH_ENV, raising=False)
+    first = variants.student_variant(Course(), "ann")
+    assert (tmp_path / variants.SECRET_FILE).stat().st_mode & 0o077 == 0
+    assert variants.student_variant(Course(), "ann") == first != variants.student_variant(Course(), "ben")
+    monkeypatch.setenv(variants.SECRET_ENV, "the instructor's own secret")
+    assert variants.student_variant(Course(), "ann") == variants.seed_for(b"the instructor's own secret", "ann")
+    monkeypatch.setenv(variants.SWITCH_ENV, "0")
+    assert variants.student_variant(Course(), "ann") is None
+    (tmp_path / variants.SECRET_FILE).write_text("short\n")
+    monkeypatch.delenv(variants.SWITCH_ENV)
+    monkeypatch.delenv(variants.SECRET_ENV)
+    with pytest.raises(ValueError, match="shorter than 16"):
+        variants.student_variant(Course(), "ann")
+
+
+# --- the integrity report on a fixture class -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def analysis():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        records, groups = fixture_class()
+    instructor = text.instructor_code(ROOT / "exercises/positional_encoding/positional_encoding.ipynb",
+                                      ROOT / "solutions/positional_encoding/positional_encoding.ipynb")
+    return report.analyse(records, instructor + "\n\n" + TEMPLATES, "positional_encoding", "positional_encoding"), groups
+
+
+def ranks(analysis) -> dict[tuple, int]:
+    return {pair.students: rank for rank, pair in enumerate(analysis.pairs, 1)}
+
+
+def test_planted_pairs_rank_at_the_top(analysis):
+    found, _ = analysis
+    assert len(found.records) >= 40
+    rank = ranks(found)
+    print("\nplanted pair, rank, false positives above:")
+    for pair, what in PLANTED.items():
+        above = sum(1 for p, r in rank.items() if r < rank.get(pair, 10**6) and p not in PLANTED)
+        print(f"  {pair} {what}: rank {rank.get(pair)}, {above} false positive(s) above")
+    assert sorted(rank.get(pair, 10**6) for pair in PLANTED) == list(range(1, len(PLANTED) + 1))
+
+
+def test_a_common_mistake_made_independently_is_no_evidence(analysis):
+    found, groups = analysis
+    assert set(groups) == set(COMMON_MISTAKES)
+    for students in groups.values():
+        for pair in found.pairs:
+            if set(pair.students) <= set(students):
+                assert pair.score < 1.0, (pair.students, pair.shared_answers)
+
+
+def test_answers_built_on_a_classmates_variant_are_flagged_and_no_one_else(analysis):
+    found, _ = analysis
+    assert {(leak.student, leak.source) for leak in found.leaks} == {("gus", "hal")}
+
+
+def test_the_page_is_self_contained_and_escapes_student_text(analysis):
+    found, _ = analysis
+    hostile = found.records[0]
+    hostile.code += "\n# </pre><script>alert(1)</script>"
+    page = report.page([found])
+    assert "<script" not in page and "&lt;/pre&gt;&lt;script&gt;" in page or hostile.student not in {
+        s for p in found.pairs[:report.SHOWN_PAIRS] for s in p.students}
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert html.escape(PLANTED and "ada") in page
