@@ -1,0 +1,40 @@
+"""`make grade` end to end on three notebooks, variants on then off (~20 s): the wiring of issue 18."""
+import nbformat
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+from notebook_tools import grade_cells
+from posenc_autograder import variants
+from posenc_autograder.course import Course
+from posenc_autograder.grade import grade_all
+from posenc_autograder.integrity import store
+from posenc_autograder.integrity.report import REPORT_NAME
+from posenc_autograder.sandbox import Limits
+
+LIMITS = Limits(cell_seconds=15, notebook_seconds=60)
+STUDENTS = ("ann", "ben", "cy")
+
+
+def test_variants_on_and_off_grade_the_solution_fully_and_the_report_is_written(tmp_path, monkeypatch):
+    course = Course(make_course(tmp_path))
+    for student in STUDENTS:
+        target = course.submitted / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        target.parent.mkdir(parents=True)
+        nbformat.write(solved_notebook(), target)
+    monkeypatch.delenv(variants.SECRET_ENV, raising=False)
+    monkeypatch.setenv(variants.SWITCH_ENV, "1")
+    on = {r.student: (r.score, r.max_score) for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
+    kept = store.load_class(course, ASSIGNMENT, NOTEBOOK)
+    page = (course.reports / REPORT_NAME).read_text()
+
+    monkeypatch.setenv(variants.SWITCH_ENV, "0")          # no --force: another setting is another grader
+    off = {r.student: (r.score, r.max_score) for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True,
+                                                                 students=["ann"])}
+
+    assert off == {"ann": on["ann"]} and on == {s: (on["ann"][1],) * 2 for s in STUDENTS}
+    assert on["ann"][1] == sum(grade_cells(course.path(f"exercises/{ASSIGNMENT}/{NOTEBOOK}.ipynb")).values())
+    assert course.path(variants.SECRET_FILE).exists()
+    assert len({r.variant for r in kept}) == len(STUDENTS) and None not in {r.variant for r in kept}
+    assert all(set(r.shared) == set(r.own) and r.own and "sinusoidal_positional_encoding" in r.code for r in kept)
+    assert "Integrity report" in page and "3 students" in page
+    assert [r.variant for r in store.load_class(course, ASSIGNMENT, NOTEBOOK) if r.student == "ann"] == [None]
+    assert store.SHARED_CELL not in (course.feedback / "ann" / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
