@@ -19,6 +19,7 @@ ASSIGNMENT = NOTEBOOK = "positional_encoding"
 FULL = total_points(ASSIGNMENT)
 DOT = REGISTRY["hidden_dot_product"].points                     # the test that calls dot_product_distance
 DOT_AND_STATS = DOT + REGISTRY["hidden_encoding_statistics"].points
+CALLS_DOT = DOT + REGISTRY["hidden_contracts"].points          # every test whose probe calls dot_product_distance
 
 
 def _grade_id(cell):
@@ -112,8 +113,8 @@ EXPECTED = {
     "deleted_test_cell": (FULL, True, ["deleted cells were restored and run: test_pe_visible, hidden_pe_values"]),
     "edited_metadata": (FULL, True, ["read-only cells were edited", "test_pe_visible", "hidden_pe_shapes"]),
     "os_exit_in_cell": (FULL - DOT_AND_STATS, True, ["process died while running cell 'dot_product_and_statistics'"]),
-    "os_exit_in_function": (FULL - DOT, True, ["process died while running cell 'hidden_dot_product'"]),
-    "infinite_loop": (FULL - DOT, True, ["cell 'hidden_dot_product' ran longer than"]),
+    "os_exit_in_function": (FULL - CALLS_DOT, True, ["process died while running cell 'hidden_dot_product'"]),
+    "infinite_loop": (FULL - CALLS_DOT, True, ["cell 'hidden_dot_product' ran longer than"]),
     "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
     "output_flood": (FULL, True, ["printed too much output"]),
     "memory_hog": (FULL - DOT, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),

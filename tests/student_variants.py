@@ -14,6 +14,11 @@ class Mistake:
     code: str
     failing_check: str
     feedback_phrase: str | None = None
+    also_fails: tuple[str, ...] = ()     # every other hidden test it fails: with failing_check, the points it loses
+
+    @property
+    def failing(self) -> set[str]:
+        return {self.failing_check, *self.also_fails}
 
 
 PE_TEMPLATE = '''
@@ -90,21 +95,42 @@ def rotation_variant(angle=ANGLE_FROM_DATA, place=PLACE, error=MAX_ERROR):
     return ROTATION_TEMPLATE.format(angle=angle, place=place, error=error)
 
 
+# The usual port of a PyTorch recipe: every step in float32 (torch's default dtype), cast at the end.
+FLOAT32_TABLE = '''
+def sinusoidal_positional_encoding(seq_len, d_model):
+    if d_model % 2:
+        raise ValueError("odd")
+    position = np.arange(seq_len, dtype=np.float32)[:, None]
+    div_term = np.exp(np.arange(0, d_model, 2, dtype=np.float32) * np.float32(-np.log(10000.0) / d_model))
+    pe = np.zeros((seq_len, d_model), dtype=np.float32)
+    pe[:, 0::2] = np.sin(position * div_term)
+    pe[:, 1::2] = np.cos(position * div_term)
+    return pe.astype(np.float64)
+'''
+
+
 MISTAKES = [
     # --- the sinusoidal table
     Mistake("concatenated sin | cos", pe_variant(assemble="return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"),
-            "hidden_pe_values", "concatenated"),
+            "hidden_pe_values", "concatenated",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
     Mistake("sin and cos swapped", pe_variant(assemble=INTERLEAVE.replace("np.sin(angles)", "TMP").replace(
-        "np.cos(angles)", "np.sin(angles)").replace("TMP", "np.cos(angles)")), "hidden_pe_values", "swapped"),
-    Mistake("positions start at 1", pe_variant(first=1), "hidden_pe_values", "start at 1"),
+        "np.cos(angles)", "np.sin(angles)").replace("TMP", "np.cos(angles)")), "hidden_pe_values", "swapped",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
+    Mistake("positions start at 1", pe_variant(first=1), "hidden_pe_values", "start at 1",
+            also_fails=('hidden_pe_stability',)),
     Mistake("base 1000", pe_variant(omega="np.exp(-2.0 * i / d_model * np.log(1000.0))"),
-            "hidden_pe_values", "base is not 10000"),
+            "hidden_pe_values", "base is not 10000",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
     Mistake("exponent i/d", pe_variant(omega="np.exp(-i / d_model * np.log(10000.0))"),
-            "hidden_pe_values", "i/d_model instead of 2i/d_model"),
+            "hidden_pe_values", "i/d_model instead of 2i/d_model",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
     Mistake("exponent sign flipped", pe_variant(omega="np.exp(2.0 * i / d_model * np.log(10000.0))"),
-            "hidden_pe_values", "sign is flipped"),
+            "hidden_pe_values", "sign is flipped",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
     Mistake("integer division in the exponent", pe_variant(omega="10000.0 ** -(2 * i // d_model)"),
-            "hidden_pe_values", "integer division"),
+            "hidden_pe_values", "integer division",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
     Mistake("column index instead of pair index", '''
 def sinusoidal_positional_encoding(seq_len, d_model):
     if d_model % 2:
@@ -114,26 +140,33 @@ def sinusoidal_positional_encoding(seq_len, d_model):
     pe = np.sin(angles)
     pe[:, 1::2] = np.cos(angles[:, 1::2])
     return pe
-''', "hidden_pe_values", "column index j instead of the pair index"),
+''', "hidden_pe_values", "column index j instead of the pair index",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability', 'hidden_pe_unique_bounded')),
     Mistake("float32 table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.astype(np.float32)")),
-            "hidden_pe_values", "float32"),
+            "hidden_pe_values", "float32",
+            also_fails=('hidden_contracts', 'hidden_pe_stability')),
     Mistake("no ValueError for odd d_model", pe_variant().replace('raise ValueError("odd")', "d_model -= 1"),
-            "hidden_pe_shapes", "must raise ValueError"),
+            "hidden_pe_shapes", "must raise ValueError",
+            also_fails=('hidden_pe_class',)),
     Mistake("transposed table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.T")),
-            "hidden_pe_values", "transposed"),
+            "hidden_pe_values", "transposed",
+            also_fails=('hidden_integration', 'hidden_pe_class', 'hidden_pe_frequency', 'hidden_pe_shapes', 'hidden_pe_stability', 'hidden_pe_unique_bounded')),
     Mistake("only sines", pe_variant(assemble=INTERLEAVE.replace("np.cos(angles)", "np.sin(angles)")),
-            "hidden_pe_values", "only sin"),
+            "hidden_pe_values", "only sin",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability', 'hidden_pe_unique_bounded')),
     # --- the SinusoidalPositionalEncoding module
     Mistake("forward returns the encoding alone", '''
 class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     def forward(self, X):
         return np.broadcast_to(self.get_encoding(X.shape[1]), X.shape).copy()
-''', "hidden_pe_class", "returns the encoding alone"),
+''', "hidden_pe_class", "returns the encoding alone",
+            also_fails=('hidden_integration',)),
     Mistake("forward slices by the batch size", '''
 class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     def forward(self, X):
         return X + self.pe[:X.shape[0], None, :]
-''', "hidden_pe_class", None),
+''', "hidden_pe_class", None,
+            also_fails=('hidden_integration',)),
     Mistake("get_encoding ignores seq_len", '''
 class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     def get_encoding(self, seq_len):
@@ -151,23 +184,28 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     Mistake("gradient averaged over the batch", learned_variant(
         backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
                  "        self.grad_embedding[:self.seq_len] = grad_output.mean(axis=0)\n        return grad_output"),
-            "hidden_learned_backward", "averaged over the batch rather than summed"),
+            "hidden_learned_backward", "averaged over the batch rather than summed",
+            also_fails=('hidden_learned_accumulation',)),
     Mistake("gradient from the first batch element only", learned_variant(
         backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
                  "        self.grad_embedding[:self.seq_len] = grad_output[0]\n        return grad_output"),
-            "hidden_learned_backward", "first batch element"),
+            "hidden_learned_backward", "first batch element",
+            also_fails=('hidden_learned_accumulation',)),
     Mistake("grad_embedding only as long as the input", learned_variant(
         backward="self.grad_embedding = grad_output.sum(axis=0)\n        return grad_output"),
-            "hidden_learned_backward", "whole table"),
+            "hidden_learned_backward", "whole table",
+            also_fails=('hidden_learned_accumulation',)),
     Mistake("gradient accumulated across calls", learned_variant(
         backward="self.grad_embedding[:self.seq_len] += grad_output.sum(axis=0)\n        return grad_output"),
             "hidden_learned_accumulation", "earlier call"),
     Mistake("backward returns no input gradient", learned_variant(
         backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
                  "        self.grad_embedding[:self.seq_len] = grad_output.sum(axis=0)"),
-            "hidden_learned_backward", "input gradient"),
+            "hidden_learned_backward", "input gradient",
+            also_fails=('hidden_contracts',)),
     Mistake("forward reads a frozen copy of the table", learned_variant(forward_table="self.frozen"),
-            "hidden_learned_forward", None),
+            "hidden_learned_forward", None,
+            also_fails=('hidden_learned_backward',)),
     # --- analysis tools
     Mistake("rotation blocks transposed", rotation_variant(place="M[2*i:2*i+2, 2*i:2*i+2] = [[c, -s], [s, c]]"),
             "hidden_relative_position", "transposed"),
@@ -217,8 +255,60 @@ def encoding_statistics(pe):
         "    return w / w.sum(-1, keepdims=True) @ V"), "hidden_self_attention", "sqrt(d_model)"),
     Mistake("encoder ignored", "def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n"
                                "    return self_attention(X, W_q, W_k, W_v)\n", "hidden_integration", None),
+    # --- issue 13: mistakes that were graded too leniently, charged several times, or misdiagnosed
+    Mistake("float32 computation cast to float64 at the end (a PyTorch recipe ported)", FLOAT32_TABLE,
+            "hidden_pe_values", "off by up to 3e-08, the size of float32 rounding", ("hidden_pe_stability",)),
+    Mistake("forward adds the encoding into the caller's array", '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def forward(self, X):
+        if X.shape[1] > len(self.pe):
+            raise ValueError("too long")
+        out = X
+        out += self.pe[:X.shape[1]]
+        return out
+''', "hidden_contracts", "SinusoidalPositionalEncoding.forward changed its argument X in place"),
+    Mistake("learned forward with X += (in place)", learned_variant().replace(
+        "return X + self.embedding[None, :X.shape[1]]", "X += self.embedding[None, :X.shape[1]]\n        return X"),
+            "hidden_contracts", "LearnedPositionalEncoding.forward changed its argument X in place"),
+    Mistake("table returned as a Python list", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.tolist()")),
+            "hidden_contracts", "sinusoidal_positional_encoding returned a list; expected a float64 numpy ndarray",
+            also_fails=('hidden_integration', 'hidden_pe_class')),
+    Mistake("M_k returned as a list [M, error]", '''
+_rotation = relative_position_matrix
+def relative_position_matrix(pe, offset):
+    return list(_rotation(pe, offset))
+''', "hidden_contracts", "relative_position_matrix returned a list; expected a tuple (M, error)"),
+    Mistake("softmax shifted by the maximum over the wrong axis", attention_variant(
+        "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(axis=-2, keepdims=True))\n"
+        "    return w / w.sum(axis=-1, keepdims=True) @ V"), "hidden_self_attention",
+            "the maximum is subtracted along the wrong axis"),
+    Mistake("softmax without keepdims", attention_variant(
+        "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(axis=-1))\n"
+        "    return w / w.sum(axis=-1) @ V"), "hidden_self_attention", "keepdims is missing"),
+    Mistake("scaled by sqrt(K.shape[0]) (the length, or the batch)", attention_variant(
+        "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[0])\n    w = np.exp(s - s.max(-1, keepdims=True))\n"
+        "    return w / w.sum(-1, keepdims=True) @ V"), "hidden_self_attention", None),
+    Mistake("values taken as X instead of X @ W_v", attention_variant(
+        "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(-1, keepdims=True))\n"
+        "    return w / w.sum(-1, keepdims=True) @ X"), "hidden_self_attention", None),
+    Mistake("encoding added after attention", "def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n"
+                                              "    out = self_attention(X, W_q, W_k, W_v)\n"
+                                              "    return out if encoder is None else encoder.forward(out)\n",
+            "hidden_integration", None),
+    Mistake("backward returns grad_embedding instead of the input gradient", learned_variant(
+        backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
+                 "        self.grad_embedding[:self.seq_len] = grad_output.sum(axis=0)\n"
+                 "        return self.grad_embedding"), "hidden_learned_backward", "input gradient"),
+    Mistake("position norms over the wrong axis", '''
+_statistics = encoding_statistics
+def encoding_statistics(pe):
+    return {**_statistics(pe), "position_norms": np.linalg.norm(pe, axis=0)}
+''', "hidden_encoding_statistics", "position_norms"),
+    Mistake("dot products without the transpose", "def dot_product_distance(pe):\n    return pe @ pe\n",
+            "hidden_dot_product", None),
+    Mistake("float32 frequencies", pe_variant(omega="np.exp(-2.0 * i / d_model * np.log(10000.0)).astype(np.float32)"),
+            "hidden_pe_values", "float32 rounding", ("hidden_pe_stability",)),
 ]
-
 
 ALTERNATIVES = {
     "plain loops": '''
@@ -284,3 +374,52 @@ def encoding_statistics(pe):
             "bounded": bool((np.abs(pe) <= 1).all())}
 ''',
 }
+
+# issue 13: unusual correct answers that must keep full marks
+ALTERNATIVES.update({
+    "softmax by log-sum-exp": '''
+def self_attention(X, W_q, W_k, W_v):
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    m = s.max(axis=-1, keepdims=True)
+    log_z = m + np.log(np.exp(s - m).sum(axis=-1, keepdims=True))
+    return np.exp(s - log_z) @ V
+''',
+    "forward on a copy, then in place": '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def forward(self, X):
+        if X.shape[1] > len(self.pe):
+            raise ValueError("too long")
+        out = np.array(X, dtype=np.float64, copy=True)
+        out += self.pe[:X.shape[1]]
+        return out
+''',
+    "statistics as numpy scalars and numpy bool": '''
+def encoding_statistics(pe):
+    return {"position_norms": np.sqrt(np.einsum("ld,ld->l", pe, pe)), "mean": pe.mean(), "variance": pe.var(),
+            "min": pe.min(), "max": pe.max(), "bounded": np.all(np.abs(pe) <= 1.0)}
+''',
+    "table by broadcasting with np.power and a where": '''
+def sinusoidal_positional_encoding(seq_len, d_model):
+    if d_model % 2:
+        raise ValueError(f"d_model must be even, got {d_model}")
+    j = np.arange(d_model)
+    angles = np.arange(seq_len)[:, None] / np.power(10000.0, (j - j % 2) / d_model)[None, :]
+    return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
+''',
+    "dot products with einsum": '''
+def dot_product_distance(pe):
+    return np.einsum("id,jd->ij", pe, pe)
+''',
+    "M_k as a tuple built with np.block": '''
+def relative_position_matrix(pe, offset):
+    L, d = pe.shape
+    omega = np.exp(-np.arange(0, d, 2) / d * np.log(10000.0))
+    blocks = [[np.zeros((2, 2))] * (d // 2) for _ in range(d // 2)]
+    for i, w in enumerate(omega):
+        blocks[i][i] = np.array([[np.cos(w * offset), np.sin(w * offset)], [-np.sin(w * offset), np.cos(w * offset)]])
+    M = np.block(blocks)
+    error = float(np.linalg.norm(pe[:L - offset] @ M.T - pe[offset:], axis=1).max()) if L > offset else 0.0
+    return (M, error)
+''',
+})

@@ -40,7 +40,7 @@ MISTAKES = [
     Mistake("clockwise rotation", rope(sin="-np.sin(angles)"), "hidden_apply_rope", "wrong way"),
     Mistake("halves instead of pairs", rope(pairs="x[..., :d // 2], x[..., d // 2:]",
                                             assemble="return np.concatenate([first, second], axis=-1)"),
-            "hidden_apply_rope", "halves"),
+            "hidden_apply_rope", "legitimate RoPE convention, the one GPT-NeoX and Llama"),
     Mistake("positions off by one", rope(positions="np.asarray(positions, dtype=float) + 1"),
             "hidden_apply_rope", "shifted by one"),
     Mistake("positions ignored", rope(positions="np.arange(x.shape[-2], dtype=float)"),

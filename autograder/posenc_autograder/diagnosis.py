@@ -74,14 +74,27 @@ def diagnose_pe_table(actual: np.ndarray, seq_len: int, d_model: int) -> str | N
         return "rows must be positions and columns dimensions"
     if actual.shape != (seq_len, d_model):
         return None
-    for explanation, table in pe_mistakes(seq_len, d_model).items():
-        if np.allclose(actual, table, atol=MATCH_TOLERANCE, rtol=0):
-            return explanation
-    expected = ref.sinusoidal_positional_encoding(seq_len, d_model)
-    if np.allclose(actual, expected, atol=1e-4, rtol=0):
-        return ("the values are close but not exact (off by more than 1e-6): compute in float64, "
-                "not float32, and take the frequencies in log space")
-    return None
+    matches = [explanation for explanation, table in pe_mistakes(seq_len, d_model).items()
+               if np.allclose(actual, table, atol=MATCH_TOLERANCE, rtol=0)]
+    if matches:
+        return either(matches)
+    return diagnose_float32(actual, ref.sinusoidal_positional_encoding(seq_len, d_model))
+
+
+FLOAT32_EPSILON = float(np.finfo(np.float32).eps)
+
+
+def diagnose_float32(actual: np.ndarray, expected: np.ndarray) -> str | None:
+    """Name float32 arithmetic when every error is within what float32 rounding of sin(pos * omega) can make:
+    a few float32 ulps of the angle, which grows with the position, plus one of the value."""
+    error = np.abs(actual - expected)
+    positions = np.arange(len(expected), dtype=np.float64).reshape((-1,) + (1,) * (expected.ndim - 1))
+    bound = 4 * FLOAT32_EPSILON * (1 + positions)
+    if not (error.max() > 1e-12 and np.all(error <= bound)):
+        return None
+    return (f"the values are off by up to {error.max():.1g}, the size of float32 rounding: part of the computation "
+            f"is in float32 (np.float32 arrays, or a PyTorch recipe's default dtype), even if the result is cast to "
+            f"float64 at the end; compute every step in float64")
 
 
 def diagnose_rotation(actual: np.ndarray, d_model: int, offset: int) -> str | None:
@@ -104,3 +117,62 @@ def diagnose_rotation(actual: np.ndarray, d_model: int, offset: int) -> str | No
     if np.allclose(actual, np.eye(d_model), atol=MATCH_TOLERANCE):
         return "M is the identity: it must rotate each pair by omega_i * offset"
     return None
+
+
+def _softmax(scores, max_axis=-1, sum_axis=-1, max_keepdims=True, sum_keepdims=True, shift=True):
+    """A softmax written the ways students write it: the max and the sum along chosen axes, with or without
+    keepdims (without it a (..., L) max broadcasts along the last axis: column j gets row j's max)."""
+    shifted = scores - scores.max(axis=max_axis, keepdims=max_keepdims) if shift else scores
+    weights = np.exp(shifted)
+    return weights / weights.sum(axis=sum_axis, keepdims=sum_keepdims)
+
+
+OVERFLOW = ("exp overflows: subtract each row's maximum score, scores.max(axis=-1, keepdims=True), before "
+            "exponentiating")
+MAX_AXIS = ("the maximum is subtracted along the wrong axis (axis -2, over the queries): subtract each row's own "
+            "maximum, scores.max(axis=-1, keepdims=True); the sum is over axis -1 already")
+KEEPDIMS = ("keepdims is missing: scores.max(axis=-1) (or .sum(axis=-1)) has shape (..., L) and broadcasts along "
+            "the last axis, so column j is shifted or divided by row j's value; use keepdims=True")
+
+
+def attention_mistakes(X: np.ndarray, W) -> dict[str, np.ndarray]:
+    """Known wrong self-attention outputs for X and W = (W_q, W_k, W_v), keyed by their explanation."""
+    Q, K, V = X @ W[0], X @ W[1], X @ W[2]
+    scores = Q @ np.swapaxes(K, -1, -2)
+    scaled = scores / np.sqrt(Q.shape[-1])
+    variants = {
+        "the scores are not divided by sqrt(d_k)": lambda: _softmax(scores),
+        "the scores are divided by sqrt(d_model) instead of sqrt(d_k), the width of Q and K":
+            lambda: _softmax(scores / np.sqrt(X.shape[-1])),
+        "softmax normalises over the queries (axis -2) instead of over the keys (axis -1)":
+            lambda: _softmax(scaled, -2, -2),
+        MAX_AXIS: lambda: _softmax(scaled, max_axis=-2),
+        OVERFLOW: lambda: _softmax(scaled, shift=False),     # before keepdims: on huge scores both give NaN
+        KEEPDIMS: lambda: _softmax(scaled, max_keepdims=False, sum_keepdims=False),
+        KEEPDIMS + " (in the sum)": lambda: _softmax(scaled, sum_keepdims=False),
+        KEEPDIMS + " (in the maximum)": lambda: _softmax(scaled, max_keepdims=False),
+    }
+    mistakes = {}
+    with np.errstate(all="ignore"):
+        for explanation, weights in variants.items():
+            try:
+                mistakes[explanation] = weights() @ V
+            except ValueError:          # without keepdims a batch does not broadcast: the student's code raised
+                continue
+    return mistakes
+
+
+def diagnose_attention(actual: np.ndarray, X: np.ndarray, W) -> str | None:
+    """Explain a wrong self-attention output when it matches a known mistake, NaN and Inf included."""
+    right = ref.self_attention(X, *W)
+    return either([explanation for explanation, wrong in attention_mistakes(X, W).items()
+                   if _same(actual, wrong) and not _same(right, wrong)])   # a mistake these inputs cannot show: silent
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.allclose(a, b, atol=1e-9, rtol=0, equal_nan=True)
+
+
+def either(explanations: list[str]) -> str | None:
+    """One explanation, or all that fit the answer equally (two mistakes can make the same numbers)."""
+    return "; or ".join(explanations) if explanations else None

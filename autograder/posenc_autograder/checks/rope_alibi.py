@@ -57,7 +57,9 @@ def _rope_diagnosis(actual, x, positions, base):
     known = {
         "the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos) is counter-clockwise":
             _rotate(x, positions, base, clockwise=True),
-        "pairs are taken as halves (x[:d/2], x[d/2:]), the GPT-NeoX layout; this exercise pairs (2i, 2i+1)":
+        ("your rotation pairs dimension i with i + d/2 (the \"rotate half\" layout): that is a legitimate RoPE "
+         "convention, the one GPT-NeoX and Llama code uses, so your understanding is right; this exercise asks for "
+         "the other one, adjacent pairs (2i, 2i+1) as in the RoFormer paper, so take x[..., 0::2] and x[..., 1::2]"):
             _rotate(x, positions, base, halves=True),
         "positions look shifted by one: use the positions you are given": _rotate(x, positions, base, shift=1),
         "the positions were ignored and 0, 1, 2, ... used instead": _rotate(x, np.arange(x.shape[-2]), base),

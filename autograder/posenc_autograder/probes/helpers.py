@@ -69,3 +69,34 @@ def call_each(ns: dict, data: dict) -> dict:
     return {group: [attempt(fn, *map(argument, c["args"]), **{k: argument(v) for k, v in c["kwargs"].items()})
                     for c in calls]
             for group, calls in data["groups"].items()}
+
+
+def kind_of(value) -> dict:
+    """What a student's function returned, as plain data: its type, with dtype and shape for arrays.
+
+    Values cross the codec as float64 arrays and plain numbers, so this is the only record of a
+    list returned instead of an array, or of a float32 table."""
+    if isinstance(value, np.ndarray):
+        return {"type": "ndarray", "dtype": str(value.dtype), "shape": [int(n) for n in value.shape]}
+    kind = {"type": str(type(value).__name__)[:60], "float": isinstance(value, float),
+            "bool": isinstance(value, (bool, np.bool_))}
+    if isinstance(value, (tuple, list)):
+        kind["items"] = [kind_of(v) for v in list(value)[:8]]
+    elif isinstance(value, dict):
+        kind["items"] = {str(k)[:60]: kind_of(v) for k, v in list(value.items())[:16]}
+    return kind
+
+
+def attempt_contract(fn: Callable, *args) -> dict:
+    """Call fn on the caller's own arrays: {'kind': kind_of(result)} or {'error': ...}, and 'changed',
+    the indices of the arguments the call modified in place."""
+    originals = [np.array(a, copy=True) for a in args]
+    try:
+        record = {"kind": kind_of(fn(*args))}
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
+        record = {"error": describe(exc)}
+    record["changed"] = [i for i, (a, o) in enumerate(zip(args, originals))
+                         if not (np.shape(a) == o.shape and np.array_equal(a, o, equal_nan=True))]
+    return record
