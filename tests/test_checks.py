@@ -189,3 +189,14 @@ def test_each_known_attention_mistake_gets_exactly_its_own_diagnosis(shape):
     with np.errstate(all="ignore"):
         huge = attention_mistakes(300 * X, W)[OVERFLOW]
     assert diagnose_attention(huge, 300 * X, W) == OVERFLOW
+
+
+def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
+    from posenc_autograder.pipeline import GradedTest, fix_this_first
+    from student_variants import FLOAT32_TABLE
+    failed = failures(namespace_from(SOLUTION, FLOAT32_TABLE))
+    tests = [GradedTest(cid, cid, True, 0.0, 1.0, problems) for cid, problems in failed.items()]
+    [note] = fix_this_first(tests)
+    assert note.startswith("Fix this first: the values are off by up to") and "float32" in note
+    assert "hidden_pe_values" in note and "hidden_pe_stability" in note
+    assert fix_this_first(tests[:1]) == []          # a cause behind one failure only is no root cause

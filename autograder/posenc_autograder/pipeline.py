@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 
 import nbformat
 
@@ -151,6 +152,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
         problems = _judge_one(check, execution.observations.get(cell_id), execution.events, variant)
         tests.append(GradedTest(cell_id, title, True, 0.0 if problems else points, points, problems))
     notes += _memory_note(tests, limits)
+    notes[:0] = fix_this_first(tests)
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
@@ -159,6 +161,26 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
         action = ""
     return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,
                           seconds=execution.seconds, action=action)
+
+
+LIKELY_CAUSE = "Likely cause: "
+
+
+def fix_this_first(tests: list[GradedTest]) -> list[str]:
+    """One note naming a diagnosed cause that explains failures in several tests, so feedback opens with it."""
+    failing: dict[str, list[str]] = {}          # cause, its measured numbers left out -> [first wording, ids]
+    for test in tests:
+        for problem in test.problems:
+            if LIKELY_CAUSE in problem:
+                cause = problem.split(LIKELY_CAUSE, 1)[1].rstrip(".")
+                entry = failing.setdefault(re.sub(r"\d[\d.e+-]*", "#", cause), [cause])
+                if test.cell_id not in entry:
+                    entry.append(test.cell_id)
+    shared = [entry for entry in failing.values() if len(entry) > 2]
+    if not shared:
+        return []
+    cause, *ids = max(shared, key=len)
+    return [f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}."]
 
 
 def _judge_one(check, record, events, variant) -> list[str]:
