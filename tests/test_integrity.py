@@ -10,6 +10,7 @@ from integrity_fixtures import CHECKS, COMMON_MISTAKES, PLANTED, SOLUTION, TEMPL
 from notebook_tools import ROOT, namespace_from
 from posenc_autograder import variants
 from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks.base import SHOWN_INPUT_NUMBERS
 from posenc_autograder.integrity import report, text
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes import codec
@@ -157,3 +158,19 @@ def test_the_page_is_self_contained_and_escapes_student_text(analysis):
         s for p in found.pairs[:report.SHOWN_PAIRS] for s in p.students}
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert html.escape(PLANTED and "ada") in page
+
+
+def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs():
+    attention = REGISTRY["hidden_self_attention"]
+    ns = namespace_from(SOLUTION, next(m.code for m in MISTAKES if m.name == "no 1/sqrt(d_k) scaling"))
+    mine = attention.verdict(record_in_process(attention.task_entry(SEEDS[0]), ns), SEEDS[0])
+    drawn = [c["args"][0] for c in attention.plain_inputs(SEEDS[0])["groups"]["outputs"]]
+    assert "your inputs, drawn for you alone" in mine[0]
+    assert any(repr(x.tolist()) in mine[0] for x in drawn if x.size <= SHOWN_INPUT_NUMBERS)
+    everyone = attention.verdict(record_in_process(attention.task_entry(None), ns), None)
+    assert everyone and not any("your inputs" in p for p in everyone)     # course-wide inputs stay hidden
+    table = REGISTRY["hidden_pe_values"]
+    ns = namespace_from(SOLUTION, next(m.code for m in MISTAKES if m.name == "positions start at 1"))
+    first = table.verdict(record_in_process(table.task_entry(SEEDS[0]), ns), SEEDS[0])[0]
+    smallest_call = min(table.plain_inputs(SEEDS[0])["groups"]["tables"], key=lambda c: np.prod(c["args"]))
+    assert first.startswith(f"sinusoidal_positional_encoding({', '.join(map(str, smallest_call['args']))})")

@@ -22,6 +22,7 @@ from ..probes import codec
 Observations = dict
 Problems = list
 MAX_PER_GROUP = 2      # problems reported per group of similar cases: the first ones, then a count
+SHOWN_INPUT_NUMBERS = 48   # a failing case's input arrays are shown in full up to this size
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,7 +68,9 @@ class HiddenTest:
         if "missing" in record:
             return [str(record["missing"])]
         try:
-            return [str(p) for p in self.judge(self.plain_inputs(variant), copy.deepcopy(record["observations"]))]
+            inputs = self.plain_inputs(variant)
+            with variants.active(variant):          # judges may show a student their own inputs
+                return [str(p) for p in self.judge(inputs, copy.deepcopy(record["observations"]))]
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
 
@@ -215,7 +218,42 @@ def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
     if len({len(column) for column in columns}) > 1:
         return [f"the grader received {len(columns[-1])} answers for {len(columns[0])} cases, so this test "
                 f"could not be judged; run the notebook from the top without changing the grader's code"]
-    return limit_problems(problems_of(*[functools.partial(problem, *row) for row in zip(*columns)]))
+    rows = sorted(zip(*columns), key=lambda row: case_size(row[0]))        # smallest failing case first
+    found = problems_of(*[functools.partial(problem, *row) for row in rows])
+    if found and variants.current() is not None:
+        failing = next(row for row in rows if problems_of(functools.partial(problem, *row)))
+        found[0] += inputs_shown(failing[0])
+    return limit_problems(found)
+
+
+def _arrays_and_numbers(case) -> list:
+    if isinstance(case, dict) and "args" in case:
+        return list(case["args"]) + list(case["kwargs"].values())
+    return [case]
+
+
+def case_size(case) -> int:
+    """How big a case is: its arrays' sizes plus the product of its whole-number arguments (a table's L x d)."""
+    values = _arrays_and_numbers(case)
+    whole = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return sum(int(np.size(v)) for v in values if isinstance(v, (np.ndarray, list))) + math.prod(whole)
+
+
+def inputs_shown(case) -> str:
+    """The case's array inputs, in full while they fit SHOWN_INPUT_NUMBERS (exact, copyable into np.array),
+    the rest by shape: they are the student's own variant, so showing them helps no one else."""
+    arrays = [np.asarray(v, dtype=np.float64) for v in _arrays_and_numbers(case)
+              if isinstance(v, (np.ndarray, list)) and np.size(v)]
+    budget, shown = SHOWN_INPUT_NUMBERS, []
+    for array in arrays:
+        if array.size <= budget:
+            budget -= array.size
+            shown.append(repr(array.tolist()))
+        else:
+            shown.append(f"<array of shape {array.shape}>")
+    if budget == SHOWN_INPUT_NUMBERS:
+        return ""
+    return f" (your inputs, drawn for you alone, in order: {'; '.join(shown)})"
 
 
 def problems_of(*checks) -> list[str]:
