@@ -8,6 +8,7 @@ prose cannot change from one build to the next. Without myst-nb, each chapter's 
 prints the glued values, so they are part of the compared outputs.
 """
 import asyncio
+import concurrent.futures
 import importlib.metadata as metadata
 import json
 import pathlib
@@ -126,7 +127,9 @@ def execute_twice(chapter: pathlib.Path, kernel_name: str):
     """Two independent runs in two kernels at once (the machine has two cores)."""
     async def both():
         return await asyncio.gather(execute(chapter, kernel_name), execute(chapter, kernel_name))
-    return asyncio.run(both())
+    # A thread of its own: the browser tests' Playwright may hold an event loop in this one.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, both()).result()
 
 
 def outputs_of(notebook) -> list:
