@@ -37,4 +37,6 @@ def test_variants_on_and_off_grade_the_solution_fully_and_the_report_is_written(
     assert all(set(r.shared) == set(r.own) and r.own and "sinusoidal_positional_encoding" in r.code for r in kept)
     assert "Integrity report" in page and "3 students" in page
     assert [r.variant for r in store.load_class(course, ASSIGNMENT, NOTEBOOK) if r.student == "ann"] == [None]
-    assert store.SHARED_CELL not in (course.feedback / "ann" / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+    for student in STUDENTS:        # the shared probe cell ran, and the student sees it nowhere
+        assert store.SHARED_CELL not in (course.feedback / student / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+        assert store.SHARED_CELL not in (course.autograded / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb").read_text()

@@ -17,6 +17,7 @@ import nbformat
 from nbgrader.utils import parse_utc
 
 from .course import Course, grade_id
+from .integrity.store import SHARED_CELL
 
 TIMESTAMP = "timestamp.txt"
 SECRET = "submission_secret.txt"
@@ -113,6 +114,7 @@ def autograded_notebook(executed_json: str | None, release, result) -> nbformat.
     nb = nbformat.reads(executed_json, as_version=4) if executed_json else copy.deepcopy(release)
     released = {grade_id(c): c for c in release.cells if grade_id(c)}
     tests = {t.cell_id: t for t in result.tests}
+    nb.cells = [c for c in nb.cells if grade_id(c) != SHARED_CELL]     # the integrity probes are not the student's
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

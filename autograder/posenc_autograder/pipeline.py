@@ -107,7 +107,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         cell.source = probe_cell_source(cell_id, title)
         task[cell_id] = check.task_entry(variant)
     if variant is not None and task:      # the shared probe set, never graded: evidence for the integrity report
-        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(integrity_store.SHARED_CELL, "shared probes")))
+        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(integrity_store.SHARED_CELL, "shared probes"),
+                                                  metadata={"nbgrader": {"grade_id": integrity_store.SHARED_CELL}}))
         task[integrity_store.SHARED_CELL] = integrity_store.shared_probe_entry(task)
     return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
                        dataclasses.asdict(limits), isolate)
