@@ -1,5 +1,6 @@
 """`make grade` end to end on three notebooks, variants on then off (~20 s): the wiring of issue 18."""
 import nbformat
+import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from notebook_tools import grade_cells
@@ -14,6 +15,7 @@ LIMITS = Limits(cell_seconds=15, notebook_seconds=60)
 STUDENTS = ("ann", "ben", "cy")
 
 
+@pytest.mark.slow
 def test_variants_on_and_off_grade_the_solution_fully_and_the_report_is_written(tmp_path, monkeypatch):
     course = Course(make_course(tmp_path))
     for student in STUDENTS:
