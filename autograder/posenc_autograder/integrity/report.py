@@ -98,7 +98,7 @@ def _pair_rows(analysis: ClassAnalysis) -> str:
                          for l in pair.leaks)
         similarity = f"{100 * pair.text.similarity:.0f}%" if pair.text else "—"
         rows.append(f"<tr><td>{rank}</td><td><a href='#pair{rank}'>{E(pair.students[0])} · {E(pair.students[1])}</a>"
-                    f"</td><td>{pair.score:.2f}</td><td><ul>{answers}</ul></td><td>{similarity}</td>"
+                    f"</td><td>{pair.score:.2f}{' + leaked answers' if pair.leaks else ''}</td><td><ul>{answers}</ul></td><td>{similarity}</td>"
                     f"<td><ul>{leaked}</ul></td></tr>")
     return "".join(rows)
 
