@@ -14,7 +14,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all
 from posenc_autograder.sandbox import Limits
 
-LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
+LIMITS = Limits(cell_seconds=5, notebook_seconds=30)
 SUBSET = ["correct", "untouched", "deleted_test_cell", "os_exit_in_function", "infinite_loop", "renamed",
           "missing", "merge_conflict", "code_in_added_cell"]
 
@@ -35,10 +35,14 @@ def graded(tmp_path, students=None, **options):
     return grade_all(course, limits=LIMITS, quiet=True, **options)
 
 
-def test_parallel_grading_equals_sequential(tmp_path):
-    sequential = graded(tmp_path / "one", jobs=1)
-    parallel = graded(tmp_path / "many", jobs=2)
-    assert outcomes(parallel) == outcomes(sequential)
+@pytest.fixture(scope="module")
+def sequential(tmp_path_factory):
+    """The reference outcome: one job at a time, SQLite, this process (graded once for both tests)."""
+    return outcomes(graded(tmp_path_factory.mktemp("one"), students=SUBSET, jobs=1))
+
+
+def test_parallel_grading_equals_sequential(tmp_path, sequential):
+    assert outcomes(graded(tmp_path / "many", students=SUBSET, jobs=2)) == sequential
 
 
 def _free_port():
@@ -76,15 +80,14 @@ def postgres_url():
         shutil.rmtree(home, ignore_errors=True)
 
 
-def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_url):
+def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_url, sequential):
     from distributed import LocalCluster
 
-    default = graded(tmp_path / "default", students=SUBSET, jobs=2)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         clustered = graded(tmp_path / "cluster", students=SUBSET, jobs=2, db_url=postgres_url,
                            scheduler=cluster.scheduler_address)
-    assert outcomes(clustered) == outcomes(default)
+    assert outcomes(clustered) == sequential
     import sqlalchemy
     with sqlalchemy.create_engine(postgres_url).connect() as db:
         stored = db.execute(sqlalchemy.text("SELECT count(*) FROM grade WHERE auto_score IS NOT NULL")).scalar()
-    assert stored == len(SUBSET) * sum(1 for t in default[0].tests)
+    assert stored == len(SUBSET) * len(clustered[0].tests)

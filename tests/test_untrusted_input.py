@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from posenc_autograder.execute import decode_results, sanitise_errors, short_message
+from posenc_autograder.execute import code_only, decode_results, sanitise_errors, short_message
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox import ChannelReader, Limits, sanitise_outputs
 from posenc_autograder.submissions import UnreadableNotebook, read_notebook, sha256
@@ -103,6 +103,14 @@ def test_messages_are_one_short_line_and_never_quote_the_grader():
     assert len(short_message("x" * 10_000)) == 200
     assert "withheld" in short_message("return attempt(fn, data['seq_len'], data['d_model'])", grader)
     assert short_message("d_model must be even", grader) == "d_model must be even"
+
+
+def test_the_probes_own_messages_pass_but_their_code_does_not():
+    grader = code_only('def describe_the_exception(exc, limit):\n'
+                       '    return "NotImplementedError: the function is still the template stub"  # a comment here\n')
+    assert short_message("NotImplementedError: the function is still the template stub", grader).endswith("stub")
+    assert "withheld" in short_message("leak: def describe_the_exception(exc, limit):", grader)
+    assert "withheld" not in short_message("def describe(x): is mine, # a comment here", grader)
 
 
 def test_results_are_decoded_defensively_and_errors_sanitised():

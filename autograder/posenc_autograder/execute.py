@@ -70,7 +70,7 @@ def _execution(task: GradingTask, nb, outcome: RunOutcome, seconds: float) -> Ex
     elif any(e["event"] == "kernel_died" and e.get("cell") is None for e in events):
         # No student cell had started, so the log is the grader's own: safe and useful to show.
         failure = f"the notebook's process died before running any cell: {outcome.log_tail[-500:]}"
-    grader_text = "\n".join(task.probe_files.values()) + task.task_json
+    grader_text = "\n".join(map(code_only, task.probe_files.values())) + task.task_json
     observations = {cell_id: sanitise_errors(record, grader_text)
                     for cell_id, record in decode_results(outcome.results).items()}
     return Execution(task.key, observations, events, visible_cell_errors(nb, _tasks(task)),
@@ -102,6 +102,16 @@ def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACT
     if grader_text and _quotes(line, grader_text):
         return "(message withheld: it quotes the grader's own code)"
     return line
+
+
+STRING_LITERAL = re.compile(r"""(\"\"\"|'''|"|')(?:\\.|(?!\1).)*?\1""", re.S)
+COMMENT = re.compile(r"#[^\n]*")
+
+
+def code_only(source: str) -> str:
+    """The grader's code without its string literals and comments: the probes' own messages to
+    students ("the function is still the template stub") may be repeated; its code may not."""
+    return COMMENT.sub("", STRING_LITERAL.sub('""', source))
 
 
 def _quotes(line: str, grader_text: str) -> bool:
