@@ -1,0 +1,105 @@
+"""What a student sees before submitting: `nbgrader validate` on notebooks built from the mistake catalogue.
+
+Flawed notebooks must fail with the visible checks' own diagnosis (written inline in the notebook,
+so a downloaded copy needs nothing but numpy); every catalogued correct alternative must pass.
+One nbgrader process validates a whole batch of notebooks (a kernel each, a few seconds apiece).
+"""
+import pathlib
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from fixture_submissions import solved_notebook
+from student_variants import ALTERNATIVES, MISTAKES
+
+# catalogued mistake -> the diagnosis its visible check must print
+CAUGHT_WITH = {
+    "float32 computation cast to float64 at the end (a PyTorch recipe ported)": "the size of float32 rounding",
+    "forward adds the encoding into the caller's array": "changed its argument 0 in place",
+    "table returned as a Python list": "built as a Python list",
+    "softmax shifted by the maximum over the wrong axis": "the maximum is subtracted along the wrong axis",
+    "softmax without keepdims": "keepdims is missing",
+    "gradient accumulated across calls": "gradients from the earlier call are kept",
+    "forward reads a frozen copy of the table": "not a table or alias kept in __init__",
+    "window assumed to start at position 0": "positions 25..89",
+    "error assumed to be zero": "the error must be measured",
+    "sin and cos swapped": "sin and cos are swapped",
+    "encoding added after attention": "the encoding is added after attention",
+    "rng argument ignored": "not drawn from the `rng` argument",
+}
+MUST_CATCH = 9            # of the flawed notebooks above, at least this many fail with their diagnosis
+
+
+def defined_names(code: str) -> list[str]:
+    return re.findall(r"^(?:def|class) (\w+)", code, re.M)
+
+
+def alternative_rounds() -> list[dict[str, str]]:
+    """The alternatives in as few notebooks as possible, at most one per function in each."""
+    rounds: list[dict[str, str]] = []
+    for name, code in ALTERNATIVES.items():
+        target = next((r for r in rounds if not set(defined_names(code)) & {n for c in r.values()
+                                                                             for n in defined_names(c)}), None)
+        if target is None:
+            rounds.append(target := {})
+        target[name] = code
+    return rounds
+
+
+def validate(folder: pathlib.Path, names: list[str]) -> dict[str, str]:
+    """nbgrader validate on every notebook in one process: file name -> what it printed for that notebook."""
+    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
+    text = subprocess.run([str(nbgrader), "validate", *names], cwd=folder, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900,      # one stream: the log says which file
+                          env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(folder),
+                               "PYTHONUNBUFFERED": "1"}).stdout           # so each result follows its file
+    parts = re.split(r"Validating '([^']+)'", text)
+    return {pathlib.Path(parts[i]).name: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("validate")
+    mistakes = {m.name: m for m in MISTAKES}
+    names = []
+    for index, name in enumerate(CAUGHT_WITH):
+        nbformat.write(_appended(solved_notebook(), mistakes[name].code), folder / f"mistake_{index}.ipynb")
+        names.append(f"mistake_{index}.ipynb")
+    for index, alternatives in enumerate(alternative_rounds()):
+        nb = solved_notebook()
+        for code in alternatives.values():
+            nb = _appended(nb, code)
+        nbformat.write(nb, folder / f"alternatives_{index}.ipynb")
+        names.append(f"alternatives_{index}.ipynb")
+    return validate(folder, names)
+
+
+def _appended(nb, code):
+    """nb with `code` appended to the answer cell that defines its names (as a student would edit it)."""
+    names = defined_names(code)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") and \
+                any(re.search(rf"^(?:def|class) {n}\b", cell.source, re.M) for n in names):
+            cell.source += "\n\n" + code
+            return nb
+    raise AssertionError(f"no answer cell defines {names}")
+
+
+def test_validate_catches_the_flawed_notebooks_with_the_right_diagnosis(outputs):
+    caught = {}
+    for index, (name, phrase) in enumerate(CAUGHT_WITH.items()):
+        text = " ".join(outputs[f"mistake_{index}.ipynb"].split())     # validate wraps long messages
+        caught[name] = "VALIDATION FAILED" in text and phrase in text
+    assert len(CAUGHT_WITH) >= 10
+    assert sum(caught.values()) >= MUST_CATCH, {name: ok for name, ok in caught.items() if not ok}
+
+
+def test_validate_passes_every_correct_alternative(outputs):
+    rounds = alternative_rounds()
+    assert sum(len(r) for r in rounds) == len(ALTERNATIVES)
+    for index, alternatives in enumerate(rounds):
+        assert "Success! Your notebook passes all the tests." in outputs[f"alternatives_{index}.ipynb"], \
+            (sorted(alternatives), outputs[f"alternatives_{index}.ipynb"][-1500:])
