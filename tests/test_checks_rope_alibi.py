@@ -113,3 +113,21 @@ def test_mistake_fails_with_diagnosis(mistake):
 @pytest.mark.parametrize("name", sorted(ALTERNATIVES))
 def test_alternative_gets_full_marks(name):
     assert failures(namespace_from(SOLUTION, ALTERNATIVES[name])) == {}
+
+
+# --- partial credit (issue 13): independent cases earn their share, rounded down to a half point ----------
+
+def test_independent_cases_earn_their_share_of_the_points():
+    from posenc_autograder.notebook import record_in_process
+    test = REGISTRY["hidden_alibi_slopes"]
+    naive = "def alibi_slopes(n_heads):\n    return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)\n"
+    problems, passed, total = test.graded(record_in_process(test.task_entry(), namespace_from(SOLUTION, naive)))
+    cases = test.inputs()["groups"]["slopes"]
+    powers_of_two = [c for c in cases if c["args"][0] & (c["args"][0] - 1) == 0]
+    assert problems and (passed, total) == (len(powers_of_two), len(cases))
+    assert test.points_for(passed, total) == int(2 * test.points * passed / total) / 2 < test.points
+
+
+def test_a_test_whose_cases_are_not_independent_stays_all_or_nothing():
+    test = REGISTRY["hidden_pe_unique_bounded"]
+    assert not test.partial and test.points_for(9, 10) == 0.0 and test.points_for(10, 10) == test.points

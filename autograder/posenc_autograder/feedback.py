@@ -32,6 +32,8 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
         points, by_hand = scores.get(test.cell_id, (test.points, False))
         total += points
         status = '<span class="pass">passed</span>' if test.passed else '<span class="fail">failed</span>'
+        if test.hidden and test.cases:
+            status += f"<br><span class='kind'>{test.cases[0]}/{test.cases[1]} cases passed</span>"
         kind = "hidden test" if test.hidden else "visible self-check"
         diagnosis = "".join(f"<li>{e(p)}</li>" for p in test.problems)
         adjusted = "<br><span class='kind'>set by your instructor</span>" if by_hand else ""

@@ -31,6 +31,7 @@ class GradedTest:
     points: float
     max_points: float
     problems: list[str]
+    cases: tuple[int, int] | None = None     # (passed, judged) for a hidden test; feedback shows them
 
     @property
     def passed(self) -> bool:
@@ -150,8 +151,10 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
             error = execution.cell_errors.get(cell_id)
             tests.append(GradedTest(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
             continue
-        problems = _judge_one(check, execution.observations.get(cell_id), execution.events, variant)
-        tests.append(GradedTest(cell_id, title, True, 0.0 if problems else points, points, problems))
+        problems, passed, total = _judge_one(check, execution.observations.get(cell_id), execution.events, variant)
+        share = check.points_for(passed, total) * points / check.points      # the released cell's points rule
+        tests.append(GradedTest(cell_id, title, True, share, points, problems,
+                                (passed, total) if check.partial else None))
     notes += _memory_note(tests, limits)
     notes[:0] = fix_this_first(tests)
     if execution.failure:
@@ -184,10 +187,11 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
     return [f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}."]
 
 
-def _judge_one(check, record, events, variant) -> list[str]:
+def _judge_one(check, record, events, variant) -> tuple[list[str], int, int]:
+    """Problems, cases passed, cases judged."""
     if record is None:
-        return [_why_no_answer(events)]
-    return check.verdict(record, variant)
+        return [_why_no_answer(events)], 0, 1
+    return check.graded(record, variant)
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:

@@ -31,7 +31,9 @@ HIDDEN_CALL = "hidden_test("
 
 def cell_title(test: HiddenTest) -> str:
     unit = "point" if test.points == 1 else "points"
-    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} {unit})."
+    share = "; points in proportion to the independent cases passed, rounded down to a half point" \
+        if test.partial else ""
+    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} {unit}{share})."
 
 
 def cell_source(test: HiddenTest) -> str:

@@ -170,7 +170,7 @@ TESTS = [
                title="dot products of arbitrary arrays, symmetry, diagonal d/2, Toeplitz structure",
                bullets=("dot.symmetry", "dot.self", "dot.distance_dependent"),
                inputs=_dot_inputs, probe=call_each, judge=_judge_dot),
-    HiddenTest(id="hidden_encoding_statistics", assignment=ASSIGNMENT, points=2,
+    HiddenTest(id="hidden_encoding_statistics", partial=True, assignment=ASSIGNMENT, points=2,
                answer_cell="dot_product_and_statistics",
                title="every statistic on sinusoidal and non-sinusoidal arrays, including unbounded ones",
                bullets=("unique.bounded", "unique.norms"),

@@ -8,6 +8,7 @@ with the trusted reference. Both halves receive the same inputs, built once by `
 """
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import functools
@@ -36,6 +37,7 @@ class HiddenTest:
     judge: Callable[[dict, Observations], Problems]   # trusted side: judge(inputs, observations)
     inputs: Callable[[], dict] = dict                 # trusted side: plain data for both halves
     bullets: tuple[str, ...] = ()    # ids from posenc_autograder.spec_bullets
+    partial: bool = False            # independent cases (sizes, offsets, head counts): points in proportion
 
     def __post_init__(self):
         if not self.id.startswith("hidden_"):
@@ -73,6 +75,40 @@ class HiddenTest:
                 return [str(p) for p in self.judge(inputs, copy.deepcopy(record["observations"]))]
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
+
+
+    def graded(self, record: dict, variant: int | None = None) -> tuple[list[str], int, int]:
+        """verdict(), with (cases passed, cases judged) as each_case counted them. A problem found outside
+        the cases (or no cases at all) leaves none counted as passed: all-or-nothing."""
+        tally = CaseTally()
+        token = _TALLY.set(tally)
+        try:
+            problems = self.verdict(record, variant)
+        finally:
+            _TALLY.reset(token)
+        total = max(tally.total, 1)
+        if not problems:
+            return problems, total, total
+        if tally.total == 0 or len(problems) > tally.reported:
+            return problems, 0, total
+        return problems, tally.total - tally.failed, total
+
+    def points_for(self, passed: int, total: int) -> float:
+        """Full points when every case passed; otherwise, for a test of independent cases, its share rounded
+        down to a half point (so a failed test never scores in full), else 0."""
+        if passed >= total:
+            return float(self.points)
+        return math.floor(2 * self.points * passed / total) / 2 if self.partial else 0.0
+
+
+@dataclasses.dataclass
+class CaseTally:
+    total: int = 0          # cases judged by each_case
+    failed: int = 0         # of them, cases with a problem
+    reported: int = 0       # lines each_case returned for them (the first problems, then a count)
+
+
+_TALLY: contextvars.ContextVar[CaseTally | None] = contextvars.ContextVar("case_tally", default=None)
 
 
 def registry(*modules) -> dict[str, HiddenTest]:
@@ -223,7 +259,11 @@ def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
     if found and variants.current() is not None:
         failing = next(row for row in rows if problems_of(functools.partial(problem, *row)))
         found[0] += inputs_shown(failing[0])
-    return limit_problems(found)
+    reported = limit_problems(found)
+    if (tally := _TALLY.get()) is not None:
+        tally.total, tally.failed, tally.reported = (tally.total + len(rows), tally.failed + len(found),
+                                                     tally.reported + len(reported))
+    return reported
 
 
 def _arrays_and_numbers(case) -> list:

@@ -93,7 +93,7 @@ def _judge_wiring(inputs, obs):
 
 
 TESTS = [
-    HiddenTest(id="hidden_self_attention", assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,
+    HiddenTest(id="hidden_self_attention", partial=True, assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,
                title="attention values for single and batched inputs, scaling by sqrt(d_k), a stable softmax",
                bullets=("integration.attention",), inputs=_attention_inputs, probe=call_each, judge=_judge_attention),
     HiddenTest(id="hidden_integration", assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,

@@ -164,11 +164,11 @@ def on_either_table(problem, table, own):
 
 
 TESTS = [
-    HiddenTest(id="hidden_pe_shapes", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_shapes", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
                title="output shapes for several (L, d_model), and ValueError for odd widths",
                bullets=("shape.sinusoidal", "shape.odd_d_model"),
                inputs=_shapes_inputs, probe=call_each, judge=_judge_shapes),
-    HiddenTest(id="hidden_pe_values", assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_values", partial=True, assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
                title="exact values against the formula, for several sizes",
                bullets=("values.position_zero", "values.small_example"),
                inputs=lambda: _table_calls((3, 4), (7, 10), (60, 34)), probe=call_each, judge=_table_problems),
@@ -176,7 +176,7 @@ TESTS = [
                title="distinct rows for L = 1000, |PE| <= 1, determinism, row norms sqrt(d/2)",
                bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"),
                inputs=_unique_inputs, probe=call_each, judge=_judge_unique),
-    HiddenTest(id="hidden_pe_stability", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_stability", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
                title="no NaN or Inf for L = 10000 and for d_model = 4096, precision of the frequencies",
                bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"),
                inputs=lambda: _table_calls((10000, 32), (24, 4096)), probe=call_each,
