@@ -200,3 +200,15 @@ def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
     assert note.startswith("Fix this first: the values are off by up to") and "float32" in note
     assert "hidden_pe_values" in note and "hidden_pe_stability" in note
     assert fix_this_first(tests[:1]) == []          # a cause behind one failure only is no root cause
+
+
+def test_run_report_lists_each_students_failed_visible_checks():
+    from posenc_autograder.pipeline import GradedTest, NotebookResult
+    from posenc_autograder.report import visible_failures_section
+    tests = [GradedTest("test_pe_visible", "t", False, 0.0, 0.0, ["raised AssertionError"]),
+             GradedTest("test_learned_visible", "t", False, 0.0, 0.0, []),
+             GradedTest("hidden_pe_values", "t", True, 0.0, 4.0, ["wrong"])]
+    lines = visible_failures_section([NotebookResult("ada", "positional_encoding", "nb", True, tests, []),
+                                      NotebookResult("bob", "positional_encoding", "nb", True, tests[1:2], [])])
+    assert [line for line in lines if line.startswith("- ")] == ["- ada / positional\\_encoding: test\\_pe\\_visible"]
+    assert visible_failures_section([NotebookResult("bob", "a", "nb", True, tests[1:2], [])]) == []

@@ -8,7 +8,7 @@ import shutil
 import nbformat
 import pytest
 
-from fixture_submissions import make_course, solved_notebook
+from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder import release, release_history
 from posenc_autograder.course import Course
@@ -96,7 +96,7 @@ def graded_class(tmp_path_factory):
     _submit(course, "roomy", _with_reservation(solved))
     _submit(course, "untouched", nbformat.read(ROOT / "exercises" / NB / f"{NB}.ipynb", as_version=4))
     results = {r.student: r.score for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
-    assert results == {"correct": 40, "roomy": 40, "untouched": 0}
+    assert results == {"correct": FULL, "roomy": FULL, "untouched": 0}
     return course
 
 
@@ -111,9 +111,9 @@ def test_stricter_grader_with_force_lowers_and_says_what_changed(graded_class):
     lost = [t for t in roomy.tests if t.points < t.max_points]
     assert [t.cell_id for t in lost] == ["hidden_dot_product"]
     change = next(n for n in roomy.notes if n.startswith("regraded with a changed grader"))
-    assert f"hidden_dot_product {lost[0].max_points:g} → 0" in change and f"total 40 → {roomy.score:g}" in change
+    assert f"hidden_dot_product {lost[0].max_points:g} → 0" in change and f"total {FULL:g} → {roomy.score:g}" in change
     # A single-student run merges into the class files instead of replacing them.
-    assert _grades(course) == {"correct": 40, "roomy": roomy.score, "untouched": 0}
+    assert _grades(course) == {"correct": FULL, "roomy": roomy.score, "untouched": 0}
     entries = json.loads((course.reports / "grading-report.json").read_text())
     assert [e["student"] for e in entries] == ["roomy"]
     dashboard = (course.reports / "class.html").read_text()

@@ -86,9 +86,18 @@ def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.P
         lines.append(f"## {md(e['student'])} / {md(e['assignment'])} / {md(e['notebook'])}.ipynb "
                      f"({'graded' if e['graded'] else 'NOT GRADED'}, {e['score']:g}/{e['max_score']:g})")
         lines += [f"- {md(n)}" for n in e["what_happened"]] + [f"- What to do: {md(e['what_to_do'])}", ""]
+    lines += visible_failures_section(results)
     path = course.reports / "grading-report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def visible_failures_section(results: list[NotebookResult]) -> list[str]:
+    """Per student, the visible self-checks that failed: what `nbgrader validate` would have told them."""
+    rows = [f"- {markdown_text(r.student)} / {markdown_text(r.assignment)}: "
+            f"{markdown_text(', '.join(failed))}" for r in results if r.graded
+            and (failed := [t.cell_id for t in r.tests if not t.hidden and not t.passed])]
+    return ["## Visible self-checks that failed", "", *rows, ""] if rows else []
 
 
 def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = ()) -> None:
