@@ -12,7 +12,7 @@ import pytest
 from nbconvert.exporters import HTMLExporter
 from traitlets.config.loader import PyFileConfigLoader
 
-from fixture_submissions import make_course, solved_notebook
+from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder import dashboard, feedback, gradebook, nbgrader_files, report
 from posenc_autograder.collect import collect
@@ -36,7 +36,7 @@ def graded(tmp_path_factory):
         zf.writestr(f"doejane_late_23456_78901_{NB}.ipynb", untouched)
     assert collect(course, archive, NB, out=io.StringIO()) == 0
     results = {r.student: r for r in grade_all(course, jobs=2, isolate=False, limits=LIMITS, quiet=True)}
-    assert {s: r.score for s, r in results.items()} == {"smithjohn": 40, "doejane": 0}
+    assert {s: r.score for s, r in results.items()} == {"smithjohn": FULL, "doejane": 0}
     return course, results, tmp
 
 
@@ -113,7 +113,7 @@ def test_canvas_import_file_and_summary(graded):
     course, results, _ = graded
     rows = list(csv.reader(open(course.reports / "grades-canvas.csv")))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", NB]
-    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == 40
+    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == FULL
     assert {r[1]: float(r[5]) for r in rows[2:]} == {"12345": results["smithjohn"].score,
                                                      "23456": results["doejane"].score}
     assert f"Class dashboard: {dashboard.path(course)}" in report.summary(course, list(results.values()))
@@ -128,7 +128,7 @@ def test_manual_grade_reaches_feedback_after_make_feedback(graded):
         gb.db.commit()
     assert feedback.main(["--root", str(course.root)]) == 0
     page = (course.feedback / "smithjohn" / NB / f"{NB}.html").read_text()
-    assert f"Score: {results['smithjohn'].score - 1:g} / 40" in page and "set by your instructor" in page
+    assert f"Score: {results['smithjohn'].score - 1:g} / {FULL:g}" in page and "set by your instructor" in page
     grades = {r["student"]: float(r["score"]) for r in csv.DictReader(open(course.grades_csv))}
     assert grades["smithjohn"] == results["smithjohn"].score - 1
     canvas = {r[1]: float(r[5]) for r in list(csv.reader(open(course.reports / "grades-canvas.csv")))[2:]}
