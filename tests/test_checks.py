@@ -212,3 +212,19 @@ def test_run_report_lists_each_students_failed_visible_checks():
                                       NotebookResult("bob", "positional_encoding", "nb", True, tests[1:2], [])])
     assert [line for line in lines if line.startswith("- ")] == ["- ada / positional\\_encoding: test\\_pe\\_visible"]
     assert visible_failures_section([NotebookResult("bob", "a", "nb", True, tests[1:2], [])]) == []
+
+
+def test_each_known_rotation_mistake_gets_its_own_diagnosis():
+    from posenc_autograder import reference as ref
+    from posenc_autograder.diagnosis import diagnose_rotation
+    d, k = 12, 5
+    exact = ref.rotation_matrix_for_offset(d, k)
+    half = d // 2
+    pairs = np.empty(d, dtype=int)
+    pairs[0::2], pairs[1::2] = np.arange(half), np.arange(half) + half
+    back = np.argsort(pairs)
+    wrong = {"transposed": exact.T, "offset +/- 1": ref.rotation_matrix_for_offset(d, k + 1),
+             "(i, i + d/2)": exact[np.ix_(back, back)], "identity": np.eye(d)}
+    for phrase, M in wrong.items():
+        assert phrase in diagnose_rotation(M, d, k)
+    assert diagnose_rotation(exact, d, k) is None
