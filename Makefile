@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test test-fast mutate release grade collect feedback bench system-packages install clean
+.PHONY: book serve test test-fast mutate release grade integrity collect feedback bench system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ release: $(STAMP)
 JOBS ?= 0
 grade: $(STAMP)
 	$(PY) -m posenc_autograder.grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
+
+## integrity: after make grade: autograder/reports/integrity.html, evidence of copying for the instructor only
+integrity: $(STAMP)
+	$(PY) -m posenc_autograder.integrity.report
 
 ## feedback: after manual grading in formgrader: every feedback page and the grade files again, from the gradebook
 feedback: $(STAMP)

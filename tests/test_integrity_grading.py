@@ -8,6 +8,7 @@ from posenc_autograder import variants
 from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all
 from posenc_autograder.integrity import store
+from posenc_autograder.integrity import report as integrity_report
 from posenc_autograder.integrity.report import REPORT_NAME
 from posenc_autograder.sandbox import Limits
 
@@ -26,6 +27,7 @@ def test_variants_on_and_off_grade_the_solution_fully_and_the_report_is_written(
     monkeypatch.setenv(variants.SWITCH_ENV, "1")
     on = {r.student: (r.score, r.max_score) for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
     kept = store.load_class(course, ASSIGNMENT, NOTEBOOK)
+    assert integrity_report.main(["--course", str(course.root)]) == 0          # make integrity
     page = (course.reports / REPORT_NAME).read_text()
 
     monkeypatch.setenv(variants.SWITCH_ENV, "0")          # no --force: another setting is another grader

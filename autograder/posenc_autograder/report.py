@@ -127,5 +127,6 @@ def summary(course: Course, results: list[NotebookResult]) -> str:
     lines += ["", f"Class dashboard: {dashboard.path(course)}",
               f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
               f"Grades: {course.grades_csv} (LMS imports: {', '.join(str(p) for p in lms_exports.paths(course))})",
-              f"Feedback: {course.feedback}/<student>/<assignment>/"]
+              f"Feedback: {course.feedback}/<student>/<assignment>/",
+              "Evidence of copying, for you only: make integrity"]
     return "\n".join(lines)
