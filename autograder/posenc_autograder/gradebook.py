@@ -76,8 +76,10 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
             gb.update_or_create_student(student)
             submission = gb.add_submission(assignment, student)
         submission.timestamp = timestamp
+        # One query for the notebook's grades rather than one per cell (22 queries cost 0.6 s a student).
+        grades = {g.name: g for g in gb.find_submission_notebook(notebook, assignment, student).grades}
         for cell_id, score in scores.items():
-            grade = gb.find_grade(cell_id, notebook, assignment, student)
+            grade = grades.get(cell_id) or gb.find_grade(cell_id, notebook, assignment, student)
             grade.auto_score = score
             grade.needs_manual_grade = False
         gb.db.commit()
