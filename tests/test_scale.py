@@ -10,6 +10,7 @@ import tempfile
 import pytest
 
 from fixture_submissions import build, make_course
+from posenc_autograder import variants
 from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all
 from posenc_autograder.sandbox import Limits
@@ -33,6 +34,15 @@ def graded(tmp_path, students=None, **options):
             if folder.name not in students:
                 shutil.rmtree(folder)
     return grade_all(course, limits=LIMITS, quiet=True, **options)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_course_secret():
+    """Each test grades its own copy of the class; like one class graded on several hosts, the copies
+    share the course secret, so every student gets the same hidden inputs everywhere."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(variants.SECRET_ENV, "one secret for every copy of the class")
+        yield
 
 
 @pytest.fixture(scope="module")
