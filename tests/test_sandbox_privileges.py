@@ -110,3 +110,12 @@ def test_seccomp_filter_refuses_namespace_clone_even_with_a_user_namespace_left(
     unshare, unshare_errno, clone, clone_errno = done.stdout.split()
     assert (unshare, clone) == ("-1", "-1"), done.stdout + done.stderr
     assert unshare_errno == clone_errno == "1"      # EPERM from the filter
+
+
+def test_a_course_under_tmp_keeps_its_interpreter_visible(monkeypatch):
+    """The sandbox's own /tmp is mounted before the read-only binds, so a venv under /tmp stays visible."""
+    monkeypatch.setattr(sandbox, "_python_locations", lambda: [pathlib.Path("/tmp/course/.venv")])
+    command = sandbox.sandbox_command(sandbox.Limits(), 3, 4)
+    tmpfs = next(i for i in range(len(command) - 1) if command[i:i + 2] == ["--tmpfs", "/tmp"])
+    bind = next(i for i in range(len(command) - 1) if command[i:i + 2] == ["--ro-bind", "/tmp/course/.venv"])
+    assert tmpfs < bind

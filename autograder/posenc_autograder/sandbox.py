@@ -125,9 +125,11 @@ def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: lis
     python = pathlib.Path(os.path.abspath(sys.executable))
     return [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--seccomp", str(seccomp_fd), *root_arguments(), *_proc_arguments(),
+            "--seccomp", str(seccomp_fd),
+            # /tmp first: the binds that follow stay visible when the course (and its venv) lives under /tmp.
+            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *root_arguments(), *_proc_arguments(),
             "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
+            "--chdir", "/tmp", "--clearenv",
             *[arg for name, value in sandbox_environment(channel_fd, WORK_DIR, HOME_DIR).items()
               for arg in ("--setenv", name, value)],
             *(inner or [str(python), "-I", "-c", BOOTSTRAP])]
