@@ -16,8 +16,7 @@ from posenc_autograder.grade import grade_all
 from posenc_autograder.sandbox import Limits
 
 LIMITS = Limits(cell_seconds=5, notebook_seconds=30)
-SUBSET = ["correct", "untouched", "deleted_test_cell", "os_exit_in_function", "infinite_loop", "renamed",
-          "missing", "merge_conflict", "code_in_added_cell"]
+SUBSET = ["correct", "untouched", "os_exit_in_function", "infinite_loop", "missing", "merge_conflict"]
 
 
 def outcomes(results):
