@@ -8,7 +8,7 @@ import pytest
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "postgres_url": "postgres"}
 SLOW_FILES = {"test_grading.py", "test_attacks.py", "test_scale.py", "test_wheel.py", "test_mutation.py",
               "test_nbgrader_tools.py", "test_chapters_standalone.py", "test_collect.py", "test_regrade.py",
-              "test_run_isolation.py", "test_validate_catalogue.py"}
+              "test_run_isolation.py", "test_validate_catalogue.py", "test_integrity.py"}
 SLOW_TESTS = {"test_committed_exercises_equal_a_fresh_generation",
               "test_nbgrader_validate_passes_a_solved_notebook_and_flags_an_untouched_one"}
 
