@@ -13,6 +13,7 @@ input; announcements, outputs and results come out as frames on an inherited pip
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -24,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -324,10 +326,10 @@ def sanitise_outputs(frame: dict, limit: int) -> dict:
 class Attempt:
     """One run of the notebook, watched: the clocks, the channel and the process are the supervisor's."""
 
-    def __init__(self, launch, payload: bytes, code_cells: list[int], limits: Limits,
+    def __init__(self, launch, payload: bytes, code_cells: list[int], skip: list[int], limits: Limits,
                  reader: ChannelReader, results: dict, outputs: dict):
         self.launch, self.payload, self.limits = launch, payload, limits
-        self.expected = [i for i in code_cells if i not in set(json.loads(payload).get("skip", []))]
+        self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
 
@@ -444,8 +446,8 @@ def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, s
             for _ in range(MAX_REPLAYS + 1):
                 payload = json.dumps({"cells": notebook_cells, "task": task_json, "probe_files": probe_files,
                                       "limits": limits.for_runner(), "skip": skip}).encode()
-                attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, limits, reader,
-                                  results, outputs)
+                attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, skip, limits,
+                                  reader, results, outputs)
                 ending, cell = attempt.run(deadline, tasks, seccomp, groups)
                 log = bytes(attempt.log) if attempt.current is None else log
                 if ending == "finished":
@@ -467,22 +469,14 @@ def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, s
                       results, outputs)
 
 
-class _scratch_dirs:
+@contextlib.contextmanager
+def _scratch_dirs(isolate: bool):
     """Work and home folders: inside the sandbox its own tmpfs; without one, a private temp folder."""
-
-    def __init__(self, isolate: bool):
-        self.isolate, self.folder = isolate, None
-
-    def __enter__(self):
-        if self.isolate:
-            return WORK_DIR, HOME_DIR
-        import tempfile
-        self.folder = tempfile.mkdtemp(prefix="posenc-plain-")
-        return f"{self.folder}/work", f"{self.folder}/home"
-
-    def __exit__(self, *exc):
-        if self.folder:
-            shutil.rmtree(self.folder, ignore_errors=True)
+    if isolate:
+        yield WORK_DIR, HOME_DIR
+        return
+    with tempfile.TemporaryDirectory(prefix="posenc-plain-") as folder:
+        yield f"{folder}/work", f"{folder}/home"
 
 
 def check_sandbox() -> None:
