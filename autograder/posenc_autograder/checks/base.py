@@ -190,16 +190,30 @@ def observed_array(record: dict, what: str, shape: tuple | None = None) -> np.nd
     return array if shape is None else require_shape(array, shape, what)
 
 
-def mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str) -> str | None:
-    """A sentence naming the worst entry, or None when every entry is within atol (NaN is never within)."""
+def mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str,
+             precision: str | None = None) -> str | None:
+    """A sentence naming the worst entry, or None when every entry is within atol (NaN is never within),
+    plus, for a value returned in a lower `precision`, the rounding of the expected value to it."""
     diff = np.abs(np.asarray(actual, dtype=np.float64) - expected)
-    bad = ~(diff <= atol)                       # written so that NaN counts as wrong
+    bad = ~(diff <= atol + rounding_allowance(expected, precision))     # written so that NaN counts as wrong
     if not bad.any():
         return None
     worst = np.unravel_index(int(np.argmax(np.where(np.isnan(diff), np.inf, diff))), diff.shape)
     index = ", ".join(str(int(i)) for i in worst)
+    judged_at = f" plus {precision} rounding, the precision returned" if precision in LOWER_PRECISIONS else ""
     return (f"{what} is wrong at [{index}]: expected {expected[worst]:.10g}, got {actual[worst]:.10g} "
-            f"({int(bad.sum())} of {diff.size} entries off by more than {atol:g})")
+            f"({int(bad.sum())} of {diff.size} entries off by more than {atol:g}{judged_at})")
+
+
+LOWER_PRECISIONS = ("float32",)    # returned dtypes whose rounding a value test forgives (PyTorch's default)
+
+
+def rounding_allowance(expected, precision: str | None):
+    """One unit in the last place of `expected` in the returned precision (0 for float64 and anything unknown):
+    a correct value returned as float32 costs the contracts test alone, never the value tests too."""
+    if precision not in LOWER_PRECISIONS:
+        return 0.0
+    return np.spacing(np.abs(np.asarray(expected, dtype=np.float64)).astype(precision)).astype(np.float64)
 
 
 def compare(record: dict, expected: np.ndarray, what: str, atol: float,
@@ -212,7 +226,7 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     try:
         as_array(array, what)                   # NaN and Inf fail, yet the diagnosis may still explain them
         require_shape(array, expected.shape, what)
-        problem = mismatch(array, expected, atol, what)
+        problem = mismatch(array, expected, atol, what, record.get("dtype"))
     except Problem as shape_problem:
         problem = str(shape_problem)
     if problem is None:
