@@ -8,6 +8,7 @@ cut to a short line of the student's own, and any failure here is this job's fai
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import time
 
@@ -70,7 +71,7 @@ def _execution(task: GradingTask, nb, outcome: RunOutcome, seconds: float) -> Ex
     elif any(e["event"] == "kernel_died" and e.get("cell") is None for e in events):
         # No student cell had started, so the log is the grader's own: safe and useful to show.
         failure = f"the notebook's process died before running any cell: {outcome.log_tail[-500:]}"
-    grader_text = "\n".join(map(code_only, task.probe_files.values())) + task.task_json
+    grader_text = "\n".join(map(code_only, task.probe_files.values())) + task_skeleton(task.task_json)
     observations = {cell_id: sanitise_errors(record, grader_text)
                     for cell_id, record in decode_results(outcome.results).items()}
     return Execution(task.key, observations, events, visible_cell_errors(nb, _tasks(task)),
@@ -114,8 +115,24 @@ def code_only(source: str) -> str:
     return COMMENT.sub("", STRING_LITERAL.sub('""', source))
 
 
+ARRAY_PAYLOAD = re.compile(r'"' + codec.ARRAY_KEY + r'": "[^"]*"')
+
+
+def task_skeleton(task_json: str) -> str:
+    """The task without its arrays' base64 payloads (megabytes no message could usefully quote)."""
+    return ARRAY_PAYLOAD.sub("", task_json)
+
+
+@functools.lru_cache(maxsize=4)
+def _windows(grader_text: str) -> frozenset[str]:
+    """Every QUOTE_WINDOW-character piece of the grader's text, built once: a message is then checked in
+    time proportional to its own length, not to the grader's."""
+    return frozenset(grader_text[i:i + QUOTE_WINDOW] for i in range(len(grader_text) - QUOTE_WINDOW + 1))
+
+
 def _quotes(line: str, grader_text: str) -> bool:
-    return any(line[i:i + QUOTE_WINDOW] in grader_text for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
+    windows = _windows(grader_text)
+    return any(line[i:i + QUOTE_WINDOW] in windows for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
 
 
 def sanitise_errors(value, grader_text: str):

@@ -107,10 +107,11 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         cell = next(c for c in nb.cells if grade_id(c) == cell_id)
         cell.source = probe_cell_source(cell_id, title)
         task[cell_id] = check.task_entry(variant)
-    if variant is not None and task:      # the shared probe set, never graded: evidence for the integrity report
+    shared = integrity_store.shared_probe_entry(task) if variant is not None else None
+    if shared is not None:      # the shared probe set, never graded: evidence for the integrity report
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(integrity_store.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": integrity_store.SHARED_CELL}}))
-        task[integrity_store.SHARED_CELL] = integrity_store.shared_probe_entry(task)
+        task[integrity_store.SHARED_CELL] = shared
     return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
                        dataclasses.asdict(limits), isolate)
 

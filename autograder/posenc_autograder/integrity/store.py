@@ -6,6 +6,7 @@ shared set, and the code the student wrote (answer cells and added cells). Git-i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
 import sys
 
@@ -45,10 +46,19 @@ def student_code(submitted_nb, release_nb) -> str:
     return "\n\n".join(parts)[:MAX_CODE_CHARACTERS]
 
 
-def shared_probe_entry(task: dict) -> dict:
-    """The task entry of the shared set: each graded test of the notebook, on the course-wide inputs."""
-    return {"module": "shared", "probe": "run_shared",
-            "data": {"entries": {cell_id: REGISTRY[cell_id].task_entry(None) for cell_id in task}}}
+@functools.lru_cache(maxsize=None)
+def varies(cell_id: str) -> bool:
+    """Whether students get different inputs for this test (random values drawn per variant). When they
+    do not, a student's own run already is their run on the course-wide inputs."""
+    test = REGISTRY[cell_id]
+    return codec.dumps(test.variant_inputs(None)) != codec.dumps(test.variant_inputs(1))
+
+
+def shared_probe_entry(task: dict) -> dict | None:
+    """The task entry of the shared set: each graded test of the notebook whose inputs vary, on the
+    course-wide inputs (None: no test varies, nothing to run again)."""
+    entries = {cell_id: REGISTRY[cell_id].task_entry(None) for cell_id in task if varies(cell_id)}
+    return {"module": "shared", "probe": "run_shared", "data": {"entries": entries}} if entries else None
 
 
 def save(course: Course, submission, execution, variant: int | None, submitted_nb, release) -> None:
@@ -56,6 +66,9 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
     observations = dict(execution.observations)
     shared = observations.pop(SHARED_CELL, None)
     shared = shared.get("observations", {}) if isinstance(shared, dict) else {}
+    if variant is not None:          # tests whose inputs do not vary were not run again: their own run counts
+        shared = {cell_id: shared[cell_id] if varies(cell_id) else own
+                  for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
     record = StudentRecord(submission.student, submission.assignment, submission.notebook,
                            variant, observations, shared if variant is not None else observations,
                            student_code(submitted_nb, release) if submitted_nb is not None else "")
