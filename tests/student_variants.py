@@ -15,6 +15,7 @@ class Mistake:
     failing_check: str
     feedback_phrase: str | None = None
     also_fails: tuple[str, ...] = ()     # every other hidden test it fails: with failing_check, the points it loses
+    points_lost: float | None = None     # with partial credit, the exact points lost (worked out by hand from the cases)
 
     @property
     def failing(self) -> set[str]:
@@ -425,3 +426,155 @@ def relative_position_matrix(pe, offset):
     return (M, error)
 ''',
 })
+
+
+# --- the bonus assignment (rope_alibi) ------------------------------------------------------------------
+
+ROPE_TEMPLATE = '''
+def apply_rope(x, positions, base=10000.0):
+    theta = rope_frequencies(x.shape[-1], base)
+    angles = ({positions})[:, None] * theta[None, :]
+    cos, sin = np.cos(angles), {sin}
+    d = x.shape[-1]
+    a, b = {pairs}
+    first, second = a * cos - b * sin, a * sin + b * cos
+    {assemble}
+'''
+INTERLEAVED = "x[..., 0::2], x[..., 1::2]"
+WRITE_INTERLEAVED = ("out = np.empty(x.shape)\n    out[..., 0::2], out[..., 1::2] = first, second\n"
+                     "    return out")
+
+
+def rope_variant(positions="np.asarray(positions, dtype=float)", sin="np.sin(angles)", pairs=INTERLEAVED,
+                 assemble=WRITE_INTERLEAVED):
+    return ROPE_TEMPLATE.format(positions=positions, sin=sin, pairs=pairs, assemble=assemble)
+
+
+def frequencies_variant(body, check="if head_dim % 2:\n        raise ValueError('odd')\n    "):
+    return f"def rope_frequencies(head_dim, base=10000.0):\n    {check}{body}\n"
+
+
+def slopes_variant(body):
+    return f"def alibi_slopes(n_heads):\n    {body}\n"
+
+
+def bias_variant(body):
+    return f"def alibi_bias(n_heads, seq_len):\n    {body}\n"
+
+
+# Points lost with partial credit: floor(2 * points * passed / cases) / 2 kept. hidden_rope_frequencies has 5
+# cases (4 sizes, one odd), hidden_apply_rope 4 (the first at positions 0..4), hidden_rope_relative 3,
+# hidden_alibi_slopes 7 (5 powers of two, 6 and 12), hidden_alibi_bias 3 (the last has one head and L = 1).
+ROPE_MISTAKES = [
+    Mistake("RoPE exponent i/d", frequencies_variant("return base ** (-np.arange(head_dim // 2) / head_dim)"),
+            "hidden_rope_frequencies", "i/d instead of 2i/d", points_lost=1.5),     # head_dim 2 and odd pass
+    Mistake("no ValueError for an odd head_dim", frequencies_variant(
+        "return base ** (-2 * np.arange(head_dim // 2) / head_dim)", check=""),
+            "hidden_rope_frequencies", "must raise ValueError for an odd head dimension", points_lost=0.5),
+    Mistake("frequencies returned as float32", frequencies_variant(
+        "return (base ** (-2 * np.arange(head_dim // 2) / head_dim)).astype(np.float32)"),
+            "hidden_rope_alibi_contracts", "rope_frequencies returned a float32 ndarray; expected a float64",
+            points_lost=2),
+    Mistake("clockwise rotation", rope_variant(sin="-np.sin(angles)"), "hidden_apply_rope", "wrong way",
+            points_lost=4),
+    Mistake("halves instead of pairs", rope_variant(pairs="x[..., :d // 2], x[..., d // 2:]",
+                                                    assemble="return np.concatenate([first, second], axis=-1)"),
+            "hidden_apply_rope", "legitimate RoPE convention, the one GPT-NeoX and Llama", points_lost=4),
+    Mistake("positions off by one", rope_variant(positions="np.asarray(positions, dtype=float) + 1"),
+            "hidden_apply_rope", "shifted by one", points_lost=4),
+    Mistake("positions ignored", rope_variant(positions="np.arange(x.shape[-2], dtype=float)"),
+            "hidden_apply_rope", "positions were ignored", points_lost=3),      # right at positions 0..4
+    Mistake("apply_rope rotates x in place", rope_variant(
+        assemble="x[..., 0::2], x[..., 1::2] = first, second\n    return x"),
+            "hidden_rope_alibi_contracts", "apply_rope changed its argument x in place", points_lost=2),
+    Mistake("scores from unrotated keys", "def rope_scores(q, k, q_positions, k_positions):\n"
+                                          "    return apply_rope(q, q_positions) @ k.T\n",
+            "hidden_rope_relative", "depend only on the distance", points_lost=3),
+    Mistake("scores scaled by sqrt(head_dim)", "def rope_scores(q, k, q_positions, k_positions):\n"
+                                               "    s = apply_rope(q, q_positions) @ apply_rope(k, k_positions).T\n"
+                                               "    return s / np.sqrt(q.shape[-1])\n",
+            "hidden_rope_relative", "divided by sqrt(head_dim)", points_lost=3),
+    Mistake("naive slopes for any head count", slopes_variant(
+        "return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)"),
+            "hidden_alibi_slopes", "next lower power of two", points_lost=1),      # 5 of 7 pass
+    Mistake("slopes numbered from h = 0", slopes_variant("return 2.0 ** (-8.0 * np.arange(n_heads) / n_heads)"),
+            "hidden_alibi_slopes", "the first slope is 2^(-8/n_heads), not 1", points_lost=2),
+    Mistake("slopes as a Python list", slopes_variant(
+        "lower = 2 ** int(np.log2(n_heads))\n"
+        "    slopes = [2.0 ** (-8.0 * h / lower) for h in range(1, lower + 1)]\n"
+        "    return slopes + [2.0 ** (-4.0 * h / lower) for h in range(1, 2 * lower, 2)][:n_heads - lower]"),
+            "hidden_rope_alibi_contracts", "alibi_slopes returned a list",     # the solution's alibi_bias then
+            also_fails=("hidden_alibi_bias",), points_lost=2 + 3),             # raises on list[:, None, None]
+    Mistake("bias sign flipped", bias_variant(
+        "d = np.abs(np.arange(seq_len)[:, None] - np.arange(seq_len)[None, :])\n"
+        "    return alibi_slopes(n_heads)[:, None, None] * d"), "hidden_alibi_bias", "sign is flipped",
+            points_lost=2),
+    Mistake("signed distance", bias_variant(
+        "d = np.arange(seq_len)[None, :] - np.arange(seq_len)[:, None]\n"
+        "    return -alibi_slopes(n_heads)[:, None, None] * d"), "hidden_alibi_bias", "signed difference",
+            points_lost=2),
+    Mistake("bias on the causal half only", bias_variant(
+        "d = np.arange(seq_len)[:, None] - np.arange(seq_len)[None, :]\n"
+        "    return -alibi_slopes(n_heads)[:, None, None] * np.maximum(d, 0)"),
+            "hidden_alibi_bias", "only the causal half", points_lost=2),
+]
+
+ROPE_ALTERNATIVES = {
+    "RoPE with complex numbers": '''
+def apply_rope(x, positions, base=10000.0):
+    z = x[..., 0::2] + 1j * x[..., 1::2]
+    z = z * np.exp(1j * np.outer(positions, rope_frequencies(x.shape[-1], base)))
+    out = np.empty(x.shape)
+    out[..., 0::2], out[..., 1::2] = z.real, z.imag
+    return out
+''',
+    "RoPE with explicit rotation matrices": '''
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    out = np.empty(x.shape)
+    for l, m in enumerate(positions):
+        R = np.zeros((d, d))
+        for i, t in enumerate(rope_frequencies(d, base)):
+            c, s = np.cos(m * t), np.sin(m * t)
+            R[2*i:2*i+2, 2*i:2*i+2] = [[c, -s], [s, c]]
+        out[..., l, :] = x[..., l, :] @ R.T
+    return out
+''',
+    "RoPE through rotate_half on reordered columns": '''
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    order = np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])      # interleaved -> halves
+    theta = np.tile(rope_frequencies(d, base), 2)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * theta
+    h = x[..., order]
+    rotated = h * np.cos(angles) + np.concatenate([-h[..., d // 2:], h[..., :d // 2]], axis=-1) * np.sin(angles)
+    return rotated[..., np.argsort(order)]
+''',
+    "frequencies as 1 / base^(2i/d)": '''
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim % 2 == 1:
+        raise ValueError("head_dim must be even")
+    return 1.0 / np.power(base, np.arange(0, head_dim, 2) / head_dim)
+''',
+    "ALiBi with loops": '''
+def alibi_bias(n_heads, seq_len):
+    slopes = alibi_slopes(n_heads)
+    out = np.zeros((n_heads, seq_len, seq_len))
+    for h in range(n_heads):
+        for i in range(seq_len):
+            for j in range(seq_len):
+                out[h, i, j] = -slopes[h] * abs(i - j)
+    return out
+''',
+    "ALiBi slopes by Press et al.'s recursion": '''
+import math
+def alibi_slopes(n_heads):
+    def power_of_two(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n_heads).is_integer():
+        return np.array(power_of_two(n_heads))
+    closest = 2 ** math.floor(math.log2(n_heads))
+    return np.array(power_of_two(closest) + power_of_two(2 * closest)[0::2][:n_heads - closest])
+''',
+}

@@ -137,11 +137,13 @@ def test_every_judge_fails_answers_with_a_non_finite_value(cell_id, bad):
 
 
 def _without_last_case(value):
-    """The observations with the last record of every list dropped (a lost or tampered-with answer)."""
+    """The observations with the last record of every list of records dropped (a lost or tampered-with answer);
+    lists of plain numbers (a returned shape, the indices of changed arguments) are data, not cases."""
     if isinstance(value, dict):
         return {k: _without_last_case(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without_last_case(v) for v in value[:-1]]
+        plain = all(isinstance(v, (int, float)) for v in value)
+        return [_without_last_case(v) for v in (value if plain else value[:-1])]
     return value
 
 

@@ -4,95 +4,10 @@ import pytest
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.notebook import run_check
-from student_variants import Mistake
+from student_variants import ROPE_ALTERNATIVES, ROPE_MISTAKES
 
 SOLUTION = implementation_source(solution_notebook("rope_alibi"))
 CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "rope_alibi"]
-
-ROPE = '''
-def apply_rope(x, positions, base=10000.0):
-    theta = rope_frequencies(x.shape[-1], base)
-    angles = ({positions})[:, None] * theta[None, :]
-    cos, sin = np.cos(angles), {sin}
-    d = x.shape[-1]
-    a, b = {pairs}
-    first, second = a * cos - b * sin, a * sin + b * cos
-    {assemble}
-'''
-INTERLEAVED = "x[..., 0::2], x[..., 1::2]"
-WRITE_INTERLEAVED = ("out = np.empty(x.shape)\n    out[..., 0::2], out[..., 1::2] = first, second\n"
-                     "    return out")
-
-
-def rope(positions="np.asarray(positions, dtype=float)", sin="np.sin(angles)", pairs=INTERLEAVED,
-         assemble=WRITE_INTERLEAVED):
-    return ROPE.format(positions=positions, sin=sin, pairs=pairs, assemble=assemble)
-
-
-MISTAKES = [
-    Mistake("exponent i/d", "def rope_frequencies(head_dim, base=10000.0):\n"
-                            "    if head_dim % 2: raise ValueError('odd')\n"
-                            "    return base ** (-np.arange(head_dim // 2) / head_dim)\n",
-            "hidden_rope_frequencies", "i/d instead of 2i/d"),
-    Mistake("no error for odd sizes", "def rope_frequencies(head_dim, base=10000.0):\n"
-                                      "    return base ** (-2 * np.arange(head_dim // 2) / head_dim)\n",
-            "hidden_rope_frequencies", "ValueError"),
-    Mistake("clockwise rotation", rope(sin="-np.sin(angles)"), "hidden_apply_rope", "wrong way"),
-    Mistake("halves instead of pairs", rope(pairs="x[..., :d // 2], x[..., d // 2:]",
-                                            assemble="return np.concatenate([first, second], axis=-1)"),
-            "hidden_apply_rope", "legitimate RoPE convention, the one GPT-NeoX and Llama"),
-    Mistake("positions off by one", rope(positions="np.asarray(positions, dtype=float) + 1"),
-            "hidden_apply_rope", "shifted by one"),
-    Mistake("positions ignored", rope(positions="np.arange(x.shape[-2], dtype=float)"),
-            "hidden_apply_rope", "positions were ignored"),
-    Mistake("scores from unrotated keys", "def rope_scores(q, k, q_positions, k_positions):\n"
-                                          "    return apply_rope(q, q_positions) @ k.T\n",
-            "hidden_rope_relative", "distance"),
-    Mistake("naive slopes for any head count", "def alibi_slopes(n_heads):\n"
-                                               "    return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)\n",
-            "hidden_alibi_slopes", "next lower power of two"),
-    Mistake("bias sign flipped", "def alibi_bias(n_heads, seq_len):\n"
-                                 "    d = np.abs(np.arange(seq_len)[:, None] - np.arange(seq_len)[None, :])\n"
-                                 "    return alibi_slopes(n_heads)[:, None, None] * d\n",
-            "hidden_alibi_bias", "sign is flipped"),
-    Mistake("signed distance", "def alibi_bias(n_heads, seq_len):\n"
-                               "    d = np.arange(seq_len)[None, :] - np.arange(seq_len)[:, None]\n"
-                               "    return -alibi_slopes(n_heads)[:, None, None] * d\n",
-            "hidden_alibi_bias", "signed difference"),
-]
-
-ALTERNATIVES = {
-    "complex numbers": '''
-def apply_rope(x, positions, base=10000.0):
-    z = x[..., 0::2] + 1j * x[..., 1::2]
-    z = z * np.exp(1j * np.outer(positions, rope_frequencies(x.shape[-1], base)))
-    out = np.empty(x.shape)
-    out[..., 0::2], out[..., 1::2] = z.real, z.imag
-    return out
-''',
-    "explicit rotation matrices": '''
-def apply_rope(x, positions, base=10000.0):
-    d = x.shape[-1]
-    out = np.empty(x.shape)
-    for l, m in enumerate(positions):
-        R = np.zeros((d, d))
-        for i, t in enumerate(rope_frequencies(d, base)):
-            c, s = np.cos(m * t), np.sin(m * t)
-            R[2*i:2*i+2, 2*i:2*i+2] = [[c, -s], [s, c]]
-        out[..., l, :] = x[..., l, :] @ R.T
-    return out
-''',
-    "loops for ALiBi": '''
-def alibi_bias(n_heads, seq_len):
-    slopes = alibi_slopes(n_heads)
-    out = np.zeros((n_heads, seq_len, seq_len))
-    for h in range(n_heads):
-        for i in range(seq_len):
-            for j in range(seq_len):
-                out[h, i, j] = -slopes[h] * abs(i - j)
-    return out
-''',
-}
 
 
 def failures(ns):
@@ -103,16 +18,38 @@ def test_solution_passes():
     assert failures(namespace_from(SOLUTION)) == {}
 
 
-@pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.name)
-def test_mistake_fails_with_diagnosis(mistake):
-    failed = failures(namespace_from(SOLUTION, mistake.code))
-    assert mistake.failing_check in failed, list(failed)
-    assert mistake.feedback_phrase in " ".join(failed[mistake.failing_check])
+def points_lost(ns) -> dict[str, float]:
+    """Per failed hidden test, the points lost, partial credit included, as `make grade` counts them."""
+    from posenc_autograder.notebook import record_in_process
+    lost = {}
+    for cid in CHECKS:
+        test = REGISTRY[cid]
+        problems, passed, total = test.graded(record_in_process(test.task_entry(), ns))
+        if problems:
+            lost[cid] = test.points - test.points_for(passed, total)
+    return lost
 
 
-@pytest.mark.parametrize("name", sorted(ALTERNATIVES))
+@pytest.mark.parametrize("mistake", ROPE_MISTAKES, ids=lambda m: m.name)
+def test_mistake_fails_exactly_its_tests_with_its_diagnosis_and_score(mistake):
+    ns = namespace_from(SOLUTION, mistake.code)
+    failed = failures(ns)
+    assert set(failed) == mistake.failing, f"{mistake.name} failed {sorted(failed)}"
+    assert mistake.feedback_phrase in " ".join(failed[mistake.failing_check]), failed[mistake.failing_check]
+    assert sum(points_lost(ns).values()) == mistake.points_lost
+
+
+@pytest.mark.parametrize("name", sorted(ROPE_ALTERNATIVES))
 def test_alternative_gets_full_marks(name):
-    assert failures(namespace_from(SOLUTION, ALTERNATIVES[name])) == {}
+    assert failures(namespace_from(SOLUTION, ROPE_ALTERNATIVES[name])) == {}
+
+
+def test_every_hidden_test_has_a_catalogued_mistake_and_every_diagnosis_a_mistake_that_gets_it():
+    from posenc_autograder.checks.rope_alibi import DIAGNOSES
+    assert {m.failing_check for m in ROPE_MISTAKES} == set(CHECKS)
+    phrases = " ".join(m.feedback_phrase for m in ROPE_MISTAKES)
+    assert [key for key, text in DIAGNOSES.items() if not any(
+        m.feedback_phrase in text for m in ROPE_MISTAKES)] == [], phrases
 
 
 # --- partial credit (issue 13): independent cases earn their share, rounded down to a half point ----------
@@ -131,3 +68,33 @@ def test_independent_cases_earn_their_share_of_the_points():
 def test_a_test_whose_cases_are_not_independent_stays_all_or_nothing():
     test = REGISTRY["hidden_pe_unique_bounded"]
     assert not test.partial and test.points_for(9, 10) == 0.0 and test.points_for(10, 10) == test.points
+
+
+# --- the visible checks name each known mistake in the hidden tests' words (issue 13) ----------------------
+
+def _assertion_text(check) -> str:
+    with pytest.raises(AssertionError) as failure:
+        check()
+    return " ".join(str(failure.value).split())        # the notebook wraps its messages for nbgrader validate
+
+
+def test_visible_checks_name_each_known_mistake_in_the_hidden_tests_words():
+    import numpy as np
+
+    from posenc_autograder.checks.contracts import CAUSES
+    from posenc_autograder.checks.rope_alibi import DIAGNOSES
+    ns = namespace_from(SOLUTION)               # the notebook's own helpers, as a downloaded copy runs them
+    named = {*ns["frequency_mistakes"](4, 1e4), *ns["rope_mistakes"](np.zeros((2, 4)), [0, 1], np.ones(2)),
+             *ns["score_mistakes"](np.ones((1, 1)), 4), *ns["slope_mistakes"](6),
+             *ns["bias_mistakes"](np.ones(2), 3)}
+    assert named == set(DIAGNOSES.values())
+
+    def add_in_place(x):
+        x += 1.0
+        return x
+
+    texts = {"dtype": _assertion_text(lambda: ns["check_array"](np.zeros(2, np.float32), (2,), "f")),
+             "list": _assertion_text(lambda: ns["check_array"]([0.0, 1.0], (2,), "f")),
+             "in_place": _assertion_text(lambda: ns["check_unchanged"](add_in_place, np.zeros(2), names=["x"],
+                                                                       what="f"))}
+    assert {key: CAUSES[key] in text for key, text in texts.items()} == dict.fromkeys(texts, True), texts

@@ -235,6 +235,22 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     return f"{problem}. Likely cause: {explanation}." if explanation else problem
 
 
+def own_array(record, what: str) -> np.ndarray | None:
+    """What the student's own earlier function returned, as a finite float array, or None when it raised,
+    is missing or is not such an array (then only the reference's answer counts)."""
+    try:
+        return as_array(value_of(record, what), what)
+    except (Problem, TypeError, KeyError):
+        return None
+
+
+def on_either(problem: Callable[[np.ndarray], str | None], expected: np.ndarray, own: np.ndarray | None) -> str | None:
+    """problem(expected) against the trusted reference; None too when the answer is right for `own`, the same
+    computed from the student's own earlier function: a mistake there costs that function's test only."""
+    first = problem(expected)
+    return None if first is None or (own is not None and problem(own) is None) else first
+
+
 def error_name(record: dict) -> str | None:
     """The exception type an attempt() record raised, or None when the call returned."""
     return record["error"].split(":", 1)[0] if "error" in record else None

@@ -1,4 +1,5 @@
-"""The hidden test of what every function promises besides its values: return types, and inputs left alone.
+"""The hidden tests of what every function promises besides its values: return types, and inputs left alone
+(this module's test for the core assignment; contracts_judge serves every assignment's).
 
 The other tests see answers after the codec has made them float64 arrays and plain numbers, so
 a list, a float32 table or a changed input would pass them; this one test charges those, once.
@@ -13,6 +14,13 @@ from .base import HiddenTest, limit_problems, normal
 
 ASSIGNMENT = "positional_encoding"
 ARRAY, FLOAT, BOOL = "float64 array", "float", "bool"
+# Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
+CAUSES = {
+    "dtype": "computing or storing in float32 loses digits the tests need; keep everything float64",
+    "list": "build the result with numpy, or wrap it in np.array(...)",
+    "in_place": "`out = X; out += ...`, `X += ...` or `x[..., 0::2] = ...` writes into the caller's array; "
+                "compute into a new array, `X + ...` or `np.empty(x.shape)`, or copy first",
+}
 STATS = {"position_norms": ARRAY, "mean": FLOAT, "variance": FLOAT, "min": FLOAT, "max": FLOAT, "bounded": BOOL}
 # What the spec says each call returns; a tuple is a (value, value) pair, a dict maps keys to kinds.
 PROMISED = {
@@ -72,44 +80,50 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
     expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool"}.get(promised, "a float64 numpy ndarray")
     hint = ""
     if promised == ARRAY and kind.get("type") == "ndarray":
-        hint = " (computing or storing in float32 loses digits the tests need; keep everything float64)"
+        hint = f" ({CAUSES['dtype']})"
     elif promised == ARRAY and kind.get("type") in ("list", "tuple"):
-        hint = " (build the result with numpy, or wrap it in np.array(...))"
+        hint = f" ({CAUSES['list']})"
     return f"{what} returned {describe_kind(kind)}; expected {expected}{hint}"
 
 
-def _returned(obs) -> dict:
+def _returned(obs, promised) -> dict:
     """The cases whose call returned; an empty dict when every one raised or is missing."""
-    return {name: record for name, record in obs.items() if name in PROMISED and "kind" in record}
+    return {name: record for name, record in obs.items() if name in promised and "kind" in record}
 
 
-def _judge_types(inputs, obs):
-    returned = _returned(obs)
-    problems = [p for name, record in returned.items() if (p := kind_problem(record["kind"], PROMISED[name], name))]
+def _judge_types(returned, promised):
+    problems = [p for name, record in returned.items() if (p := kind_problem(record["kind"], promised[name], name))]
     return limit_problems(problems, 3)
 
 
-def _judge_unchanged(inputs, obs):
+def _judge_unchanged(obs, argument_names):
     problems = []
     for name, record in obs.items():
-        changed = [ARGUMENT_NAMES.get(name, [])[i] if i < len(ARGUMENT_NAMES.get(name, [])) else f"argument {i}"
-                   for i in record.get("changed", [])]
+        names = argument_names.get(name, [])
+        changed = [names[i] if i < len(names) else f"argument {i}" for i in record.get("changed", [])]
         if changed:
             problems.append(f"{name} changed its argument {', '.join(changed)} in place: the caller's array must "
-                            f"come back unchanged (likely cause: `out = X; out += ...` or `X += ...` writes into the "
-                            f"caller's array; compute `X + ...` into a new array, or copy first)")
+                            f"come back unchanged (likely cause: {CAUSES['in_place']})")
     return limit_problems(problems, 3)
 
 
-def _contracts_judge(inputs, obs):
-    if not _returned(obs):
-        return ["none of the functions returned a value, so their return types and inputs could not be checked"]
-    return _judge_types(inputs, obs) + _judge_unchanged(inputs, obs)
+def contracts_judge(promised: dict, argument_names: dict):
+    """The judge of an assignment's contracts test: what each call returned against `promised`, and the
+    arguments (named by `argument_names`) that it changed in place."""
+    def judge(inputs, obs):
+        if lost := [name for name in promised if name not in obs]:       # every call records something
+            return [f"the grader received no answer for {', '.join(lost)}, so this test could not be judged; run "
+                    f"the notebook from the top without changing the grader's code"]
+        returned = _returned(obs, promised)
+        if not returned:
+            return ["none of the functions returned a value, so their return types and inputs could not be checked"]
+        return _judge_types(returned, promised) + _judge_unchanged(obs, argument_names)
+    return judge
 
 
 TESTS = [
     HiddenTest(id="hidden_contracts", assignment=ASSIGNMENT, points=2, answer_cell="self_attention",
                title="return types and dtypes (float64 arrays, a tuple, a dict of floats and a bool), and the "
                      "caller's arrays left unchanged",
-               inputs=_contract_inputs, probe=probe_contracts, judge=_contracts_judge),
+               inputs=_contract_inputs, probe=probe_contracts, judge=contracts_judge(PROMISED, ARGUMENT_NAMES)),
 ]
