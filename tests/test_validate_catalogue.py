@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from fixture_submissions import solved_notebook
-from student_variants import ALTERNATIVES, MISTAKES
+from student_variants import ALTERNATIVES, MISTAKES, ROPE_ALTERNATIVES, ROPE_MISTAKES
 
 # catalogued mistake -> the diagnosis its visible check must print
 CAUGHT_WITH = {
@@ -30,17 +30,26 @@ CAUGHT_WITH = {
     "encoding added after attention": "the encoding is added after attention",
     "rng argument ignored": "not drawn from the `rng` argument",
 }
-MUST_CATCH = 9            # of the flawed notebooks above, at least this many fail with their diagnosis
+ROPE_CAUGHT_WITH = {
+    "naive slopes for any head count": "take the slopes of the next lower power of two",
+    "no ValueError for an odd head_dim": "must raise ValueError",
+    "apply_rope rotates x in place": "apply_rope changed its argument x in place",
+    "halves instead of pairs": "a legitimate RoPE convention",
+    "frequencies returned as float32": "returned a float32 ndarray; expected a float64",
+}
+# assignment -> (mistakes, correct alternatives, the mistakes built into notebooks, how many must be caught)
+CATALOGUES = {"positional_encoding": (MISTAKES, ALTERNATIVES, CAUGHT_WITH, 9),
+              "rope_alibi": (ROPE_MISTAKES, ROPE_ALTERNATIVES, ROPE_CAUGHT_WITH, len(ROPE_CAUGHT_WITH))}
 
 
 def defined_names(code: str) -> list[str]:
     return re.findall(r"^(?:def|class) (\w+)", code, re.M)
 
 
-def alternative_rounds() -> list[dict[str, str]]:
+def alternative_rounds(alternatives: dict[str, str]) -> list[dict[str, str]]:
     """The alternatives in as few notebooks as possible, at most one per function in each."""
     rounds: list[dict[str, str]] = []
-    for name, code in ALTERNATIVES.items():
+    for name, code in alternatives.items():
         target = next((r for r in rounds if not set(defined_names(code)) & {n for c in r.values()
                                                                              for n in defined_names(c)}), None)
         if target is None:
@@ -62,18 +71,21 @@ def validate(folder: pathlib.Path, names: list[str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
+    """Every assignment's flawed and alternative notebooks, validated in one nbgrader process."""
     folder = tmp_path_factory.mktemp("validate")
-    mistakes = {m.name: m for m in MISTAKES}
     names = []
-    for index, name in enumerate(CAUGHT_WITH):
-        nbformat.write(_appended(solved_notebook(), mistakes[name].code), folder / f"mistake_{index}.ipynb")
-        names.append(f"mistake_{index}.ipynb")
-    for index, alternatives in enumerate(alternative_rounds()):
-        nb = solved_notebook()
-        for code in alternatives.values():
-            nb = _appended(nb, code)
-        nbformat.write(nb, folder / f"alternatives_{index}.ipynb")
-        names.append(f"alternatives_{index}.ipynb")
+    for assignment, (mistakes, alternatives, caught_with, _) in CATALOGUES.items():
+        by_name = {m.name: m for m in mistakes}
+        for index, name in enumerate(caught_with):
+            nbformat.write(_appended(solved_notebook(assignment), by_name[name].code),
+                           folder / f"{assignment}_mistake_{index}.ipynb")
+            names.append(f"{assignment}_mistake_{index}.ipynb")
+        for index, codes in enumerate(alternative_rounds(alternatives)):
+            nb = solved_notebook(assignment)
+            for code in codes.values():
+                nb = _appended(nb, code)
+            nbformat.write(nb, folder / f"{assignment}_alternatives_{index}.ipynb")
+            names.append(f"{assignment}_alternatives_{index}.ipynb")
     return validate(folder, names)
 
 
@@ -88,18 +100,27 @@ def _appended(nb, code):
     raise AssertionError(f"no answer cell defines {names}")
 
 
-def test_validate_catches_the_flawed_notebooks_with_the_right_diagnosis(outputs):
+def caught_by_validate(outputs, assignment: str) -> dict[str, bool]:
+    """Catalogued mistake -> whether `nbgrader validate` failed its notebook with the visible check's diagnosis."""
     caught = {}
-    for index, (name, phrase) in enumerate(CAUGHT_WITH.items()):
-        text = " ".join(outputs[f"mistake_{index}.ipynb"].split())     # validate wraps long messages
+    for index, (name, phrase) in enumerate(CATALOGUES[assignment][2].items()):
+        text = " ".join(outputs[f"{assignment}_mistake_{index}.ipynb"].split())     # validate wraps long messages
         caught[name] = "VALIDATION FAILED" in text and phrase in text
-    assert len(CAUGHT_WITH) >= 10
-    assert sum(caught.values()) >= MUST_CATCH, {name: ok for name, ok in caught.items() if not ok}
+    return caught
 
 
-def test_validate_passes_every_correct_alternative(outputs):
-    rounds = alternative_rounds()
-    assert sum(len(r) for r in rounds) == len(ALTERNATIVES)
-    for index, alternatives in enumerate(rounds):
-        assert "Success! Your notebook passes all the tests." in outputs[f"alternatives_{index}.ipynb"], \
-            (sorted(alternatives), outputs[f"alternatives_{index}.ipynb"][-1500:])
+def test_validate_catches_the_flawed_notebooks_with_the_right_diagnosis(outputs):
+    assert len(CAUGHT_WITH) >= 10 and len(ROPE_CAUGHT_WITH) >= 3
+    for assignment, (*_, must_catch) in CATALOGUES.items():
+        caught = caught_by_validate(outputs, assignment)
+        assert sum(caught.values()) >= must_catch, {name: ok for name, ok in caught.items() if not ok}
+
+
+@pytest.mark.parametrize("assignment", sorted(CATALOGUES))
+def test_validate_passes_every_correct_alternative(outputs, assignment):
+    alternatives = CATALOGUES[assignment][1]
+    rounds = alternative_rounds(alternatives)
+    assert sum(len(r) for r in rounds) == len(alternatives)
+    for index, codes in enumerate(rounds):
+        text = outputs[f"{assignment}_alternatives_{index}.ipynb"]
+        assert "Success! Your notebook passes all the tests." in text, (sorted(codes), text[-1500:])
