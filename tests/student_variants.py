@@ -473,7 +473,7 @@ ROPE_MISTAKES = [
             "hidden_rope_frequencies", "must raise ValueError for an odd head dimension", points_lost=0.5),
     Mistake("frequencies returned as float32", frequencies_variant(
         "return (base ** (-2 * np.arange(head_dim // 2) / head_dim)).astype(np.float32)"),
-            "hidden_rope_alibi_contracts", "rope_frequencies returned a float32 ndarray; expected a float64",
+            "hidden_rope_alibi_contracts", "returned a float32 ndarray; expected a float64",
             points_lost=2),
     Mistake("clockwise rotation", rope_variant(sin="-np.sin(angles)"), "hidden_apply_rope", "wrong way",
             points_lost=4),
@@ -503,8 +503,8 @@ ROPE_MISTAKES = [
         "lower = 2 ** int(np.log2(n_heads))\n"
         "    slopes = [2.0 ** (-8.0 * h / lower) for h in range(1, lower + 1)]\n"
         "    return slopes + [2.0 ** (-4.0 * h / lower) for h in range(1, 2 * lower, 2)][:n_heads - lower]"),
-            "hidden_rope_alibi_contracts", "alibi_slopes returned a list",     # the solution's alibi_bias then
-            also_fails=("hidden_alibi_bias",), points_lost=2 + 3),             # raises on list[:, None, None]
+            "hidden_rope_alibi_contracts", "returned a list; expected a float64 numpy ndarray",   # alibi_bias then
+            also_fails=("hidden_alibi_bias",), points_lost=2 + 3),       # raises on list[:, None, None]
     Mistake("bias sign flipped", bias_variant(
         "d = np.abs(np.arange(seq_len)[:, None] - np.arange(seq_len)[None, :])\n"
         "    return alibi_slopes(n_heads)[:, None, None] * d"), "hidden_alibi_bias", "sign is flipped",

@@ -230,3 +230,29 @@ def test_each_known_rotation_mistake_gets_its_own_diagnosis():
     for phrase, M in wrong.items():
         assert phrase in diagnose_rotation(M, d, k)
     assert diagnose_rotation(exact, d, k) is None
+
+
+# --- one cause charged once (issue 13): a float32 return costs the contracts test only ---------------------
+
+def test_value_tests_judge_a_float32_return_at_float32_precision_and_a_float64_one_exactly():
+    expected = np.sin(np.arange(1.0, 199.0)).reshape(9, 22)
+    rounded = expected.astype(np.float32).astype(np.float64)
+    assert compare({"value": rounded, "dtype": "float32"}, expected, "t", atol=1e-12) is None
+    two_ulps = rounded + 2 * np.spacing(rounded.astype(np.float32)).astype(np.float64)
+    assert "plus float32 rounding" in compare({"value": two_ulps, "dtype": "float32"}, expected, "t", atol=1e-12)
+    assert compare({"value": rounded}, expected, "t", atol=1e-12) is not None          # float32 digits, float64 return
+    for forged in ("float16", "int64", ["float32"], None):                             # only float32 is forgiven
+        assert compare({"value": rounded, "dtype": forged}, expected, "t", atol=1e-12) is not None
+
+
+def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_still_gets_one():
+    from posenc_autograder.pipeline import GradedTest, fix_this_first
+    from student_variants import FLOAT32_TABLE
+    notes = {}
+    float32_return = next(m.code for m in MISTAKES if m.name == "float32 table")
+    for name, code in (("return", float32_return), ("computation", FLOAT32_TABLE)):
+        failed = failures(namespace_from(SOLUTION, code))
+        notes[name] = fix_this_first([GradedTest(cid, cid, True, 0.0, 1.0, p) for cid, p in failed.items()])
+    assert notes["return"] == []
+    [note] = notes["computation"]
+    assert "float32 rounding" in note and "hidden_pe_values" in note and "hidden_contracts" not in note

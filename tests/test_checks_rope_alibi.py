@@ -98,3 +98,38 @@ def test_visible_checks_name_each_known_mistake_in_the_hidden_tests_words():
              "in_place": _assertion_text(lambda: ns["check_unchanged"](add_in_place, np.zeros(2), names=["x"],
                                                                        what="f"))}
     assert {key: CAUSES[key] in text for key, text in texts.items()} == dict.fromkeys(texts, True), texts
+
+
+VISIBLE_CELLS = ("test_rope_visible", "test_alibi_visible")
+
+
+def visible_failure(ns) -> str | None:
+    """What the notebook's visible checks say about the namespace (whitespace joined), run in-process as
+    `nbgrader validate` runs them, or None when they pass."""
+    import contextlib
+    import io
+
+    import nbformat
+
+    from posenc_autograder.course import grade_id
+    cells = [c.source for c in nbformat.read(solution_notebook("rope_alibi"), as_version=4).cells
+             if grade_id(c) in VISIBLE_CELLS]
+    assert len(cells) == len(VISIBLE_CELLS)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            for source in cells:
+                exec(compile(source, "<visible>", "exec"), ns)  # noqa: S102 - the course's own cells
+    except AssertionError as failure:
+        return " ".join(str(failure).split())
+    return None
+
+
+@pytest.mark.parametrize("mistake", ROPE_MISTAKES, ids=lambda m: m.name)
+def test_visible_checks_catch_each_mistake_with_the_hidden_tests_diagnosis(mistake):
+    said = visible_failure(namespace_from(SOLUTION, mistake.code))
+    assert said is not None and mistake.feedback_phrase in said, said
+
+
+@pytest.mark.parametrize("name", sorted(ROPE_ALTERNATIVES))
+def test_visible_checks_pass_every_correct_alternative(name):
+    assert visible_failure(namespace_from(SOLUTION, ROPE_ALTERNATIVES[name])) is None

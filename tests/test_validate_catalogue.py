@@ -71,8 +71,11 @@ def validate(folder: pathlib.Path, names: list[str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
+    return build_and_validate(tmp_path_factory.mktemp("validate"))
+
+
+def build_and_validate(folder: pathlib.Path) -> dict[str, str]:
     """Every assignment's flawed and alternative notebooks, validated in one nbgrader process."""
-    folder = tmp_path_factory.mktemp("validate")
     names = []
     for assignment, (mistakes, alternatives, caught_with, _) in CATALOGUES.items():
         by_name = {m.name: m for m in mistakes}
