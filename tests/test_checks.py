@@ -256,3 +256,11 @@ def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_stil
     assert notes["return"] == []
     [note] = notes["computation"]
     assert "float32 rounding" in note and "hidden_pe_values" in note and "hidden_contracts" not in note
+
+
+def test_the_readme_counts_the_whole_catalogue():
+    from notebook_tools import ROOT
+    from student_variants import ROPE_ALTERNATIVES, ROPE_MISTAKES
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (f"against {len(MISTAKES) + len(ROPE_MISTAKES)} catalogued mistakes and "
+            f"{len(ALTERNATIVES) + len(ROPE_ALTERNATIVES)} correct alternative implementations") in readme
