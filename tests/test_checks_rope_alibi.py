@@ -133,3 +133,19 @@ def test_visible_checks_catch_each_mistake_with_the_hidden_tests_diagnosis(mista
 @pytest.mark.parametrize("name", sorted(ROPE_ALTERNATIVES))
 def test_visible_checks_pass_every_correct_alternative(name):
     assert visible_failure(namespace_from(SOLUTION, ROPE_ALTERNATIVES[name])) is None
+
+
+def test_degenerate_parts_earn_nothing_by_agreement():
+    """Zero slopes, frequencies or rotations do not make all-zero biases, identity rotations or zero scores right."""
+    zeros = {"alibi_bias": "def alibi_slopes(n_heads):\n    return np.zeros(n_heads)\n"
+                           "def alibi_bias(n_heads, seq_len):\n    return np.zeros((n_heads, seq_len, seq_len))\n",
+             "apply_rope": "def rope_frequencies(head_dim, base=10000.0):\n    return np.zeros(head_dim // 2)\n"
+                           "def apply_rope(x, positions, base=10000.0):\n    return x.copy()\n",
+             "rope_scores": "def apply_rope(x, positions, base=10000.0):\n    return np.zeros(x.shape)\n"
+                            "def rope_scores(q, k, q_positions, k_positions):\n    return np.zeros((len(q), len(k)))\n"}
+    judged_alone = {"alibi_bias": 2, "apply_rope": 4, "rope_scores": 3}     # an all-zero bias is right for L = 1
+    for function, code in zeros.items():
+        lost = points_lost(namespace_from(SOLUTION, code))
+        test = next(cid for cid in CHECKS if REGISTRY[cid].probe.__name__ == "call_each_with_parts"
+                    and REGISTRY[cid].inputs()["function"] == function)
+        assert lost.get(test) == judged_alone[function], (function, lost)

@@ -237,11 +237,13 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
 
 def own_array(record, what: str) -> np.ndarray | None:
     """What the student's own earlier function returned, as a finite float array, or None when it raised,
-    is missing or is not such an array (then only the reference's answer counts)."""
+    is missing, is not such an array or holds a zero (then only the reference's answer counts): a degenerate
+    part, all zeros say, must not make a later function's degenerate answer right by agreement."""
     try:
-        return as_array(value_of(record, what), what)
+        own = as_array(value_of(record, what), what)
     except (Problem, TypeError, KeyError):
         return None
+    return own if own.size and np.all(own != 0) else None
 
 
 def on_either(problem: Callable[[np.ndarray], str | None], expected: np.ndarray, own: np.ndarray | None) -> str | None:
