@@ -68,3 +68,14 @@ def test_objects_that_are_not_plain_data_are_refused():
 def test_output_is_plain_json():
     text = codec.dumps({"t": np.eye(2), "n": 3})
     assert json.loads(text)["n"] == 3
+
+
+def test_arrays_kept_aside_round_trip_bit_exactly_without_base64():
+    value = {"table": np.linspace(-1, 1, 12).reshape(3, 4) / 3, "runs": [np.array([np.pi]), {"inf": float("inf")}],
+             "n": 3, "text": "x"}
+    arrays: list = []
+    text = codec.dumps(value, arrays)
+    assert codec.ARRAY_KEY not in text and len(arrays) == 2
+    back = codec.loads(text, dict(enumerate(np.array(a) for a in arrays)))
+    assert back["table"].tobytes() == value["table"].tobytes() and back["runs"][0][0] == np.pi
+    assert back["runs"][1]["inf"] == float("inf") and back["n"] == 3 and back["text"] == "x"

@@ -34,7 +34,8 @@ def paths(course: Course) -> list[pathlib.Path]:
 
 def _scores(gb, results):
     """(student, assignment) -> (score, max score) from the gradebook."""
-    return {(r.student, r.assignment): gradebook.final_scores(gb, r.student, r.assignment) for r in results}
+    finals, _ = gradebook.class_scores(gb, {r.assignment for r in results})
+    return {(r.student, r.assignment): finals[r.student, r.assignment] for r in results}
 
 
 def write_canvas(course: Course, scores, people) -> pathlib.Path | None:

@@ -47,10 +47,11 @@ def write_grades_csv(course: Course, gb, results: list[NotebookResult]) -> pathl
     """Final scores (manual grades included) per student and assignment, with each test's points,
     the submission time and the late flag from the roster."""
     people = roster.load(course)
+    finals, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
     rows = []
     for r in results:
-        score, max_score = gradebook.final_scores(gb, r.student, r.assignment)
-        cells = gradebook.cell_scores(gb, r.student, r.assignment, r.notebook)
+        score, max_score = finals[r.student, r.assignment]
+        cells = cell_scores.get((r.student, r.assignment, r.notebook), {})
         person = people.get((r.student, r.assignment), {})
         rows.append({"student": r.student, "name": person.get("name", ""), "lms_user_id": person.get("lms_user_id", ""),
                      "assignment": r.assignment, "score": score, "max_score": max_score,
