@@ -5,14 +5,18 @@ notebooks when those change. `EXPECTED` is the exact outcome each must get.
 """
 from __future__ import annotations
 
+import atexit
 import copy
+import functools
 import pathlib
 import shutil
+import tempfile
 
 import nbformat
 
 from notebook_tools import ROOT
-from posenc_autograder import bench
+from posenc_autograder.course import GRADEBOOK, Course
+from posenc_autograder import bench, gradebook
 from posenc_autograder.checks import REGISTRY, total_points
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
@@ -125,10 +129,25 @@ EXPECTED = {
 }
 
 
-def make_course(tmp: pathlib.Path) -> pathlib.Path:
-    """A throwaway course directory: the repository's notebooks and config, no gradebook yet."""
+def make_course(tmp: pathlib.Path, registered: bool = True) -> pathlib.Path:
+    """A throwaway course directory: the repository's notebooks and config, and a gradebook where every
+    assignment is registered, as after `make release` (registered=False: no gradebook yet)."""
     for folder in ("solutions", "exercises"):
         shutil.copytree(ROOT / folder, tmp / folder)
     (tmp / "autograder").mkdir()
     shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp / "autograder")
+    if registered:
+        shutil.copy(registered_gradebook(), tmp / GRADEBOOK)
     return tmp
+
+
+@functools.lru_cache(maxsize=1)
+def registered_gradebook() -> pathlib.Path:
+    """A gradebook with every assignment registered, made once a session: registering (nbgrader's alembic
+    and generate_assignment) takes about 9 s, which each fresh course would pay again."""
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="posenc-gradebook-"))
+    atexit.register(shutil.rmtree, folder, True)
+    course = Course(make_course(folder / "course", registered=False))
+    for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
+        gradebook.register(course, release.name, course.work / "release")
+    return course.root / GRADEBOOK

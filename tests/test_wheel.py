@@ -58,7 +58,7 @@ def test_the_wheel_holds_every_subpackage(installed):
 
 
 def test_installed_grader_grades_the_course_it_runs_in(installed, tmp_path):
-    course = make_course(tmp_path / "course")
+    course = make_course(tmp_path / "course", registered=False)     # from nothing, as a new instructor
     folder = course / "autograder" / "submitted" / "solver" / ASSIGNMENT
     folder.mkdir(parents=True)
     nbformat.write(solved_notebook(ASSIGNMENT), folder / f"{ASSIGNMENT}.ipynb")
