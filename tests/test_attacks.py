@@ -19,7 +19,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.grade import grade_all
 from posenc_autograder.sandbox import Limits
 
-LIMITS = Limits(cell_seconds=10, notebook_seconds=40)   # generous: a loaded CI machine must not time out the victims
+LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine
 VICTIMS = {"victim_full": FULL, "victim_zero": 0}
 HOST_MARKERS = [pathlib.Path("/usr/pwned"), ROOT / ".venv/lib/python3.11/site-packages/x.pth"]
 ALL_ATTACKS = sorted(ATTACKS) + sorted(HOSTILE_FILES)
