@@ -10,7 +10,7 @@ from ..diagnosis import diagnose_pe_table
 from ..probes.helpers import call_each
 from ..probes.positional_encoding import probe_pe_class
 from .base import (HiddenTest, Problem, call, call_label, calling, compare, each_case, expect_error, mismatch,
-                   normal, observed_array, problems_of)
+                   normal, observed_array, on_either, problems_of)
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
@@ -132,7 +132,7 @@ def _judge_class(inputs, obs):
     def forward_problem(X, record):
         seq_len = X.shape[1]
         encoding_only = table[None, :seq_len].repeat(X.shape[0], 0)
-        return on_either_table(lambda t: compare(
+        return on_either(lambda t: compare(
             record, X + t[None, :seq_len], f"forward(X) with X of shape {X.shape}", 1e-9,
             diagnose=lambda out: "it returns the encoding alone; forward must return X + PE[:L]"
             if out.shape == encoding_only.shape and mismatch(out, encoding_only, 1e-9, "") is None else None),
@@ -140,7 +140,7 @@ def _judge_class(inputs, obs):
 
     length = inputs["encoding_length"]
     return each_case(forward_problem, inputs["inputs"], obs["forward"]) + problems_of(
-        lambda: on_either_table(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})", 1e-9),
+        lambda: on_either(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})", 1e-9),
                                 table, own),
         lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
                              f"when L > max_seq_len = {max_seq_len}"),
@@ -154,13 +154,6 @@ def _own_table(record, table):
     except Problem:
         return None
     return None if mismatch(own, table, 1e-9, "") is None else own
-
-
-def on_either_table(problem, table, own):
-    """problem(table) against the formula; the module passes too when it is right on the student's own table,
-    so a mistake in the table costs the table's tests only."""
-    first = problem(table)
-    return None if first is None or (own is not None and problem(own) is None) else first
 
 
 TESTS = [
