@@ -1,6 +1,7 @@
 """The closing note's table, from the catalogue itself: every catalogued mistake, the points it loses (partial
 credit included, as `make grade` counts them), the hidden tests it fails, the start of its diagnosis, and whether
-`nbgrader validate` catches it (n/a: not built into a notebook by test_validate_catalogue).
+`nbgrader validate` catches it: "yes"/"no" from real `nbgrader validate` for the notebooks test_validate_catalogue
+builds, "yes*"/"no*" for the others from the same visible cells run in-process.
 
     .venv/bin/python tests/catalogue_table.py            # about a minute: one nbgrader validate run
 """
@@ -12,8 +13,14 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
+import contextlib  # noqa: E402
+import io  # noqa: E402
+
+import nbformat  # noqa: E402
+
 from notebook_tools import implementation_source, namespace_from, solution_notebook  # noqa: E402
-from posenc_autograder.checks import hidden_tests  # noqa: E402
+from posenc_autograder.checks import REGISTRY, hidden_tests  # noqa: E402
+from posenc_autograder.course import grade_id, nbgrader_meta  # noqa: E402
 from posenc_autograder.notebook import record_in_process  # noqa: E402
 from test_validate_catalogue import CATALOGUES, build_and_validate, caught_by_validate  # noqa: E402
 
@@ -30,6 +37,21 @@ def graded(assignment: str, code: str) -> dict[str, tuple[float, list[str]]]:
         if problems:
             lost[test.id] = (test.points - test.points_for(passed, total), problems)
     return lost
+
+
+def visible_checks_fail(assignment: str, code: str) -> bool:
+    """Whether any visible test cell raises on the solution with `code`, run in-process as validate runs it."""
+    cells = [c.source for c in nbformat.read(solution_notebook(assignment), as_version=4).cells
+             if nbgrader_meta(c).get("grade") and grade_id(c) not in REGISTRY]
+    failed = False
+    for source in cells:
+        ns = namespace_from(implementation_source(solution_notebook(assignment)), code)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(source, "<visible>", "exec"), ns)  # noqa: S102 - the course's own cells
+        except Exception:  # noqa: BLE001 - a failing self-check is what we count
+            failed = True
+    return failed
 
 
 def diagnosis(problems: list[str]) -> str:
@@ -51,8 +73,10 @@ def rows(caught: dict[str, dict[str, bool]]) -> list[str]:
             lost = sum(points for points, _ in failed.values())
             said = diagnosis(failed[mistake.failing_check][1]) if mistake.failing_check in failed else "(not failed)"
             validate = caught[assignment].get(mistake.name)
+            shown = ("yes" if validate else "no") if validate is not None else \
+                ("yes*" if visible_checks_fail(assignment, mistake.code) else "no*")
             lines.append(f"| {assignment} | {cell(mistake.name)} | {lost:g} | {', '.join(sorted(failed))} | "
-                         f"{cell(said[:SHOWN])} | {'n/a' if validate is None else 'yes' if validate else 'no'} |")
+                         f"{cell(said[:SHOWN])} | {shown} |")
     return lines
 
 
