@@ -272,8 +272,7 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
         "return X + self.embedding[None, :X.shape[1]]", "X += self.embedding[None, :X.shape[1]]\n        return X"),
             "hidden_contracts", "LearnedPositionalEncoding.forward changed its argument X in place"),
     Mistake("table returned as a Python list", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.tolist()")),
-            "hidden_contracts", "sinusoidal_positional_encoding returned a list; expected a float64 numpy ndarray",
-            also_fails=('hidden_integration', 'hidden_pe_class')),
+            "hidden_contracts", "sinusoidal_positional_encoding returned a list; expected a float64 numpy ndarray"),
     Mistake("M_k returned as a list [M, error]", '''
 _rotation = relative_position_matrix
 def relative_position_matrix(pe, offset):

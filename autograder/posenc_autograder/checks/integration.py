@@ -9,6 +9,7 @@ from ..diagnosis import diagnose_attention
 from ..probes.helpers import call_each
 from ..probes.positional_encoding import probe_wiring
 from .base import HiddenTest, Problem, call, calling, compare, each_case, mismatch, normal, observed_array
+from .sinusoidal import PE_CLASS, PE_FN
 
 ASSIGNMENT = "positional_encoding"
 ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"
@@ -41,8 +42,8 @@ def _judge_attention(inputs, obs):
 # --- order sensitivity with PE, equivariance without, statistics of X + PE ---------------------
 
 def _wiring_inputs():
-    return {"function": WIRED_FN, "attention": ATTENTION_FN, "class": "SinusoidalPositionalEncoding", "X": normal(61, (2, 6, D_MODEL)),
-            "W": _weights(62), "permutation": [3, 0, 5, 1, 4, 2], "encoder_length": 16,
+    return {"function": WIRED_FN, "attention": ATTENTION_FN, "class": PE_CLASS, "table": PE_FN,
+            "X": normal(61, (2, 6, D_MODEL)), "W": _weights(62), "permutation": [3, 0, 5, 1, 4, 2], "encoder_length": 16,
             "big": normal(63, (4, 64, D_MODEL))}
 
 

@@ -5,6 +5,8 @@ here chooses a size, a seed or a value.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .helpers import attempt, attempt_contract, describe, guarded, kind_of, student_callable, to_plain
@@ -14,14 +16,36 @@ def _plain_attempts(fn, inputs):
     return [attempt(fn, np.asarray(X)) for X in inputs]
 
 
+@contextlib.contextmanager
+def table_as_float64(ns, name):
+    """While a probe builds on the student's table function `name`, it returns a float64 array: a table
+    returned as a list or in float32 costs the contracts test, not every test built on the table."""
+    original = ns.get(name)
+    if callable(original):
+        ns[name] = lambda *args, **kwargs: _float64_or_as_is(original(*args, **kwargs))
+    try:
+        yield
+    finally:
+        if callable(original):
+            ns[name] = original
+
+
+def _float64_or_as_is(value):
+    try:
+        return np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return value
+
+
 @guarded
 def probe_pe_class(ns, data):
     cls = student_callable(ns, data["class"])
-    obs = {"odd": attempt(cls, *data["odd"])}
-    module = cls(data["max_seq_len"], data["d_model"])
-    obs["forward"] = _plain_attempts(module.forward, data["inputs"])
-    obs["encoding"] = attempt(module.get_encoding, data["encoding_length"])
-    obs["too_long"] = attempt(module.forward, np.asarray(data["too_long"]))
+    with table_as_float64(ns, data["function"]):
+        obs = {"odd": attempt(cls, *data["odd"])}
+        module = cls(data["max_seq_len"], data["d_model"])
+        obs["forward"] = _plain_attempts(module.forward, data["inputs"])
+        obs["encoding"] = attempt(module.get_encoding, data["encoding_length"])
+        obs["too_long"] = attempt(module.forward, np.asarray(data["too_long"]))
     # The student's own table: the module is judged on top of it too, so a table mistake costs only its test.
     obs["own_table"] = _own(ns, data["function"], lambda fn: attempt(fn, data["max_seq_len"], data["d_model"]))
     return obs
@@ -95,9 +119,10 @@ def probe_learned_accumulation(ns, data):
 def probe_wiring(ns, data):
     fn, cls = student_callable(ns, data["function"]), student_callable(ns, data["class"])
     X, W, perm = np.asarray(data["X"]), [np.asarray(w) for w in data["W"]], np.asarray(data["permutation"])
-    encoder = cls(data["encoder_length"], X.shape[-1])
-    big = np.asarray(data["big"])
-    shifted = np.asarray(cls(big.shape[1], X.shape[-1]).forward(big), dtype=np.float64)
+    with table_as_float64(ns, data["table"]):
+        encoder = cls(data["encoder_length"], X.shape[-1])
+        big = np.asarray(data["big"])
+        shifted = np.asarray(cls(big.shape[1], X.shape[-1]).forward(big), dtype=np.float64)
     statistics = {"finite": bool(np.all(np.isfinite(shifted))),
                   "mean_shift": float(shifted.mean() - big.mean()),
                   "std_ratio": float(shifted.std() / big.std())}
