@@ -67,7 +67,8 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
     """Keep one graded submission's evidence (the shared set's records are its own when variants are off)."""
     observations = dict(execution.observations)
     shared = observations.pop(SHARED_CELL, None)
-    shared = shared.get("observations", {}) if isinstance(shared, dict) else {}
+    shared = shared.get("observations") if isinstance(shared, dict) else None
+    shared = shared if isinstance(shared, dict) else {}          # forged or malformed: no shared evidence
     if variant is not None:          # tests whose inputs do not vary were not run again: their own run counts
         shared = {cell_id: shared[cell_id] if varies(cell_id) else own
                   for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
