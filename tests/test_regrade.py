@@ -121,3 +121,22 @@ def test_stricter_grader_with_force_lowers_and_says_what_changed(graded_class):
     # The same grader again: the file and grader are unchanged, so nothing is re-run or lowered.
     [again] = grade_all(course, jobs=1, limits=stricter, quiet=True, students=["roomy"])
     assert again.score == roomy.score
+
+
+def test_a_test_added_after_the_first_grading_is_recorded_for_earlier_submissions(tmp_path):
+    """A re-release that adds a hidden test: students graded before it get a grade row for it on the next run."""
+    import sqlite3
+
+    from posenc_autograder import gradebook
+
+    course = Course(make_course(tmp_path / "course"))
+    _submit(course, "early", solved_notebook())
+    grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    with sqlite3.connect(course.path("autograder/gradebook.db")) as db:      # as if the test were new
+        db.execute("DELETE FROM grade WHERE cell_id = (SELECT id FROM base_cell WHERE name = 'hidden_contracts')")
+    with gradebook.open_gradebook(course) as gb:
+        assert "hidden_contracts" not in gradebook.cell_scores(gb, "early", NB, NB)
+    (result,) = grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True, force=True)
+    assert result.graded and result.score == FULL
+    with gradebook.open_gradebook(course) as gb:
+        assert gradebook.final_scores(gb, "early", NB) == (FULL, FULL)
