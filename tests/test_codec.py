@@ -79,3 +79,11 @@ def test_arrays_kept_aside_round_trip_bit_exactly_without_base64():
     back = codec.loads(text, dict(enumerate(np.array(a) for a in arrays)))
     assert back["table"].tobytes() == value["table"].tobytes() and back["runs"][0][0] == np.pi
     assert back["runs"][1]["inf"] == float("inf") and back["n"] == 3 and back["text"] == "x"
+
+
+def test_an_array_met_twice_is_kept_aside_once():
+    table = np.arange(6.0).reshape(2, 3)
+    arrays: list = []
+    back = codec.loads(codec.dumps({"own": table, "shared": table, "other": table.copy()}, arrays),
+                       dict(enumerate(arrays)))
+    assert len(arrays) == 2 and all(np.array_equal(back[k], table) for k in ("own", "shared", "other"))

@@ -173,3 +173,21 @@ def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs()
     first = table.verdict(record_in_process(table.task_entry(SEEDS[0]), ns), SEEDS[0])[0]
     smallest_call = min(table.plain_inputs(SEEDS[0])["groups"]["tables"], key=lambda c: np.prod(c["args"]))
     assert first.startswith(f"sinusoidal_positional_encoding({', '.join(map(str, smallest_call['args']))})")
+
+
+def test_evidence_is_stored_bounded_and_read_back_exactly(tmp_path, capsys):
+    from posenc_autograder.course import Course
+    from posenc_autograder.execute import Execution
+    from posenc_autograder.integrity import store
+    from posenc_autograder.submissions import Submission
+
+    course = Course(tmp_path)
+    table = np.linspace(0, 1, 12).reshape(3, 4)
+    for student, answer in (("modest", table), ("flood", np.zeros(store.MAX_EVIDENCE_BYTES // 8 + 1))):
+        record = {"observations": {"tables": [{"value": answer}]}}
+        execution = Execution((student, "a", "nb"), {"hidden_pe_values": record}, [], {}, 0.0)
+        store.keep(course, Submission(student, "a", "nb", None), execution, None, None)
+    (kept,) = store.load_class(course, "a", "nb")
+    assert kept.student == "modest"
+    assert kept.own["hidden_pe_values"]["observations"]["tables"][0]["value"].tobytes() == table.tobytes()
+    assert "integrity evidence not kept for flood: 64 MiB of answers" in capsys.readouterr().err

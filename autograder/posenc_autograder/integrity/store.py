@@ -21,6 +21,11 @@ from ..submissions import read_notebook
 SHARED_CELL = "integrity_shared_probes"    # the probe cell appended to every assembled notebook
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
 SUFFIX = ".npz"                            # a JSON skeleton plus its float64 arrays, no pickles
+MAX_EVIDENCE_BYTES = 64 * 2**20            # a correct notebook keeps ~15 MB; more is not kept (and reported)
+
+
+class EvidenceTooLarge(ValueError):
+    pass
 
 
 @dataclasses.dataclass
@@ -81,6 +86,9 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
     payload["variant"] = None if variant is None else str(variant)     # JSON numbers lose 64-bit ints elsewhere
     arrays: list = []
     skeleton = codec.dumps(payload, arrays)
+    size = len(skeleton) + sum(a.nbytes for a in arrays)
+    if size > MAX_EVIDENCE_BYTES:
+        raise EvidenceTooLarge(f"{size / 2**20:.0f} MiB of answers, over the {MAX_EVIDENCE_BYTES / 2**20:.0f} MiB kept")
     with open(target, "wb") as handle:       # arrays as raw float64 (no base64): a few ms, not 0.2 s, a student
         np.savez(handle, skeleton=np.frombuffer(skeleton.encode(), dtype=np.uint8),
                  **{f"a{i}": a for i, a in enumerate(arrays)})
@@ -109,4 +117,5 @@ def keep(course: Course, submission, execution, variant: int | None, release) ->
         submitted = read_notebook(submission.path) if submission.path is not None else None
         save(course, submission, execution, variant, submitted, release)
     except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
-        print(f"integrity evidence not kept for {submission.student}: {type(exc).__name__}", file=sys.stderr)
+        why = str(exc) if isinstance(exc, EvidenceTooLarge) else type(exc).__name__    # never student text
+        print(f"integrity evidence not kept for {submission.student}: {why}", file=sys.stderr)

@@ -13,9 +13,12 @@ ARRAY_REF = "__ndarray_index__"       # with `arrays`: the array is kept aside, 
 def _encode(value, arrays: list | None = None):
     if isinstance(value, np.ndarray):
         array = np.ascontiguousarray(value, dtype="<f8")
-        if arrays is not None:
-            arrays.append(array)
-            return {ARRAY_REF: len(arrays) - 1}
+        if arrays is not None:        # one copy of an array met twice (the same object: a shared record)
+            index = next((i for i, kept in enumerate(arrays) if kept is array), None)
+            if index is None:
+                arrays.append(array)
+                index = len(arrays) - 1
+            return {ARRAY_REF: index}
         return {ARRAY_KEY: base64.b64encode(array.tobytes()).decode("ascii"), "shape": list(array.shape)}
     if isinstance(value, dict):
         return {str(k): _encode(v, arrays) for k, v in value.items()}
