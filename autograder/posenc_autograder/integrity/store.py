@@ -82,7 +82,7 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
                            student_code(submitted_nb, release) if submitted_nb is not None else "")
     target = folder(course, submission.assignment, submission.notebook) / f"{submission.student}{SUFFIX}"
     target.parent.mkdir(parents=True, exist_ok=True)
-    payload = dataclasses.asdict(record)
+    payload = {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}   # no deep copy
     payload["variant"] = None if variant is None else str(variant)     # JSON numbers lose 64-bit ints elsewhere
     arrays: list = []
     skeleton = codec.dumps(payload, arrays)
