@@ -21,7 +21,7 @@ from ..submissions import read_notebook
 SHARED_CELL = "integrity_shared_probes"    # the probe cell appended to every assembled notebook
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
 SUFFIX = ".npz"                            # a JSON skeleton plus its float64 arrays, no pickles
-MAX_EVIDENCE_BYTES = 64 * 2**20            # a correct notebook keeps ~15 MB; more is not kept (and reported)
+MAX_EVIDENCE_BYTES = 64 * 2**20            # a correct notebook keeps ~8 MB; more is not kept (and reported)
 
 
 class EvidenceTooLarge(ValueError):
