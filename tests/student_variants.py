@@ -474,6 +474,11 @@ ROPE_MISTAKES = [
         "return (base ** (-2 * np.arange(head_dim // 2) / head_dim)).astype(np.float32)"),
             "hidden_rope_alibi_contracts", "returned a float32 ndarray; expected a float64",
             points_lost=2),
+    Mistake("rotated vectors returned as float32 (a PyTorch port)", '''
+_rotate = apply_rope
+def apply_rope(x, positions, base=10000.0):
+    return _rotate(x, positions, base).astype(np.float32)
+''', "hidden_rope_alibi_contracts", "returned a float32 ndarray; expected a float64", points_lost=2),
     Mistake("clockwise rotation", rope_variant(sin="-np.sin(angles)"), "hidden_apply_rope", "wrong way",
             points_lost=4),
     Mistake("halves instead of pairs", rope_variant(pairs="x[..., :d // 2], x[..., d // 2:]",
@@ -502,8 +507,7 @@ ROPE_MISTAKES = [
         "lower = 2 ** int(np.log2(n_heads))\n"
         "    slopes = [2.0 ** (-8.0 * h / lower) for h in range(1, lower + 1)]\n"
         "    return slopes + [2.0 ** (-4.0 * h / lower) for h in range(1, 2 * lower, 2)][:n_heads - lower]"),
-            "hidden_rope_alibi_contracts", "returned a list; expected a float64 numpy ndarray",   # alibi_bias then
-            also_fails=("hidden_alibi_bias",), points_lost=2 + 3),       # raises on list[:, None, None]
+            "hidden_rope_alibi_contracts", "returned a list; expected a float64 numpy ndarray", points_lost=2),
     Mistake("bias sign flipped", bias_variant(
         "d = np.abs(np.arange(seq_len)[:, None] - np.arange(seq_len)[None, :])\n"
         "    return alibi_slopes(n_heads)[:, None, None] * d"), "hidden_alibi_bias", "sign is flipped",

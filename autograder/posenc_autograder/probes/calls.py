@@ -6,7 +6,9 @@ trusted side by the hidden test's inputs().
 """
 from __future__ import annotations
 
-from .helpers import argument, attempt_contract, call_each
+import contextlib
+
+from .helpers import argument, attempt_contract, call_each, returns_float64
 
 
 def _defined(ns: dict, name: str) -> bool:
@@ -17,7 +19,10 @@ def call_each_with_parts(ns: dict, data: dict) -> dict:
     """call_each, plus under "parts" the student's own earlier functions called as data["parts"] says
     ({label: calling(...)}): a test of a function built on them is judged on their answers too, so that
     one mistake costs its own test only. An undefined part is recorded as missing, not as this test's."""
-    obs = call_each(ns, data)
+    with contextlib.ExitStack() as parts_as_float64:
+        for part in data["parts"].values():
+            parts_as_float64.enter_context(returns_float64(ns, part["function"]))
+        obs = call_each(ns, data)
     obs["parts"] = {label: call_each(ns, part) if _defined(ns, part["function"])
                     else {"missing": f"`{part['function']}` is not defined"}
                     for label, part in data["parts"].items()}

@@ -1,6 +1,7 @@
 """Call student code and keep only plain data from it."""
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Callable
 
@@ -106,3 +107,27 @@ def attempt_contract(fn: Callable, *args) -> dict:
     record["changed"] = [i for i, (a, o) in enumerate(zip(args, originals))
                          if not (np.shape(a) == o.shape and np.array_equal(a, o, equal_nan=True))]
     return record
+
+
+@contextlib.contextmanager
+def returns_float64(ns, name):
+    """While a probe tests code built on the student's function `name`, an array that function returns as a
+    list or in another dtype comes back as float64: that costs the contracts test, not every test built on it."""
+    original = ns.get(name)
+    if callable(original):
+        ns[name] = lambda *args, **kwargs: _float64_or_as_is(original(*args, **kwargs))
+    try:
+        yield
+    finally:
+        if callable(original):
+            ns[name] = original
+
+
+def _float64_or_as_is(value):
+    """Lists and arrays as float64 arrays; anything else (a tuple of results, a dict) untouched."""
+    if not isinstance(value, (list, np.ndarray)):
+        return value
+    try:
+        return np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return value

@@ -5,42 +5,20 @@ here chooses a size, a seed or a value.
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
-from .helpers import attempt, attempt_contract, describe, guarded, kind_of, student_callable, to_plain
+from .helpers import (attempt, attempt_contract, describe, guarded, kind_of, returns_float64, student_callable,
+                      to_plain)
 
 
 def _plain_attempts(fn, inputs):
     return [attempt(fn, np.asarray(X)) for X in inputs]
 
 
-@contextlib.contextmanager
-def table_as_float64(ns, name):
-    """While a probe builds on the student's table function `name`, it returns a float64 array: a table
-    returned as a list or in float32 costs the contracts test, not every test built on the table."""
-    original = ns.get(name)
-    if callable(original):
-        ns[name] = lambda *args, **kwargs: _float64_or_as_is(original(*args, **kwargs))
-    try:
-        yield
-    finally:
-        if callable(original):
-            ns[name] = original
-
-
-def _float64_or_as_is(value):
-    try:
-        return np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return value
-
-
 @guarded
 def probe_pe_class(ns, data):
     cls = student_callable(ns, data["class"])
-    with table_as_float64(ns, data["function"]):
+    with returns_float64(ns, data["function"]):
         obs = {"odd": attempt(cls, *data["odd"])}
         module = cls(data["max_seq_len"], data["d_model"])
         obs["forward"] = _plain_attempts(module.forward, data["inputs"])
@@ -119,7 +97,7 @@ def probe_learned_accumulation(ns, data):
 def probe_wiring(ns, data):
     fn, cls = student_callable(ns, data["function"]), student_callable(ns, data["class"])
     X, W, perm = np.asarray(data["X"]), [np.asarray(w) for w in data["W"]], np.asarray(data["permutation"])
-    with table_as_float64(ns, data["table"]):
+    with returns_float64(ns, data["table"]):
         encoder = cls(data["encoder_length"], X.shape[-1])
         big = np.asarray(data["big"])
         shifted = np.asarray(cls(big.shape[1], X.shape[-1]).forward(big), dtype=np.float64)
