@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pathlib
 
-from . import csvsafe, gradebook, roster
+from . import csvsafe, roster
 from .course import Course
 from .pipeline import NotebookResult
 
@@ -30,12 +30,6 @@ def moodle_path(course: Course, assignment: str) -> pathlib.Path:
 def paths(course: Course) -> list[pathlib.Path]:
     """The LMS files the last run wrote."""
     return sorted(course.reports.glob("grades-canvas.csv")) + sorted(course.reports.glob("grades-moodle-*.csv"))
-
-
-def _scores(gb, results):
-    """(student, assignment) -> (score, max score) from the gradebook."""
-    finals, _ = gradebook.class_scores(gb, {r.assignment for r in results})
-    return {(r.student, r.assignment): finals[r.student, r.assignment] for r in results}
 
 
 def write_canvas(course: Course, scores, people) -> pathlib.Path | None:
@@ -66,9 +60,10 @@ def write_moodle(course: Course, scores, people) -> list[pathlib.Path]:
     return written
 
 
-def write_all(course: Course, gb, results: list[NotebookResult]) -> list[pathlib.Path]:
+def write_all(course: Course, results: list[NotebookResult], finals: dict) -> list[pathlib.Path]:
+    """`finals`: (student, assignment) -> (score, max score), the gradebook's (gradebook.class_scores)."""
     for stale in paths(course):
         stale.unlink()
-    scores, people = _scores(gb, results), roster.load(course)
+    scores, people = {(r.student, r.assignment): finals[r.student, r.assignment] for r in results}, roster.load(course)
     canvas = write_canvas(course, scores, people)
     return ([canvas] if canvas else []) + write_moodle(course, scores, people)

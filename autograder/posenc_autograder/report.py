@@ -43,11 +43,10 @@ def test_columns(results: list[NotebookResult]) -> list[str]:
     return columns
 
 
-def write_grades_csv(course: Course, gb, results: list[NotebookResult]) -> pathlib.Path:
+def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict, cell_scores: dict) -> pathlib.Path:
     """Final scores (manual grades included) per student and assignment, with each test's points,
-    the submission time and the late flag from the roster."""
+    the submission time and the late flag from the roster (`finals`, `cell_scores`: gradebook.class_scores)."""
     people = roster.load(course)
-    finals, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
     rows = []
     for r in results:
         score, max_score = finals[r.student, r.assignment]
@@ -103,8 +102,9 @@ def visible_failures_section(results: list[NotebookResult]) -> list[str]:
 
 def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = ()) -> None:
     """`refused`: folders under submitted/ that were not read, with why (they have no result)."""
-    write_grades_csv(course, gb, results)
-    lms_exports.write_all(course, gb, results)
+    finals, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
+    write_grades_csv(course, results, finals, cell_scores)
+    lms_exports.write_all(course, results, finals)
     write_run_report(course, results)
     dashboard.write(course, results, refused)
 

@@ -76,7 +76,6 @@ class HiddenTest:
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
 
-
     def graded(self, record: dict, variant: int | None = None) -> tuple[list[str], int, int]:
         """verdict(), with (cases passed, cases judged) as each_case counted them. A problem found outside
         the cases (or no cases at all) leaves none counted as passed: all-or-nothing."""
@@ -287,10 +286,11 @@ def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
         return [f"the grader received {len(columns[-1])} answers for {len(columns[0])} cases, so this test "
                 f"could not be judged; run the notebook from the top without changing the grader's code"]
     rows = sorted(zip(*columns), key=lambda row: case_size(row[0]))        # smallest failing case first
-    found = problems_of(*[functools.partial(problem, *row) for row in rows])
+    failing = [(row, said) for row in rows if (said := problems_of(functools.partial(problem, *row)))]
+    found = [p for _, said in failing for p in said]
     if found and variants.current() is not None:
-        failing = next(row for row in rows if problems_of(functools.partial(problem, *row)))
-        found[0] += inputs_shown(failing[0])
+        first_case = failing[0][0][0]
+        found[0] += inputs_shown(first_case)
     reported = limit_problems(found)
     if (tally := _TALLY.get()) is not None:
         tally.total, tally.failed, tally.reported = (tally.total + len(rows), tally.failed + len(found),
