@@ -11,7 +11,7 @@ import functools
 
 from ..checks import REGISTRY
 from ..probes import codec
-from .store import StudentRecord
+from .store import StudentRecord, varies
 
 
 @dataclasses.dataclass
@@ -34,11 +34,11 @@ def leaks(records: list[StudentRecord]) -> list[Leak]:
             check = REGISTRY.get(cell_id)
             if check is None or not isinstance(probe_record, dict) or "observations" not in probe_record:
                 continue
+            if not varies(cell_id):
+                continue                         # this test's inputs are the same for everyone
             if not check.verdict(probe_record, record.variant):
                 continue                         # right on its own inputs
             own = _inputs_text(cell_id, record.variant)
-            if own == _inputs_text(cell_id, None):
-                continue                         # this test's inputs are the same for everyone
             found += [Leak(record.student, other.student, cell_id) for other in varied
                       if other is not record and _inputs_text(cell_id, other.variant) != own
                       and not check.verdict(probe_record, other.variant)]

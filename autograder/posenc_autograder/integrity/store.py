@@ -74,12 +74,13 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
     shared = observations.pop(SHARED_CELL, None)
     shared = shared.get("observations") if isinstance(shared, dict) else None
     shared = shared if isinstance(shared, dict) else {}          # forged or malformed: no shared evidence
-    if variant is not None:          # tests whose inputs do not vary were not run again: their own run counts
+    if variant is None:              # the student's own inputs are the course-wide ones
+        shared = observations
+    else:                            # tests whose inputs do not vary were not run again: their own run counts
         shared = {cell_id: shared[cell_id] if varies(cell_id) else own
                   for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
-    record = StudentRecord(submission.student, submission.assignment, submission.notebook,
-                           variant, observations, shared if variant is not None else observations,
-                           student_code(submitted_nb, release) if submitted_nb is not None else "")
+    record = StudentRecord(submission.student, submission.assignment, submission.notebook, variant, observations,
+                           shared, student_code(submitted_nb, release) if submitted_nb is not None else "")
     target = folder(course, submission.assignment, submission.notebook) / f"{submission.student}{SUFFIX}"
     target.parent.mkdir(parents=True, exist_ok=True)
     payload = {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}   # no deep copy
@@ -108,7 +109,6 @@ def load_class(course: Course, assignment: str, notebook: str) -> list[StudentRe
 def notebooks_stored(course: Course) -> list[tuple[str, str]]:
     base = course.work / "integrity"
     return sorted((p.parent.name, p.name) for p in base.glob("*/*") if p.is_dir()) if base.exists() else []
-
 
 
 def keep(course: Course, submission, execution, variant: int | None, release) -> None:
