@@ -43,8 +43,8 @@ def _judge_attention(inputs, obs):
 
 def _wiring_inputs():
     return {"function": WIRED_FN, "attention": ATTENTION_FN, "class": PE_CLASS, "table": PE_FN,
-            "X": normal(61, (2, 6, D_MODEL)), "W": _weights(62), "permutation": [3, 0, 5, 1, 4, 2], "encoder_length": 16,
-            "big": normal(63, (4, 64, D_MODEL))}
+            "X": normal(61, (2, 6, D_MODEL)), "W": _weights(62), "permutation": [3, 0, 5, 1, 4, 2],
+            "encoder_length": 16, "big": normal(63, (4, 64, D_MODEL))}
 
 
 def _wiring_problem(record, own_record, label, expected):
