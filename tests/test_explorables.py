@@ -8,7 +8,6 @@ book, a 375 px wide layout, the static image for readers without JavaScript, and
 every figure at two settings under _build/screenshots/explorables/.
 """
 import json
-import pathlib
 import re
 import sys
 

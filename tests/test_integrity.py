@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from integrity_fixtures import CHECKS, COMMON_MISTAKES, PLANTED, SOLUTION, TEMPLATES, fixture_class
+from integrity_fixtures import COMMON_MISTAKES, PLANTED, SOLUTION, TEMPLATES, fixture_class
 from notebook_tools import ROOT, namespace_from
 from posenc_autograder import variants
 from posenc_autograder.checks import REGISTRY

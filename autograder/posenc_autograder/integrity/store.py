@@ -10,7 +10,6 @@ import functools
 import pathlib
 import sys
 
-import nbformat
 import numpy as np
 
 from ..course import Course, nbgrader_meta
