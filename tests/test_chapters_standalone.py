@@ -133,12 +133,21 @@ def execute_twice(chapter: pathlib.Path, kernel_name: str):
 
 
 def outputs_of(notebook) -> list:
-    """Every code cell's outputs without the execution counters."""
+    """Every code cell's outputs without the execution counters. Consecutive pieces of one stream are
+    joined, as Jupyter shows them: how the kernel batches a cell's prints varies from run to run."""
     cleaned = []
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cleaned.append([{k: v for k, v in out.items() if k != "execution_count"}
-                            for out in cell.outputs])
+            outputs = []
+            for out in cell.outputs:
+                out = {k: v for k, v in out.items() if k != "execution_count"}
+                previous = outputs[-1] if outputs else {}
+                if out.get("output_type") == "stream" and previous.get("output_type") == "stream" \
+                        and previous.get("name") == out.get("name"):
+                    previous["text"] += out["text"]
+                else:
+                    outputs.append(out)
+            cleaned.append(outputs)
     return cleaned
 
 
