@@ -9,8 +9,15 @@ def test_book_builds_without_warnings(book_build):
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     # Sphinx reports "path: WARNING: ..."; the kernel's own "[IPKernelApp] WARNING | ..." chatter is not a build warning.
-    warnings = [line for line in log.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)]
+    warnings = [line for line in log.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)
+                and not KERNEL_SHUTDOWN_NOISE.fullmatch(line.strip())]
     assert warnings == [], "\n".join(warnings)
+
+
+# pyzmq's stream logs this through tornado when a message reaches a kernel channel closed at shutdown (a
+# race seen once in five fresh-clone builds; jupyter/notebook#6721): the notebook had already run, and an error
+# in a chapter fails the -W build itself.
+KERNEL_SHUTDOWN_NOISE = re.compile(r"ERROR:tornado\.general:Uncaught exception in ZMQStream callback")
 
 
 def test_every_toc_entry_is_a_page(book_build, repo_root):
