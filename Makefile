@@ -30,30 +30,30 @@ serve: $(STAMP)
 
 ## release: write hidden-test cells and test_plan.csv from the HiddenTest objects, then exercises/ from solutions/
 release: $(STAMP)
-	$(PY) -m posenc_autograder.release
+	$(PY) -m posenc_autograder release
 
 ## grade: grade every submission in autograder/submitted (JOBS=n cores, default all; SCHEDULER=tcp://... for Dask)
 JOBS ?= 0
 grade: $(STAMP)
-	$(PY) -m posenc_autograder.grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
+	$(PY) -m posenc_autograder grade --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(GRADE_ARGS)
 
 ## integrity: after make grade: autograder/reports/integrity.html, evidence of copying for the instructor only
 integrity: $(STAMP)
-	$(PY) -m posenc_autograder.integrity.report
+	$(PY) -m posenc_autograder integrity
 
 ## feedback: after manual grading in formgrader: every feedback page and the grade files again, from the gradebook
 feedback: $(STAMP)
-	$(PY) -m posenc_autograder.feedback
+	$(PY) -m posenc_autograder feedback
 
 ## collect: unpack an LMS download (Canvas, Moodle, Blackboard or plain "<student>_<notebook>.ipynb") into autograder/submitted, with autograder/roster.csv (ZIP=..., ASSIGNMENT=..., LMS=...)
 ASSIGNMENT ?= positional_encoding
 collect: $(STAMP)
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding] [LMS=canvas|moodle|blackboard|plain]"; exit 2; }
-	$(PY) -m posenc_autograder.collect "$(ZIP)" "$(ASSIGNMENT)" $(if $(LMS),--lms $(LMS))
+	$(PY) -m posenc_autograder collect "$(ZIP)" "$(ASSIGNMENT)" $(if $(LMS),--lms $(LMS))
 
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
 bench: $(STAMP)
-	$(PY) -m posenc_autograder.bench --students 60
+	$(PY) -m posenc_autograder bench --students 60
 
 ## system-packages: Debian packages the tests need (PostgreSQL for the scale test, Chromium for the browser tests)
 system-packages:
@@ -70,7 +70,7 @@ test-fast: $(STAMP)
 
 ## mutate: mutants of reference.py graded by the hidden tests; prints the mutation score and the survivors
 mutate: $(STAMP)
-	$(PY) -m posenc_autograder.mutate
+	$(PY) -m posenc_autograder mutate
 
 clean:
 	rm -rf _build .pytest_cache

@@ -13,7 +13,7 @@ import json
 import pathlib
 
 import numpy as np
-from posenc_autograder import reference as ref
+from posenc_autograder.checks import reference as ref
 
 CONSTANTS = pathlib.Path(__file__).resolve().parents[1] / "_static" / "explorables" / "constants.json"
 

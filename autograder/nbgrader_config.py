@@ -23,7 +23,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # `nbgrader zip_collect` still works on plain "<student id>_<notebook>.ipynb" zips; `make collect` reads
-# every LMS's naming (posenc_autograder.collect).
+# every LMS's naming (posenc_autograder.intake.collect).
 c.ZipCollectApp.downloaded_directory = course.DOWNLOADED_DIRECTORY
 c.FileNameCollectorPlugin.named_regexp = course.SUBMISSION_FILE_PATTERN
 

@@ -16,7 +16,8 @@ import nbformat
 
 from notebook_tools import ROOT
 from posenc_autograder.course import GRADEBOOK, Course
-from posenc_autograder import bench, gradebook
+from posenc_autograder.devtools import bench
+from posenc_autograder.records import gradebook
 from posenc_autograder.checks import REGISTRY, total_points
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 
 from notebook_tools import implementation_source, namespace_from, solution_notebook
-from posenc_autograder import variants
+from posenc_autograder.checks import variants
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.integrity.store import StudentRecord
+from posenc_autograder.records.evidence import StudentRecord
 from posenc_autograder.notebook import record_in_process
 from student_variants import (ALTERNATIVES, MISTAKES, attention_variant, learned_variant, pe_variant,
                               rotation_variant)

@@ -3,7 +3,7 @@ import copy
 
 import nbformat
 
-from posenc_autograder.assemble import assemble
+from posenc_autograder.grading.assemble import assemble
 
 
 def _cell(kind, source, grade_id=None, **flags):

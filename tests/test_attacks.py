@@ -14,10 +14,11 @@ import pytest
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from hostile_notebooks import ATTACKS, CLASSES, HOSTILE_FILES, HOSTILE_FOLDER_NAMES
 from notebook_tools import ROOT
-from posenc_autograder import gradebook, pipeline
+from posenc_autograder.records import gradebook
+from posenc_autograder.grading import pipeline
 from posenc_autograder.course import Course
-from posenc_autograder.grade import grade_all
-from posenc_autograder.sandbox import Limits
+from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine
 VICTIMS = {"victim_full": FULL, "victim_zero": 0}

@@ -160,8 +160,8 @@ def test_every_judge_fails_answers_with_a_case_missing(cell_id):
 # --- diagnoses are right or silent (issue 13) ------------------------------------------------------
 
 def test_each_known_table_mistake_gets_exactly_its_own_diagnosis():
-    from posenc_autograder import reference as ref
-    from posenc_autograder.diagnosis import diagnose_pe_table, pe_mistakes
+    from posenc_autograder.checks import reference as ref
+    from posenc_autograder.checks.diagnosis import diagnose_pe_table, pe_mistakes
     for seq_len, d_model in ((7, 10), (60, 34)):
         for explanation, table in pe_mistakes(seq_len, d_model).items():
             assert explanation in diagnose_pe_table(table, seq_len, d_model)
@@ -169,8 +169,8 @@ def test_each_known_table_mistake_gets_exactly_its_own_diagnosis():
 
 
 def test_float32_diagnosis_names_the_measured_error_and_nothing_else_gets_it():
-    from posenc_autograder import reference as ref
-    from posenc_autograder.diagnosis import diagnose_pe_table
+    from posenc_autograder.checks import reference as ref
+    from posenc_autograder.checks.diagnosis import diagnose_pe_table
     table = ref.sinusoidal_positional_encoding(60, 34)
     as_float32 = table.astype(np.float32).astype(np.float64)
     error = np.abs(as_float32 - table).max()
@@ -180,8 +180,8 @@ def test_float32_diagnosis_names_the_measured_error_and_nothing_else_gets_it():
 
 @pytest.mark.parametrize("shape", [(5, 8), (3, 7, 8)])
 def test_each_known_attention_mistake_gets_exactly_its_own_diagnosis(shape):
-    from posenc_autograder import reference as ref
-    from posenc_autograder.diagnosis import OVERFLOW, attention_mistakes, diagnose_attention
+    from posenc_autograder.checks import reference as ref
+    from posenc_autograder.checks.diagnosis import OVERFLOW, attention_mistakes, diagnose_attention
     rng = np.random.default_rng(0)
     X, W = rng.normal(size=shape), [rng.normal(scale=0.5, size=(8, 6)) for _ in range(3)]
     for explanation, wrong in attention_mistakes(X, W).items():
@@ -194,7 +194,8 @@ def test_each_known_attention_mistake_gets_exactly_its_own_diagnosis(shape):
 
 
 def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
-    from posenc_autograder.pipeline import GradedTest, fix_this_first
+    from posenc_autograder.grading.pipeline import fix_this_first
+    from posenc_autograder.results import GradedTest
     from student_variants import FLOAT32_TABLE
     failed = failures(namespace_from(SOLUTION, FLOAT32_TABLE))
     tests = [GradedTest(cid, cid, True, 0.0, 1.0, problems) for cid, problems in failed.items()]
@@ -205,8 +206,8 @@ def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
 
 
 def test_run_report_lists_each_students_failed_visible_checks():
-    from posenc_autograder.pipeline import GradedTest, NotebookResult
-    from posenc_autograder.report import visible_failures_section
+    from posenc_autograder.results import GradedTest, NotebookResult
+    from posenc_autograder.reports.run_report import visible_failures_section
     tests = [GradedTest("test_pe_visible", "t", False, 0.0, 0.0, ["raised AssertionError"]),
              GradedTest("test_learned_visible", "t", False, 0.0, 0.0, []),
              GradedTest("hidden_pe_values", "t", True, 0.0, 4.0, ["wrong"])]
@@ -217,8 +218,8 @@ def test_run_report_lists_each_students_failed_visible_checks():
 
 
 def test_each_known_rotation_mistake_gets_its_own_diagnosis():
-    from posenc_autograder import reference as ref
-    from posenc_autograder.diagnosis import diagnose_rotation
+    from posenc_autograder.checks import reference as ref
+    from posenc_autograder.checks.diagnosis import diagnose_rotation
     d, k = 12, 5
     exact = ref.rotation_matrix_for_offset(d, k)
     half = d // 2
@@ -246,7 +247,8 @@ def test_value_tests_judge_a_float32_return_at_float32_precision_and_a_float64_o
 
 
 def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_still_gets_one():
-    from posenc_autograder.pipeline import GradedTest, fix_this_first
+    from posenc_autograder.grading.pipeline import fix_this_first
+    from posenc_autograder.results import GradedTest
     from student_variants import FLOAT32_TABLE
     notes = {}
     float32_return = next(m.code for m in MISTAKES if m.name == "float32 table")

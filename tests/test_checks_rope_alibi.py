@@ -45,7 +45,7 @@ def test_alternative_gets_full_marks(name):
 
 
 def test_every_hidden_test_has_a_catalogued_mistake_and_every_diagnosis_a_mistake_that_gets_it():
-    from posenc_autograder.checks.rope_alibi import DIAGNOSES
+    from posenc_autograder.checks.rope_alibi.parts import DIAGNOSES
     assert {m.failing_check for m in ROPE_MISTAKES} == set(CHECKS)
     phrases = " ".join(m.feedback_phrase for m in ROPE_MISTAKES)
     assert [key for key, text in DIAGNOSES.items() if not any(
@@ -82,7 +82,7 @@ def test_visible_checks_name_each_known_mistake_in_the_hidden_tests_words():
     import numpy as np
 
     from posenc_autograder.checks.contracts import CAUSES
-    from posenc_autograder.checks.rope_alibi import DIAGNOSES
+    from posenc_autograder.checks.rope_alibi.parts import DIAGNOSES
     ns = namespace_from(SOLUTION)               # the notebook's own helpers, as a downloaded copy runs them
     named = {*ns["frequency_mistakes"](4, 1e4), *ns["rope_mistakes"](np.zeros((2, 4)), [0, 1], np.ones(2)),
              *ns["score_mistakes"](np.ones((1, 1)), 4), *ns["slope_mistakes"](6),

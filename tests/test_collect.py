@@ -3,7 +3,7 @@ import zipfile
 
 from fixture_submissions import make_course
 from notebook_tools import ROOT
-from posenc_autograder.collect import collect
+from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course
 
 

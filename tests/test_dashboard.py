@@ -6,9 +6,11 @@ import pathlib
 import pytest
 
 from fixture_submissions import make_course
-from posenc_autograder import csvsafe, dashboard, report, roster
+from posenc_autograder import csvsafe
+from posenc_autograder.reports import dashboard, run_report as report
+from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
-from posenc_autograder.pipeline import GradedTest, NotebookResult
+from posenc_autograder.results import GradedTest, NotebookResult
 from test_browser import open_page
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'

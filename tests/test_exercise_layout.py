@@ -12,8 +12,8 @@ from fixture_submissions import solved_notebook
 from notebook_tools import ROOT, grade_cells, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import run_nbgrader
-from posenc_autograder.plan import plan_rows, render_plan_csv
-from posenc_autograder.spec_bullets import SPEC_BULLETS
+from posenc_autograder.authoring.plan import plan_rows, render_plan_csv
+from posenc_autograder.authoring.spec_bullets import SPEC_BULLETS
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
@@ -47,7 +47,7 @@ def test_every_spec_bullet_is_graded():
 
 def test_committed_plan_is_current():
     assert (ROOT / "autograder" / "test_plan.csv").read_text() == render_plan_csv(), \
-        "regenerate with: python -m posenc_autograder.plan > autograder/test_plan.csv"
+        "regenerate with: python -m posenc_autograder.authoring.plan > autograder/test_plan.csv"
 
 
 def test_every_planned_cell_exists_with_its_points():

@@ -2,7 +2,7 @@
 
 Each control is moved to several settings and what the figure plots, read from
 `window.posencExplorables[name].data()`, is compared with the reference implementation at the same
-settings (_ext/explorable_figures.py, which calls posenc_autograder.reference). Also: keyboard
+settings (_ext/explorable_figures.py, which calls posenc_autograder.checks.reference). Also: keyboard
 operation and an accessible name for every control, no console errors, no request outside the
 book, a 375 px wide layout, the static image for readers without JavaScript, and screenshots of
 every figure at two settings under _build/screenshots/explorables/.
@@ -20,7 +20,7 @@ from test_browser import open_page          # site and browser: the shared fixtu
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import explorable_figures as figures  # noqa: E402
-from posenc_autograder import reference as ref  # noqa: E402
+from posenc_autograder.checks import reference as ref  # noqa: E402
 
 TOLERANCE = 1e-9          # the formulas are exact; only rounding differs between JavaScript and numpy
 PHONE_WIDTH = 375

@@ -8,12 +8,12 @@ import nbformat
 
 from fixture_submissions import EXPECTED, FULL, build, make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder import gradebook
+from posenc_autograder.records import gradebook
 from posenc_autograder.checks import total_points
 from posenc_autograder.course import Course
-from posenc_autograder.grade import grade_all, keep_higher_scores
-from posenc_autograder.pipeline import NotebookResult, GradedTest
-from posenc_autograder.sandbox import Limits
+from posenc_autograder.grading.grade import grade_all, keep_higher_scores
+from posenc_autograder.results import NotebookResult, GradedTest
+from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
 

@@ -8,7 +8,7 @@ import pytest
 
 from integrity_fixtures import COMMON_MISTAKES, PLANTED, SOLUTION, TEMPLATES, fixture_class
 from notebook_tools import ROOT, namespace_from
-from posenc_autograder import variants
+from posenc_autograder.checks import variants
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.base import SHOWN_INPUT_NUMBERS
 from posenc_autograder.integrity import report, text
@@ -177,9 +177,9 @@ def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs()
 
 def test_evidence_is_stored_bounded_and_read_back_exactly(tmp_path, capsys):
     from posenc_autograder.course import Course
-    from posenc_autograder.execute import Execution
-    from posenc_autograder.integrity import store
-    from posenc_autograder.submissions import Submission
+    from posenc_autograder.grading.execute import Execution
+    from posenc_autograder.records import evidence as store
+    from posenc_autograder.intake.submissions import Submission
 
     course = Course(tmp_path)
     table = np.linspace(0, 1, 12).reshape(3, 4)

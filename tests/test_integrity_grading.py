@@ -4,14 +4,14 @@ import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from notebook_tools import grade_cells
-from posenc_autograder import variants
+from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
-from posenc_autograder.grade import grade_all
-from posenc_autograder.integrity import store
+from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.records import evidence as store
 from posenc_autograder.integrity import report as integrity_report
 from posenc_autograder.integrity.report import REPORT_NAME
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import Limits
+from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=15, notebook_seconds=60)
 STUDENTS = ("ann", "ben", "cy")

@@ -10,11 +10,12 @@ import zipfile
 import pytest
 
 from fixture_submissions import make_course
-from posenc_autograder import lms_exports, roster, safezip
-from posenc_autograder.collect import collect
+from posenc_autograder.reports import lms_exports
+from posenc_autograder.intake import roster, safezip
+from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course
-from posenc_autograder.roster import ROSTER_FILE
-from posenc_autograder.submissions import discover
+from posenc_autograder.intake.roster import ROSTER_FILE
+from posenc_autograder.intake.submissions import discover
 
 NB = "positional_encoding"
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from notebook_tools import ROOT
-from posenc_autograder import mutate, reference
+from posenc_autograder.devtools import mutate
+from posenc_autograder.checks import reference
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.notebook import run_check

@@ -14,11 +14,12 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder import dashboard, feedback, gradebook, nbgrader_files, report
-from posenc_autograder.collect import collect
+from posenc_autograder.reports import dashboard, feedback, rebuild, run_report as report
+from posenc_autograder.records import gradebook, nbgrader_files
+from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course, run_nbgrader
-from posenc_autograder.grade import grade_all
-from posenc_autograder.sandbox import Limits
+from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.sandbox.bubblewrap import Limits
 
 NB = "positional_encoding"
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
@@ -126,7 +127,7 @@ def test_manual_grade_reaches_feedback_after_make_feedback(graded):
         grade = gb.find_grade(test.cell_id, NB, NB, "smithjohn")
         grade.manual_score = test.max_points - 1
         gb.db.commit()
-    assert feedback.main(["--root", str(course.root)]) == 0
+    assert rebuild.main(["--root", str(course.root)]) == 0
     page = (course.feedback / "smithjohn" / NB / f"{NB}.html").read_text()
     assert f"Score: {results['smithjohn'].score - 1:g} / {FULL:g}" in page and "set by your instructor" in page
     grades = {r["student"]: float(r["score"]) for r in csv.DictReader(open(course.grades_csv))}

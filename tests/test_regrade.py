@@ -10,12 +10,12 @@ import pytest
 
 from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder import release, release_history
+from posenc_autograder.authoring import release, release_history
 from posenc_autograder.course import Course
-from posenc_autograder.grade import grade_all
-from posenc_autograder.pipeline import prepare
-from posenc_autograder.sandbox import Limits
-from posenc_autograder.submissions import discover
+from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.grading.pipeline import prepare
+from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.intake.submissions import discover
 
 NB = "positional_encoding"
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
@@ -127,7 +127,7 @@ def test_a_test_added_after_the_first_grading_is_recorded_for_earlier_submission
     """A re-release that adds a hidden test: students graded before it get a grade row for it on the next run."""
     import sqlite3
 
-    from posenc_autograder import gradebook
+    from posenc_autograder.records import gradebook
 
     course = Course(make_course(tmp_path / "course"))
     _submit(course, "early", solved_notebook())

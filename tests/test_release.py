@@ -6,12 +6,12 @@ import nbformat
 import pytest
 
 from notebook_tools import ROOT
-from posenc_autograder import release
+from posenc_autograder.authoring import release
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
 from posenc_autograder.checks.base import registry
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.spec_bullets import SPEC_BULLETS
+from posenc_autograder.authoring.spec_bullets import SPEC_BULLETS
 
 ASSIGNMENTS = sorted({t.assignment for t in REGISTRY.values()})
 

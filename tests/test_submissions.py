@@ -7,7 +7,7 @@ import pytest
 
 from fixture_submissions import make_course
 from posenc_autograder.course import Course
-from posenc_autograder.submissions import UnreadableNotebook, discover, read_notebook, sha256
+from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
 
 ASSIGNMENT = NOTEBOOK = "rope_alibi"
 

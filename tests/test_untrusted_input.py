@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from posenc_autograder.execute import code_only, decode_results, sanitise_errors, short_message
+from posenc_autograder.grading.execute import code_only, decode_results, sanitise_errors, short_message
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import ChannelReader, Limits, sanitise_outputs
-from posenc_autograder.submissions import UnreadableNotebook, read_notebook, sha256
+from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits, sanitise_outputs
+from posenc_autograder.intake.submissions import UnreadableNotebook, read_notebook, sha256
 
 GOOD_CELL = {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "a", "solution": True, "grade": False}},
              "source": ["x = ", "1"], "outputs": [], "execution_count": None, "id": "c1"}

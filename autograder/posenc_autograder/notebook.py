@@ -7,9 +7,9 @@ probe cells that call probes.runner.run inside the sandbox.
 """
 from __future__ import annotations
 
-from .checks import REGISTRY
-from .probes import codec
-from .probes.runner import record
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.probes import codec
+from posenc_autograder.probes.runner import record
 
 
 class HiddenTestFailure(AssertionError):

@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from .. import variants
-from ..probes import codec
+from posenc_autograder.checks import variants
+from posenc_autograder.probes import codec
 
 Observations = dict
 Problems = list

@@ -1,5 +1,5 @@
-"""The hidden tests of what every function promises besides its values: return types, and inputs left alone
-(this module's test for the core assignment; contracts_judge serves every assignment's).
+"""Judging what every function promises besides its values: return types, and inputs left alone
+(each assignment's contracts test is built with contracts_judge).
 
 The other tests see answers after the codec has made them float64 arrays and plain numbers, so
 a list, a float32 table or a changed input would pass them; this one test charges those, once.
@@ -8,11 +8,8 @@ mistake twice), unless nothing returned at all.
 """
 from __future__ import annotations
 
-from .. import reference as ref
-from ..probes.positional_encoding import probe_contracts
-from .base import HiddenTest, limit_problems, normal
+from posenc_autograder.checks.base import limit_problems
 
-ASSIGNMENT = "positional_encoding"
 ARRAY, FLOAT, BOOL = "float64 array", "float", "bool"
 # Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
 CAUSES = {
@@ -21,33 +18,6 @@ CAUSES = {
     "in_place": "`out = X; out += ...`, `X += ...` or `x[..., 0::2] = ...` writes into the caller's array; "
                 "compute into a new array, `X + ...` or `np.empty(x.shape)`, or copy first",
 }
-STATS = {"position_norms": ARRAY, "mean": FLOAT, "variance": FLOAT, "min": FLOAT, "max": FLOAT, "bounded": BOOL}
-# What the spec says each call returns; a tuple is a (value, value) pair, a dict maps keys to kinds.
-PROMISED = {
-    "sinusoidal_positional_encoding": ARRAY,
-    "SinusoidalPositionalEncoding.forward": ARRAY,
-    "SinusoidalPositionalEncoding.get_encoding": ARRAY,
-    "LearnedPositionalEncoding.embedding": ARRAY,
-    "LearnedPositionalEncoding.forward": ARRAY,
-    "LearnedPositionalEncoding.backward": ARRAY,
-    "LearnedPositionalEncoding.grad_embedding": ARRAY,
-    "relative_position_matrix": (ARRAY, FLOAT),
-    "dot_product_distance": ARRAY,
-    "encoding_statistics": STATS,
-    "self_attention": ARRAY,
-}
-ARGUMENT_NAMES = {"SinusoidalPositionalEncoding.forward": ["X"], "LearnedPositionalEncoding.forward": ["X"],
-                  "LearnedPositionalEncoding.backward": ["grad_output"], "relative_position_matrix": ["pe"],
-                  "dot_product_distance": ["pe"], "encoding_statistics": ["pe"],
-                  "self_attention": ["X", "W_q", "W_k", "W_v"]}
-
-
-def _contract_inputs():
-    d_model, length = 4, 6
-    X = normal(91, (2, 5, d_model))
-    return {"max_seq_len": 8, "d_model": d_model, "length": length, "seed": 92, "X": X,
-            "grad": normal(93, X.shape), "pe": ref.sinusoidal_positional_encoding(length, d_model),
-            "W": [normal(94 + i, (d_model, 3)) for i in range(3)]}
 
 
 def describe_kind(kind: dict) -> str:
@@ -119,11 +89,3 @@ def contracts_judge(promised: dict, argument_names: dict):
             return ["none of the functions returned a value, so their return types and inputs could not be checked"]
         return _judge_types(returned, promised) + _judge_unchanged(obs, argument_names)
     return judge
-
-
-TESTS = [
-    HiddenTest(id="hidden_contracts", assignment=ASSIGNMENT, points=2, answer_cell="self_attention",
-               title="return types and dtypes (float64 arrays, a tuple, a dict of floats and a bool), and the "
-                     "caller's arrays left unchanged",
-               inputs=_contract_inputs, probe=probe_contracts, judge=contracts_judge(PROMISED, ARGUMENT_NAMES)),
-]

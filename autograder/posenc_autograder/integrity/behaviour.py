@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
-from ..checks import REGISTRY
-from ..probes import codec
-from .store import StudentRecord
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.probes import codec
+from posenc_autograder.records.evidence import StudentRecord
 
 COMMON_SHARE = 0.1          # held by more than this share of the class (and by 3 or more): a common mistake
 NOT_EVIDENCE = ("NotImplementedError", "NameError")

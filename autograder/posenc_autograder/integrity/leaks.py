@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from ..checks import REGISTRY
-from ..probes import codec
-from .store import StudentRecord, varies
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.probes import codec
+from posenc_autograder.records.evidence import StudentRecord, varies
 
 
 @dataclasses.dataclass

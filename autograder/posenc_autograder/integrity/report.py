@@ -12,8 +12,9 @@ import dataclasses
 import html
 import sys
 
-from ..course import RELEASE_DIRECTORY, Course, course_for_command
-from . import behaviour, leaks, store, text
+from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
+from posenc_autograder.integrity import behaviour, leaks, text
+from posenc_autograder.records import evidence as store
 
 TEXT_WEIGHT = 10.0     # a whole copied solution weighs about as much as three answers shared by two in forty
 SHOWN_PAIRS = 25       # pairs shown with their code side by side

@@ -15,8 +15,8 @@ import io
 import copydetect
 import nbformat
 
-from .behaviour import common_threshold
-from .store import StudentRecord
+from posenc_autograder.integrity.behaviour import common_threshold
+from posenc_autograder.records.evidence import StudentRecord
 
 NOISE_CHARACTERS = 25      # k: matches shorter than this (in filtered code) are noise
 WINDOW = 1                 # winnowing window: every k-gram kept (solutions are short)

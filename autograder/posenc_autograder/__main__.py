@@ -1,0 +1,5 @@
+import sys
+
+from posenc_autograder.cli import main
+
+sys.exit(main())

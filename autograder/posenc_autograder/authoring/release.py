@@ -1,0 +1,142 @@
+"""`make release`: hidden-test cells and the test plan written from the HiddenTest objects, then exercises/.
+
+    python -m posenc_autograder.release [--course PATH] [--check]
+
+For every HiddenTest the solution notebook gets one cell whose title, points and metadata come
+from the object (a new test's cell goes after the tests of its answer cell; a cell whose test was
+deleted goes too); autograder/test_plan.csv and the README's totals are rewritten; then `nbgrader
+generate_assignment` makes exercises/ from solutions/. `--check` changes nothing and fails when
+anything is stale.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+
+import nbformat
+
+from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
+from posenc_autograder.course import Course, course_for_command, grade_id, nbgrader_meta, run_nbgrader
+from posenc_autograder.authoring import release_history
+from posenc_autograder.authoring.plan import render_plan_csv
+
+PLAN = "autograder/test_plan.csv"
+README = "README.md"
+# A row of the README's table of assignments: | `name` (note) | what students implement | tests | points |
+README_ROW = re.compile(r"^\| `(?P<name>\w+)`(?P<middle>[^|]*\|[^|]*\|) \d+ \| [\d.]+ \|$", re.M)
+HIDDEN_CALL = "hidden_test("
+
+
+def cell_title(test: HiddenTest) -> str:
+    unit = "point" if test.points == 1 else "points"
+    share = "; points in proportion to the independent cases passed, rounded down to a half point" \
+        if test.partial else ""
+    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} {unit}{share})."
+
+
+def cell_source(test: HiddenTest) -> str:
+    return (f"{cell_title(test)}\n### BEGIN HIDDEN TESTS\nfrom posenc_autograder.notebook import hidden_test\n"
+            f'hidden_test("{test.id}", globals())\n### END HIDDEN TESTS')
+
+
+def cell_metadata(test: HiddenTest) -> dict:
+    return {"grade": True, "grade_id": test.id, "locked": True, "points": test.points, "schema_version": 3,
+            "solution": False, "task": False}
+
+
+def _is_generated(cell) -> bool:
+    """A hidden-test cell this module writes (a removed test's cell is recognised by its call)."""
+    return (grade_id(cell) or "").startswith("hidden_") and HIDDEN_CALL in cell.source
+
+
+def _insert_position(cells, answer_cell: str) -> int:
+    """After the answer cell and the graded cells that follow it."""
+    ids = [grade_id(c) for c in cells]
+    if answer_cell not in ids:
+        raise ValueError(f"answer cell '{answer_cell}' is not in the solution notebook")
+    position = ids.index(answer_cell) + 1
+    while position < len(cells) and nbgrader_meta(cells[position]).get("grade"):
+        position += 1
+    return position
+
+
+def written_notebook(nb, assignment: str):
+    """The solution notebook with its hidden-test cells as the objects say."""
+    nb = copy.deepcopy(nb)
+    tests = {t.id: t for t in hidden_tests(assignment)}
+    nb.cells = [c for c in nb.cells if not _is_generated(c) or grade_id(c) in tests]
+    for test in tests.values():
+        cell = next((c for c in nb.cells if grade_id(c) == test.id), None)
+        if cell is None:
+            cell = nbformat.v4.new_code_cell(id=test.id)
+            nb.cells.insert(_insert_position(nb.cells, test.answer_cell), cell)
+        cell.source = cell_source(test)
+        cell.metadata["nbgrader"] = cell_metadata(test)
+    return nb
+
+
+def readme_with_totals(text: str, titles: dict[str, str]) -> str:
+    """The README with each assignment's number of hidden tests and points taken from the objects;
+    an assignment without a row gets one after the last, described by its notebook's title."""
+    def row(name, middle):
+        return f"| `{name}`{middle} {len(hidden_tests(name))} | {total_points(name):g} |"
+    rows = list(README_ROW.finditer(text))
+    if not rows:
+        return text
+    missing = [row(name, f" | {title} |") for name, title in titles.items()
+               if name not in {m["name"] for m in rows}]
+    end = rows[-1].end()
+    text = text[:end] + "".join(f"\n{line}" for line in missing) + text[end:]
+    return README_ROW.sub(lambda m: row(m["name"], m["middle"]), text)
+
+
+def notebook_title(course: Course, assignment: str) -> str:
+    nb = nbformat.read(course.source_notebook(assignment, assignment), as_version=4)
+    heading = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
+                    if line.startswith("#")), assignment)
+    return heading.lstrip("# ").strip()
+
+
+def stale_files(course: Course) -> dict:
+    """path -> new text, for every generated file that disagrees with the objects."""
+    changed = {}
+    assignments = sorted({t.assignment for t in REGISTRY.values()})
+    for assignment in assignments:
+        path = course.source_notebook(assignment, assignment)
+        text = path.read_text()
+        new = nbformat.writes(written_notebook(nbformat.reads(text, as_version=4), assignment)) + "\n"
+        if new != text:
+            changed[path] = new
+    plan = course.path(PLAN)
+    if plan.read_text() != render_plan_csv():
+        changed[plan] = render_plan_csv()
+    readme = course.path(README)
+    titles = {assignment: notebook_title(course, assignment) for assignment in assignments}
+    if readme.is_file() and (text := readme.read_text()) != readme_with_totals(text, titles):
+        changed[readme] = readme_with_totals(text, titles)
+    return changed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make release", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a generated file is stale")
+    args = parser.parse_args(argv)
+    course = course_for_command(args.course)
+    changed = stale_files(course)
+    for path, text in changed.items():
+        print(f"{'stale' if args.check else 'wrote'}: {path.relative_to(course.root)}")
+        if not args.check:
+            path.write_text(text)
+    if args.check:
+        return 1 if changed else 0
+    for assignment in course.assignments():
+        run_nbgrader(course.root, "generate_assignment", assignment, "--force", "--log-level=WARN", check=True)
+        release_history.record(course, assignment)         # earlier releases' test cells stay accepted
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

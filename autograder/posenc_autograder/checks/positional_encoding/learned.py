@@ -1,0 +1,190 @@
+"""Hidden tests for LearnedPositionalEncoding: initialisation, forward, and the backward pass."""
+from __future__ import annotations
+
+import numpy as np
+
+from posenc_autograder.checks import reference as ref
+from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward, probe_learned_forward,
+                                          probe_learned_init)
+from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, compare, each_case, expect_error, mismatch, normal, observed_array,
+                   problems_of, require_shape)
+
+ASSIGNMENT = "positional_encoding"
+CLASS = "LearnedPositionalEncoding"
+GRADIENT_REL_TOLERANCE = 1e-5
+EPSILON = 1e-5                   # the spec's central-difference step
+
+
+def _layer(max_seq_len, d_model, **more):
+    return {"class": CLASS, "max_seq_len": max_seq_len, "d_model": d_model, **more}
+
+
+def _built(inputs) -> str:
+    return f"{CLASS}({inputs['max_seq_len']}, {inputs['d_model']})"
+
+
+def relative_error(analytic: np.ndarray, numeric: np.ndarray) -> float:
+    """CS231n-style max |a - n| / max(|a|, |n|), with a floor so exact zeros compare as equal."""
+    return float(np.max(np.abs(analytic - numeric) / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), 1e-8)))
+
+
+# --- initialisation ----------------------------------------------------------------------------
+
+def _judge_init(inputs, obs):
+    what = f"{_built(inputs)}.embedding"
+    if "error" in obs:
+        return [f"{_built(inputs)} with rng=... raised {obs['error']}"]
+    try:
+        table, same_seed, other_seed = (require_shape(as_array(t, what), (inputs["max_seq_len"], inputs["d_model"]),
+                                                      what) for t in obs["tables"])
+    except Problem as problem:
+        return [str(problem)]
+    problems = []
+    mean, std = float(table.mean()), float(table.std())
+    if not (abs(mean) <= 5e-4 and abs(std - ref.LEARNED_INIT_STD) <= 5e-4):
+        hint = ""
+        if abs(std - ref.LEARNED_INIT_STD ** 2) < 1e-4:
+            hint = " (0.02 is the standard deviation, not the variance)"
+        elif abs(std - 1.0) < 0.05:
+            hint = " (the table is not scaled by 0.02)"
+        elif abs(std - ref.LEARNED_INIT_STD / np.sqrt(3)) < 5e-4 or table.min() >= 0:
+            hint = " (draw from a normal distribution, N(0, 0.02^2))"
+        problems.append(f"{what} has mean {mean:.3g} and standard deviation {std:.4g}; "
+                        f"expected about 0 and 0.02{hint}")
+    if not np.array_equal(table, same_seed):
+        problems.append("two layers built with generators of the same seed got different tables: draw the "
+                        "table from the `rng` argument")
+    elif np.array_equal(table, other_seed):
+        problems.append("layers built with different seeds got the same table: draw it from the `rng` argument")
+    problems += problems_of(lambda: observed_array(obs["without_rng"], f"{_built(inputs)}.embedding without rng",
+                                                   table.shape))
+    return problems
+
+
+# --- forward -----------------------------------------------------------------------------------
+
+def _forward_inputs():
+    max_seq_len, d_model = 600, 8
+    return _layer(max_seq_len, d_model, seed=3, table=normal(5, (max_seq_len, d_model)),
+                  inputs=[normal(L, (B, L, d_model)) for B, L in [(1, 1), (4, 16), (16, 128), (2, 512), (5, 600)]],
+                  too_long=np.zeros((1, max_seq_len + 1, d_model)))
+
+
+def _judge_forward(inputs, obs):
+    if "error" in obs:
+        return [f"building {_built(inputs)} failed: {obs['error']}"]
+    table, max_seq_len = inputs["table"], inputs["max_seq_len"]
+    return each_case(lambda X, r: compare(r, X + table[None, :X.shape[1]], f"forward(X) with X of shape {X.shape}",
+                                          1e-12), inputs["inputs"], obs["forward"]) + problems_of(
+        lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
+                             f"when L > max_seq_len = {max_seq_len}"))
+
+
+# --- backward: gradient check ------------------------------------------------------------------
+
+def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
+    """Compare an observed grad_embedding with the batch sum of upstream; name the usual mistakes."""
+    used = upstream.shape[1]
+    expected = np.zeros(table_shape)
+    expected[:used] = upstream.sum(axis=0)
+    if grad.shape == (used, table_shape[1]) and used != table_shape[0]:
+        return (f"{what} has shape {grad.shape}; it must cover the whole table, shape "
+                f"{tuple(table_shape)}, with zero rows for positions that were not used")
+    try:
+        problem = mismatch(require_shape(grad, expected.shape, what), expected, 1e-10, what)
+    except Problem as shape_problem:
+        return str(shape_problem)
+    if problem is None:
+        return None
+    known = {
+        "grad_embedding looks averaged over the batch rather than summed: every batch element adds the same "
+        "table row, so their gradients add up": upstream.mean(axis=0),
+        "grad_embedding uses only the first batch element; sum the gradient over the batch": upstream[0],
+        "grad_embedding uses only the last batch element; sum the gradient over the batch": upstream[-1],
+    }
+    for explanation, rows in known.items():
+        if mismatch(grad[:used], rows, 1e-10, "") is None:
+            return f"{problem}. Likely cause: {explanation}."
+    return problem
+
+
+def _backward_inputs():
+    X = normal(1, (3, 7, 6))
+    return _layer(11, 6, seed=4, X=X, upstream=normal(2, X.shape), epsilon=EPSILON)
+
+
+def _judge_backward(inputs, obs):
+    if "error" in obs:
+        return [f"forward/backward failed: {obs['error']}"]
+    upstream, table_shape = inputs["upstream"], (inputs["max_seq_len"], inputs["d_model"])
+    problems = problems_of(lambda: compare(obs["input_grad"], upstream, "the input gradient returned by backward "
+                                           "(it should be grad_output passed through unchanged)", 1e-12))
+    try:
+        grad = as_array(obs["grad_embedding"], "grad_embedding")
+        numeric = as_array(obs["numeric"], "the numerical gradient")
+    except Problem as problem:
+        return problems + [str(problem)]
+    problem = _grad_problem(grad, upstream, table_shape)
+    if problem:
+        return problems + [problem]
+    error = relative_error(grad, numeric) if numeric.shape == grad.shape else np.inf
+    if not error < GRADIENT_REL_TOLERANCE:
+        problems.append(f"central differences (eps = {inputs['epsilon']:g}) on your forward pass disagree with "
+                        f"your grad_embedding: relative error {error:.3g} >= {GRADIENT_REL_TOLERANCE:g}. Does "
+                        f"forward use self.embedding as it is at call time?")
+    return problems
+
+
+# --- backward: batch accumulation and unused positions -----------------------------------------
+
+def _accumulation_inputs():
+    d_model = 6
+    row, shorter = normal(8, (1, 5, d_model)), normal(9, (2, 3, d_model))
+    passes = [(np.zeros(row.shape), row), (np.zeros((4, 5, d_model)), np.repeat(row, 4, axis=0)),
+              (np.zeros(shorter.shape), shorter)]
+    return _layer(11, d_model, seed=6, passes=passes)
+
+
+def _judge_accumulation(inputs, obs):
+    if "error" in obs:
+        return [f"forward/backward failed: {obs['error']}"]
+    table_shape = (inputs["max_seq_len"], inputs["d_model"])
+    try:
+        single, batch4, shorter = (as_array(g, "grad_embedding") for g in obs["grads"])
+    except Problem as problem:
+        return [str(problem)]
+    (_, row), (_, rows), (_, short_upstream) = inputs["passes"]
+    problems = []
+    problem = _grad_problem(single, row, table_shape) or _grad_problem(batch4, rows, table_shape)
+    if problem:
+        ratio = np.linalg.norm(batch4) / max(np.linalg.norm(single), 1e-300)
+        problems.append(f"with {len(rows)} identical batch elements grad_embedding should be {len(rows)}x the "
+                        f"single-element one; the ratio of norms is {ratio:.4g}. {problem}")
+    used = short_upstream.shape[1]
+    if shorter.shape == table_shape and not np.all(shorter[used:] == 0):
+        problems.append(f"after a backward pass on L = {used} positions, rows {used} and beyond of grad_embedding "
+                        f"are not zero: positions that were not used get zero gradient (it looks like gradients "
+                        f"from an earlier call are kept; start from zeros in every backward)")
+    elif problem := _grad_problem(shorter, short_upstream, table_shape, f"grad_embedding after a pass with L = {used}"):
+        problems.append(problem)
+    return problems
+
+
+TESTS = [
+    HiddenTest(id="hidden_learned_init", assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+               title="mean and standard deviation of the initial table, use of rng", bullets=("learned.init",),
+               inputs=lambda: _layer(1500, 48, seeds=[11, 11, 12]), probe=probe_learned_init, judge=_judge_init),
+    HiddenTest(id="hidden_learned_forward", assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+               title="forward shapes and values for several batch sizes and lengths, ValueError for L > max_seq_len",
+               bullets=("shape.learned_forward", "shape.batch_sizes", "shape.sequence_lengths", "learned.too_long"),
+               inputs=_forward_inputs, probe=probe_learned_forward, judge=_judge_forward),
+    HiddenTest(id="hidden_learned_backward", assignment=ASSIGNMENT, points=4, answer_cell=CLASS,
+               title="gradient check with central differences (eps = 1e-5, relative error < 1e-5) and the input "
+                     "gradient",
+               bullets=("learned.gradient_check",),
+               inputs=_backward_inputs, probe=probe_learned_backward, judge=_judge_backward),
+    HiddenTest(id="hidden_learned_accumulation", assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+               title="summing over the batch (4 identical elements give 4x) and zero rows for unused positions",
+               bullets=("learned.batch_accumulation", "learned.unused_positions_zero"),
+               inputs=_accumulation_inputs, probe=probe_learned_accumulation, judge=_judge_accumulation),
+]

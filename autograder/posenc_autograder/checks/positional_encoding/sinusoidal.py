@@ -1,0 +1,186 @@
+"""Hidden tests for sinusoidal_positional_encoding and SinusoidalPositionalEncoding."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.diagnosis import diagnose_pe_table
+from posenc_autograder.probes.helpers import call_each
+from posenc_autograder.probes.positional_encoding import probe_pe_class
+from posenc_autograder.checks.base import (HiddenTest, Problem, call, call_label, calling, compare, each_case, expect_error, mismatch,
+                   normal, observed_array, on_either, problems_of)
+
+ASSIGNMENT = "positional_encoding"
+PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
+ODD = "for an odd d_model"
+NORM_TOLERANCE = 1e-6    # the norms are structure; exact digits are hidden_pe_values' job
+
+
+def _table_calls(*cases):
+    return calling(PE_FN, tables=[call(seq_len, d_model) for seq_len, d_model in cases])
+
+
+def _table_problem(c, record, atol=1e-9):
+    """An observed table against the formula, with a diagnosis of the known mistakes."""
+    seq_len, d_model = c["args"]
+    return compare(record, ref.sinusoidal_positional_encoding(seq_len, d_model), call_label(PE_FN, c), atol,
+                   diagnose=lambda table: diagnose_pe_table(table, seq_len, d_model))
+
+
+def _table_problems(inputs, obs, atol=1e-9):
+    return each_case(functools.partial(_table_problem, atol=atol), inputs["groups"]["tables"], obs["tables"])
+
+
+# --- shapes and the odd-width error -----------------------------------------------------------
+
+def _shapes_inputs():
+    inputs = _table_calls((1, 2), (5, 6), (33, 18), (200, 130))
+    inputs["groups"]["odd"] = [call(10, d_model) for d_model in (3, 9, 101)]
+    return inputs
+
+
+def _judge_shapes(inputs, obs):
+    groups = inputs["groups"]
+    return each_case(lambda c, r: observed_array(r, call_label(PE_FN, c), tuple(c["args"])),
+                     groups["tables"], obs["tables"]) + \
+        each_case(lambda c, r: expect_error(r, "ValueError", call_label(PE_FN, c), ODD), groups["odd"], obs["odd"])
+
+
+# --- uniqueness, bounds, determinism, norms ----------------------------------------------------
+
+def _unique_inputs():
+    return _table_calls((1000, 12), (1000, 12))
+
+
+def _judge_unique(inputs, obs):
+    c = inputs["groups"]["tables"][0]
+    seq_len, d_model = c["args"]
+    what = call_label(PE_FN, c)
+    try:
+        table, second = (observed_array(r, what, (seq_len, d_model)) for r in obs["tables"])
+    except Problem as problem:
+        return [str(problem)]
+    problems = []
+    squared = (table ** 2).sum(axis=1)
+    distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
+    np.fill_diagonal(distances, np.inf)
+    if not distances.min() > 1e-12:
+        i, j = np.unravel_index(int(np.argmin(distances)), distances.shape)
+        problems.append(f"rows {i} and {j} of {what} are identical: every position needs its own vector")
+    if not np.abs(table).max() <= 1.0:
+        problems.append(f"{what} has an entry of magnitude {np.abs(table).max():.6g}; sin and cos stay within [-1, 1]")
+    if not np.array_equal(table, second):
+        problems.append(f"two calls of {what} returned different tables: the function must be deterministic")
+    norms = np.linalg.norm(table, axis=1)
+    target = np.sqrt(d_model / 2)
+    if not np.abs(norms - target).max() <= NORM_TOLERANCE:
+        p = int(np.argmax(np.abs(norms - target)))
+        problems.append(f"row {p} of {what} has norm {norms[p]:.10g}; every row should have norm "
+                        f"sqrt(d_model/2) = {target:.10g} because each (sin, cos) pair contributes 1")
+    return problems
+
+
+# --- frequency structure -----------------------------------------------------------------------
+
+def _measured_wavelength(sin_column: np.ndarray, cos_column: np.ndarray) -> float:
+    """Wavelength read off a (sin, cos) column pair through the unwrapped phase's slope."""
+    phase = np.unwrap(np.arctan2(sin_column, cos_column))
+    slope = np.polyfit(np.arange(len(phase)), phase, 1)[0]
+    return float(2 * np.pi / slope) if slope > 0 else float("inf")
+
+
+def _judge_frequency(inputs, obs):
+    c = inputs["groups"]["tables"][0]
+    seq_len, d_model = c["args"]
+    try:
+        table = observed_array(obs["tables"][0], call_label(PE_FN, c), (seq_len, d_model))
+    except Problem as problem:
+        return [str(problem)]
+    problems = []
+    fast, slow = table[:, 0].var(), table[:, d_model - 2].var()
+    if not fast > 20 * slow:
+        problems.append(f"column 0 should oscillate fast and column d-2 barely move, but their variances over "
+                        f"positions are {fast:.4g} and {slow:.4g}")
+    expected = 2 * np.pi / ref.angular_frequencies(d_model)
+    for pair, label in ((0, "first"), (d_model // 2 - 1, "last")):
+        measured = _measured_wavelength(table[:, 2 * pair], table[:, 2 * pair + 1])
+        if not abs(measured - expected[pair]) <= 1e-3 * expected[pair]:
+            problems.append(f"the {label} (sin, cos) pair has wavelength {measured:.6g} positions; expected "
+                            f"2*pi*10000^(2i/d) = {expected[pair]:.6g}")
+    return problems
+
+
+# --- the SinusoidalPositionalEncoding class ----------------------------------------------------
+
+def _class_inputs():
+    max_seq_len, d_model = 520, 10
+    batches = [(1, 1), (4, 16), (16, 128), (2, 512), (3, 37)]
+    return {"class": PE_CLASS, "function": PE_FN, "max_seq_len": max_seq_len, "d_model": d_model, "odd": [16, 7],
+            "inputs": [normal(batch * 1000 + seq_len, (batch, seq_len, d_model)) for batch, seq_len in batches],
+            "encoding_length": 45, "too_long": np.zeros((1, max_seq_len + 1, d_model))}
+
+
+def _judge_class(inputs, obs):
+    max_seq_len, d_model = inputs["max_seq_len"], inputs["d_model"]
+    if "error" in obs:
+        return [f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: {obs['error']}"]
+    table = ref.sinusoidal_positional_encoding(max_seq_len, d_model)
+    own = _own_table(obs.get("own_table"), table)
+
+    def forward_problem(X, record):
+        seq_len = X.shape[1]
+        encoding_only = table[None, :seq_len].repeat(X.shape[0], 0)
+        return on_either(lambda t: compare(
+            record, X + t[None, :seq_len], f"forward(X) with X of shape {X.shape}", 1e-9,
+            diagnose=lambda out: "it returns the encoding alone; forward must return X + PE[:L]"
+            if out.shape == encoding_only.shape and mismatch(out, encoding_only, 1e-9, "") is None else None),
+            table, own)
+
+    length = inputs["encoding_length"]
+    return each_case(forward_problem, inputs["inputs"], obs["forward"]) + problems_of(
+        lambda: on_either(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})", 1e-9),
+                                table, own),
+        lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
+                             f"when L > max_seq_len = {max_seq_len}"),
+        lambda: expect_error(obs["odd"], "ValueError", f"{PE_CLASS}{tuple(inputs['odd'])}", ODD))
+
+
+def _own_table(record, table):
+    """The student's own table when it has the right shape and is finite but differs from the formula, else None."""
+    try:
+        own = observed_array(record or {"error": "not recorded"}, PE_FN, table.shape)
+    except Problem:
+        return None
+    return None if mismatch(own, table, 1e-9, "") is None else own
+
+
+TESTS = [
+    HiddenTest(id="hidden_pe_shapes", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               title="output shapes for several (L, d_model), and ValueError for odd widths",
+               bullets=("shape.sinusoidal", "shape.odd_d_model"),
+               inputs=_shapes_inputs, probe=call_each, judge=_judge_shapes),
+    HiddenTest(id="hidden_pe_values", partial=True, assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
+               title="exact values against the formula, for several sizes",
+               bullets=("values.position_zero", "values.small_example"),
+               inputs=lambda: _table_calls((3, 4), (7, 10), (60, 34)), probe=call_each, judge=_table_problems),
+    HiddenTest(id="hidden_pe_unique_bounded", assignment=ASSIGNMENT, points=3, answer_cell=PE_FN,
+               title="distinct rows for L = 1000, |PE| <= 1, determinism, row norms sqrt(d/2)",
+               bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"),
+               inputs=_unique_inputs, probe=call_each, judge=_judge_unique),
+    HiddenTest(id="hidden_pe_stability", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               title="no NaN or Inf for L = 10000 and for d_model = 4096, precision of the frequencies",
+               bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"),
+               inputs=lambda: _table_calls((10000, 32), (24, 4096)), probe=call_each,
+               judge=lambda inputs, obs: _table_problems(inputs, obs, atol=1e-8)),
+    HiddenTest(id="hidden_pe_frequency", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               title="fast low dimensions, slow high dimensions, wavelengths 2*pi and 2*pi*10000^((d-2)/d)",
+               bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
+                        "frequency.last_wavelength"),
+               inputs=lambda: _table_calls((2000, 36)), probe=call_each, judge=_judge_frequency),
+    HiddenTest(id="hidden_pe_class", assignment=ASSIGNMENT, points=3, answer_cell=PE_CLASS,
+               title="forward for batch sizes 1..16 and lengths 1..512, get_encoding, ValueError cases",
+               bullets=("shape.batched_forward", "shape.batch_sizes", "shape.sequence_lengths"),
+               inputs=_class_inputs, probe=probe_pe_class, judge=_judge_class),
+]

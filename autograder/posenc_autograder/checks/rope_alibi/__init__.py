@@ -1,0 +1,1 @@
+"""Hidden tests of the bonus assignment: RoPE and ALiBi."""

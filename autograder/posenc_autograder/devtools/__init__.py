@@ -1,0 +1,1 @@
+"""Tools for the course's developers: the benchmark and mutation testing of the hidden tests."""

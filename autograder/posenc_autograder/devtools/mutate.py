@@ -1,0 +1,302 @@
+"""`make mutate`: how good are the hidden tests? Mutants of reference.py, graded like students.
+
+    python -m posenc_autograder.mutate [--sample N] [--course PATH]
+
+Each mutant changes one thing in reference.py's syntax tree (an operator, a comparison, a constant,
+a slice bound, sin for cos, max for min, a sign, a dropped statement). It stands in for a student:
+the solution notebooks' functions are replaced by the mutant's, and every hidden test of the
+course grades them (the judges keep the real reference). A mutant whose functions answer a broad
+battery of calls on the student-facing API exactly as the original does is *equivalent* (it
+changed nothing the spec can see) and is left out of the score. Printed: killed / non-equivalent
+and every surviving mutant.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import dataclasses
+import math
+import pathlib
+import sys
+import warnings
+from typing import Callable, Iterator
+
+import nbformat
+import numpy as np
+
+from posenc_autograder.checks import reference
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.course import Course, course_for_command, nbgrader_meta
+from posenc_autograder.notebook import run_check
+from posenc_autograder.probes.helpers import to_plain
+
+# Student-facing name -> the reference's name for the same function.
+STUDENT_API = {name: name for name in (
+    "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding",
+    "relative_position_matrix", "dot_product_distance", "encoding_statistics", "self_attention", "apply_rope",
+    "alibi_slopes", "alibi_bias")} | {"rope_frequencies": "angular_frequencies"}
+
+SWAPPED_OPERATORS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
+                     ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv, ast.MatMult: ast.Mult,
+                     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+                     ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.And: ast.Or, ast.Or: ast.And,
+                     ast.USub: ast.UAdd}
+SWAPPED_NAMES = {"sin": "cos", "cos": "sin", "max": "min", "min": "max", "sum": "mean", "mean": "sum",
+                 "abs": "negative", "exp": "exp2", "log": "log2", "floor": "ceil", "ceil": "floor",
+                 "zeros": "ones", "zeros_like": "ones_like"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    number: int
+    line: int
+    change: str                                  # what was changed, as code: "old -> new"
+    apply: Callable[[ast.Module], None]          # edits a fresh copy of the tree in place
+
+
+def _node_at(tree: ast.Module, index: int) -> ast.AST:
+    return list(ast.walk(tree))[index]
+
+
+def _edit(index: int, edit: Callable[[ast.AST], None]) -> Callable[[ast.Module], None]:
+    return lambda tree: edit(_node_at(tree, index))
+
+
+def _set(field: str, value_of: Callable[[ast.AST], object]):
+    return lambda node: setattr(node, field, value_of(node))
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and \
+        isinstance(statement.value.value, str)
+
+
+def _shifted(bound: ast.expr, by: int) -> ast.expr:
+    return ast.BinOp(left=copy.deepcopy(bound), op=ast.Add() if by > 0 else ast.Sub(), right=ast.Constant(1))
+
+
+def _candidate_edits(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], None]]]:
+    """(what it becomes, how) for each one-step change of this node."""
+    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp)) and type(node.op) in SWAPPED_OPERATORS:
+        new = SWAPPED_OPERATORS[type(node.op)]
+        yield new.__name__, _set("op", lambda n: new())
+    elif isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            if type(op) in SWAPPED_OPERATORS:
+                new = SWAPPED_OPERATORS[type(op)]
+                yield new.__name__, lambda n, i=i, new=new: n.ops.__setitem__(i, new())
+    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        for value in {node.value + 1, node.value - 1, node.value * 2} - {node.value}:
+            yield repr(value), _set("value", lambda n, v=value: type(n.value)(v))
+    elif isinstance(node, ast.Attribute) and node.attr in SWAPPED_NAMES:
+        yield SWAPPED_NAMES[node.attr], _set("attr", lambda n: SWAPPED_NAMES[n.attr])
+    elif isinstance(node, ast.Slice):
+        for field in ("lower", "upper"):
+            if getattr(node, field) is not None and not isinstance(getattr(node, field), ast.Constant):
+                for by in (1, -1):
+                    yield f"{field} {by:+d}", _set(field, lambda n, f=field, by=by: _shifted(getattr(n, f), by))
+    for field in ("body", "orelse"):
+        statements = getattr(node, field, None)
+        if isinstance(statements, list) and isinstance(node, (ast.FunctionDef, ast.If, ast.For)):
+            for i, statement in enumerate(statements):
+                if not _is_docstring(statement):
+                    yield f"drop `{ast.unparse(statement).splitlines()[0]}`", \
+                        lambda n, f=field, i=i: getattr(n, f).__setitem__(i, ast.Pass())
+
+
+def mutants(source: str) -> list[Mutant]:
+    tree = ast.parse(source)
+    found = []
+    for index, node in enumerate(ast.walk(tree)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            continue
+        for new, edit in _candidate_edits(node):
+            old = ast.unparse(node).splitlines()[0] if isinstance(node, ast.expr) else ""
+            change = new if new.startswith("drop") else f"`{old}`: {new}"
+            found.append(Mutant(len(found), getattr(node, "lineno", 0), change, _edit(index, edit)))
+    return found
+
+
+def mutant_module(source: str, mutant: Mutant | None) -> dict:
+    """The reference module's namespace with the mutation applied (None: the original)."""
+    tree = ast.parse(source)
+    if mutant is not None:
+        mutant.apply(tree)
+        ast.fix_missing_locations(tree)
+    module = {"__name__": "posenc_reference_mutant"}
+    exec(compile(tree, "<reference mutant>", "exec"), module)  # noqa: S102 - our own reference, mutated
+    return module
+
+
+# --- the student stand-in -------------------------------------------------------------------------
+
+def solution_source(course: Course) -> str:
+    """The code of every solution notebook (answer and given cells, no test cells)."""
+    cells = []
+    for assignment in course.assignments():
+        for name in course.notebooks(assignment):
+            nb = nbformat.read(course.source_notebook(assignment, name), as_version=4)
+            cells += [c.source for c in nb.cells if c.cell_type == "code" and not nbgrader_meta(c).get("grade")]
+    return "\n\n".join(cells)
+
+
+def student_namespace(solution: str, module: dict) -> dict:
+    """The solutions, with the student-facing functions taken from the (mutated) reference module."""
+    namespace: dict = {"__name__": "__student__"}
+    exec(compile(solution, "<solutions>", "exec"), namespace)  # noqa: S102 - the course's own solutions
+    namespace.update({student: module[ref_name] for student, ref_name in STUDENT_API.items()})
+    return namespace
+
+
+# --- equivalence on the spec: a battery of calls on the student-facing API -----------------------
+
+def _normal(seed, *shape):
+    return np.random.default_rng(seed).normal(size=shape)
+
+
+def _learned_passes(ns, max_len, d, seed):
+    layer = ns["LearnedPositionalEncoding"](max_len, d, rng=np.random.default_rng(seed))
+    out = [layer.embedding.copy()]
+    for batch, length in ((1, max_len), (3, max_len // 2), (2, 1)):
+        X = _normal(seed + length, batch, length, d)
+        out += [layer.forward(X), layer.backward(_normal(seed + 100 + length, batch, length, d)),
+                layer.grad_embedding.copy()]
+    return out
+
+
+def _sinusoidal_module(ns, max_len, d, length):
+    module = ns["SinusoidalPositionalEncoding"](max_len, d)
+    return [module.get_encoding(length), module.forward(_normal(length, 2, length, d))]
+
+
+def _window(ns, first, length, d, noise=0.0):
+    return ns["sinusoidal_positional_encoding"](first + length, d)[first:] + noise * _normal(first, length, d)
+
+
+def spec_battery() -> list[Callable[[dict], object]]:
+    """Calls of the student-facing API over the spec's domain, broader than the hidden tests' inputs.
+
+    Only inputs the spec defines: valid ones, and the errors it asks for (odd widths, L > L_max);
+    what a function does with an input the spec leaves open (a negative offset) is no mistake."""
+    calls = []
+    for L, d in ((1, 2), (3, 4), (17, 10), (64, 64), (300, 8), (5, 3)):
+        calls.append(lambda ns, L=L, d=d: ns["sinusoidal_positional_encoding"](L, d))
+    for max_len, d, length in ((40, 6, 40), (40, 6, 13), (10, 4, 11), (9, 5, 1)):
+        calls.append(lambda ns, a=(max_len, d, length): _sinusoidal_module(ns, *a))
+    for max_len, d, seed in ((8, 4, 1), (30, 10, 2), (5, 3, 3)):
+        calls.append(lambda ns, a=(max_len, d, seed): _learned_passes(ns, *a))
+    calls.append(lambda ns: ns["LearnedPositionalEncoding"](4, 2).forward(np.zeros((1, 5, 2))))
+    calls.append(lambda ns: ns["LearnedPositionalEncoding"](7, 3).embedding.shape)      # rng is optional
+    for first, length, d, k, noise in ((0, 30, 8, 1, 0), (11, 40, 12, 7, 0), (3, 25, 6, 24, 0), (5, 30, 8, 3, 1e-3),
+                                       (0, 10, 4, 0, 0)):
+        calls.append(lambda ns, a=(first, length, d, noise), k=k: ns["relative_position_matrix"](_window(ns, *a), k))
+    for seed, shape in ((1, (7, 3)), (2, (1, 4)), (3, (20, 20))):
+        pe = _normal(seed, *shape)
+        calls += [lambda ns, pe=pe: ns["dot_product_distance"](pe), lambda ns, pe=pe: ns["encoding_statistics"](pe)]
+    calls += [lambda ns: ns["encoding_statistics"](np.array([[1.0, -1.0], [0.25, 0.0]])),
+              lambda ns: ns["encoding_statistics"](np.array([[1.5, -0.5]]))]
+    for seed, shape, scale in ((4, (6, 8), 1), (5, (2, 3, 5, 8), 1), (6, (4, 8), 500)):
+        W = [_normal(seed + i, 8, 6) for i in range(3)]
+        calls.append(lambda ns, X=scale * _normal(seed, *shape), W=W: ns["self_attention"](X, *W))
+        calls.append(lambda ns, X=_normal(seed, 2, 5, 8), W=W: ns["encode_and_attend"](
+            X, *W, encoder=ns["SinusoidalPositionalEncoding"](5, 8)))
+    for d, base in ((2, 1e4), (12, 1e4), (8, 123.0), (7, 1e4)):
+        calls.append(lambda ns, d=d, base=base: ns["rope_frequencies"](d, base))
+    for seed, shape, positions, base in ((7, (4, 6), [0, 1, 2, 3], 1e4), (8, (2, 3, 8), [5, 0, 9], 77.0),
+                                         (9, (3, 4), [-2, 40, 1], 1e4)):
+        calls.append(lambda ns, x=_normal(seed, *shape), p=np.array(positions), b=base: ns["apply_rope"](x, p, b))
+        calls.append(lambda ns, x=_normal(seed, len(positions), shape[-1]), p=np.array(positions): ns["rope_scores"](
+            x, x + 1, p, p[::-1].copy()))
+    for n in (1, 2, 3, 5, 8, 12, 16, 24):
+        calls.append(lambda ns, n=n: ns["alibi_slopes"](n))
+    for heads, length in ((1, 1), (3, 4), (8, 9)):
+        calls.append(lambda ns, h=heads, L=length: ns["alibi_bias"](h, L))
+    return calls
+
+
+def _outcome(call, namespace):
+    try:
+        return to_plain(call(namespace))
+    except Exception as exc:  # noqa: BLE001 - an exception is part of the behaviour
+        return f"raised {type(exc).__name__}"
+
+
+def same(a, b) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return a.shape == b.shape and bool(np.all((a == b) | np.isclose(a, b, rtol=1e-12, atol=1e-12)
+                                                  | (np.isnan(a) & np.isnan(b))))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    return type(a) is type(b) and a == b
+
+
+# --- grading ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Verdict:
+    mutant: Mutant
+    status: str                  # "killed" (by the test named), "survived", "equivalent", "broken"
+    detail: str = ""
+
+
+def judge_mutant(mutant: Mutant, source: str, solution: str, battery, expected) -> Verdict:
+    try:
+        module = mutant_module(source, mutant)
+    except Exception as exc:  # noqa: BLE001 - a mutant that does not even load is no test of the grader
+        return Verdict(mutant, "broken", f"{type(exc).__name__}: {exc}")
+    namespace = student_namespace(solution, module)
+    if all(same(_outcome(call, namespace), want) for call, want in zip(battery, expected)):
+        return Verdict(mutant, "equivalent")
+    for cell_id in REGISTRY:
+        if run_check(cell_id, student_namespace(solution, module)):
+            return Verdict(mutant, "killed", cell_id)
+    return Verdict(mutant, "survived")
+
+
+def run(course: Course, sample: int | None = None, out=sys.stdout) -> list[Verdict]:
+    source = pathlib.Path(reference.__file__).read_text()
+    solution = solution_source(course)
+    battery = spec_battery()
+    original = student_namespace(solution, mutant_module(source, None))
+    expected = [_outcome(call, original) for call in battery]
+    chosen = mutants(source)
+    if sample:
+        chosen = chosen[:: max(1, len(chosen) // sample)][:sample]
+    verdicts = []
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for mutant in chosen:
+            verdicts.append(judge_mutant(mutant, source, solution, battery, expected))
+    if out is not None:
+        print(summary(verdicts), file=out)
+    return verdicts
+
+
+def summary(verdicts: list[Verdict]) -> str:
+    counts = {s: sum(v.status == s for v in verdicts) for s in ("killed", "survived", "equivalent", "broken")}
+    scored = counts["killed"] + counts["survived"]
+    lines = [f"mutants of reference.py: {len(verdicts)} ({counts['equivalent']} equivalent on the spec, "
+             f"{counts['broken']} do not load)",
+             f"mutation score: {counts['killed']} / {scored} non-equivalent mutants killed"
+             + (f" ({100 * counts['killed'] / scored:.1f} %)" if scored else "")]
+    lines += [f"  survived: #{v.mutant.number} line {v.mutant.line}: {v.mutant.change}"
+              for v in verdicts if v.status == "survived"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make mutate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, help="grade only N mutants spread evenly over the list")
+    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
+    args = parser.parse_args(argv)
+    verdicts = run(course_for_command(args.course), args.sample)
+    return 1 if any(v.status == "survived" for v in verdicts) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

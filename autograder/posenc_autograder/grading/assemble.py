@@ -1,0 +1,100 @@
+"""Build the notebook that is actually run: the released cells with the student's answers in them.
+
+Every cell the student may not change (instructions, given code, visible and hidden tests) comes
+from the released notebook in exercises/ (never the solutions), whatever the submission did to it (deleted, edited, metadata
+changed). Every cell the student writes (solution cells, scratch cells, and cells they added) comes
+from the submission, in place. This replaces nbgrader's OverwriteCells plus checksum check, which
+fail a whole notebook over an edited metadata flag.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import nbformat
+
+from posenc_autograder.course import grade_id, nbgrader_meta
+from posenc_autograder.results import Note, NoteKind
+
+
+@dataclasses.dataclass
+class Assembled:
+    notebook: nbformat.NotebookNode
+    notes: list[Note]
+
+
+def _is_student_cell(released_cell) -> bool:
+    nbg = nbgrader_meta(released_cell)
+    return not nbg or bool(nbg.get("solution"))
+
+
+def _student_cells_by_anchor(release, submission):
+    """Map each released cell index to (the student's version, student cells added after it)."""
+    by_grade_id = {grade_id(c): i for i, c in enumerate(release.cells) if grade_id(c)}
+    by_cell_id = {c.get("id"): i for i, c in enumerate(release.cells) if c.get("id")}
+    versions: dict[int, object] = {}
+    added: dict[int, list] = {}
+    anchor = -1
+    for cell in submission.cells:
+        index = by_grade_id.get(grade_id(cell)) if grade_id(cell) else None
+        if index is None and cell.get("id") in by_cell_id and by_cell_id[cell.get("id")] not in versions:
+            index = by_cell_id[cell.get("id")]
+        if index is not None and index not in versions:
+            versions[index] = cell
+            anchor = index
+        elif cell.get("cell_type") == "code" and "".join(cell.get("source", "")).strip():
+            added.setdefault(anchor, []).append(cell)
+    return versions, added
+
+
+def assemble(release, submission, earlier_releases: dict[str, list] | None = None) -> Assembled:
+    """`earlier_releases`: grade id -> that cell in earlier releases (release_history); a copy of one is no edit."""
+    versions, added = _student_cells_by_anchor(release, submission)
+    notes = []
+    cells = [_fresh_code_cell(c) for c in added.get(-1, [])]
+    restored, edited = [], []
+    for index, released_cell in enumerate(release.cells):
+        student = versions.get(index)
+        if _is_student_cell(released_cell):
+            cell = copy.deepcopy(released_cell)
+            if student is not None:
+                cell.source = "".join(student.get("source", ""))
+            elif nbgrader_meta(released_cell).get("solution"):
+                notes.append(Note(NoteKind.ASSEMBLY, f"the answer cell '{grade_id(released_cell)}' was deleted; "
+                                                       f"the template's stub was run"))
+            cells.append(cell)
+        else:
+            cells.append(copy.deepcopy(released_cell))
+            name = grade_id(released_cell) or f"cell {index}"
+            if student is None and released_cell.cell_type == "code":
+                restored.append(name)
+            elif student is not None and _differs(student, released_cell) and all(
+                    _differs(student, old) for old in (earlier_releases or {}).get(name, [])):
+                edited.append(name)
+        cells.extend(_fresh_code_cell(c) for c in added.get(index, []))
+    if restored:
+        notes.append(Note(NoteKind.ASSEMBLY, f"deleted cells were restored and run: {', '.join(restored)}"))
+    if edited:
+        notes.append(Note(NoteKind.EDITED_READ_ONLY, f"read-only cells were edited (source or metadata); the "
+                                                     f"original versions were used: {', '.join(edited)}"))
+    extra = sum(len(v) for v in added.values())
+    if extra:
+        notes.append(Note(NoteKind.ASSEMBLY, f"{extra} code cell(s) you added were run in place"))
+    nb = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
+    return Assembled(nb, notes)
+
+
+def _differs(student, released_cell) -> bool:
+    return _flags(student) != _flags(released_cell) or (
+        released_cell.get("cell_type") == "code"
+        and "".join(student.get("source", "")) != "".join(released_cell.get("source", "")))
+
+
+def _flags(cell) -> dict:
+    """The nbgrader fields that decide how a cell is graded."""
+    meta = nbgrader_meta(cell)
+    return {key: meta.get(key) for key in ("grade", "solution", "locked", "points", "task", "grade_id")}
+
+
+def _fresh_code_cell(student_cell):
+    return nbformat.v4.new_code_cell(source="".join(student_cell.get("source", "")))

@@ -1,0 +1,167 @@
+"""Execute one grading task in the sandbox and bring back only validated, plain data.
+
+`execute_task` needs nothing but its GradingTask, so it can run in a local thread or on a remote
+Dask worker without a shared filesystem. Everything that comes back from the sandbox was within
+reach of student code: results are decoded defensively, outputs are plain text, error messages are
+cut to a short line of the student's own, and any failure here is this job's failure alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import time
+
+import nbformat
+
+from posenc_autograder.course import grade_id, nbgrader_meta
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox.bubblewrap import Limits, RunOutcome, run_job
+
+MESSAGE_CHARACTERS = 200
+VISIBLE_MESSAGE_CHARACTERS = 800
+QUOTE_WINDOW = 24                     # a message sharing this many characters with grader code is withheld
+
+
+@dataclasses.dataclass
+class GradingTask:
+    """Everything the sandbox side needs, as plain data."""
+    key: tuple[str, str, str]
+    notebook_json: str                # the assembled notebook, probe cells in place
+    task_json: str                    # per probe cell: probe module, name and inputs
+    probe_files: dict[str, str]       # the probes package, file name -> source
+    limits: dict
+    isolate: bool
+
+
+@dataclasses.dataclass
+class Execution:
+    key: tuple[str, str, str]
+    observations: dict[str, dict]     # cell id -> what the probe recorded
+    events: list[dict]
+    cell_errors: dict[str, str]       # visible test cell id -> error name, for cells that raised
+    seconds: float
+    failure: str | None = None        # the job itself could not run
+    executed_notebook: str | None = None
+
+
+def execute_task(task: GradingTask) -> Execution:
+    """Run the task; any exception becomes this job's failure, never the run's."""
+    started = time.monotonic()
+    try:
+        nb = nbformat.reads(task.notebook_json, as_version=4)
+        cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
+        outcome = run_job(cells, task.task_json, task.probe_files, Limits(**task.limits), isolate=task.isolate)
+        return _execution(task, nb, outcome, time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001 - the sandbox failing is reported, never fatal
+        return Execution(task.key, {}, [], {}, time.monotonic() - started,
+                         f"the grader could not run this notebook ({type(exc).__name__}: {str(exc)[:300]})")
+
+
+def _execution(task: GradingTask, nb, outcome: RunOutcome, seconds: float) -> Execution:
+    for index, record in outcome.outputs.items():
+        if 0 <= index < len(nb.cells) and nb.cells[index].cell_type == "code":
+            nb.cells[index].outputs = [nbformat.from_dict(o) for o in record["outputs"]]
+    events = [{**e, "where": cell_label(nb, e.get("cell"))} for e in outcome.events]
+    events += [{"event": "output_truncated", "cell": i, "where": cell_label(nb, i)}
+               for i, record in sorted(outcome.outputs.items()) if record["truncated"]]
+    failure = None
+    if not outcome.finished and not events:
+        failure = f"the grading sandbox could not run the notebook: {outcome.log_tail[-500:]}"
+    elif any(e["event"] == "kernel_died" and e.get("cell") is None for e in events):
+        # No student cell had started, so the log is the grader's own: safe and useful to show.
+        failure = f"the notebook's process died before running any cell: {outcome.log_tail[-500:]}"
+    grader_text = "\n".join(map(code_only, task.probe_files.values())) + task_skeleton(task.task_json)
+    observations = {cell_id: sanitise_errors(record, grader_text)
+                    for cell_id, record in decode_results(outcome.results).items()}
+    return Execution(task.key, observations, events, visible_cell_errors(nb, _tasks(task)),
+                     seconds, failure, nbformat.writes(nb))
+
+
+def _tasks(task: GradingTask) -> set[str]:
+    return set(codec.loads(task.task_json)) if task.task_json else set()
+
+
+def decode_results(results: dict[str, str]) -> dict[str, dict]:
+    """Decode each probe record; a forged, truncated or oddly shaped one is simply no answer."""
+    found = {}
+    for cell_id, text in results.items():
+        try:
+            record = codec.loads(text)
+        except Exception:  # noqa: BLE001 - includes RecursionError from deeply nested JSON
+            continue
+        if isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str)):
+            found[cell_id] = record
+    return found
+
+
+def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACTERS, lines: int = 1) -> str:
+    """The first lines of a message, printable and short; withheld if it quotes the grader's code."""
+    text = str(text).encode("utf-8", "replace").decode("utf-8")          # no lone surrogates
+    kept = text.strip().splitlines()[:lines] or [""]
+    line = re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", " / ".join(kept))[:limit]
+    if grader_text and _quotes(line, grader_text):
+        return "(message withheld: it quotes the grader's own code)"
+    return line
+
+
+STRING_LITERAL = re.compile(r"""(\"\"\"|'''|"|')(?:\\.|(?!\1).)*?\1""", re.S)
+COMMENT = re.compile(r"#[^\n]*")
+
+
+def code_only(source: str) -> str:
+    """The grader's code without its string literals and comments: the probes' own messages to
+    students ("the function is still the template stub") may be repeated; its code may not."""
+    return COMMENT.sub("", STRING_LITERAL.sub('""', source))
+
+
+ARRAY_PAYLOAD = re.compile(r'"' + codec.ARRAY_KEY + r'": "[^"]*"')
+
+
+def task_skeleton(task_json: str) -> str:
+    """The task without its arrays' base64 payloads (megabytes no message could usefully quote)."""
+    return ARRAY_PAYLOAD.sub("", task_json)
+
+
+@functools.lru_cache(maxsize=4)
+def _windows(grader_text: str) -> frozenset[str]:
+    """Every QUOTE_WINDOW-character piece of the grader's text, built once: a message is then checked in
+    time proportional to its own length, not to the grader's."""
+    return frozenset(grader_text[i:i + QUOTE_WINDOW] for i in range(len(grader_text) - QUOTE_WINDOW + 1))
+
+
+def _quotes(line: str, grader_text: str) -> bool:
+    windows = _windows(grader_text)
+    return any(line[i:i + QUOTE_WINDOW] in windows for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
+
+
+def sanitise_errors(value, grader_text: str):
+    """Every 'error' or 'missing' text inside a record, cut to a short line of the student's own."""
+    if isinstance(value, dict):
+        return {k: short_message(v, grader_text) if k in ("error", "missing") and isinstance(v, str)
+                else sanitise_errors(v, grader_text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sanitise_errors(v, grader_text) for v in value]
+    return value
+
+
+def cell_label(nb, index) -> str:
+    """How the student can find a cell: its nbgrader id, or its position for cells they added."""
+    if index is None or not 0 <= index < len(nb.cells):
+        return "a cell"
+    cell_id = grade_id(nb.cells[index])
+    return f"cell '{cell_id}'" if cell_id else f"the cell you added at position {index + 1}"
+
+
+def visible_cell_errors(nb, hidden: set[str]) -> dict[str, str]:
+    """Visible test cell id -> 'Error: message' for visible tests that raised."""
+    errors = {}
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and meta.get("grade_id") not in hidden:
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    # A visible test's own message explains the failure: keep more of it.
+                    message = short_message(output.get("evalue", ""), limit=VISIBLE_MESSAGE_CHARACTERS, lines=8)
+                    errors[meta["grade_id"]] = f"{short_message(output.get('ename'), limit=100)}: {message}"
+    return errors

@@ -1,0 +1,228 @@
+"""`make grade`: every submission under autograder/submitted → gradebook, feedback, grades.csv, report.
+
+    python -m posenc_autograder.grade [--jobs N] [--assignment A] [--student S] [--force]
+                                      [--no-sandbox] [--scheduler tcp://host:8786] [--db-url URL]
+
+Exit status: 0 when every submission was graded (possibly with problems worth reporting),
+1 when something could not be graded (missing or unreadable notebook, sandbox failure),
+2 when grading could not start (no sandbox on this machine).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import pathlib
+import sys
+import time
+
+import nbformat
+
+from posenc_autograder.reports import feedback, run_report as report
+from posenc_autograder.records import gradebook, nbgrader_files, results_store
+from posenc_autograder.checks import variants
+from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
+from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
+from posenc_autograder.grading.pipeline import grader_error, GradingTask, judge, prepare, release_notebook
+from posenc_autograder.results import Note, NoteKind, NotebookResult
+from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
+from posenc_autograder.intake.submissions import Submission, discover, sha256
+
+
+# The code that decides a score, by package: a change anywhere in these is a new grader, not a flaky rerun.
+# (Reports, records, integrity, authoring and devtools only present or store what these decided.)
+GRADING_PACKAGES = ("checks", "probes", "sandbox", "grading", "intake")
+GRADING_MODULES = ("course.py", "results.py")
+
+
+def grader_fingerprint(course: Course, assignment: str, limits: Limits) -> str:
+    """Identifies the grader of one assignment: its code, the limits, and the released notebooks."""
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(limits), sort_keys=True).encode())
+    digest.update(variants.grader_setting(course).encode())      # other inputs: another grader
+    package = pathlib.Path(__file__).resolve().parents[1]
+    released = sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb"))
+    for path in grading_files(package):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    for path in released:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def grading_files(package: pathlib.Path) -> list[pathlib.Path]:
+    files = [package / name for name in GRADING_MODULES]
+    for name in GRADING_PACKAGES:
+        files += sorted((package / name).rglob("*.py"))
+    return files
+
+
+def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: str | None,
+                       fingerprint: str | None = None) -> NotebookResult:
+    """Re-grading the same file with the same grader never lowers a test's score (a loaded machine can time
+    out a good answer). A changed grader (checks, limits, released notebook) scores afresh."""
+    if (previous is None or digest is None or previous.get("sha256") != digest
+            or previous.get("fingerprint") != fingerprint):
+        return result
+    before = {t["cell_id"]: t for t in previous["result"]["tests"]}
+    kept = []
+    for test in result.tests:
+        old = before.get(test.cell_id)
+        if old and old["points"] > test.points and old["max_points"] == test.max_points:
+            kept.append(test.cell_id)
+            test.points, test.problems = old["points"], old["problems"]
+    if kept:
+        result.notes.append(Note(NoteKind.SCORES_KEPT, f"this run scored lower on {', '.join(kept)} for an "
+                                 f"unchanged file; the earlier, higher scores were kept"))
+    return result
+
+
+def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str) -> Note | None:
+    """Per test, how the score moved since the last grading by another grader (None: nothing moved)."""
+    if previous is None or previous.get("fingerprint") == fingerprint:
+        return None
+    before = {t["cell_id"]: t["points"] for t in previous["result"]["tests"]}
+    moved = [f"{t.cell_id} {before[t.cell_id]:g} → {t.points:g}" for t in result.tests
+             if t.cell_id in before and before[t.cell_id] != t.points]
+    if not moved:
+        return None
+    total = sum(before.values())
+    return Note(NoteKind.REGRADE, f"regraded with a changed grader (checks, limits or released notebook): "
+                                  f"{', '.join(moved)}; total {total:g} → {result.score:g}")
+
+
+class Progress:
+    def __init__(self, total: int, stream=sys.stderr):
+        self.total, self.done, self.stream, self.started = total, 0, stream, time.monotonic()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if self.stream is None:
+            return
+        width = 30
+        filled = int(width * self.done / max(self.total, 1))
+        elapsed = time.monotonic() - self.started
+        line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed:5.0f}s {label[:40]}"
+        if self.stream.isatty():
+            self.stream.write("\r" + line.ljust(100) + ("\n" if self.done == self.total else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
+           executed_notebook: str | None = None) -> NotebookResult:
+    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record."""
+    previous = results_store.load(results_store.path(course, *sub.key))
+    result = keep_higher_scores(result, previous, digest, fingerprint)
+    change = regrade_changes(result, previous, fingerprint)
+    if change:
+        result.notes.append(change)
+    when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
+    gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
+                            {t.cell_id: t.points for t in result.tests}, when)
+    nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
+    nbformat.write(nbgrader_files.autograded_notebook(
+        executed_notebook, release_notebook(course, sub.assignment, sub.notebook), result),
+        course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    feedback.write(result, course.feedback, gradebook.cell_scores(gb, *sub.key))
+    results_store.save(course, result, digest, fingerprint)
+    return result
+
+
+def settle(course: Course, gb, sub: Submission, make_result, digest: str | None, fingerprint: str,
+           executed_notebook: str | None = None) -> NotebookResult:
+    """Build and store one submission's result. An unexpected error costs that submission only: it is
+    stored as 'not graded' with the reason (feedback included), and the run goes on."""
+    try:
+        return finish(course, gb, sub, make_result(), digest, fingerprint, executed_notebook)
+    except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
+        failed = grader_error(course, sub, exc)
+        try:
+            return finish(course, gb, sub, failed, digest, fingerprint)
+        except Exception:  # noqa: BLE001 - still listed in the run report
+            return failed
+
+
+def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = False,
+              assignments: list[str] | None = None, students: list[str] | None = None,
+              scheduler: str | None = None, limits: Limits = Limits(), quiet: bool = False) -> list[NotebookResult]:
+    """Grade what was asked; the class-wide files always cover the whole class (stored results merged in)."""
+    refused: list[str] = []
+    submissions = discover(course, assignments, students, refused)
+    for reason in refused:
+        print(f"Not graded: submitted/{reason}", file=sys.stderr)
+    for assignment in sorted({s.assignment for s in submissions}):
+        gradebook.register(course, assignment, course.work / "release")
+    fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
+    with gradebook.open_gradebook(course) as gb:
+        results = _grade_submissions(course, gb, submissions, fingerprints, jobs=jobs, isolate=isolate,
+                                     force=force, scheduler=scheduler, limits=limits, quiet=quiet)
+        report.write_all(course, gb, results_store.merged(course, results), refused)
+    # The integrity report compares every pair of students (quadratic in the class): `make integrity`.
+    return results
+
+
+def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, force, scheduler, limits, quiet):
+    progress = Progress(len(submissions), stream=None if quiet else sys.stderr)
+    results: list[NotebookResult] = []
+    pending: dict[tuple, tuple[Submission, str | None]] = {}
+    tasks: list[GradingTask] = []
+    for sub in submissions:
+        digest = sha256(sub.path) if sub.path else None
+        previous = results_store.load(results_store.path(course, *sub.key))
+        if (not force and previous and digest and previous.get("sha256") == digest
+                and previous.get("fingerprint") == fingerprints[sub.assignment]):
+            results.append(results_store.result_from_json(previous["result"]))  # unchanged file and grader
+            progress.step(f"{sub.student} (unchanged)")
+            continue
+        try:
+            prepared = prepare(course, sub, limits, isolate)
+        except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
+            prepared = grader_error(course, sub, exc)
+        if isinstance(prepared, NotebookResult):
+            results.append(settle(course, gb, sub, lambda: prepared, digest, fingerprints[sub.assignment]))
+            progress.step(sub.student)
+        else:
+            pending[prepared.key] = (sub, digest)
+            tasks.append(prepared)
+    executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs)
+    for execution in executions:
+        sub, digest = pending[execution.key]
+        results.append(settle(course, gb, sub, lambda: judge(course, sub, execution, limits), digest,
+                              fingerprints[sub.assignment], execution.executed_notebook))
+        progress.step(sub.student)
+    results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make grade", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=0, help="parallel sandboxes (default: every core)")
+    parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
+    parser.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    parser.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+    parser.add_argument("--no-sandbox", action="store_true", help="run student code without isolation (unsafe)")
+    parser.add_argument("--scheduler", help="address of a Dask scheduler to run the jobs on")
+    parser.add_argument("--db-url", help="gradebook database URL (default: SQLite in autograder/)")
+    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
+                        "or a parent of it, or $POSENC_COURSE)")
+    args = parser.parse_args(argv)
+    course = course_for_command(args.course, args.db_url)
+    if not args.no_sandbox:
+        try:
+            check_sandbox()
+        except SandboxUnavailable as exc:
+            print(f"Cannot grade safely: {exc}", file=sys.stderr)
+            return 2
+        if not process_limit_enforced():
+            print("Warning: no writable cgroup pids controller here, so the number of processes a "
+                  "submission starts is not capped; a fork bomb is stopped only at the notebook time limit. "
+                  "Grade as root on a host with cgroups (v1 or v2) to cap it.", file=sys.stderr)
+    results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,
+                        assignments=args.assignment, students=args.student, scheduler=args.scheduler)
+    print(report.summary(course, results))
+    return 0 if all(r.graded for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

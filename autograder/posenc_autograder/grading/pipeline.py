@@ -1,0 +1,201 @@
+"""One submission through the grader: prepare (trusted) → execute (sandboxed, anywhere) → judge (trusted).
+
+The execute step lives in execute.py: it needs nothing but its GradingTask, so it can run in a
+local thread or on a remote Dask worker; only plain data crosses in either direction.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+
+import nbformat
+
+from posenc_autograder import probes as probes_package
+from posenc_autograder.authoring import release_history
+from posenc_autograder.checks import variants
+from posenc_autograder.grading.assemble import assemble
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
+from posenc_autograder.probes import codec
+from posenc_autograder.grading.execute import Execution, GradingTask
+from posenc_autograder.records import evidence as integrity_store
+from posenc_autograder.sandbox.bubblewrap import PROBE_PACKAGE, Limits
+from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
+from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult
+
+
+# --- prepare -----------------------------------------------------------------------------------
+
+def test_cells(release_nb) -> list[tuple[int, str, str, float]]:
+    """(index, cell id, title, points) of every graded cell of a released notebook."""
+    found = []
+    for index, cell in enumerate(release_nb.cells):
+        meta = nbgrader_meta(cell)
+        if meta.get("grade"):
+            first_line = cell.source.splitlines()[0] if cell.source else meta["grade_id"]
+            found.append((index, meta["grade_id"], first_line.lstrip("# ").strip(), float(meta.get("points", 0))))
+    return found
+
+
+def probe_cell_source(cell_id: str, title: str) -> str:
+    return (f"# {title}\nfrom {PROBE_PACKAGE}.runner import run as _posenc_probe\n"
+            f"_posenc_probe({cell_id!r}, globals())")
+
+
+def release_notebook(course: Course, assignment: str, notebook: str):
+    return nbformat.read(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb", as_version=4)
+
+
+def probe_files() -> dict[str, str]:
+    folder = pathlib.Path(probes_package.__file__).parent
+    return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
+
+
+def prepare(course: Course, submission: Submission, limits: Limits, isolate: bool) -> GradingTask | NotebookResult:
+    release = release_notebook(course, submission.assignment, submission.notebook)
+    cells = test_cells(release)
+    if submission.path is None:
+        return not_graded(submission, cells, submission.notes)
+    try:
+        student_nb = read_notebook(submission.path)
+    except UnreadableNotebook as exc:
+        return not_graded(submission, cells, submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
+    assembled = assemble(release, student_nb,
+                         release_history.earlier_cells(course, submission.assignment, submission.notebook))
+    submission.notes.extend(assembled.notes)
+    nb = assembled.notebook
+    variant = variants.student_variant(course, submission.student)
+    task = {}
+    for _, cell_id, title, _ in test_cells(nb):    # positions in the assembled notebook, added cells included
+        check = REGISTRY.get(cell_id)
+        if check is None:
+            continue                                 # a visible self-check: it runs as released
+        cell = next(c for c in nb.cells if grade_id(c) == cell_id)
+        cell.source = probe_cell_source(cell_id, title)
+        task[cell_id] = check.task_entry(variant)
+    shared = integrity_store.shared_probe_entry(task) if variant is not None else None
+    if shared is not None:      # the shared probe set, never graded: evidence for the integrity report
+        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(integrity_store.SHARED_CELL, "shared probes"),
+                                                  metadata={"nbgrader": {"grade_id": integrity_store.SHARED_CELL}}))
+        task[integrity_store.SHARED_CELL] = shared
+    return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
+                       dataclasses.asdict(limits), isolate)
+
+
+def grader_error(course: Course, submission: Submission, exc: Exception) -> NotebookResult:
+    """A result for a submission the grader itself stumbled on: 0 for now, flagged for the instructor."""
+    note = Note(NoteKind.GRADER_ERROR, f"the grader hit an unexpected error on this notebook "
+                f"({type(exc).__name__}); it was not graded and the instructor has been told")
+    try:
+        cells = test_cells(release_notebook(course, submission.assignment, submission.notebook))
+    except Exception:  # noqa: BLE001 - the release itself is unreadable: report with no tests
+        cells = []
+    result = not_graded(submission, cells, submission.notes + [note])
+    result.action = "instructor: see the note; fix and run `make grade` again"
+    return result
+
+
+def not_graded(submission: Submission, cells, notes) -> NotebookResult:
+    tests = [GradedTest(cid, title, cid in REGISTRY, 0.0, points, ["not run: the notebook could not be graded"])
+             for _, cid, title, points in cells]
+    return NotebookResult(*submission.key, graded=False, tests=tests, notes=list(notes),
+                          action="student: submit a readable notebook with its original name")
+
+
+# --- judge (trusted side) ----------------------------------------------------------------------
+
+def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
+    release = release_notebook(course, submission.assignment, submission.notebook)
+    variant = variants.student_variant(course, submission.student)
+    integrity_store.keep(course, submission, execution, variant, release)
+    notes = list(submission.notes) + _describe_events(execution.events)
+    if execution.failure:
+        notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))
+    tests = []
+    for _, cell_id, title, points in test_cells(release):
+        check = REGISTRY.get(cell_id)
+        if check is None:
+            error = execution.cell_errors.get(cell_id)
+            tests.append(GradedTest(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
+            continue
+        problems, passed, total = _judge_one(check, execution.observations.get(cell_id), execution.events, variant)
+        share = check.points_for(passed, total) * points / check.points      # the released cell's points rule
+        tests.append(GradedTest(cell_id, title, True, share, points, problems,
+                                (passed, total) if check.partial else None))
+    notes += _memory_note(tests, limits)
+    notes[:0] = fix_this_first(tests)
+    if execution.failure:
+        action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
+    elif notes:
+        action = "student: read the notes in the feedback; failed tests say what to fix"
+    else:
+        action = ""
+    return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,
+                          seconds=execution.seconds, action=action)
+
+
+LIKELY_CAUSE = "Likely cause: "
+
+
+def fix_this_first(tests: list[GradedTest]) -> list[str]:
+    """One note naming a diagnosed cause that explains failures in several tests, so feedback opens with it."""
+    failing: dict[str, list[str]] = {}          # cause, its measured numbers left out -> [first wording, ids]
+    for test in tests:
+        for problem in test.problems:
+            if LIKELY_CAUSE in problem:
+                cause = problem.split(LIKELY_CAUSE, 1)[1].rstrip(".")
+                entry = failing.setdefault(re.sub(r"\d[\d.e+-]*", "#", cause), [cause])
+                if test.cell_id not in entry:
+                    entry.append(test.cell_id)
+    shared = [entry for entry in failing.values() if len(entry) > 2]
+    if not shared:
+        return []
+    cause, *ids = max(shared, key=len)
+    return [Note(NoteKind.FIX_FIRST, f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
+
+
+def _judge_one(check, record, events, variant) -> tuple[list[str], int, int]:
+    """Problems, cases passed, cases judged."""
+    if record is None:
+        return [_why_no_answer(events)], 0, 1
+    return check.graded(record, variant)
+
+
+def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:
+    """A MemoryError is the memory limit at work: say so once, naming the cells, so the report shows it."""
+    cells = [t.cell_id for t in tests if any("MemoryError" in p for p in t.problems)]
+    if not cells:
+        return []
+    return [Note(NoteKind.MEMORY, f"your code ran out of memory in {', '.join(cells)}: the grader allows each "
+                 f"notebook {limits.memory_bytes / 2**30:g} GiB; look for an array far larger than the inputs need")]
+
+
+def _why_no_answer(events) -> str:
+    for event in events:
+        if event.get("event") == "notebook_time_limit":
+            return "not run: the notebook reached its time limit before this test"
+    return ("not run: the test produced no answer (the kernel stopped or the cell ran too long; "
+            "see the notes above)")
+
+
+def _describe_events(events) -> list[str]:
+    notes = []
+    for event in events:
+        kind, where = event.get("event"), str(event.get("where", "a cell"))
+        if kind == "kernel_died":
+            notes.append(Note(NoteKind.CRASHED, f"the notebook's process died while running {where} (os._exit, "
+                              f"a crash, a killed process or a resource limit); that cell was skipped and the "
+                              f"notebook run again without it"))
+        elif kind == "cell_timeout":
+            notes.append(Note(NoteKind.TIMEOUT, f"{where} ran longer than {event.get('seconds')} s and was "
+                              f"stopped (an infinite loop?); it was skipped and the notebook run again without it"))
+        elif kind == "notebook_time_limit":
+            notes.append(Note(NoteKind.TIMEOUT, "the notebook reached its total time limit; tests that had not "
+                                                 "run yet score 0"))
+        elif kind == "output_truncated":
+            notes.append(Note(NoteKind.OUTPUT_FLOOD, f"{where} printed too much output; the rest was dropped"))
+        elif kind in ("runner_error", "too_many_replays"):
+            notes.append(Note(NoteKind.GRADER_ERROR, f"the grader could not finish running the notebook "
+                                                     f"({event.get('detail', kind)})"))
+    return notes

@@ -1,0 +1,1 @@
+"""Intake: LMS downloads and hand-ins become submissions (collect, LMS naming, safe zips, roster)."""

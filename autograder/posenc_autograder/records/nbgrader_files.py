@@ -1,0 +1,127 @@
+"""What nbgrader's own tools expect next to our results, so they work after `make grade`.
+
+- timestamp.txt and submission_secret.txt in submitted/, autograded/ and feedback/ (as nbgrader's
+  collect, autograde and generate_feedback leave them): `release_feedback` and formgrader read them;
+- the autograded notebook: released cell sources, plain-text outputs only, and each hidden test's
+  diagnosis as that cell's output, so formgrader and `generate_feedback` show what went wrong.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import os
+import pathlib
+import secrets
+
+import nbformat
+from nbgrader.utils import parse_utc
+
+from posenc_autograder.course import Course, grade_id
+from posenc_autograder.records.evidence import SHARED_CELL
+
+TIMESTAMP = "timestamp.txt"
+SECRET = "submission_secret.txt"
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"      # nbgrader's own format (exchange submit)
+MAX_TIMESTAMP_BYTES = 200
+
+
+def format_timestamp(when: dt.datetime) -> str:
+    return when.strftime(TIMESTAMP_FORMAT)
+
+
+def read_timestamp(folder: pathlib.Path) -> dt.datetime | None:
+    """The submission time nbgrader would read from the folder (None: missing or unreadable)."""
+    path = folder / TIMESTAMP
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TIMESTAMP_BYTES:
+            return None
+        return parse_utc(path.read_text().strip())
+    except (ValueError, OverflowError, OSError, TypeError):
+        return None
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+
+
+def submission_time(course: Course, student: str, assignment: str) -> dt.datetime | None:
+    """timestamp.txt of the submission, written from the notebook's time when the folder has none."""
+    folder = course.submitted / student / assignment
+    found = read_timestamp(folder)
+    if found is None and folder.is_dir() and not folder.is_symlink():
+        notebooks = [p for p in folder.glob("*.ipynb") if not p.is_symlink()]
+        mtime = max((p.stat().st_mtime for p in notebooks), default=folder.stat().st_mtime)
+        found = dt.datetime.fromtimestamp(mtime, dt.timezone.utc).replace(tzinfo=None)
+        _write(folder / TIMESTAMP, format_timestamp(found))
+    return found
+
+
+def place_beside(course: Course, student: str, assignment: str, when: dt.datetime | None) -> None:
+    """timestamp.txt and a submission secret in autograded/ and feedback/, as nbgrader's apps leave them."""
+    secret = None
+    for root in (course.autograded, course.feedback):
+        folder = root / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        if when is not None:
+            _write(folder / TIMESTAMP, format_timestamp(when))
+        if (folder / SECRET).is_file():
+            secret = secret or (folder / SECRET).read_text()
+    secret = secret or secrets.token_hex(32)
+    for root in (course.autograded, course.feedback):
+        _write(root / student / assignment / SECRET, secret)
+
+
+# --- the autograded notebook ----------------------------------------------------------------------
+
+MAX_OUTPUT_CHARS = 20_000
+
+
+def _text(value, limit: int = MAX_OUTPUT_CHARS) -> str:
+    """Output text as nbformat stores it (a string or a list of lines), bounded."""
+    return ("".join(map(str, value)) if isinstance(value, list) else str(value or ""))[:limit]
+
+
+def _plain_text(outputs) -> list:
+    """Only text survives: html, javascript, images and widgets a student forged never reach formgrader."""
+    kept = []
+    for output in outputs if isinstance(outputs, list) else []:
+        kind = output.get("output_type") if isinstance(output, dict) else None
+        if kind == "stream":
+            name = "stderr" if output.get("name") == "stderr" else "stdout"
+            kept.append(nbformat.v4.new_output("stream", name=name, text=_text(output.get("text"))))
+        elif kind == "error":
+            kept.append(nbformat.v4.new_output("error", ename=_text(output.get("ename"), 200),
+                                               evalue=_text(output.get("evalue"), 2_000), traceback=[]))
+        elif kind in ("execute_result", "display_data") and isinstance(output.get("data"), dict):
+            text = _text(output["data"].get("text/plain"))
+            if text:
+                kept.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+    return kept
+
+
+def diagnosis_text(test) -> str:
+    if test.passed:
+        return f"{test.cell_id}: passed ({test.points:g}/{test.max_points:g} points)\n"
+    return (f"{test.cell_id}: failed ({test.points:g}/{test.max_points:g} points)\n"
+            + "".join(f"- {problem}\n" for problem in test.problems))
+
+
+def autograded_notebook(executed_json: str | None, release, result) -> nbformat.NotebookNode:
+    """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
+    # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
+    nb = nbformat.reads(executed_json, as_version=4) if executed_json else copy.deepcopy(release)
+    released = {grade_id(c): c for c in release.cells if grade_id(c)}
+    tests = {t.cell_id: t for t in result.tests}
+    nb.cells = [c for c in nb.cells if grade_id(c) != SHARED_CELL]     # the integrity probes are not the student's
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell_id = grade_id(cell)
+        cell.outputs = _plain_text(cell.get("outputs", []))
+        if cell_id in tests and tests[cell_id].hidden:
+            cell.source = released[cell_id].source if cell_id in released else ""
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=diagnosis_text(tests[cell_id]))]
+    return nb
+

@@ -1,0 +1,40 @@
+"""`make feedback`: after manual grading in formgrader, every feedback page and the class files again,
+from the gradebook's current points."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+from posenc_autograder.course import Course, course_for_command
+from posenc_autograder.records import gradebook, results_store
+from posenc_autograder.reports import feedback, run_report
+
+
+def rebuild(course: Course) -> list[pathlib.Path]:
+    """Every feedback page again, with the gradebook's current points (manual grades included)."""
+    written = []
+    with gradebook.open_gradebook(course) as gb:
+        for result in results_store.stored_results(course):
+            scores = gradebook.cell_scores(gb, result.student, result.assignment, result.notebook)
+            written.append(feedback.write(result, course.feedback, scores))
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make feedback", description=rebuild.__doc__)
+    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
+                        "or a parent of it, or $POSENC_COURSE)")
+    args = parser.parse_args(argv)
+    course = course_for_command(args.course)
+    written = rebuild(course)
+    print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
+          f"`nbgrader release_feedback <assignment>` sends them")
+    with gradebook.open_gradebook(course) as gb:
+        run_report.write_all(course, gb, results_store.stored_results(course))
+    print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""After a run: the grades files, the run report, the class dashboard, and the summary for the instructor.
+
+All of them cover the whole class (stored results merged in by grade.py). Student-controlled text is
+made inert on the way out: spreadsheet cells cannot start a formula (csvsafe), Markdown and HTML in
+the report are escaped.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+from posenc_autograder import csvsafe
+from posenc_autograder.reports import dashboard, lms_exports
+from posenc_autograder.records import gradebook
+from posenc_autograder.intake import roster
+from posenc_autograder.course import Course
+from posenc_autograder.results import NoteKind, NotebookResult
+
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def markdown_text(text: str) -> str:
+    """Literal text inside Markdown: no HTML, links, emphasis or headings, and one line."""
+    flat = " ".join(str(text).split())
+    return MARKDOWN_SPECIAL.sub(r"\\\1", flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def problem_entries(results: list[NotebookResult]) -> list[dict]:
+    """One entry per submission where something went wrong beyond failed tests."""
+    entries = []
+    for r in results:
+        if r.notes or not r.graded:
+            entries.append({"student": r.student, "assignment": r.assignment, "notebook": r.notebook,
+                            "graded": r.graded, "score": r.score, "max_score": r.max_score,
+                            "what_happened": r.notes, "what_to_do": r.action})
+    return entries
+
+
+def test_columns(results: list[NotebookResult]) -> list[str]:
+    """One column per graded cell, '<assignment>:<cell id>', in notebook order."""
+    columns = []
+    for r in results:
+        columns += [f"{r.assignment}:{t.cell_id}" for t in r.tests if f"{r.assignment}:{t.cell_id}" not in columns]
+    return columns
+
+
+def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict, cell_scores: dict) -> pathlib.Path:
+    """Final scores (manual grades included) per student and assignment, with each test's points,
+    the submission time and the late flag from the roster (`finals`, `cell_scores`: gradebook.class_scores)."""
+    people = roster.load(course)
+    rows = []
+    for r in results:
+        score, max_score = finals[r.student, r.assignment]
+        cells = cell_scores.get((r.student, r.assignment, r.notebook), {})
+        person = people.get((r.student, r.assignment), {})
+        rows.append({"student": r.student, "name": person.get("name", ""), "lms_user_id": person.get("lms_user_id", ""),
+                     "assignment": r.assignment, "score": score, "max_score": max_score,
+                     "status": "graded" if r.graded else "not graded",
+                     "submitted_at": person.get("submitted_at", ""), "late": person.get("late", ""),
+                     **{f"{r.assignment}:{t.cell_id}": cells.get(t.cell_id, (t.points, False))[0] for t in r.tests}})
+    fields = ["student", "name", "lms_user_id", "assignment", "score", "max_score", "status", "submitted_at", "late"]
+    return csvsafe.write(course.grades_csv, fields + test_columns(results), rows)
+
+
+def failure_shares(results: list[NotebookResult]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(assignment, hidden test) -> (students who failed it, students graded)."""
+    shares: dict[tuple[str, str], list[int]] = {}
+    for r in results:
+        if not r.graded:
+            continue
+        for t in r.tests:
+            if t.hidden:
+                count = shares.setdefault((r.assignment, t.cell_id), [0, 0])
+                count[0] += 0 if t.passed else 1
+                count[1] += 1
+    return {k: (v[0], v[1]) for k, v in shares.items()}
+
+
+def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.Path:
+    course.reports.mkdir(parents=True, exist_ok=True)
+    entries = problem_entries(results)
+    (course.reports / "grading-report.json").write_text(json.dumps(entries, indent=1))
+    md = markdown_text
+    lines = ["# Grading report", "", f"{len(results)} notebooks, {sum(r.graded for r in results)} graded, "
+             f"{len(entries)} with something to report.", ""]
+    for e in entries:
+        lines.append(f"## {md(e['student'])} / {md(e['assignment'])} / {md(e['notebook'])}.ipynb "
+                     f"({'graded' if e['graded'] else 'NOT GRADED'}, {e['score']:g}/{e['max_score']:g})")
+        lines += [f"- {md(n)}" for n in e["what_happened"]] + [f"- What to do: {md(e['what_to_do'])}", ""]
+    lines += visible_failures_section(results)
+    path = course.reports / "grading-report.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def visible_failures_section(results: list[NotebookResult]) -> list[str]:
+    """Per student, the visible self-checks that failed: what `nbgrader validate` would have told them."""
+    rows = [f"- {markdown_text(r.student)} / {markdown_text(r.assignment)}: "
+            f"{markdown_text(', '.join(failed))}" for r in results if r.graded
+            and (failed := [t.cell_id for t in r.tests if not t.hidden and not t.passed])]
+    return ["## Visible self-checks that failed", "", *rows, ""] if rows else []
+
+
+def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = ()) -> None:
+    """`refused`: folders under submitted/ that were not read, with why (they have no result)."""
+    finals, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
+    write_grades_csv(course, results, finals, cell_scores)
+    lms_exports.write_all(course, results, finals)
+    write_run_report(course, results)
+    dashboard.write(course, results, refused)
+
+
+def summary(course: Course, results: list[NotebookResult]) -> str:
+    """What this run did (the files written cover the whole class)."""
+    lines = ["", "Scores (automatic, per notebook):"]
+    width = max([len(r.student) for r in results] + [7])
+    for r in results:
+        flag = "" if r.graded else "  NOT GRADED"
+        lines.append(f"  {r.student:<{width}}  {r.assignment}/{r.notebook}  {r.score:g}/{r.max_score:g}{flag}")
+    shares = failure_shares(results)
+    if shares:
+        lines += ["", "Hidden tests, share of students who failed them:"]
+        for (assignment, cell_id), (failed, total) in sorted(shares.items(), key=lambda kv: -kv[1][0] / kv[1][1]):
+            lines.append(f"  {failed / total:6.0%}  ({failed}/{total})  {assignment}: {cell_id}")
+    changed = [f"  {r.student}: {n}" for r in results for n in r.notes_of(NoteKind.REGRADE)]
+    if changed:
+        lines += ["", "Scores changed by the new grader:"] + changed
+    entries = problem_entries(results)
+    lines += ["", f"Class dashboard: {dashboard.path(course)}",
+              f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
+              f"Grades: {course.grades_csv} (LMS imports: {', '.join(str(p) for p in lms_exports.paths(course))})",
+              f"Feedback: {course.feedback}/<student>/<assignment>/",
+              "Evidence of copying, for you only: make integrity"]
+    return "\n".join(lines)

