@@ -21,6 +21,8 @@ import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.slow      # runs every chapter in a fresh kernel, twice
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
 READER_PACKAGES = ("numpy", "matplotlib", "ipykernel")     # what a reader is assumed to have

@@ -136,7 +136,7 @@ def test_dashboard_in_chromium(class_page, browser):  # noqa: F811 - pytest fixt
     assert all(url.startswith(("file://", "data:")) for url in requests), requests
     sizes = page.evaluate("() => [...document.images].map(i => [i.naturalWidth, i.alt.length])")
     assert len(sizes) == 3 and all(w > 0 and alt > 30 for w, alt in sizes)
-    shots = pathlib.Path(__file__).resolve().parents[1] / "_build" / "screenshots"
+    shots = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "class-dashboard.png"), full_page=True)
     page.close()

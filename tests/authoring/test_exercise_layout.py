@@ -18,6 +18,7 @@ from posenc_autograder.authoring.spec_bullets import SPEC_BULLETS
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
 
+@pytest.mark.slow          # runs nbgrader generate_assignment
 def test_committed_exercises_equal_a_fresh_generation(tmp_path):
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     (tmp_path / "autograder").mkdir()
@@ -64,6 +65,7 @@ def test_every_hidden_cell_has_a_registered_check(assignment):
     assert hidden == registered
 
 
+@pytest.mark.slow          # runs nbgrader validate
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_nbgrader_validate_passes_a_solved_notebook_and_flags_an_untouched_one(assignment, tmp_path):
     """What a student sees from `nbgrader validate` before submitting, outside the course folder."""

@@ -16,7 +16,7 @@ from posenc_autograder.course import Course
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 ASSIGNMENT = "rope_alibi"          # the smaller notebook: this test is about installing, not grading
 
 

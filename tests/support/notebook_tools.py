@@ -7,7 +7,7 @@ import nbformat
 
 from posenc_autograder.course import grade_id, nbgrader_meta
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def solution_notebook(assignment: str) -> pathlib.Path:
