@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test test-fast mutate release grade integrity collect feedback bench system-packages install clean
+.PHONY: book serve test test-fast lint mutate release grade integrity collect feedback bench system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ system-packages:
 ## test: every test (book build, exercises, grader)
 test: $(STAMP) system-packages
 	$(PY) -m pytest
+
+## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 ## test-fast: everything but the book, browser, PostgreSQL and slow end-to-end tests (under a minute)
 test-fast: $(STAMP)
