@@ -38,4 +38,20 @@ SPEC_BULLETS = {
     "integration.additive_composition": ("Integration", "X + PE keeps the statistics of X ~ N(0, 1) sane"),
     "integration.forward_with_attention": ("Integration", "SinusoidalPositionalEncoding wired into attention is order sensitive"),
     "integration.attention": ("Integration", "The self-attention module itself is correct"),
+    # context_extension (issue 27): stretching a RoPE model's context
+    "stretch.shapes": ("Context extension", "Shapes and dtypes for several head dimensions"),
+    "stretch.errors": ("Context extension", "Errors for bad arguments (odd or too small head_dim, scale below 1)"),
+    "stretch.pi": ("Context extension", "Position interpolation: positions scaled into the training range, the "
+                                        "largest target position below train_len, identity at scale 1"),
+    "stretch.ntk": ("Context extension", "NTK: fastest pair unchanged, slowest pair's wavelength scaled by s, "
+                                         "identity at s = 1, stable for head_dim 256"),
+    "stretch.yarn": ("Context extension", "YaRN: short wavelengths kept, long ones divided by s, the ramp monotonic "
+                                          "and continuous at both ends, attention scale 1 at s = 1, head_dim 8 by hand"),
+    "stretch.llama": ("Context extension", "Llama 3.1: every pair in its band; the published configuration "
+                                           "reproduces Meta's apply_scaling"),
+    "stretch.relative": ("Context extension", "Scores after rotation still depend only on the offset, for each scheme"),
+    "stretch.unseen": ("Context extension", "Unseen angles at scale 4: none with interpolation, only pairs that "
+                                            "completed a turn in training with YaRN and Llama 3.1"),
+    "stretch.integration": ("Context extension", "Attention at four times the training length stays finite, its "
+                                                 "entropy within a stated band of the in-training value"),
 }

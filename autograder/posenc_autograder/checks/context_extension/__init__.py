@@ -1,0 +1,1 @@
+"""Hidden tests of the bonus assignment context_extension: stretching a RoPE model's context."""
