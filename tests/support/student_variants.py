@@ -483,7 +483,7 @@ def apply_rope(x, positions, base=10000.0):
             points_lost=4),
     Mistake("halves instead of pairs", rope_variant(pairs="x[..., :d // 2], x[..., d // 2:]",
                                                     assemble="return np.concatenate([first, second], axis=-1)"),
-            "hidden_apply_rope", "legitimate RoPE convention, the one GPT-NeoX and Llama", points_lost=4),
+            "hidden_apply_rope", "legitimate RoPE convention, the one GPT-NeoX and Hugging Face", points_lost=4),
     Mistake("positions off by one", rope_variant(positions="np.asarray(positions, dtype=float) + 1"),
             "hidden_apply_rope", "shifted by one", points_lost=4),
     Mistake("positions ignored", rope_variant(positions="np.arange(x.shape[-2], dtype=float)"),
