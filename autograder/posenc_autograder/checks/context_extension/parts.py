@@ -36,8 +36,8 @@ DIAGNOSES = {
     "ntk_no_exponent": "the base was multiplied by the scale alone: NTK-aware scaling uses s^(d / (d - 2)), so "
                        "that the slowest pair is divided by exactly s (d/(d-2) forgotten)",
     "ntk_inverted": "the exponent is (d - 2) / d; it must be d / (d - 2)",
-    "ntk_overflow": "s**d / s**(d - 2) overflows for a wide head: compute the exponent d / (d - 2) first, or work "
-                    "in log space, base * exp(d / (d - 2) * log(s))",
+    "ntk_overflow": "(s**d) ** (1 / (d - 2)) overflows for a wide head: raise s to d / (d - 2) in one step, or "
+                    "work in log space, base * exp(d / (d - 2) * log(s))",
     "ramp_reversed": "the ramp is reversed: pairs that turn many times in training (r > beta) keep their "
                      "frequency, pairs below alpha turns are divided by the scale",
     "wrong_length": "the wavelength was compared with the target length train_len * scale: the ratio r = L / "
@@ -88,10 +88,13 @@ def _tolerance(expected) -> float:
 
 def _values(function, group, expected, mistakes):
     """The judge of a value group: expected(*args, **kwargs) and mistakes(*args, **kwargs) (named wrong answers)
-    for every call."""
+    for every call. A number returned as a one-element array is judged as the number: its type is the
+    contracts test's to charge."""
     def judge(inputs, obs):
         def problem(case, record):
             want = expected(*case["args"], **case["kwargs"])
+            if np.ndim(want) == 0 and "value" in record and np.size(record["value"]) == 1:
+                record = {**record, "value": np.reshape(record["value"], ())}
             return compare(record, np.asarray(want, dtype=np.float64), call_label(function, case), _tolerance(want),
                            diagnose=_diagnose(mistakes(*case["args"], **case["kwargs"])))
         return each_case(problem, inputs["groups"][group], obs[group])
@@ -186,10 +189,10 @@ def _llama_mistakes(head_dim, base, factor, low, high, original):
     omega = ref.angular_frequencies(head_dim, base)
     turns = ref.turns_in(omega, original)
     smooth = np.clip((turns - low) / (high - low), 0, 1)
-    swapped_bands = np.where(turns > low, omega, np.where(turns < high, omega / factor,
-                                                          (1 - smooth) * omega / factor + smooth * omega))
-    return {"bands_swapped": ref.by_parts(omega, factor, turns, high, low) if high != low else swapped_bands,
-            "smooth_reversed": smooth * omega / factor + (1 - smooth) * omega,
+    def bands(kept, divided, blend):
+        return np.where(kept, omega, np.where(divided, omega / factor, blend))
+    return {"bands_swapped": bands(turns > low, turns < high, (1 - smooth) * omega / factor + smooth * omega),
+            "smooth_reversed": bands(turns > high, turns < low, smooth * omega / factor + (1 - smooth) * omega),
             "cycles": ref.by_parts(omega, factor, original * omega, low, high),
             "multiplied": (1 - smooth) * omega * factor + smooth * omega}
 
