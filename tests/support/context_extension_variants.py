@@ -68,7 +68,8 @@ CONTEXT_MISTAKES = [
     Mistake("YaRN: ramp reversed", YARN.format(body=RAMP + "return gamma * omega / scale + (1 - gamma) * omega"),
             "hidden_yarn_frequencies", "the ramp is reversed"),
     Mistake("YaRN: wavelength compared with the target length",
-            YARN.format(body="turns = turns * scale\n    " + RAMP + "return (1 - gamma) * omega / scale + gamma * omega"),
+            YARN.format(body="turns = turns * scale\n    " + RAMP
+                        + "return (1 - gamma) * omega / scale + gamma * omega"),
             "hidden_yarn_frequencies", "compared with the target length"),
     Mistake("YaRN: wavelength over length", YARN.format(
         body="turns = 1 / turns\n    " + RAMP + "return (1 - gamma) * omega / scale + gamma * omega"),
@@ -165,7 +166,8 @@ def llama31_frequencies(head_dim, base, factor, low_freq_factor, high_freq_facto
     return np.array(new)
 ''',
     "angles with einsum": "def rotation_angles(frequencies, positions):\n"
-                          "    return np.einsum('m,i->mi', np.asarray(positions, float), np.asarray(frequencies, float))\n",
+                          "    return np.einsum('m,i->mi', np.asarray(positions, float),\n"
+                          "                     np.asarray(frequencies, float))\n",
     "attention with complex numbers, as Meta's code": '''
 def stretched_attention(q, k, angles, attention_scale=1.0):
     turn = np.exp(1j * angles)

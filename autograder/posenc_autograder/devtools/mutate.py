@@ -35,7 +35,9 @@ from posenc_autograder.probes.helpers import to_plain
 STUDENT_API = {name: name for name in (
     "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding",
     "relative_position_matrix", "dot_product_distance", "encoding_statistics", "self_attention", "apply_rope",
-    "alibi_slopes", "alibi_bias")} | {"rope_frequencies": "angular_frequencies"}
+    "alibi_slopes", "alibi_bias", "interpolated_positions", "ntk_scaled_base", "yarn_frequencies",
+    "yarn_attention_scale", "llama31_frequencies", "rotation_angles", "max_angle_seen", "stretched_attention")} | \
+    {"rope_frequencies": "angular_frequencies"}
 
 SWAPPED_OPERATORS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
                      ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv, ast.MatMult: ast.Mult,
@@ -212,6 +214,31 @@ def spec_battery() -> list[Callable[[dict], object]]:
         calls.append(lambda ns, n=n: ns["alibi_slopes"](n))
     for heads, length in ((1, 1), (3, 4), (8, 9)):
         calls.append(lambda ns, h=heads, L=length: ns["alibi_bias"](h, L))
+    return calls + _context_extension_battery()
+
+
+def _context_extension_battery() -> list[Callable[[dict], object]]:
+    """The bonus context_extension's functions, including the errors ntk_scaled_base promises."""
+    calls = []
+    for positions, train, target in ((np.arange(10), 4, 8), (np.array([3, 7, 1000]), 1000, 3000), (np.arange(5), 5, 5)):
+        calls.append(lambda ns, a=(positions, train, target): ns["interpolated_positions"](*a))
+    for args in ((1e4, 4.0, 64), (1e4, 1.0, 8), (1e6, 64.0, 256), (1e4, 2.0, 4), (1e4, 2.0, 7), (1e4, 2.0, 2),
+                 (1e4, 0.5, 64)):
+        calls.append(lambda ns, a=args: ns["ntk_scaled_base"](*a))
+    for args, kwargs in (((8, 1e4, 4.0, 64), {}), ((64, 1e4, 8.0, 2048), {}), ((32, 1e4, 1.0, 128), {}),
+                         ((64, 1e4, 2.0, 4096), {"alpha": 2.0, "beta": 16.0}), ((128, 5e5, 16.0, 8192), {})):
+        calls.append(lambda ns, a=args, k=kwargs: ns["yarn_frequencies"](*a, **k))
+    for scale in (1.0, 3.0, 40.0):
+        calls.append(lambda ns, s=scale: ns["yarn_attention_scale"](s))
+    for args in ((128, 5e5, 8.0, 1.0, 4.0, 8192), (64, 1e4, 4.0, 2.0, 8.0, 4096), (16, 1e4, 8.0, 1.0, 4.0, 64)):
+        calls.append(lambda ns, a=args: ns["llama31_frequencies"](*a))
+    frequencies, positions = _normal(10, 4) ** 2, np.array([0.0, 3.0, -5.0, 41.5])
+    calls += [lambda ns: ns["rotation_angles"](frequencies, positions),
+              lambda ns: ns["max_angle_seen"](frequencies, 17)]
+    for seed, length, scale in ((11, 6, 1.0), (12, 9, 1.3), (13, 4, 1.0)):
+        q, k, angles = _normal(seed, length, 8), _normal(seed + 1, length, 8), _normal(seed + 2, length, 4) * 3
+        calls.append(lambda ns, a=(q * (1 + 20 * (seed == 13)), k, angles), s=scale: ns["stretched_attention"](
+            *a, attention_scale=s))
     return calls
 
 

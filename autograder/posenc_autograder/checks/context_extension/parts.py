@@ -11,8 +11,8 @@ import numpy as np
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.checks.base import HiddenTest, call, call_label, calling, compare, each_case, expect_error, \
     normal
-from posenc_autograder.checks.contracts import ARRAY, FLOAT, contracts_judge
-from posenc_autograder.probes.calls import contract_each
+from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
+from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.probes.helpers import call_each
 
 ASSIGNMENT = "context_extension"
@@ -282,32 +282,15 @@ def _attention_judge(inputs, obs):
     return [p + (f". Likely cause: {DIAGNOSES['overflow']}" if _overflowed(p) else "") for p in judged]
 
 
-# --- contracts -------------------------------------------------------------------------------------
-
-PROMISED = {PI_FN: ARRAY, NTK_FN: FLOAT, YARN_FN: ARRAY, TEMP_FN: FLOAT, LLAMA_FN: ARRAY, ANGLES_FN: ARRAY,
-            SEEN_FN: ARRAY, ATTN_FN: ARRAY}
-ARGUMENT_NAMES = {PI_FN: ["positions"], ANGLES_FN: ["frequencies", "positions"], SEEN_FN: ["frequencies"],
-                  ATTN_FN: ["q", "k", "angles"]}
-
-
-def _contract_inputs():
-    q, k = normal(61, (5, 8)), normal(62, (5, 8))
-    return {"calls": {PI_FN: call(np.arange(6.0), 4, 8), NTK_FN: call(1e4, 4.0, 16),
-                      YARN_FN: call(16, 1e4, 4.0, 64), TEMP_FN: call(4.0), LLAMA_FN: call(*LLAMA_CASES[-1]),
-                      ANGLES_FN: call(ref.angular_frequencies(8), np.arange(5.0)),
-                      SEEN_FN: call(ref.angular_frequencies(8), 64),
-                      ATTN_FN: call(q, k, ref.rotation_angles(ref.angular_frequencies(8), np.arange(5.0)))}}
-
-
 TESTS = [
-    HiddenTest(id="hidden_interpolated_positions", partial=True, assignment=ASSIGNMENT, points=2,
-               answer_cell="interpolation",
+    HiddenTest(id="hidden_interpolated_positions", subjects=(PI_FN,), partial=True, assignment=ASSIGNMENT,
+               points=2, answer_cell="interpolation",
                title="interpolated positions for several lengths, identity at scale 1, offsets kept",
                bullets=("stretch.shapes", "stretch.pi", "stretch.relative"),
                inputs=_pi_inputs, probe=call_each,
                judge=_values(PI_FN, "values", ref.interpolated_positions, _pi_mistakes)),
-    HiddenTest(id="hidden_ntk_scaled_base", partial=True, assignment=ASSIGNMENT, points=2,
-               answer_cell="interpolation",
+    HiddenTest(id="hidden_ntk_scaled_base", subjects=(NTK_FN,), partial=True, assignment=ASSIGNMENT,
+               points=2, answer_cell="interpolation",
                title="NTK-aware bases for several widths and scales, identity at scale 1, a 256-wide head, "
                      "ValueError for bad arguments",
                bullets=("stretch.errors", "stretch.ntk"),
@@ -316,43 +299,47 @@ TESTS = [
                                       errors=[call(1e4, 2.0, 7), call(1e4, 2.0, 2), call(1e4, 0.5, 64)]),
                probe=call_each,
                judge=_both(_ntk_values, _errors(NTK_FN, "errors", _ntk_error_why))),
-    HiddenTest(id="hidden_yarn_frequencies", partial=True, assignment=ASSIGNMENT, points=3, answer_cell="yarn",
+    HiddenTest(id="hidden_yarn_frequencies", subjects=(YARN_FN,), partial=True, assignment=ASSIGNMENT,
+               points=3, answer_cell="yarn",
                title="YaRN frequencies for several widths, bases, scales and ramps, at both ends of the ramp",
                bullets=("stretch.shapes", "stretch.yarn"),
                inputs=_yarn_inputs, probe=call_each,
                judge=_values(YARN_FN, "values", ref.yarn_frequencies, _yarn_mistakes)),
-    HiddenTest(id="hidden_yarn_attention_scale", partial=True, assignment=ASSIGNMENT, points=1, answer_cell="yarn",
+    HiddenTest(id="hidden_yarn_attention_scale", subjects=(TEMP_FN,), partial=True, assignment=ASSIGNMENT,
+               points=1, answer_cell="yarn",
                title="YaRN's attention scale, 1 at scale 1",
                bullets=("stretch.yarn",),
                inputs=lambda: calling(TEMP_FN, values=[call(s) for s in (1.0, 2.0, 4.0, 16.0, 32.5)]),
                probe=call_each,
                judge=_values(TEMP_FN, "values", ref.yarn_attention_scale,
                              lambda s: {"log10": 0.1 * np.log10(s) + 1, "squared": (0.1 * np.log(s) + 1) ** 2})),
-    HiddenTest(id="hidden_llama31_frequencies", partial=True, assignment=ASSIGNMENT, points=3, answer_cell="llama",
+    HiddenTest(id="hidden_llama31_frequencies", subjects=(LLAMA_FN,), partial=True, assignment=ASSIGNMENT,
+               points=3, answer_cell="llama",
                title="Llama 3.1's published rope_scaling and other configurations",
                bullets=("stretch.shapes", "stretch.llama"),
                inputs=lambda: calling(LLAMA_FN, values=[call(*case) for case in LLAMA_CASES]),
                probe=call_each,
                judge=_values(LLAMA_FN, "values", ref.llama31_frequencies, _llama_mistakes)),
-    HiddenTest(id="hidden_rotation_angles", partial=True, assignment=ASSIGNMENT, points=2, answer_cell="angles",
+    HiddenTest(id="hidden_rotation_angles", subjects=(ANGLES_FN,), partial=True, assignment=ASSIGNMENT,
+               points=2, answer_cell="angles",
                title="rotation angles of every scheme at four times the training length, and at any positions",
                bullets=("stretch.shapes", "stretch.relative", "stretch.unseen"),
                inputs=_angles_inputs, probe=call_each,
                judge=_values(ANGLES_FN, "angles", ref.rotation_angles, _angle_mistakes)),
-    HiddenTest(id="hidden_max_angle_seen", partial=True, assignment=ASSIGNMENT, points=1, answer_cell="angles",
+    HiddenTest(id="hidden_max_angle_seen", subjects=(SEEN_FN,), partial=True, assignment=ASSIGNMENT,
+               points=1, answer_cell="angles",
                title="the largest angle each pair saw in training, for every scheme",
                bullets=("stretch.unseen",),
                inputs=_seen_inputs, probe=call_each,
                judge=_values(SEEN_FN, "seen", ref.max_angle_seen, _seen_mistakes)),
-    HiddenTest(id="hidden_stretched_attention", partial=True, assignment=ASSIGNMENT, points=3,
-               answer_cell="attention",
+    HiddenTest(id="hidden_stretched_attention", subjects=(ATTN_FN,), partial=True, assignment=ASSIGNMENT,
+               points=3, answer_cell="attention",
                title="causal attention of every scheme at four times the training length, finite for large logits",
                bullets=("stretch.integration",),
                inputs=lambda: calling(ATTN_FN, schemes=_attention_cases()), probe=call_each,
                judge=_attention_judge),
-    HiddenTest(id="hidden_context_extension_contracts", assignment=ASSIGNMENT, points=2, answer_cell="attention",
-               title="return types and dtypes (float64 numpy arrays, Python floats), and the caller's arrays "
-                     "left unchanged",
-               bullets=("stretch.shapes",),
-               inputs=_contract_inputs, probe=contract_each, judge=contracts_judge(PROMISED, ARGUMENT_NAMES)),
+    contracts_test(ASSIGNMENT, FUNCTIONS, id="hidden_context_extension_contracts", points=2, answer_cell="attention",
+                   title="return types and dtypes (float64 numpy arrays, Python floats), and the caller's arrays "
+                         "left unchanged, for each function that passes its own tests",
+                   bullets=("stretch.shapes",)),
 ]
