@@ -14,6 +14,7 @@ COMMANDS = {
     "collect": ("intake.collect", "unpack an LMS download into autograder/submitted"),
     "grade": ("grading.grade", "grade every submission: gradebook, feedback, grade files, reports"),
     "feedback": ("reports.rebuild", "after manual grading: feedback pages and grade files again"),
+    "formgrader": ("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1"),
     "integrity": ("integrity.report", "autograder/reports/integrity.html: evidence of copying"),
     "bench": ("devtools.bench", "stock nbgrader autograde against make grade"),
     "mutate": ("devtools.mutate", "mutants of the reference graded by the hidden tests"),

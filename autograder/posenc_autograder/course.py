@@ -19,6 +19,8 @@ AUTOGRADED_DIRECTORY = "autograder/autograded"
 FEEDBACK_DIRECTORY = "autograder/feedback"
 DOWNLOADED_DIRECTORY = "autograder/downloaded"
 GRADEBOOK = "autograder/gradebook.db"
+NBGRADER_EXPORT = "autograder/grades.csv"          # what `nbgrader export` writes (ours: autograder/reports/)
+EXCHANGE_DIRECTORY = "autograder/exchange"         # nbgrader's exchange for release_feedback, inside the course
 
 # File names inside an LMS zip: "<student id>_<notebook>.ipynb" (nbgrader matches the whole path).
 SUBMISSION_FILE_PATTERN = r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"

@@ -137,6 +137,7 @@ def make_course(tmp: pathlib.Path, registered: bool = True) -> pathlib.Path:
         shutil.copytree(ROOT / folder, tmp / folder)
     (tmp / "autograder").mkdir()
     shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp / "autograder")
+    shutil.copy(ROOT / "nbgrader_config.py", tmp)          # nbgrader started from the root finds autograder/
     if registered:
         shutil.copy(registered_gradebook(), tmp / GRADEBOOK)
     return tmp
