@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test test-fast lint mutate release grade integrity collect feedback bench system-packages install clean
+.PHONY: book serve test test-fast lint mutate release grade integrity collect feedback formgrader bench system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ integrity: $(STAMP)
 ## feedback: after manual grading in formgrader: every feedback page and the grade files again, from the gradebook
 feedback: $(STAMP)
 	$(PY) -m posenc_autograder feedback
+
+## formgrader: nbgrader's formgrader for this course on 127.0.0.1 (PORT=n, default a free one); prints its address
+formgrader: $(STAMP)
+	$(PY) -m posenc_autograder formgrader $(if $(PORT),--port $(PORT))
 
 ## collect: unpack an LMS download (Canvas, Moodle, Blackboard or plain "<student>_<notebook>.ipynb") into autograder/submitted, with autograder/roster.csv (ZIP=..., ASSIGNMENT=..., LMS=...)
 ASSIGNMENT ?= positional_encoding
