@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from fixture_submissions import make_course
+from lms_zips import NB, make_zip, notebook, roster_rows, stored
 from posenc_autograder.reports import lms_exports
 from posenc_autograder.intake import roster, safezip
 from posenc_autograder.intake.collect import collect
@@ -17,41 +18,9 @@ from posenc_autograder.course import Course
 from posenc_autograder.intake.roster import ROSTER_FILE
 from posenc_autograder.intake.submissions import discover
 
-NB = "positional_encoding"
-
-
-def notebook(tag: str) -> bytes:
-    """A tiny valid notebook whose only cell names the attempt it stands for."""
-    return ('{"cells": [{"cell_type": "markdown", "metadata": {}, "source": "%s"}], "metadata": {}, '
-            '"nbformat": 4, "nbformat_minor": 5}' % tag).encode()
-
-
-def make_zip(path, members: dict, when=(2026, 11, 20, 10, 0, 0)):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            info = zipfile.ZipInfo(name, date_time=when)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    return path
-
-
 @pytest.fixture
 def course(tmp_path):
     return Course(make_course(tmp_path / "course"))
-
-
-def stored(course):
-    """student -> (file names, attempt tag) of what is in submitted/ now."""
-    found = {}
-    for folder in course.submitted.glob(f"*/{NB}"):
-        files = sorted(p.name for p in folder.glob("*.ipynb"))
-        found[folder.parent.name] = (files, [p.read_text().split('"source": "')[1].split('"')[0]
-                                             for p in sorted(folder.glob("*.ipynb"))])
-    return found
-
-
-def roster_rows(course):
-    return {r["student_id"]: r for r in csv.DictReader(open(course.path(ROSTER_FILE)))}
 
 
 CANVAS = {

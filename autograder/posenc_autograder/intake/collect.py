@@ -14,7 +14,6 @@ import datetime as dt
 import hashlib
 import os
 import pathlib
-import re
 import sys
 
 from posenc_autograder.intake import lms, roster
@@ -22,8 +21,8 @@ from posenc_autograder.course import Course
 from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
 
 MAX_NOTE_BYTES = 64_000                  # Blackboard's per-attempt .txt
-BLACKBOARD_NOTE = re.compile(r"_attempt_\d{4}(?:-\d{2}){5}\.txt$")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"   # what nbgrader writes to timestamp.txt
+CLOCK_SLACK = dt.timedelta(days=2)       # time zones between the LMS's clock and the zip's, with room to spare
 
 
 @dataclasses.dataclass
@@ -34,6 +33,8 @@ class Outcome:
     replaced: list[str] = dataclasses.field(default_factory=list)
     unchanged: list[str] = dataclasses.field(default_factory=list)
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (what, why)
+    conflicts: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (student, what claims them)
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         lines = [f"Format: {self.lms}. New: {len(self.new)}, replaced: {len(self.replaced)}, "
@@ -42,6 +43,8 @@ class Outcome:
             if ids:
                 lines.append(f"  {label}: {', '.join(ids)}")
         lines += [f"  skipped {what!r}: {why}" for what, why in self.skipped]
+        lines += [f"  CONFLICT, nothing collected for {student}: {what}" for student, what in self.conflicts]
+        lines += [f"  warning: {text}" for text in self.warnings]
         return "\n".join(lines)
 
 
@@ -51,33 +54,63 @@ def safe_file_name(name: str) -> bool:
 
 
 def attempt_label(entry: lms.Entry) -> str:
-    """Which attempt was kept, in the LMS's terms (Canvas: resubmission number and submission id)."""
+    """Which attempt was kept, in the LMS's terms (Canvas: attachment id and resubmission number)."""
     if entry.lms == "canvas":
-        return f"resubmission {entry.attempt[0]} (submission {entry.attempt[1]})"
+        return f"resubmission {entry.attempt[1]} (submission {entry.attempt[0]})"
     return entry.submitted_at.isoformat() if entry.submitted_at else ""
 
 
-def _utc_stamp(entry: lms.Entry, member: Member) -> dt.datetime:
-    """When the LMS says it was submitted; otherwise the time the LMS stored on the zip entry."""
-    return entry.submitted_at or dt.datetime(*member.info.date_time)
+def zip_time(member: Member) -> dt.datetime | None:
+    try:
+        return dt.datetime(*member.info.date_time)
+    except ValueError:
+        return None
 
 
-def _attempt_notes(archive: SafeZip, outcome: Outcome) -> dict[str, str]:
-    """Blackboard's '<prefix>_attempt_<time>.txt' files, by prefix (they name the student)."""
-    notes = {}
+def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcome: Outcome) -> dt.datetime:
+    """When the LMS's part of the name says it was submitted, cross-checked with the zip entry's time and
+    (Blackboard) the note's date; without one, the time the LMS stored on the zip entry."""
+    stored = zip_time(member) or dt.datetime(1980, 1, 1)
+    if entry.submitted_at is None:
+        return stored
+    if entry.submitted_at > stored + CLOCK_SLACK:
+        outcome.warnings.append(f"{member.name!r}: the LMS's name says {entry.submitted_at.isoformat()}, later "
+                                f"than the zip was made ({stored.isoformat()}); the zip's time was used")
+        return stored
+    noted = lms.note_date(notes.get(entry.prefix, ""))
+    if noted and abs(noted - entry.submitted_at.date()) > dt.timedelta(days=1):
+        outcome.warnings.append(f"{member.name!r}: Blackboard's note says it was submitted on {noted}, "
+                                f"its name {entry.submitted_at.date()}; the name's time was used")
+    return entry.submitted_at
+
+
+def attempt_notes(archive: SafeZip, outcome: Outcome) -> tuple[dict[str, str], set[str]]:
+    """Blackboard's notes by attempt prefix (a member named exactly '<prefix>.txt', one per prefix), and the
+    members read as notes. Two members with one note's name: neither is believed."""
+    candidates: dict[str, list[Member]] = collections.defaultdict(list)
     for member in archive.members:
-        if BLACKBOARD_NOTE.search(member.name) and refusal(member.info) is None:
-            try:
-                notes[member.name.rsplit("/", 1)[-1][:-4]] = archive.read(member, MAX_NOTE_BYTES).decode(
-                    "utf-8", "replace")
-            except ValueError as exc:
-                outcome.skipped.append((member.name, str(exc)))
-    return notes
+        prefix = lms.blackboard_note_prefix(member.name)
+        if prefix and refusal(member.info) is None:
+            candidates[prefix].append(member)
+    notes, used = {}, set()
+    for prefix, members in candidates.items():
+        used.update(m.name for m in members)
+        if len(members) > 1:
+            outcome.skipped += [(m.name, f"{len(members)} files are named as Blackboard's note of this attempt; "
+                                         f"none was believed") for m in members]
+            continue
+        try:
+            notes[prefix] = archive.read(members[0], MAX_NOTE_BYTES).decode("utf-8", "replace")
+        except ValueError as exc:
+            outcome.skipped.append((members[0].name, str(exc)))
+    return notes, used
 
 
 def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_lms: str | None,
-                  outcome: Outcome) -> list[tuple[lms.Entry, Member]]:
-    """Every usable notebook of the zip with what its name says; the rest goes to outcome.skipped."""
+                  outcome: Outcome) -> tuple[list[tuple[lms.Entry, Member]], dict[str, str]]:
+    """Every usable notebook of the zip with what the LMS's part of its name says, and Blackboard's notes;
+    the rest goes to outcome.skipped."""
+    notes, note_members = attempt_notes(archive, outcome)
     notebooks = []
     for member in archive.members:
         why = refusal(member.info)
@@ -85,16 +118,19 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
             outcome.skipped.append((member.name, why))
         elif member.name.lower().endswith(".ipynb"):
             notebooks.append(member)
-        elif not BLACKBOARD_NOTE.search(member.name):            # those are read by _attempt_notes
+        elif member.name not in note_members:
             outcome.skipped.append((member.name, "not a notebook"))
     outcome.lms = forced_lms or lms.detect([m.name for m in notebooks], expected)
-    context = {"attempt_notes": _attempt_notes(archive, outcome),
-               "assignment_prefix": lms.blackboard_prefix([m.name for m in notebooks])}
+    context = {"attempt_notes": notes,
+               "assignment_prefix": lms.blackboard_prefix([m.name for m in notebooks], notes)}
     entries = []
     for member in notebooks:
         entry = lms.PARSERS[outcome.lms](member.name, expected, **context)
+        claim = entry and lms.claims_other(entry)
         if entry is None:
             outcome.skipped.append((member.name, f"its name is not in {outcome.lms}'s download format"))
+        elif claim:
+            outcome.skipped.append((member.name, claim))
         elif lms.usable_id(entry) is None:
             outcome.skipped.append((member.name, f"the student id {entry.student_id[:80]!r} is not a safe id "
                                                  f"(letters, digits, '.', '_', '-', not starting with '.' or '-')"))
@@ -102,7 +138,17 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
             outcome.skipped.append((member.name, "the notebook's file name is not usable"))
         else:
             entries.append((dataclasses.replace(entry, student_id=lms.usable_id(entry)), member))
-    return entries
+    _check_notes(entries, notes, outcome)
+    return entries, notes
+
+
+def _check_notes(entries, notes: dict[str, str], outcome: Outcome) -> None:
+    """A Blackboard note naming another user than its attempt's prefix: the prefix decides, the instructor is told."""
+    for entry, member in entries:
+        named = lms.note_user(notes.get(entry.prefix, "")) if entry.lms == "blackboard" else None
+        if named and named[1] != entry.lms_user_id:
+            outcome.warnings.append(f"{member.name!r}: Blackboard's note names {named[1]!r}, the file name "
+                                    f"{entry.lms_user_id!r}; it was filed under the file name's user")
 
 
 def assign_ids(entries, known: dict[tuple[str, str], dict], assignment: str):
@@ -123,29 +169,36 @@ def assign_ids(entries, known: dict[tuple[str, str], dict], assignment: str):
 
 
 def latest_attempts(entries, outcome: Outcome):
-    """student id -> {file name: (entry, member)} keeping only each student's latest attempt."""
+    """student id -> {file name: (entry, member)} of each student's latest attempt. Two files that claim one
+    student's file of one attempt (or one attempt under two LMS prefixes) are not ranked: both are reported
+    in outcome.conflicts and nothing of that student is collected from this zip."""
     attempts = collections.defaultdict(list)
     for entry, member in entries:
         attempts[entry.student_id].append((entry, member))
     chosen = {}
     for student, found in attempts.items():
         latest = max(e.attempt for e, _ in found)
-        chosen[student] = {}
-        for entry, member in found:
-            if entry.attempt != latest:
-                outcome.skipped.append((member.name, f"an earlier attempt of {student}; the latest was kept"))
-            elif entry.file_name in chosen[student]:
-                outcome.skipped.append((member.name, f"a second '{entry.file_name}' in the same attempt"))
-            else:
-                chosen[student][entry.file_name] = (entry, member)
+        kept = [(e, m) for e, m in found if e.attempt == latest]
+        outcome.skipped += [(m.name, f"an earlier attempt of {student}; the latest was kept")
+                            for e, m in found if e.attempt != latest]
+        names = collections.Counter(e.file_name for e, _ in kept)
+        prefixes = {e.prefix for e, _ in kept}
+        if len(prefixes) > 1 or max(names.values()) > 1:
+            outcome.conflicts.append((student, "these files all claim the same attempt: "
+                                      + ", ".join(repr(m.name) for _, m in kept)))
+            continue
+        chosen[student] = {e.file_name: (e, m) for e, m in kept}
     return chosen
 
 
 def _write_new(path: pathlib.Path, data: bytes) -> None:
-    """Write without following a link someone may have put in the way."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    """Write a fresh file and rename it into place: whatever is at `path` (a link, a FIFO someone put there)
+    is replaced, never opened or written through."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+    os.replace(temporary, path)
 
 
 def store(course: Course, assignment: str, student: str, files: dict[str, bytes], stamp: dt.datetime) -> None:
@@ -158,6 +211,28 @@ def store(course: Course, assignment: str, student: str, files: dict[str, bytes]
     for name, data in files.items():
         _write_new(folder / name, data)
     _write_new(folder / "timestamp.txt", stamp.strftime(TIMESTAMP_FORMAT).encode())
+
+
+def looks_like(course: Course, members: list[str]) -> dict[str, int]:
+    """assignment -> how many notebooks of the zip carry one of its notebook names."""
+    counts = {}
+    for assignment in course.assignments():
+        names = course.notebooks(assignment)
+        counts[assignment] = sum(any(n in m.rsplit("/", 1)[-1] for n in names) for m in members)
+    return counts
+
+
+def wrong_assignment(course: Course, assignment: str, entries, notebooks: list[str]) -> str | None:
+    """Why the zip is not a download of `assignment` (no notebook named as its notebooks), or None."""
+    expected = {f"{n}.ipynb" for n in course.notebooks(assignment)}
+    if not notebooks or any(entry.file_name in expected for entry, _ in entries):
+        return None
+    counts = {a: n for a, n in looks_like(course, notebooks).items() if n and a != assignment}
+    hint = (" They look like " + ", ".join(f"'{a}' ({n} of {len(notebooks)} notebooks)" for a, n in
+                                             sorted(counts.items(), key=lambda kv: -kv[1]))
+            + f": run make collect ZIP=... ASSIGNMENT={max(counts, key=counts.get)}" if counts else "")
+    return (f"none of the {len(notebooks)} notebooks in the zip is {' or '.join(sorted(expected))}, the notebook of "
+            f"'{assignment}'.{hint}")
 
 
 def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_lms: str | None = None,
@@ -173,9 +248,16 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
     rows = roster.load(course)
     try:
         with SafeZip(archive_path) as archive:
-            entries = assign_ids(parse_entries(archive, assignment, expected, forced_lms, outcome), rows, assignment)
+            parsed, notes = parse_entries(archive, assignment, expected, forced_lms, outcome)
+            wrong = wrong_assignment(course, assignment, parsed,
+                                     [m.name for m in archive.members if m.name.lower().endswith(".ipynb")])
+            if wrong:
+                print(f"Refused: {wrong} Nothing was collected.", file=sys.stderr)
+                return 1
+            entries = assign_ids(parsed, rows, assignment)
             for student, files in sorted(latest_attempts(entries, outcome).items()):
-                _collect_student(course, archive, assignment, student, files, rows, outcome, archive_path.name)
+                _collect_student(course, archive, assignment, student, files, rows, outcome, archive_path.name,
+                                 notes)
     except UnsafeArchive as exc:
         print(f"Refused: {exc}. Nothing was collected.", file=sys.stderr)
         return 1
@@ -187,7 +269,7 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
     return 0
 
 
-def _collect_student(course, archive, assignment, student, files, rows, outcome, source) -> None:
+def _collect_student(course, archive, assignment, student, files, rows, outcome, source, notes) -> None:
     data = {}
     for name, (entry, member) in files.items():
         try:
@@ -197,7 +279,7 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
     if not data:
         return
     entry, member = next(iter(files.values()))
-    stamp = _utc_stamp(entry, member)
+    stamp = checked_time(entry, member, notes, outcome)
     digest = hashlib.sha256(b"".join(hashlib.sha256(data[n]).digest() for n in sorted(data))).hexdigest()
     before = rows.get((student, assignment))
     if before and before["sha256"] == digest:
@@ -214,7 +296,7 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
         "student_id": student, "assignment": assignment, "lms": entry.lms, "lms_user_id": entry.lms_user_id,
         "name": entry.name, "submitted_at": stamp.isoformat(), "late": "yes" if entry.late else "no",
         "attempt": attempt_label(entry), "file_name": " ".join(sorted(data)),
-        "source_zip": source, "sha256": digest}
+        "source_zip": source, "sha256": digest, "lms_prefix": entry.prefix}
 
 
 def main(argv=None) -> int:
