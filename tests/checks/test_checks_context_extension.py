@@ -22,8 +22,9 @@ SOLUTION = implementation_source(NOTEBOOK)
 CHECKS = [cid for cid, test in REGISTRY.items() if test.assignment == "context_extension"]
 # Points each mistake loses, decided from its cases before grading: a mistake in every case loses the test; one
 # that only some cases reveal loses their share, rounded down to a half point.
-POINTS_LOST = {"NTK: d/(d-2) forgotten": 1.0, "NTK: exponent upside down": 1.0,   # scale 1 and the 3 errors pass
+POINTS_LOST = {"NTK: d/(d-2) forgotten": 1.5, "NTK: exponent upside down": 1.5,   # scale 1 and the 3 errors pass
                "NTK: (s**d) ** (1/(d-2)) overflows": 0.5, "NTK: no ValueError for odd widths": 0.5,
+               "frequencies returned as a list": 0.5, "NTK base as a numpy array": 0.5,   # 1 of 8 contracts
                "attention: scale applied once": 0.5, "attention: naive softmax overflows": 0.5,
                "attention: no sqrt(d)": 2.5}                           # the saturated large-logit case passes
 

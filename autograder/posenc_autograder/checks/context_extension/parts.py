@@ -291,11 +291,12 @@ TESTS = [
                judge=_values(PI_FN, "values", ref.interpolated_positions, _pi_mistakes)),
     HiddenTest(id="hidden_ntk_scaled_base", subjects=(NTK_FN,), partial=True, assignment=ASSIGNMENT,
                points=2, answer_cell="interpolation",
-               title="NTK-aware bases for several widths and scales, identity at scale 1, a 256-wide head, "
+               title="NTK-aware bases for several widths (4 to 256) and scales, identity at scale 1, "
                      "ValueError for bad arguments",
                bullets=("stretch.errors", "stretch.ntk"),
                inputs=lambda: calling(NTK_FN, values=[call(1e4, 4.0, 64), call(500_000.0, 8.0, 128),
-                                                      call(1e4, 1.0, 32), call(1e6, 64.0, 256), call(500.0, 2.5, 6)],
+                                                      call(1e4, 1.0, 32), call(1e6, 64.0, 256), call(500.0, 2.5, 6),
+                                                      call(1e4, 3.0, 4)],
                                       errors=[call(1e4, 2.0, 7), call(1e4, 2.0, 2), call(1e4, 0.5, 64)]),
                probe=call_each,
                judge=_both(_ntk_values, _errors(NTK_FN, "errors", _ntk_error_why))),
