@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book serve test test-fast lint mutate release grade integrity collect feedback formgrader bench system-packages install clean
+.PHONY: book pdf serve test test-fast lint mutate release grade integrity collect feedback formgrader bench portal portal-links bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,18 @@ ASSIGNMENT ?= positional_encoding
 collect: $(STAMP)
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding] [LMS=canvas|moodle|blackboard|plain]"; exit 2; }
 	$(PY) -m posenc_autograder collect "$(ZIP)" "$(ASSIGNMENT)" $(if $(LMS),--lms $(LMS))
+
+## portal: the submission portal on http://127.0.0.1:8080 (PORT=..., JOBS=n sandboxes, SCHEDULER=..., DB_URL=...; PORTAL_ARGS=--allow-root as root)
+portal: $(STAMP)
+	$(PY) -m posenc_autograder portal --port $(or $(PORT),8080) --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(PORTAL_ARGS)
+
+## portal-links: autograder/reports/portal-links.csv, a sign-in link per roster student (PORTAL_URL=https://..., RENEW=1 replaces them)
+portal-links: $(STAMP)
+	$(PY) -m posenc_autograder portal-links $(if $(RENEW),--renew) $(if $(DB_URL),--db-url $(DB_URL))
+
+## bench-portal: 200 simulated students upload to a portal on 127.0.0.1, on SQLite then PostgreSQL; throughput, time to feedback, memory
+bench-portal: $(STAMP) system-packages
+	$(PY) -m posenc_autograder bench-portal
 
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
 bench: $(STAMP)

@@ -1,0 +1,118 @@
+"""Who is asking: sign-in tokens (long random secrets, stored hashed, revocable), browser sessions, CSRF
+tokens, the instructor's secret, and a limit on failed sign-ins per client.
+
+Tokens and session cookies carry 256 random bits, so a plain SHA-256 of them is enough to store: there is
+nothing to guess that a slow hash would protect.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import os
+import pathlib
+import secrets
+
+from sqlalchemy import delete, func, select, update
+
+from posenc_autograder.course import Course
+from posenc_autograder.portal.models import Session, SignInFailure, Student, utcnow
+
+TOKEN_BYTES = 32
+SESSION_LIFETIME = dt.timedelta(days=30)
+FAILURE_WINDOW = dt.timedelta(minutes=15)
+MAX_FAILURES = 20                     # per client and window; then every sign-in from it waits
+SECRET_ENV, SECRET_FILE = "POSENC_PORTAL_SECRET", "autograder/portal_secret"   # the instructor's (git-ignored)
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def issue_token(db, student_id: str, name: str = "") -> str:
+    """A new sign-in token for the student (any earlier one stops working); returned once, stored hashed."""
+    token = new_secret()
+    student = db.get(Student, student_id) or Student(id=student_id, name=name)
+    student.name = name or student.name
+    student.token_hash, student.token_issued = digest(token), utcnow()
+    db.add(student)
+    db.execute(delete(Session).where(Session.student_id == student_id))
+    return token
+
+
+def revoke(db, student_id: str) -> bool:
+    """The student's link and every session it opened stop working."""
+    found = db.execute(update(Student).where(Student.id == student_id).values(token_hash=None)).rowcount
+    db.execute(delete(Session).where(Session.student_id == student_id))
+    return bool(found)
+
+
+def blocked(db, client: str, now: dt.datetime) -> bool:
+    recent = select(func.count()).select_from(SignInFailure).where(SignInFailure.client == client,
+                                                                   SignInFailure.at > now - FAILURE_WINDOW)
+    return db.execute(recent).scalar_one() >= MAX_FAILURES
+
+
+def record_failure(db, client: str, now: dt.datetime) -> None:
+    db.execute(delete(SignInFailure).where(SignInFailure.at < now - FAILURE_WINDOW))
+    db.add(SignInFailure(client=client[:64], at=now))
+
+
+def student_for_token(db, token: str) -> Student | None:
+    if not token or len(token) > 128:
+        return None
+    return db.execute(select(Student).where(Student.token_hash == digest(token))).scalar_one_or_none()
+
+
+def open_session(db, student_id: str | None, instructor: bool = False) -> str:
+    """A new session; returns the cookie value."""
+    cookie = new_secret()
+    db.add(Session(id_hash=digest(cookie), student_id=student_id, instructor=instructor, csrf=new_secret(),
+                   expires=utcnow() + SESSION_LIFETIME))
+    return cookie
+
+
+def session_for(db, cookie: str | None) -> Session | None:
+    if not cookie or len(cookie) > 128:
+        return None
+    found = db.get(Session, digest(cookie))
+    if found is None or found.expires < utcnow():
+        return None
+    if found.student_id is not None:            # a revoked link closes its sessions; double-check the student
+        student = db.get(Student, found.student_id)
+        if student is None or student.token_hash is None:
+            return None
+    return found
+
+
+def close_session(db, cookie: str | None) -> None:
+    if cookie:
+        db.execute(delete(Session).where(Session.id_hash == digest(cookie)))
+
+
+def csrf_ok(session: Session | None, given: str | None) -> bool:
+    return session is not None and isinstance(given, str) and hmac.compare_digest(session.csrf, given)
+
+
+def instructor_secret(course: Course) -> tuple[str, pathlib.Path | None]:
+    """The instructor's secret ($POSENC_PORTAL_SECRET, else autograder/portal_secret, created on first use,
+    readable by its owner only) and the file it is in (None when from the environment)."""
+    given = os.environ.get(SECRET_ENV, "")
+    if given:
+        if len(given) < 16:
+            raise SystemExit(f"error: ${SECRET_ENV} must be at least 16 characters")
+        return given, None
+    path = course.path(SECRET_FILE)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+            handle.write(new_secret() + "\n")
+    return path.read_text().strip(), path
+
+
+def instructor_ok(secret_hash: str, given: str | None) -> bool:
+    return isinstance(given, str) and len(given) <= 256 and hmac.compare_digest(secret_hash, digest(given))

@@ -1,0 +1,71 @@
+"""Server-rendered pages (Jinja2, autoescaped; templates/ beside this file) and the headers every response
+carries: a strict Content-Security-Policy (scripts and styles from the portal's own static files only, no
+inline script anywhere), no framing, no referrer (sign-in links never leak through one), no caching."""
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import html
+import pathlib
+
+import jinja2
+
+from posenc_autograder.checks.base import inputs_shown
+from posenc_autograder.portal import policy as rules
+from posenc_autograder.reports import dashboard, feedback
+from posenc_autograder.results import NoteKind, NotebookResult
+
+HERE = pathlib.Path(__file__).parent
+STATIC = HERE / "static"
+ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                                 undefined=jinja2.StrictUndefined)
+ENVIRONMENT.filters["stamp"] = rules.stamp
+
+PORTAL_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+              "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+def _style_hash(css: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(css.encode()).digest()).decode() + "'"
+
+
+# The reports' pages keep their one inline <style>: allowed by its hash, nothing else inline.
+REPORT_CSP = (f"default-src 'none'; style-src {_style_hash(feedback.STYLE)} {_style_hash(dashboard.STYLE)}; "
+              f"img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
+HEADERS = {"x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "x-frame-options": "DENY",
+           "cache-control": "no-store", "cross-origin-opener-policy": "same-origin"}
+
+
+def render(name: str, **context) -> str:
+    return ENVIRONMENT.get_template(name).render(**context)
+
+
+# --- feedback, as much as the policy shows now -----------------------------------------------------
+
+WITHHELD = "failed (the diagnosis is shown after the deadline)"
+_INPUTS_OPENING = inputs_shown([[0.0]]).split(repr([[0.0]]))[0]    # how a failed test starts listing its inputs
+
+
+def without_inputs(problem: str) -> str:
+    """A problem without the failing case's own inputs (kept for after the deadline)."""
+    return problem.split(_INPUTS_OPENING, 1)[0] if _INPUTS_OPENING and _INPUTS_OPENING in problem else problem
+
+
+def visible_result(result: NotebookResult, level: str, inputs: bool) -> NotebookResult:
+    """The result as the student may see it now: full diagnoses, pass or fail per test, with or without inputs."""
+    shown = copy.deepcopy(result)
+    for test in shown.tests:
+        if level == "tests" and test.problems:
+            test.problems = [WITHHELD]
+        elif not inputs:
+            test.problems = [without_inputs(p) for p in test.problems]
+    if level == "tests":
+        shown.notes = [n for n in shown.notes if getattr(n, "kind", None) != NoteKind.FIX_FIRST]
+    return shown
+
+
+def feedback_page(result: NotebookResult, level: str, inputs: bool, back: str) -> str:
+    """The page `make grade` writes (reports.feedback), with a way back to the portal."""
+    page = feedback.render(visible_result(result, level, inputs))
+    return page.replace("<body>", f'<body>\n<p><a href="{html.escape(back)}">&larr; back to your attempts</a></p>', 1)

@@ -1,0 +1,111 @@
+"""The instructor's rules, decided on the server: when uploads open and close, what is late, how many attempts
+are left, which attempt counts, and how much feedback shows before the deadline. Pure functions of the policy,
+the student's extension, their attempts and the time."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from posenc_autograder.portal.models import Attempt, Extension, Policy
+
+COUNTS = ("best", "last")
+FEEDBACK_LEVELS = ("full", "tests", "none")    # diagnoses; pass or fail per test; nothing until the deadline
+DAY = dt.timedelta(days=1)
+
+
+def defaults(assignment: str) -> Policy:
+    """No rules yet: open now, no deadline, no limits, the best attempt counts, full feedback."""
+    return Policy(assignment=assignment, opens_at=None, deadline=None, grace_minutes=0, late_days=0, max_attempts=0,
+                  max_per_day=0, min_seconds_between=0, counts="best", feedback_before="full",
+                  inputs_before_deadline=False)
+
+
+def deadline(policy: Policy, extension: Extension | None) -> dt.datetime | None:
+    """The student's own deadline: the extension replaces the class's."""
+    return extension.deadline if extension is not None else policy.deadline
+
+
+def on_time_until(policy: Policy, extension: Extension | None) -> dt.datetime | None:
+    due = deadline(policy, extension)
+    return None if due is None else due + dt.timedelta(minutes=policy.grace_minutes or 0)
+
+
+def closes_at(policy: Policy, extension: Extension | None) -> dt.datetime | None:
+    """When uploads stop being accepted at all (late ones included)."""
+    until = on_time_until(policy, extension)
+    return None if until is None else until + dt.timedelta(days=policy.late_days or 0)
+
+
+def past_deadline(policy: Policy, extension: Extension | None, now: dt.datetime) -> bool:
+    until = on_time_until(policy, extension)
+    return until is not None and now > until
+
+
+@dataclasses.dataclass
+class Decision:
+    allowed: bool
+    late: bool = False
+    reason: str = ""               # for the student, when refused
+
+
+def counted(attempts: list[Attempt]) -> list[Attempt]:
+    """Attempts that use up the allowance: every accepted upload except those the grader itself failed on."""
+    return [a for a in attempts if a.status != "error"]
+
+
+def attempts_left(policy: Policy, attempts: list[Attempt], now: dt.datetime) -> int | None:
+    """How many more uploads are allowed now (None: no limit)."""
+    used = counted(attempts)
+    limits = []
+    if policy.max_attempts:
+        limits.append(policy.max_attempts - len(used))
+    if policy.max_per_day:
+        limits.append(policy.max_per_day - sum(now - a.uploaded_at < DAY for a in used))
+    return max(min(limits), 0) if limits else None
+
+
+def may_upload(policy: Policy, extension: Extension | None, attempts: list[Attempt], now: dt.datetime) -> Decision:
+    """May this student upload one more attempt now, and would it be late?"""
+    if policy.opens_at is not None and now < policy.opens_at:
+        return Decision(False, reason=f"uploads open at {stamp(policy.opens_at)}")
+    closing = closes_at(policy, extension)
+    if closing is not None and now > closing:
+        return Decision(False, reason=f"the deadline ({stamp(deadline(policy, extension))}) has passed"
+                                      + (" and late uploads are closed" if policy.late_days else ""))
+    used = counted(attempts)
+    if policy.max_attempts and len(used) >= policy.max_attempts:
+        return Decision(False, reason=f"you have used all {policy.max_attempts} attempts")
+    if policy.max_per_day and sum(now - a.uploaded_at < DAY for a in used) >= policy.max_per_day:
+        first = min(a.uploaded_at for a in used if now - a.uploaded_at < DAY)
+        return Decision(False, reason=f"you have used the {policy.max_per_day} attempts allowed in 24 hours; "
+                                      f"the next one is allowed at {stamp(first + DAY)}")
+    if policy.min_seconds_between and used:
+        wait_until = max(a.uploaded_at for a in used) + dt.timedelta(seconds=policy.min_seconds_between)
+        if now < wait_until:
+            return Decision(False, reason=f"attempts must be {policy.min_seconds_between} s apart; "
+                                          f"the next one is allowed at {stamp(wait_until)}")
+    return Decision(True, late=past_deadline(policy, extension, now))
+
+
+def feedback_level(policy: Policy, extension: Extension | None, now: dt.datetime) -> str:
+    """How much of a graded attempt's feedback the student sees now: everything once their deadline is past."""
+    return "full" if past_deadline(policy, extension, now) else policy.feedback_before
+
+
+def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime) -> bool:
+    """A failed test's own inputs: after the deadline, or before it when the instructor allows."""
+    return past_deadline(policy, extension, now) or bool(policy.inputs_before_deadline)
+
+
+def counting_attempt(policy: Policy, attempts: list[Attempt]) -> Attempt | None:
+    """The graded attempt whose score goes to the gradebook: the best (the later one on a tie) or the last."""
+    graded = [a for a in attempts if a.status == "graded" and a.score is not None]
+    if not graded:
+        return None
+    if policy.counts == "last":
+        return max(graded, key=lambda a: a.number)
+    return max(graded, key=lambda a: (a.score, a.number))
+
+
+def stamp(when: dt.datetime | None) -> str:
+    return "" if when is None else when.strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,78 @@
+"""The grading queue is the attempts table: a job is a row, claimed by a conditional UPDATE (so two workers
+never take the same one), and a restart puts back every job a dead process was running."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from sqlalchemy import func, select, update
+
+from posenc_autograder.portal.models import Attempt, utcnow
+
+RECENT_JOBS = 20                      # grading times averaged for the wait a student is shown
+DEFAULT_JOB_SECONDS = 5.0
+
+
+def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size: int, late: bool,
+            now: dt.datetime) -> Attempt:
+    """A new attempt, queued (the caller commits: the answer is sent only after)."""
+    number = db.execute(select(func.coalesce(func.max(Attempt.number), 0)).where(
+        Attempt.student_id == student, Attempt.assignment == assignment)).scalar_one() + 1
+    attempt = Attempt(student_id=student, assignment=assignment, notebook=notebook, number=number, sha256=sha256,
+                      size=size, uploaded_at=now, late=late, status="queued", runs=0, promoted=False)
+    db.add(attempt)
+    db.flush()
+    return attempt
+
+
+def claim(db) -> int | None:
+    """Take the oldest queued job (committed as running), or None when the queue is empty."""
+    while True:
+        job = db.execute(select(Attempt.id).where(Attempt.status == "queued").order_by(Attempt.id).limit(1)
+                         ).scalar_one_or_none()
+        if job is None:
+            return None
+        taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == "queued")
+                           .values(status="running", started_at=utcnow(), runs=Attempt.runs + 1)).rowcount
+        db.commit()
+        if taken:
+            return job
+
+
+def requeue_orphans(db) -> int:
+    """At start-up: jobs left running by a process that died go back to the queue (only one portal runs per
+    course: the app holds a lock)."""
+    count = db.execute(update(Attempt).where(Attempt.status == "running").values(status="queued")).rowcount
+    db.commit()
+    return count
+
+
+def unpromoted(db) -> list[int]:
+    """Graded attempts whose gradebook step did not finish (the process stopped in between)."""
+    return list(db.execute(select(Attempt.id).where(Attempt.status == "graded", Attempt.promoted.is_(False))
+                           .order_by(Attempt.id)).scalars())
+
+
+def mean_job_seconds(db) -> float:
+    recent = db.execute(select(Attempt.started_at, Attempt.finished_at).where(Attempt.finished_at.is_not(None))
+                        .order_by(Attempt.finished_at.desc()).limit(RECENT_JOBS)).all()
+    seconds = [(end - start).total_seconds() for start, end in recent if start and end]
+    return sum(seconds) / len(seconds) if seconds else DEFAULT_JOB_SECONDS
+
+
+def waiting(db, attempt: Attempt, workers: int) -> tuple[int, float]:
+    """(jobs ahead of this one, estimated seconds until it is graded)."""
+    if attempt.status not in ("queued", "running"):
+        return 0, 0.0
+    mean = mean_job_seconds(db)
+    if attempt.status == "running":
+        elapsed = (utcnow() - attempt.started_at).total_seconds() if attempt.started_at else 0.0
+        return 0, max(mean - elapsed, 1.0)
+    ahead = db.execute(select(func.count()).select_from(Attempt).where(
+        Attempt.status == "queued", Attempt.id < attempt.id)).scalar_one()
+    return ahead, (math.floor(ahead / max(workers, 1)) + 1) * mean
+
+
+def counts(db) -> dict[str, int]:
+    rows = db.execute(select(Attempt.status, func.count()).group_by(Attempt.status)).all()
+    return {status: n for status, n in rows}

@@ -1,0 +1,427 @@
+"""The portal's URLs (Starlette). Every student URL finds its data through the signed-in student, so another
+student's attempt, feedback or file is simply not found; every instructor URL needs the instructor's session;
+every form carries the session's CSRF token; request bodies are capped while they stream in."""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from posenc_autograder.intake.lms import is_safe_id
+from posenc_autograder.portal import auth, pages, uploads
+from posenc_autograder.portal import policy as rules
+from posenc_autograder.portal.service import Portal
+from posenc_autograder.records import gradebook, results_store
+from posenc_autograder.reports import dashboard, run_report
+
+COOKIE, PRESESSION = "portal_session", "portal_presession"
+FORM_BYTES = 64_000                           # any request but an upload
+UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + 64_000     # the notebook and the multipart envelope
+UPLOAD_SUFFIX = "/upload"
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class Guard:
+    """ASGI middleware: caps request bodies (by Content-Length at once, and while streaming), and adds the
+    security headers to every response."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = UPLOAD_BYTES if scope["path"].endswith(UPLOAD_SUFFIX) else FORM_BYTES
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            return await _send_too_large(send)
+        seen = 0
+
+        async def bounded_receive():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise BodyTooLarge()
+            return message
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                if b"content-security-policy" not in present:
+                    headers.append((b"content-security-policy", pages.PORTAL_CSP.encode()))
+                headers += [(k.encode(), v.encode()) for k, v in pages.HEADERS.items() if k.encode() not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, bounded_receive, with_headers)
+
+
+async def _send_too_large(send):
+    body = pages.render("message.html", title="File too large", text=_too_large_text(), signed_in=False,
+                        csrf="").encode()
+    await send({"type": "http.response.start", "status": 413, "headers": [
+        (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _too_large_text() -> str:
+    return (f"The file is larger than the {uploads.MAX_UPLOAD_BYTES / 1e6:.0f} MB accepted. Clear the outputs "
+            f"(Kernel > Restart & Clear Output), save, and upload it again.")
+
+
+def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
+    """The ASGI application; `start_worker=False` serves pages only (tests drive the worker themselves)."""
+
+    def page(name: str, status: int = 200, request: Request | None = None, session=None, **context) -> HTMLResponse:
+        return HTMLResponse(pages.render(name, signed_in=session is not None,
+                                         csrf=session.csrf if session else "", **context), status_code=status)
+
+    def message(title: str, text: str, status: int, session=None, link: tuple[str, str] | None = None):
+        return page("message.html", status, session=session, title=title, text=text, link=link)
+
+    async def current(request: Request):
+        return await run_in_threadpool(portal.session, request.cookies.get(COOKIE))
+
+    async def student_session(request: Request):
+        session = await current(request)
+        return session if session is not None and session.student_id is not None else None
+
+    async def instructor_session(request: Request):
+        session = await current(request)
+        return session if session is not None and session.instructor else None
+
+    def signed_in_redirect(cookie: str, request: Request, to: str) -> RedirectResponse:
+        response = RedirectResponse(to, status_code=303)
+        response.set_cookie(COOKIE, cookie, max_age=int(auth.SESSION_LIFETIME.total_seconds()), httponly=True,
+                            samesite="lax", secure=request.url.scheme == "https", path="/")
+        return response
+
+    def not_signed_in(session=None):
+        return message("Not signed in", "Open the sign-in link your instructor sent you.", 403, session)
+
+    def not_found(session=None):
+        return message("Not found", "There is nothing here for you.", 404, session, ("/", "your assignments"))
+
+    def client_of(request: Request) -> str:
+        return request.client.host if request.client else "unknown"
+
+    # --- students -------------------------------------------------------------------------------------
+
+    async def home(request: Request):
+        session = await current(request)
+        if session is not None and session.instructor:
+            return RedirectResponse("/instructor", status_code=303)
+        if session is None:
+            return page("welcome.html", title="Sign in")
+        views = await run_in_threadpool(portal.overview, session.student_id)
+        return page("home.html", session=session, title="Your assignments", student=session.student_id,
+                    assignments=views)
+
+    async def sign_in(request: Request):
+        outcome, cookie = await run_in_threadpool(portal.sign_in, request.path_params["token"], client_of(request))
+        if outcome == "blocked":
+            return message("Too many attempts", "Too many sign-in attempts failed from here; wait a quarter of an "
+                           "hour and open your link again.", 429)
+        if outcome == "invalid":
+            return message("Link not valid", "This sign-in link is not valid (mistyped, replaced or revoked). "
+                           "Ask your instructor for a new one.", 403)
+        return signed_in_redirect(cookie, request, "/")
+
+    async def sign_out(request: Request):
+        session = await current(request)
+        form = await request.form(max_files=0, max_fields=4)
+        if not auth.csrf_ok(session, form.get("csrf")):
+            return message("Form expired", "Reload the page and try again.", 403, session)
+        await run_in_threadpool(portal.sign_out, request.cookies.get(COOKIE))
+        response = message("Signed out", "You are signed out. Open your sign-in link to come back.", 200)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    async def assignment(request: Request):
+        session = await student_session(request)
+        name = request.path_params["assignment"]
+        if session is None:
+            return not_signed_in()
+        if name not in portal.assignments:
+            return not_found(session)
+        view = await run_in_threadpool(portal.assignment_view, session.student_id, name)
+        return page("assignment.html", session=session, title=name, a=view,
+                    notice=request.query_params.get("notice", ""))
+
+    async def upload(request: Request):
+        session = await student_session(request)
+        name = request.path_params["assignment"]
+        if session is None:
+            return not_signed_in()
+        if name not in portal.assignments:
+            return not_found(session)
+        form = await request.form(max_files=1, max_fields=4)
+        if not auth.csrf_ok(session, form.get("csrf")):
+            return message("Form expired", "Reload the page and upload again.", 403, session)
+        file = form.get("notebook")
+        if not isinstance(file, UploadFile):
+            return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session,
+                           (f"/assignments/{name}", "back"))
+        data = await file.read(uploads.MAX_UPLOAD_BYTES + 1)
+        outcome, detail = await run_in_threadpool(portal.accept_upload, session.student_id, name,
+                                                  file.filename or "", data)
+        if outcome == "queued":
+            return RedirectResponse(f"/attempts/{detail}", status_code=303)
+        if outcome == "again":
+            return RedirectResponse(f"/attempts/{detail}?again=1", status_code=303)
+        status = 403 if outcome == "refused" else 400
+        title = "Upload not accepted" if outcome == "refused" else "Not a notebook we can grade"
+        return message(title, f"Not accepted: {detail}.", status, session, (f"/assignments/{name}", "back"))
+
+    async def own_attempt(request: Request):
+        session = await student_session(request)
+        if session is None:
+            return None, None
+        found = await run_in_threadpool(portal.attempt, session.student_id, request.path_params["attempt_id"])
+        return session, found
+
+    async def attempt(request: Request):
+        session, found = await own_attempt(request)
+        if session is None:
+            return not_signed_in()
+        if found is None:
+            return not_found(session)
+        status = await run_in_threadpool(portal.status, found)
+        return page("attempt.html", session=session, title=f"Attempt {found.number}", attempt=found, s=status,
+                    again=request.query_params.get("again") == "1")
+
+    async def attempt_status(request: Request):
+        session, found = await own_attempt(request)
+        if found is None:
+            return JSONResponse({"error": "not found"}, status_code=403 if session is None else 404)
+        return JSONResponse(await run_in_threadpool(portal.status, found))
+
+    async def attempt_feedback(request: Request):
+        session, found = await own_attempt(request)
+        if session is None:
+            return not_signed_in()
+        if found is None or found.status not in ("graded", "error"):
+            return not_found(session)
+        result, level, inputs = await run_in_threadpool(portal.feedback, found)
+        if level == "none":
+            return message("Feedback after the deadline", "Your notebook was graded. Your instructor shows the score "
+                           "and the feedback after the deadline.", 200, session,
+                           (f"/assignments/{found.assignment}", "back"))
+        return HTMLResponse(pages.feedback_page(result, level, inputs, f"/assignments/{found.assignment}"),
+                            headers={"content-security-policy": pages.REPORT_CSP})
+
+    async def attempt_notebook(request: Request):
+        session, found = await own_attempt(request)
+        if session is None:
+            return not_signed_in()
+        if found is None:
+            return not_found(session)
+        path = uploads.path(portal.course, found.student_id, found.assignment, found.sha256)
+        data = await run_in_threadpool(path.read_bytes)
+        return Response(data, media_type="application/x-ipynb+json", headers={
+            "content-disposition": f'attachment; filename="{found.notebook}-attempt-{found.number}.ipynb"'})
+
+    # --- the instructor ------------------------------------------------------------------------------
+
+    async def instructor(request: Request):
+        session = await instructor_session(request)
+        if session is None:
+            presession = auth.new_secret()
+            response = page("instructor_signin.html", title="Instructor sign-in", presession=presession)
+            response.set_cookie(PRESESSION, presession, httponly=True, samesite="strict", path="/instructor",
+                                secure=request.url.scheme == "https")
+            return response
+        progress = await run_in_threadpool(portal.progress)
+        return page("instructor.html", session=session, title="Instructor", p=progress,
+                    assignments=portal.assignments, notice=request.query_params.get("notice", ""),
+                    counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS)
+
+    async def instructor_sign_in(request: Request):
+        form = await request.form(max_files=0, max_fields=4)
+        presession = request.cookies.get(PRESESSION)
+        if not presession or not auth.csrf_ok(_Token(presession), form.get("csrf")):
+            return message("Form expired", "Reload the sign-in page and try again.", 403)
+        outcome, cookie = await run_in_threadpool(portal.instructor_sign_in, form.get("secret"), client_of(request))
+        if outcome == "blocked":
+            return message("Too many attempts", "Too many sign-in attempts failed from here; wait a quarter of an "
+                           "hour.", 429)
+        if outcome == "invalid":
+            return message("Wrong secret", "That is not the instructor's secret.", 403, None,
+                           ("/instructor", "try again"))
+        response = signed_in_redirect(cookie, request, "/instructor")
+        response.delete_cookie(PRESESSION, path="/instructor")
+        return response
+
+    async def instructor_form(request: Request):
+        session = await instructor_session(request)
+        if session is None:
+            return None, message("Instructor only", "Sign in as the instructor first.", 403, None,
+                                 ("/instructor", "sign in"))
+        form = await request.form(max_files=0, max_fields=32)
+        if not auth.csrf_ok(session, form.get("csrf")):
+            return None, message("Form expired", "Reload the page and try again.", 403, session)
+        return form, None
+
+    async def set_policy(request: Request):
+        form, refusal = await instructor_form(request)
+        if refusal:
+            return refusal
+        name = request.path_params["assignment"]
+        if name not in portal.assignments:
+            return message("Not found", "No such assignment.", 404)
+        try:
+            values = policy_values(form)
+        except ValueError as exc:
+            return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
+        await run_in_threadpool(portal.set_policy, name, values)
+        return RedirectResponse(f"/instructor?notice=policy+of+{name}+saved", status_code=303)
+
+    async def set_extension(request: Request):
+        form, refusal = await instructor_form(request)
+        if refusal:
+            return refusal
+        name, student = form.get("assignment"), form.get("student", "")
+        try:
+            deadline = parse_time(form.get("deadline"), "the extended deadline")
+        except ValueError as exc:
+            return message("Not saved", f"The extension was not saved: {exc}.", 400, None, ("/instructor", "back"))
+        if name not in portal.assignments or not await run_in_threadpool(portal.set_extension, student, name,
+                                                                         deadline):
+            return message("Not saved", "No such student or assignment.", 400, None, ("/instructor", "back"))
+        return RedirectResponse(f"/instructor?notice=extension+for+{student}+saved", status_code=303)
+
+    async def revoke(request: Request):
+        form, refusal = await instructor_form(request)
+        if refusal:
+            return refusal
+        student = str(form.get("student", ""))
+        if not await run_in_threadpool(portal.revoke, student):
+            return message("Not found", "No such student.", 404, None, ("/instructor", "back"))
+        return RedirectResponse(f"/instructor?notice=link+of+{student}+revoked", status_code=303)
+
+    async def new_link(request: Request):
+        form, refusal = await instructor_form(request)
+        if refusal:
+            return refusal
+        student = str(form.get("student", ""))
+        if not is_safe_id(student):
+            return message("Not saved", "Not a safe student id.", 400, None, ("/instructor", "back"))
+        token = await run_in_threadpool(portal.new_link, student)
+        link = str(request.url_for("sign_in", token=token))
+        return message("New sign-in link", f"Send this link to {student} (it is shown once; earlier links of "
+                       f"theirs no longer work): {link}", 200, None, ("/instructor", "back"))
+
+    async def progress_json(request: Request):
+        if await instructor_session(request) is None:
+            return JSONResponse({"error": "instructor only"}, status_code=403)
+        progress = await run_in_threadpool(portal.progress)
+        return JSONResponse({"counts": progress["counts"], "rows": progress["rows"]})
+
+    async def class_dashboard(request: Request):
+        if await instructor_session(request) is None:
+            return message("Instructor only", "Sign in as the instructor first.", 403, None, ("/instructor", "sign in"))
+        page_text = await run_in_threadpool(write_class_files, portal)
+        return HTMLResponse(page_text, headers={"content-security-policy": pages.REPORT_CSP})
+
+    routes = [
+        Route("/", home),
+        Route("/s/{token}", sign_in, name="sign_in"),
+        Route("/sign-out", sign_out, methods=["POST"]),
+        Route("/assignments/{assignment}", assignment),
+        Route("/assignments/{assignment}" + UPLOAD_SUFFIX, upload, methods=["POST"]),
+        Route("/attempts/{attempt_id:int}", attempt),
+        Route("/attempts/{attempt_id:int}/status.json", attempt_status),
+        Route("/attempts/{attempt_id:int}/feedback", attempt_feedback),
+        Route("/attempts/{attempt_id:int}/notebook", attempt_notebook),
+        Route("/instructor", instructor),
+        Route("/instructor/sign-in", instructor_sign_in, methods=["POST"]),
+        Route("/instructor/policy/{assignment}", set_policy, methods=["POST"]),
+        Route("/instructor/extension", set_extension, methods=["POST"]),
+        Route("/instructor/revoke", revoke, methods=["POST"]),
+        Route("/instructor/link", new_link, methods=["POST"]),
+        Route("/instructor/progress.json", progress_json),
+        Route("/instructor/dashboard", class_dashboard),
+        Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
+    ]
+
+    async def too_large(request: Request, exc: Exception):
+        return message("File too large", _too_large_text(), 413)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        if start_worker:
+            await run_in_threadpool(portal.start)
+        try:
+            yield
+        finally:
+            if start_worker:
+                await run_in_threadpool(portal.stop)
+
+    app = Starlette(routes=routes, exception_handlers={BodyTooLarge: too_large}, lifespan=lifespan)
+    app.add_middleware(Guard)
+    return app
+
+
+class _Token:
+    """Stands for a session in csrf_ok when the expected token is the pre-session cookie (double submit)."""
+    def __init__(self, csrf: str):
+        self.csrf = csrf
+
+
+def parse_time(value, what: str) -> dt.datetime | None:
+    """A datetime-local field (UTC); empty means none."""
+    text = str(value or "").strip()
+    if not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text).replace(tzinfo=None, second=0, microsecond=0)
+    except ValueError:
+        raise ValueError(f"{what} is not a date and time (YYYY-MM-DDTHH:MM)") from None
+
+
+def _whole(form, key: str, what: str) -> int:
+    text = str(form.get(key) or "0").strip()
+    if not text.isdigit() or int(text) > 10**6:
+        raise ValueError(f"{what} must be a whole number from 0")
+    return int(text)
+
+
+def policy_values(form) -> dict:
+    """The policy form, checked (ValueError says what is wrong)."""
+    counts, level = form.get("counts"), form.get("feedback_before")
+    if counts not in rules.COUNTS or level not in rules.FEEDBACK_LEVELS:
+        raise ValueError("choose which attempt counts and how much feedback shows")
+    values = {"opens_at": parse_time(form.get("opens_at"), "the opening"),
+              "deadline": parse_time(form.get("deadline"), "the deadline"),
+              "grace_minutes": _whole(form, "grace_minutes", "the grace period"),
+              "late_days": _whole(form, "late_days", "the days late uploads are accepted"),
+              "max_attempts": _whole(form, "max_attempts", "attempts in all"),
+              "max_per_day": _whole(form, "max_per_day", "attempts per day"),
+              "min_seconds_between": _whole(form, "min_seconds_between", "the time between attempts"),
+              "counts": counts, "feedback_before": level,
+              "inputs_before_deadline": form.get("inputs_before_deadline") == "on"}
+    if values["opens_at"] and values["deadline"] and values["opens_at"] > values["deadline"]:
+        raise ValueError("the opening is after the deadline")
+    return values
+
+
+def write_class_files(portal: Portal) -> str:
+    """grades.csv, the LMS files, the run report and the dashboard, from the stored results, as `make feedback`
+    writes them; the dashboard's page."""
+    with gradebook.open_gradebook(portal.course) as gb:
+        run_report.write_all(portal.course, gb, results_store.stored_results(portal.course))
+    return dashboard.path(portal.course).read_text()
+

@@ -1,0 +1,285 @@
+"""What the portal does, apart from HTTP: the operations its routes call, each on its own database session.
+
+Everything here is synchronous (SQLAlchemy, the file system); the routes run it in Starlette's thread pool.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import threading
+
+from sqlalchemy import select
+
+from posenc_autograder.course import Course
+from posenc_autograder.intake.submissions import UnreadableNotebook
+from posenc_autograder.portal import auth, queue, uploads
+from posenc_autograder.portal import policy as rules
+from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Student, open_database, utcnow
+from posenc_autograder.portal.worker import Worker
+from posenc_autograder.records import gradebook
+from posenc_autograder.results import NotebookResult
+
+LOCK_FILE = "portal.lock"              # in the course's work folder: one portal per course
+
+
+def database(course: Course, register: bool = True):
+    """The portal's session factory on the gradebook's database. The gradebook's tables come first (nbgrader
+    stamps its schema version only on an empty database), so every assignment is registered before."""
+    if register:
+        for assignment in course.assignments():
+            gradebook.register(course, assignment, course.work / "release")
+    return open_database(course.gradebook_url)
+
+
+class PortalBusy(Exception):
+    """Another portal already serves this course."""
+
+
+class Portal:
+    def __init__(self, course: Course, *, jobs: int, worker_options: dict | None = None, register: bool = True):
+        self.course = course
+        self.assignments = course.assignments()
+        self.sessions = database(course, register)
+        self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
+        secret, self.secret_file = auth.instructor_secret(course)
+        self.secret_hash = auth.digest(secret)
+        self._student_locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+        self._lock_handle = None
+        self.now = utcnow              # replaced in tests to move the clock
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    def acquire_lock(self) -> None:
+        """One portal per course (its restart recovery assumes so); PortalBusy when another holds the lock."""
+        if self._lock_handle is not None:
+            return
+        self.course.work.mkdir(parents=True, exist_ok=True)
+        handle = open(self.course.work / LOCK_FILE, "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise PortalBusy(f"another portal is running on {self.course.root}") from None
+        self._lock_handle = handle
+
+    def start(self) -> None:
+        """Take the course's portal lock, recover the queue, start grading."""
+        self.acquire_lock()
+        self.worker.start()
+
+    def stop(self) -> None:
+        self.worker.stop()
+        if self._lock_handle is not None:
+            self._lock_handle.close()
+            self._lock_handle = None
+
+    def notebook_for(self, assignment: str, file_name: str) -> str | None:
+        names = self.course.notebooks(assignment)
+        if len(names) == 1:
+            return names[0]
+        stem = file_name.rsplit("/", 1)[-1].removesuffix(".ipynb")
+        return stem if stem in names else None
+
+    # --- who is asking ------------------------------------------------------------------------------
+
+    def session(self, cookie: str | None) -> Session | None:
+        with self.sessions() as db:
+            return auth.session_for(db, cookie)
+
+    def sign_in(self, token: str, client: str) -> tuple[str, str | None]:
+        """('ok', cookie) | ('blocked', None) | ('invalid', None)."""
+        now = self.now()
+        with self.sessions() as db:
+            if auth.blocked(db, client, now):
+                return "blocked", None
+            student = auth.student_for_token(db, token)
+            if student is None:
+                auth.record_failure(db, client, now)
+                db.commit()
+                return "invalid", None
+            cookie = auth.open_session(db, student.id)
+            db.commit()
+            return "ok", cookie
+
+    def instructor_sign_in(self, secret: str | None, client: str) -> tuple[str, str | None]:
+        now = self.now()
+        with self.sessions() as db:
+            if auth.blocked(db, client, now):
+                return "blocked", None
+            if not auth.instructor_ok(self.secret_hash, secret):
+                auth.record_failure(db, client, now)
+                db.commit()
+                return "invalid", None
+            cookie = auth.open_session(db, None, instructor=True)
+            db.commit()
+            return "ok", cookie
+
+    def sign_out(self, cookie: str | None) -> None:
+        with self.sessions() as db:
+            auth.close_session(db, cookie)
+            db.commit()
+
+    # --- a student's view ---------------------------------------------------------------------------
+
+    def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt]]:
+        policy = db.get(Policy, assignment) or rules.defaults(assignment)
+        attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
+                                                         assignment).order_by(Attempt.number)).scalars())
+        return policy, db.get(Extension, (student, assignment)), attempts
+
+    def overview(self, student: str) -> list[dict]:
+        with self.sessions() as db:
+            return [self._assignment_view(db, student, a) for a in self.assignments]
+
+    def assignment_view(self, student: str, assignment: str) -> dict:
+        with self.sessions() as db:
+            return self._assignment_view(db, student, assignment)
+
+    def _assignment_view(self, db, student: str, assignment: str) -> dict:
+        policy, extension, attempts = self.rules_for(db, student, assignment)
+        now = self.now()
+        level = rules.feedback_level(policy, extension, now)
+        counting = rules.counting_attempt(policy, attempts)
+        return {"name": assignment, "policy": policy, "deadline": rules.deadline(policy, extension),
+                "extended": extension is not None, "on_time_until": rules.on_time_until(policy, extension),
+                "closes_at": rules.closes_at(policy, extension), "decision": rules.may_upload(policy, extension,
+                                                                                              attempts, now),
+                "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
+                "counting": counting, "scores_shown": level != "none"}
+
+    def attempt(self, student: str, attempt_id: int) -> Attempt | None:
+        """The attempt, only if it is this student's own (anyone else's is simply not found)."""
+        with self.sessions() as db:
+            return db.execute(select(Attempt).where(Attempt.id == attempt_id, Attempt.student_id == student)
+                              ).scalar_one_or_none()
+
+    def status(self, attempt: Attempt) -> dict:
+        with self.sessions() as db:
+            ahead, wait = queue.waiting(db, attempt, self.worker.jobs)
+            policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
+        shown = rules.feedback_level(policy, extension, self.now()) != "none" and attempt.status == "graded"
+        return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
+                "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
+                "late": attempt.late}
+
+    def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool]:
+        """(result, level, inputs shown) for a graded attempt, as the policy allows now."""
+        with self.sessions() as db:
+            policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
+        now = self.now()
+        return (NotebookResult.from_json(json.loads(attempt.result_json)), rules.feedback_level(policy, extension, now),
+                rules.inputs_visible(policy, extension, now))
+
+    # --- uploads ------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _one_upload_at_a_time(self, student: str):
+        with self._locks_lock:
+            lock = self._student_locks.setdefault(student, threading.Lock())
+        with lock:
+            yield
+
+    def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes) -> tuple[str, str | int]:
+        """('queued' | 'again', attempt id) or ('refused' | 'unreadable', why). The file is on disk and the
+        attempt committed before this returns."""
+        notebook = self.notebook_for(assignment, file_name)
+        if notebook is None:
+            return "unreadable", (f"name the file after the notebook it is: one of "
+                                  f"{', '.join(n + '.ipynb' for n in self.course.notebooks(assignment))}")
+        digest = hashlib.sha256(data).hexdigest()
+        with self._one_upload_at_a_time(student), self.sessions() as db:
+            same = db.execute(select(Attempt.id).where(Attempt.student_id == student, Attempt.assignment ==
+                                                       assignment, Attempt.sha256 == digest)).scalar_one_or_none()
+            if same is not None:
+                return "again", same
+            policy, extension, attempts = self.rules_for(db, student, assignment)
+            now = self.now()
+            decision = rules.may_upload(policy, extension, attempts, now)
+            if not decision.allowed:
+                return "refused", decision.reason
+            try:
+                uploads.store(self.course, student, assignment, data)
+            except UnreadableNotebook as exc:
+                return "unreadable", str(exc)
+            attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now)
+            db.commit()
+            attempt_id = attempt.id
+        self.worker.notify()
+        return "queued", attempt_id
+
+    # --- the instructor -----------------------------------------------------------------------------
+
+    def set_policy(self, assignment: str, values: dict) -> None:
+        with self.sessions() as db:
+            current = db.get(Policy, assignment)
+            counts_before = current.counts if current else "best"
+            if current is None:
+                current = rules.defaults(assignment)
+                db.add(current)
+            for key, value in values.items():
+                setattr(current, key, value)
+            db.commit()
+        if values.get("counts", counts_before) != counts_before:    # another attempt may count now
+            threading.Thread(target=self.store_counting_all, args=(assignment,), daemon=True).start()
+
+    def store_counting_all(self, assignment: str) -> None:
+        with self.sessions() as db:
+            students = list(db.execute(select(Attempt.student_id).where(Attempt.assignment == assignment)
+                                       .distinct()).scalars())
+        for student in students:
+            self.worker.store_counting(student, assignment)
+
+    def set_extension(self, student: str, assignment: str, deadline: dt.datetime | None) -> bool:
+        with self.sessions() as db:
+            if db.get(Student, student) is None:
+                return False
+            current = db.get(Extension, (student, assignment))
+            if deadline is None:
+                if current is not None:
+                    db.delete(current)
+            elif current is None:
+                db.add(Extension(student_id=student, assignment=assignment, deadline=deadline))
+            else:
+                current.deadline = deadline
+            db.commit()
+            return True
+
+    def revoke(self, student: str) -> bool:
+        with self.sessions() as db:
+            found = auth.revoke(db, student)
+            db.commit()
+            return found
+
+    def new_link(self, student: str, name: str = "") -> str:
+        with self.sessions() as db:
+            token = auth.issue_token(db, student, name)
+            db.commit()
+            return token
+
+    def progress(self) -> dict:
+        """The class live: queue counts, and per student and assignment their attempts and the counting score."""
+        with self.sessions() as db:
+            students = list(db.execute(select(Student).order_by(Student.id)).scalars())
+            policies = {a: db.get(Policy, a) or rules.defaults(a) for a in self.assignments}
+            extensions = {(e.student_id, e.assignment): e.deadline for e in db.execute(select(Extension)).scalars()}
+            by_key: dict[tuple[str, str], list[Attempt]] = {}
+            for attempt in db.execute(select(Attempt).order_by(Attempt.number)).scalars():
+                by_key.setdefault((attempt.student_id, attempt.assignment), []).append(attempt)
+            counts = queue.counts(db)
+        rows = []
+        for student in students:
+            for assignment in self.assignments:
+                attempts = by_key.get((student.id, assignment), [])
+                counting = rules.counting_attempt(policies[assignment], attempts)
+                rows.append({"student": student.id, "name": student.name, "assignment": assignment,
+                             "attempts": len(attempts), "latest": attempts[-1].status if attempts else "",
+                             "score": counting.score if counting else None,
+                             "max_score": counting.max_score if counting else None,
+                             "late": bool(counting and counting.late), "signed_in": student.token_hash is not None,
+                             "extension": rules.stamp(extensions.get((student.id, assignment)))})
+        return {"counts": {s: counts.get(s, 0) for s in ("queued", "running", "graded", "error")}, "rows": rows,
+                "policies": policies}

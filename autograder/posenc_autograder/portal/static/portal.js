@@ -1,0 +1,71 @@
+// The portal works without this file; with it, an attempt's status and the instructor's class progress update
+// live (polling the portal's own JSON), and a notebook can be dropped on the upload field.
+"use strict";
+
+function poll(url, every, onData) {
+  let stopped = false;
+  async function tick() {
+    if (stopped) return;
+    try {
+      const response = await fetch(url, {credentials: "same-origin", cache: "no-store"});
+      if (response.ok && onData(await response.json()) === false) { stopped = true; return; }
+    } catch (error) { /* the next tick tries again */ }
+    setTimeout(tick, every);
+  }
+  setTimeout(tick, every);
+}
+
+function describe(s) {
+  if (s.status === "queued") return `Queued: ${s.ahead} ahead of yours, about ${Math.round(s.wait_seconds)} s to wait.`;
+  if (s.status === "running") return `Running in the grading sandbox (about ${Math.round(s.wait_seconds)} s left).`;
+  if (s.status === "graded") return s.score === null ? "Graded." : `Graded: ${s.score} / ${s.max_score}.`;
+  return "The grader could not run this notebook (not your fault; this attempt is not counted).";
+}
+
+function watchAttempt(element) {
+  if (!["queued", "running"].includes(element.dataset.status)) return;
+  poll(element.dataset.url, 700, (s) => {
+    element.textContent = describe(s);
+    element.dataset.status = s.status;
+    element.className = `status ${s.status}`;
+    if (s.status === "graded" || s.status === "error") { window.location.reload(); return false; }
+    return true;
+  });
+}
+
+function watchClass(table) {
+  poll(table.dataset.url, 2000, (data) => {
+    for (const [name, value] of Object.entries(data.counts)) {
+      const cell = document.querySelector(`[data-count="${name}"]`);
+      if (cell) cell.textContent = value;
+    }
+    for (const row of data.rows) {
+      const line = table.querySelector(`tr[data-key="${CSS.escape(row.student + "/" + row.assignment)}"]`);
+      if (!line) continue;
+      line.querySelector('[data-field="attempts"]').textContent = row.attempts;
+      line.querySelector('[data-field="latest"]').textContent = row.latest;
+      line.querySelector('[data-field="score"]').textContent =
+        (row.score === null ? "" : `${row.score} / ${row.max_score}`) + (row.late ? " late" : "");
+    }
+    return true;
+  });
+}
+
+function dropZone(zone) {
+  const input = zone.querySelector('input[type="file"]');
+  zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    if (event.dataTransfer.files.length) input.files = event.dataTransfer.files;
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const status = document.getElementById("status");
+  if (status) watchAttempt(status);
+  const progress = document.getElementById("progress");
+  if (progress) watchClass(progress);
+  document.querySelectorAll(".dropzone").forEach(dropZone);
+});
