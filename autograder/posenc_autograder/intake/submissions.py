@@ -89,7 +89,7 @@ def _match_notebooks(course: Course, student: str, folder: pathlib.Path) -> list
         else:
             hint = f" (found instead: {', '.join(p + '.ipynb' for p in unclaimed)})" if unclaimed else ""
             result.append(Submission(student, folder.name, name, None, [Note(NoteKind.SUBMISSION,
-                f"'{name}.ipynb' is missing from the submission{hint}; it was graded 0. "
+                f"'{name}.ipynb' is missing from the submission{hint}; nothing was graded. "
                 f"Submit the notebook with its original name.")]))
     return result
 

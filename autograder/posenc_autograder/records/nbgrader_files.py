@@ -1,7 +1,8 @@
 """What nbgrader's own tools expect next to our results, so they work after `make grade`.
 
-- timestamp.txt and submission_secret.txt in submitted/, autograded/ and feedback/ (as nbgrader's
-  collect, autograde and generate_feedback leave them): `release_feedback` and formgrader read them;
+- timestamp.txt and submission_secret.txt in autograded/ and feedback/ (as nbgrader's autograde and
+  generate_feedback leave them): `release_feedback` and formgrader read them. submitted/ is the students'
+  (`make collect` writes its timestamp.txt); grading reads it without following links or waiting on FIFOs;
 - the autograded notebook: released cell sources, plain-text outputs only, and each hidden test's
   diagnosis as that cell's output, so formgrader and `generate_feedback` show what went wrong.
 """
@@ -12,11 +13,13 @@ import datetime as dt
 import os
 import pathlib
 import secrets
+import stat
 
 import nbformat
 from nbgrader.utils import parse_utc
 
 from posenc_autograder.course import Course, grade_id
+from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 from posenc_autograder.records.evidence import SHARED_CELL
 
 TIMESTAMP = "timestamp.txt"
@@ -30,13 +33,12 @@ def format_timestamp(when: dt.datetime) -> str:
 
 
 def read_timestamp(folder: pathlib.Path) -> dt.datetime | None:
-    """The submission time nbgrader would read from the folder (None: missing or unreadable)."""
-    path = folder / TIMESTAMP
+    """The submission time nbgrader would read from the folder (None: missing, unreadable, or not a regular
+    file: a link or a FIFO someone put there is never followed or waited on)."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TIMESTAMP_BYTES:
-            return None
-        return parse_utc(path.read_text().strip())
-    except (ValueError, OverflowError, OSError, TypeError):
+        text = read_bytes_safely(folder / TIMESTAMP, MAX_TIMESTAMP_BYTES).decode("utf-8", "replace")
+        return parse_utc(text.strip())
+    except (UnreadableNotebook, ValueError, OverflowError, OSError, TypeError):
         return None
 
 
@@ -47,14 +49,15 @@ def _write(path: pathlib.Path, text: str) -> None:
 
 
 def submission_time(course: Course, student: str, assignment: str) -> dt.datetime | None:
-    """timestamp.txt of the submission, written from the notebook's time when the folder has none."""
+    """timestamp.txt of the submission; without one, the latest time a notebook there was modified. Nothing
+    in the student's folder is written to: a FIFO or link named timestamp.txt is left alone."""
     folder = course.submitted / student / assignment
     found = read_timestamp(folder)
     if found is None and folder.is_dir() and not folder.is_symlink():
-        notebooks = [p for p in folder.glob("*.ipynb") if not p.is_symlink()]
-        mtime = max((p.stat().st_mtime for p in notebooks), default=folder.stat().st_mtime)
+        notebooks = [p.lstat() for p in folder.glob("*.ipynb")]
+        mtime = max((info.st_mtime for info in notebooks if stat.S_ISREG(info.st_mode)),
+                    default=folder.lstat().st_mtime)
         found = dt.datetime.fromtimestamp(mtime, dt.timezone.utc).replace(tzinfo=None)
-        _write(folder / TIMESTAMP, format_timestamp(found))
     return found
 
 

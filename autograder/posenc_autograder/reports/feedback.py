@@ -37,12 +37,15 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
                     f"<td>{status}</td><td>{points:g} / {test.max_points:g}{adjusted}</td>"
                     f"<td><ul>{diagnosis}</ul></td></tr>")
     notes = "".join(f"<li>{e(n)}</li>" for n in result.notes)
+    score = (f"<b>Score: {total:g} / {result.max_score:g}</b> (automatic grading; an instructor may still adjust it)."
+             if result.graded else f"<b>Not graded: {e(not_graded_reason(result))}</b> No score was given; "
+                                   f"your instructor has been told.")
     notes_block = f"<h2>What happened while grading</h2><ul class='notes'>{notes}</ul>" if notes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Feedback: {e(result.assignment)}</title>
 <style>{STYLE}</style></head><body>
 <h1>Feedback for {e(result.student)}: {e(result.assignment)} / {e(result.notebook)}.ipynb</h1>
-<p><b>Score: {total:g} / {result.max_score:g}</b> (automatic grading; an instructor may still adjust it).</p>
+<p>{score}</p>
 <p>Hidden tests call your functions with inputs you have not seen; only their names and diagnoses are shown.
 Visible self-checks are the test cells in your notebook and carry no points.</p>
 {notes_block}
@@ -51,6 +54,11 @@ Visible self-checks are the test cells in your notebook and carry no points.</p>
 {''.join(rows)}
 </table></body></html>
 """
+
+
+def not_graded_reason(result: NotebookResult) -> str:
+    """Why a notebook has no score, in one sentence: what happened first (missing, unreadable, grader error)."""
+    return result.notes[0].rstrip(".") + "." if result.notes else "the grader could not run it."
 
 
 def path(feedback_root: pathlib.Path, result: NotebookResult) -> pathlib.Path:

@@ -55,7 +55,7 @@ def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict
         cells = cell_scores.get((r.student, r.assignment, r.notebook), {})
         person = people.get((r.student, r.assignment), {})
         rows.append({"student": r.student, "name": person.get("name", ""), "lms_user_id": person.get("lms_user_id", ""),
-                     "assignment": r.assignment, "score": score, "max_score": max_score,
+                     "assignment": r.assignment, "score": score if r.graded else "", "max_score": max_score,
                      "status": "graded" if r.graded else "not graded",
                      "submitted_at": person.get("submitted_at", ""), "late": person.get("late", ""),
                      **{f"{r.assignment}:{t.cell_id}": cells.get(t.cell_id, (t.points, False))[0] for t in r.tests}})

@@ -1,0 +1,69 @@
+"""Issue 24, item 6: every file in a student's submission folder is opened with lstat checks and
+O_NOFOLLOW|O_NONBLOCK and never written through: a FIFO or a link named timestamp.txt (a `cp -a` or
+`rsync -a` hand-in) neither blocks grading nor redirects a write. SIGALRM turns a hang into a failure."""
+import contextlib
+import datetime as dt
+import os
+import signal
+
+import pytest
+
+from lms_zips import NB
+from posenc_autograder.course import Course
+from posenc_autograder.intake.collect import store
+from posenc_autograder.records import nbgrader_files
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    def expire(*_):
+        raise TimeoutError(f"blocked for more than {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    course = Course(tmp_path)
+    path = course.submitted / "mallory" / NB
+    path.mkdir(parents=True)
+    (path / f"{NB}.ipynb").write_text("{}")
+    os.utime(path / f"{NB}.ipynb", (1_700_000_000, 1_700_000_000))
+    return course, path
+
+
+def test_a_fifo_named_timestamp_is_neither_waited_on_nor_written(folder):
+    course, path = folder
+    os.mkfifo(path / "timestamp.txt")
+    with deadline(10):
+        assert nbgrader_files.read_timestamp(path) is None
+        when = nbgrader_files.submission_time(course, "mallory", NB)
+    assert when == dt.datetime.fromtimestamp(1_700_000_000, dt.timezone.utc).replace(tzinfo=None)
+    assert os.path.exists(path / "timestamp.txt") and not (path / "timestamp.txt").is_file()
+
+
+def test_a_linked_timestamp_is_not_followed(folder, tmp_path):
+    course, path = folder
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("2000-01-01 00:00:00.000000 UTC")
+    (path / "timestamp.txt").symlink_to(target)
+    assert nbgrader_files.read_timestamp(path) is None
+    nbgrader_files.submission_time(course, "mallory", NB)
+    assert target.read_text() == "2000-01-01 00:00:00.000000 UTC"
+
+
+def test_collect_replaces_a_fifo_or_link_instead_of_writing_through_it(folder, tmp_path):
+    course, path = folder
+    os.mkfifo(path / "timestamp.txt")
+    target = tmp_path / "victim.ipynb"
+    target.write_text("keep")
+    (path / "other.ipynb").symlink_to(target)
+    with deadline(10):
+        store(course, NB, "mallory", {"other.ipynb": b"new"}, dt.datetime(2026, 11, 20, 10))
+    assert target.read_text() == "keep" and (path / "other.ipynb").read_bytes() == b"new"
+    assert nbgrader_files.read_timestamp(path) == dt.datetime(2026, 11, 20, 10)
