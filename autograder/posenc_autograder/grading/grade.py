@@ -21,6 +21,7 @@ import nbformat
 
 from posenc_autograder.reports import feedback, run_report as report
 from posenc_autograder.records import gradebook, nbgrader_files, results_store
+from posenc_autograder.authoring import freshness
 from posenc_autograder.checks import variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
@@ -218,10 +219,29 @@ def main(argv: list[str] | None = None) -> int:
             print("Warning: no writable cgroup pids controller here, so the number of processes a "
                   "submission starts is not capped; a fork bomb is stopped only at the notebook time limit. "
                   "Grade as root on a host with cgroups (v1 or v2) to cap it.", file=sys.stderr)
+    warn_if_unreleased(course, args.assignment)
     results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,
                         assignments=args.assignment, students=args.student, scheduler=args.scheduler)
+    if not results:
+        asked = " for the students or assignments asked" if args.student or args.assignment else ""
+        print(f"nothing submitted{asked}: run make collect first (ZIP=<the LMS download>)", file=sys.stderr)
+        return 1
     print(report.summary(course, results))
+    for r in results:
+        if not r.graded:
+            print(f"Not graded: {r.student}, {r.assignment}/{r.notebook}.ipynb: {feedback.not_graded_reason(r)}",
+                  file=sys.stderr)
     return 0 if all(r.graded for r in results) else 1
+
+
+def warn_if_unreleased(course: Course, assignments: list[str] | None) -> None:
+    """Grading against solutions/ that exercises/ does not reflect: students hold another notebook."""
+    stale = freshness.stale_notebooks(course, assignments)
+    if stale:
+        print(f"Warning: exercises/ is not what solutions/ releases now ({', '.join(stale)}); students have "
+              f"an older notebook than the one graded against. Run make release (and hand out the new "
+              f"notebook) unless that is intended.", file=sys.stderr)
+
 
 
 if __name__ == "__main__":
