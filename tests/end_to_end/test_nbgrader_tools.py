@@ -5,6 +5,10 @@ import csv
 import html
 import io
 import json
+import os
+import pathlib
+import subprocess
+import sys
 import zipfile
 
 import nbformat
@@ -17,7 +21,7 @@ from notebook_tools import ROOT
 from posenc_autograder.reports import dashboard, feedback, rebuild, run_report as report
 from posenc_autograder.records import gradebook, nbgrader_files
 from posenc_autograder.intake.collect import collect
-from posenc_autograder.course import Course, run_nbgrader
+from posenc_autograder.course import EXCHANGE_DIRECTORY, NBGRADER_EXPORT, Course, run_nbgrader
 from posenc_autograder.grading.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
 
@@ -155,3 +159,23 @@ def test_forged_outputs_leave_only_bounded_text():
     assert kept[0]["text"] == "shown" and kept[1]["name"] == "stdout"
     assert len(kept[1]["text"]) == nbgrader_files.MAX_OUTPUT_CHARS and len(kept[2]["ename"]) == 200
     assert kept[2]["traceback"] == [] and "script" not in json.dumps(kept)
+
+
+def nbgrader_at_root(course, *args):
+    """nbgrader as an instructor runs it from the course root (no options: the root's nbgrader_config.py)."""
+    bin_dir = pathlib.Path(sys.executable).parent
+    proc = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course.root, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_export_and_release_feedback_from_the_root(graded):
+    course, results, _ = graded
+    nbgrader_at_root(course, "export")
+    assert not (course.root / "gradebook.db").exists() and not (course.root / "grades.csv").exists()
+    exported = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(open(course.path(NBGRADER_EXPORT)))}
+    assert exported == {s: r.score for s, r in results.items()}
+    nbgrader_at_root(course, "release_feedback", NB)
+    released = list((course.path(EXCHANGE_DIRECTORY) / "posenc-course" / "feedback").glob("*.html"))
+    assert len(released) == len(results)
