@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from fixture_submissions import make_course
-from lms_zips import NB, make_zip, notebook, roster_rows, stored
+from lms_zips import BLACKBOARD, CANVAS, MOODLE, NB, PLAIN, make_zip, notebook, roster_rows, stored
 from posenc_autograder.reports import lms_exports
 from posenc_autograder.intake import roster, safezip
 from posenc_autograder.intake.collect import collect
@@ -21,14 +21,6 @@ from posenc_autograder.intake.submissions import discover
 @pytest.fixture
 def course(tmp_path):
     return Course(make_course(tmp_path / "course"))
-
-
-CANVAS = {
-    f"smithjohn_12345_67890_{NB}.ipynb": notebook("smith first"),
-    f"smithjohn_12345_67891_{NB}-1.ipynb": notebook("smith resubmitted"),
-    f"doejane_late_23456_78901_{NB}.ipynb": notebook("doe late"),
-    f"leeann_34567_89012_{NB} (1).ipynb": notebook("lee renamed it herself"),
-}
 
 
 def test_canvas_keeps_ids_late_flag_and_latest_attempt(course, tmp_path):
@@ -53,11 +45,8 @@ def test_canvas_keeps_ids_late_flag_and_latest_attempt(course, tmp_path):
 
 
 def test_moodle_folders_are_one_student_each(course, tmp_path):
-    members = {f"John Smith_12345_assignsubmission_file_/{NB}.ipynb": notebook("john"),
-               f"Jane Doe_23456_assignsubmission_file_/{NB}.ipynb": notebook("jane"),
-               "Jane Doe_23456_assignsubmission_onlinetext_/onlinetext.html": b"<p>hello</p>"}
     out = io.StringIO()
-    assert collect(course, make_zip(tmp_path / "moodle.zip", members), NB, out=out) == 0
+    assert collect(course, make_zip(tmp_path / "moodle.zip", MOODLE), NB, out=out) == 0
     assert stored(course) == {"john_smith": ([f"{NB}.ipynb"], ["john"]), "jane_doe": ([f"{NB}.ipynb"], ["jane"])}
     rows = roster_rows(course)
     assert (rows["jane_doe"]["name"], rows["jane_doe"]["lms_user_id"]) == ("Jane Doe", "23456")
@@ -73,27 +62,15 @@ def test_moodle_folders_are_one_student_each(course, tmp_path):
     assert {r["Identifier"]: r["Grade"] for r in csv.DictReader(open(sheet))}["Participant 23456"] == ""
 
 
-BB = "Positional Encoding"
-
-
 def test_blackboard_latest_attempt_and_usernames_with_underscores(course, tmp_path):
-    members = {
-        f"{BB}_jsmith_attempt_2026-11-20-10-15-02_{NB}.ipynb": notebook("jsmith early"),
-        f"{BB}_jsmith_attempt_2026-11-20-10-15-02.txt": b"Name: John Smith (jsmith)\nAssignment: PE\n",
-        f"{BB}_jsmith_attempt_2026-11-21-09-00-00_{NB}.ipynb": notebook("jsmith later"),
-        f"{BB}_jsmith_attempt_2026-11-21-09-00-00.txt": b"Name: John Smith (jsmith)\nAssignment: PE\n",
-        f"{BB}_j_doe_attempt_2026-11-19-08-00-00_{NB}.ipynb": notebook("jdoe"),
-        f"{BB}_j_doe_attempt_2026-11-19-08-00-00.txt": b"Name: Jane Doe (j_doe)\nAssignment: PE\n",
-    }
-    assert collect(course, make_zip(tmp_path / "gradebook.zip", members), NB) == 0
+    assert collect(course, make_zip(tmp_path / "gradebook.zip", BLACKBOARD), NB) == 0
     assert stored(course) == {"jsmith": ([f"{NB}.ipynb"], ["jsmith later"]), "j_doe": ([f"{NB}.ipynb"], ["jdoe"])}
     rows = roster_rows(course)
     assert rows["jsmith"]["submitted_at"] == "2026-11-21T09:00:00" and rows["j_doe"]["name"] == "Jane Doe"
 
 
 def test_plain_ids_with_underscores_stay_apart(course, tmp_path):
-    members = {f"j_smith_{NB}.ipynb": notebook("smith"), f"j_doe_{NB}.ipynb": notebook("doe")}
-    assert collect(course, make_zip(tmp_path / "plain.zip", members), NB) == 0
+    assert collect(course, make_zip(tmp_path / "plain.zip", PLAIN), NB) == 0
     assert stored(course) == {"j_smith": ([f"{NB}.ipynb"], ["smith"]), "j_doe": ([f"{NB}.ipynb"], ["doe"])}
 
 

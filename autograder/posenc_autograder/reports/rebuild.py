@@ -8,7 +8,8 @@ import sys
 
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.records import gradebook, results_store
-from posenc_autograder.reports import feedback, run_report
+from posenc_autograder.intake import roster
+from posenc_autograder.reports import feedback, lms_bundles, lms_exports, run_report
 
 
 def rebuild(course: Course) -> list[pathlib.Path]:
@@ -33,6 +34,16 @@ def main(argv=None) -> int:
     with gradebook.open_gradebook(course) as gb:
         run_report.write_all(course, gb, results_store.stored_results(course))
     print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")
+    unnamed = lms_exports.unnamed_canvas_columns(course, {a for (_, a), r in roster.load(course).items()
+                                                          if r["lms"] == "canvas"})
+    if unnamed:
+        print(f"Canvas will add a new column for {', '.join(unnamed)}: give its assignment id in "
+              f"{lms_exports.LMS_SETTINGS} (the number at the end of the assignment's address in Canvas)")
+    bundles = lms_bundles.write(course, results_store.stored_results(course))
+    if bundles:
+        print("Feedback for each LMS to take back (Canvas: Re-upload submissions; Moodle: Upload multiple "
+              "feedback files in a zip; others: a folder per student and mail-merge.csv):")
+        print("\n".join(f"  {path}" for path in bundles))
     return 0
 
 
