@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book pdf serve test test-fast lint mutate release grade integrity collect feedback formgrader bench portal portal-links bench-portal system-packages install clean
+.PHONY: book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench portal portal-links bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ ASSIGNMENT ?= positional_encoding
 collect: $(STAMP)
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding] [LMS=canvas|moodle|blackboard|plain]"; exit 2; }
 	$(PY) -m posenc_autograder collect "$(ZIP)" "$(ASSIGNMENT)" $(if $(LMS),--lms $(LMS))
+
+## uncollect: undo a collect: STUDENT=id [ASSIGNMENT=name] or ZIP=the zip; removes the submission, its roster and gradebook rows, feedback and report entries, and says what
+uncollect: $(STAMP)
+	@test -n "$(STUDENT)$(ZIP)" || { echo "usage: make uncollect STUDENT=<id> [ASSIGNMENT=<name>]   or   make uncollect ZIP=<the zip collected>"; exit 2; }
+	$(PY) -m posenc_autograder uncollect $(if $(STUDENT),--student "$(STUDENT)") $(if $(ZIP),--zip "$(ZIP)") $(if $(filter-out file,$(origin ASSIGNMENT)),--assignment "$(ASSIGNMENT)")
 
 ## portal: the submission portal on http://127.0.0.1:8080 (PORT=..., JOBS=n sandboxes, SCHEDULER=..., DB_URL=...; PORTAL_ARGS=--allow-root as root)
 portal: $(STAMP)
