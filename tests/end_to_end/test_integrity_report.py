@@ -175,7 +175,7 @@ def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs()
     assert first.startswith(f"sinusoidal_positional_encoding({', '.join(map(str, smallest_call['args']))})")
 
 
-def test_evidence_is_stored_bounded_and_read_back_exactly(tmp_path, capsys):
+def test_evidence_is_stored_compact_bounded_and_read_back_exactly(tmp_path, capsys):
     from posenc_autograder.course import Course
     from posenc_autograder.grading.execute import Execution
     from posenc_autograder.records import evidence as store
@@ -183,11 +183,55 @@ def test_evidence_is_stored_bounded_and_read_back_exactly(tmp_path, capsys):
 
     course = Course(tmp_path)
     table = np.linspace(0, 1, 12).reshape(3, 4)
-    for student, answer in (("modest", table), ("flood", np.zeros(store.MAX_EVIDENCE_BYTES // 8 + 1))):
+    varied = next(c for c in ALL_CHECKS if store.varies(c))
+    for student, cell, answer, variant in (("modest", "hidden_pe_values", table, None),
+                                           ("flood", varied, np.zeros(store.MAX_EVIDENCE_BYTES // 8 + 1), 7)):
         record = {"observations": {"tables": [{"value": answer}]}}
-        execution = Execution((student, "a", "nb"), {"hidden_pe_values": record}, [], {}, 0.0)
-        store.keep(course, Submission(student, "a", "nb", None), execution, None, None)
+        execution = Execution((student, "a", "nb"), {cell: record}, [], {}, 0.0)
+        store.keep(course, Submission(student, "a", "nb", None), execution, variant, None)
     (kept,) = store.load_class(course, "a", "nb")
     assert kept.student == "modest"
-    assert kept.own["hidden_pe_values"]["observations"]["tables"][0]["value"].tobytes() == table.tobytes()
+    (answer,) = kept.answers
+    assert (answer.test, answer.where, answer.failed) == ("hidden_pe_values", "/tables[0]", True)
+    assert answer.keys == store.answer_keys({"value": table}) and "returned an array of shape (3, 4)" in answer.description
+    for nudged in (table * (1 - 2 ** -53), table * (1 + 2 ** -52), np.nextafter(table, 2)):     # an ulp away
+        assert set(answer.keys) & set(store.answer_keys({"value": nudged}))
+    assert not set(answer.keys) & set(store.answer_keys({"value": table * (1 + 1e-6)}))
     assert "integrity evidence not kept for flood: 64 MiB of answers" in capsys.readouterr().err   # kept once
+
+
+def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_written(tmp_path, capsys):
+    """Issue 24: a corrupt file, or a stored answer posing as the codec's own array reference, once switched
+    the whole report off (exit 0, last week's page left in place)."""
+    from posenc_autograder.course import Course
+    from posenc_autograder.grading.execute import Execution, decode_record
+    from posenc_autograder.probes import codec as wire
+    from posenc_autograder.records import evidence as store
+    from posenc_autograder.intake.submissions import Submission
+
+    (tmp_path / "autograder").mkdir()
+    (tmp_path / "autograder/nbgrader_config.py").write_text("")
+    (tmp_path / "solutions").mkdir()
+    course = Course(tmp_path)
+    hostile = decode_record(wire.dumps({"observations": {"statistics": {"value": {"__ndarray_index__": 999999}}}}))
+    assert hostile["observations"]["statistics"]["value"] == {"__ndarray_index__": 999999}     # data, not ours
+    for student, record in (("ann", hostile), ("ben", hostile), ("cat", {"observations": {"x": {"value": 1.0}}})):
+        execution = Execution((student, "a", "nb"), {"hidden_encoding_statistics": record}, [], {}, 0.0)
+        store.keep(course, Submission(student, "a", "nb", None), execution, None, None)
+    (store.folder(course, "a", "nb") / "cat.npz").write_bytes(b"PK\x03\x04 not a zip")
+    course.reports.mkdir(parents=True)
+    (course.reports / report.REPORT_NAME).write_text("last week's report")
+    assert report.main(["--course", str(course.root)]) == 1
+    page = (course.reports / report.REPORT_NAME).read_text()
+    assert "last week" not in page and "for 2 student notebook(s)" in page and "1 skipped" in page
+    assert "cat" in page and re.search(r"Written \d{4}-\d\d-\d\dT", page)
+    assert "not compared: a/nb cat" in capsys.readouterr().err
+    (store.folder(course, "a", "nb") / "cat.npz").unlink()
+    assert report.main(["--course", str(course.root)]) == 0
+
+
+def test_string_constants_that_compile_are_compared_as_code():
+    code = "x = 1\nexec('def f(a):\\n    return [a * k for k in range(3)]\\n')\nprint('not code at all, just a sentence')"
+    assert text.code_strings(code) == ["def f(a):\n    return [a * k for k in range(3)]\n"]
+    assert text.comparable_code(code).endswith("return [a * k for k in range(3)]\n")
+    assert text.code_strings("s = 'a plain sentence that is long enough to be considered'") == []

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from posenc_autograder.grading.execute import code_only, decode_results, sanitise_errors, short_message
+from posenc_autograder.grading.execute import code_only, decode_record, short_message
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits, sanitise_outputs
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_notebook, sha256
@@ -116,6 +116,6 @@ def test_the_probes_own_messages_pass_but_their_code_does_not():
 def test_results_are_decoded_defensively_and_errors_sanitised():
     good = codec.dumps({"observations": {"value": 1.0, "error": "E\nsecret"}})
     results = {"a": good, "b": "[" * 100_000, "c": "{}", "d": json.dumps({"missing": 5}), "e": "not json"}
-    decoded = decode_results(results)
-    assert set(decoded) == {"a"}
-    assert sanitise_errors(decoded["a"], "") == {"observations": {"value": 1.0, "error": "E"}}
+    decoded = {k: decode_record(text) for k, text in results.items()}
+    assert {k for k, v in decoded.items() if v is not None} == {"a"}
+    assert decoded["a"] == {"observations": {"value": 1.0, "error": "E"}}

@@ -56,6 +56,61 @@ def encoding_statistics(pe):
 '''
 
 
+# Two more students' own ways, for the evasions of issue 24: a copy run through exec("..."), and a group
+# of four verbatim copies (with a rare mistake: the scores scaled by the length, not the width).
+OWN_WORK_B = """
+def relative_position_matrix(pe, offset):
+    n_rows, width = pe.shape
+    rotation = np.eye(width)
+    for half in range(0, width, 2):
+        first, later = pe[0, half:half + 2], pe[offset, half:half + 2]
+        sine = later[0] * first[1] - later[1] * first[0]
+        cosine = later[1] * first[1] + later[0] * first[0]
+        rotation[half:half + 2, half:half + 2] = np.array([[cosine, sine], [-sine, cosine]])
+    moved = pe[:n_rows - offset] @ rotation.T
+    return rotation, float(np.max(np.abs(moved - pe[offset:])))
+
+
+def dot_product_distance(pe):
+    count = pe.shape[0]
+    out = np.empty((count, count))
+    for left in range(count):
+        for right in range(left, count):
+            out[left, right] = out[right, left] = float(np.dot(pe[left], pe[right]))
+    return out
+"""
+OWN_WORK_C = """
+def self_attention(X, W_q, W_k, W_v):
+    asked, offered, carried = X @ W_q, X @ W_k, X @ W_v
+    logits = np.matmul(asked, np.swapaxes(offered, -2, -1))
+    logits = logits / np.sqrt(offered.shape[-2])
+    logits -= np.max(logits, axis=-1, keepdims=True)
+    shares = np.exp(logits)
+    shares /= np.sum(shares, axis=-1, keepdims=True)
+    return np.matmul(shares, carried)
+
+
+def dot_product_distance(pe):
+    return np.einsum("ik,jk->ij", pe, pe, optimize=False)
+"""
+# Every result nudged by at most one ulp, so that no answer is bit-identical to the copied one.
+ULP_SCALED = """
+def _nudged(value):
+    if isinstance(value, dict):
+        return {k: _nudged(v) for k, v in value.items()}
+    if isinstance(value, (float, np.ndarray)) and not isinstance(value, bool):
+        return value * (1 - 2 ** -53)
+    return value
+_unscaled = encoding_statistics
+def encoding_statistics(pe):
+    return _nudged(_unscaled(pe))
+"""
+
+
+def run_through_exec(code: str) -> str:
+    return f"exec({code!r})"
+
+
 def disguised(code: str, renames: dict[str, str]) -> str:
     """A copy as students disguise one: names changed, functions in another order, comments added."""
     for old, new in renames.items():
@@ -80,6 +135,10 @@ PLANTED = {  # pair -> what was planted
     ("cem", "dia"): "shared rare mistake (exponent i/d), copied with renamed variables",
     ("eli", "fay"): "shared rare mistake (error as the mean, not the max)",
     ("gus", "hal"): "answers computed on a classmate's variant",
+    ("ivo", "jan"): "copy run through exec(\"<code>\") (string constants compiled as code)",
+    ("kai", "lia"): "shared rare mistake, every result scaled by (1 - 2**-53): no answer bit-identical",
+    **{pair: "one of four verbatim copies with a rare mistake (a group cannot make itself common)"
+       for pair in (("mo", "ned"), ("mo", "oli"), ("mo", "pia"), ("ned", "oli"), ("ned", "pia"), ("oli", "pia"))},
 }
 COMMON_MISTAKES = {"sin and cos swapped": 6, "softmax over the queries": 4}
 
@@ -93,12 +152,18 @@ def fixture_class() -> tuple[list[StudentRecord], dict[str, list[str]]]:
              "dia": (disguised(MISTAKE["exponent i/d"], {"omega": "w", "angles": "theta", "pe": "out"}),),
              "eli": (MISTAKE["error as the mean, not the max"],),
              "fay": (MISTAKE["error as the mean, not the max"],),
-             "hal": ()}
+             "hal": (),
+             "ivo": (OWN_WORK_B,),
+             "jan": (run_through_exec(OWN_WORK_B),),
+             "kai": (MISTAKE["position norms over the wrong axis"],),
+             "lia": (MISTAKE["position norms over the wrong axis"], ULP_SCALED),
+             **{n: (OWN_WORK_C,) for n in ("mo", "ned", "oli", "pia")}}
     groups: dict[str, list[str]] = {}
     for mistake, count in COMMON_MISTAKES.items():
         groups[mistake] = [f"common{len(names) + i:02d}" for i in range(count)]
         names.update({n: (MISTAKE[mistake],) for n in groups[mistake]})
-    used = {"exponent i/d", "error as the mean, not the max", *COMMON_MISTAKES}
+    used = {"exponent i/d", "error as the mean, not the max", "position norms over the wrong axis",
+            "scaled by sqrt(K.shape[0]) (the length, or the batch)", *COMMON_MISTAKES}
     singles = [m.code for m in MISTAKES if m.name not in used and m.failing_check in CHECKS]
     singles += [ALTERNATIVES[a] for a in sorted(ALTERNATIVES)]
     for i in range(40 - len(names) - 1):

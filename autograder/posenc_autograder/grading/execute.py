@@ -51,14 +51,21 @@ def execute_task(task: GradingTask) -> Execution:
     try:
         nb = nbformat.reads(task.notebook_json, as_version=4)
         cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
-        outcome = run_job(cells, task.task_json, task.probe_files, Limits(**task.limits), isolate=task.isolate)
-        return _execution(task, nb, outcome, time.monotonic() - started)
+        grader_text = grader_quotable(task)
+        outcome = run_job(cells, task.task_json, task.probe_files, Limits(**task.limits), isolate=task.isolate,
+                          decode=functools.partial(decode_record, grader_text=grader_text))
+        return _execution(task, nb, outcome, grader_text, time.monotonic() - started)
     except Exception as exc:  # noqa: BLE001 - the sandbox failing is reported, never fatal
         return Execution(task.key, {}, [], {}, time.monotonic() - started,
                          f"the grader could not run this notebook ({type(exc).__name__}: {str(exc)[:300]})")
 
 
-def _execution(task: GradingTask, nb, outcome: RunOutcome, seconds: float) -> Execution:
+def grader_quotable(task: GradingTask) -> str:
+    """The grader's text no message shown to a student may quote: the shipped probes' code and the task."""
+    return "\n".join(map(code_only, task.probe_files.values())) + task_skeleton(task.task_json)
+
+
+def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text: str, seconds: float) -> Execution:
     for index, record in outcome.outputs.items():
         if 0 <= index < len(nb.cells) and nb.cells[index].cell_type == "code":
             nb.cells[index].outputs = [nbformat.from_dict(o) for o in record["outputs"]]
@@ -71,10 +78,7 @@ def _execution(task: GradingTask, nb, outcome: RunOutcome, seconds: float) -> Ex
     elif any(e["event"] == "kernel_died" and e.get("cell") is None for e in events):
         # No student cell had started, so the log is the grader's own: safe and useful to show.
         failure = f"the notebook's process died before running any cell: {outcome.log_tail[-500:]}"
-    grader_text = "\n".join(map(code_only, task.probe_files.values())) + task_skeleton(task.task_json)
-    observations = {cell_id: sanitise_errors(record, grader_text)
-                    for cell_id, record in decode_results(outcome.results).items()}
-    return Execution(task.key, observations, events, visible_cell_errors(nb, _tasks(task)),
+    return Execution(task.key, dict(outcome.results), events, visible_cell_errors(nb, _tasks(task), grader_text),
                      seconds, failure, nbformat.writes(nb))
 
 
@@ -82,17 +86,16 @@ def _tasks(task: GradingTask) -> set[str]:
     return set(codec.loads(task.task_json)) if task.task_json else set()
 
 
-def decode_results(results: dict[str, str]) -> dict[str, dict]:
-    """Decode each probe record; a forged, truncated or oddly shaped one is simply no answer."""
-    found = {}
-    for cell_id, text in results.items():
-        try:
-            record = codec.loads(text)
-        except Exception:  # noqa: BLE001 - includes RecursionError from deeply nested JSON
-            continue
-        if isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str)):
-            found[cell_id] = record
-    return found
+def decode_record(text: str, grader_text: str = "") -> dict | None:
+    """One probe record, decoded (counted first: codec.MAX_NODES) and its messages cut to short lines of
+    the student's own; a forged, oversized, truncated or oddly shaped one is simply no answer (None)."""
+    try:
+        record = codec.loads(text)
+    except Exception:  # noqa: BLE001 - includes RecursionError and codec.TooLarge
+        return None
+    if isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str)):
+        return sanitise_errors(record, grader_text)
+    return None
 
 
 def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACTERS, lines: int = 1) -> str:
@@ -153,8 +156,9 @@ def cell_label(nb, index) -> str:
     return f"cell '{cell_id}'" if cell_id else f"the cell you added at position {index + 1}"
 
 
-def visible_cell_errors(nb, hidden: set[str]) -> dict[str, str]:
-    """Visible test cell id -> 'Error: message' for visible tests that raised."""
+def visible_cell_errors(nb, hidden: set[str], grader_text: str = "") -> dict[str, str]:
+    """Visible test cell id -> 'Error: message' for visible tests that raised (under the one quote rule:
+    a student's function can raise from a visible check as well as from a probe)."""
     errors = {}
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
@@ -162,6 +166,6 @@ def visible_cell_errors(nb, hidden: set[str]) -> dict[str, str]:
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     # A visible test's own message explains the failure: keep more of it.
-                    message = short_message(output.get("evalue", ""), limit=VISIBLE_MESSAGE_CHARACTERS, lines=8)
-                    errors[meta["grade_id"]] = f"{short_message(output.get('ename'), limit=100)}: {message}"
+                    message = short_message(output.get("evalue", ""), grader_text, VISIBLE_MESSAGE_CHARACTERS, 8)
+                    errors[meta["grade_id"]] = f"{short_message(output.get('ename'), grader_text, 100)}: {message}"
     return errors

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 from typing import Iterable, Iterator
 
@@ -21,20 +22,46 @@ def _outcome(future, task: GradingTask) -> Execution:
                                                    f"run `make grade` again")
 
 
+QUEUED_PER_JOB = 2                 # tasks taken from the (lazy) stream per job slot: jobs never wait
+
+
 def run_local(tasks: Iterable[GradingTask], jobs: int) -> Iterator[Execution]:
-    """Each job is a sandboxed subprocess, so threads are enough to keep every core busy."""
+    """Each job is a sandboxed subprocess, so threads are enough to keep every core busy. Tasks are taken
+    from the stream as slots free up and a finished job is handed on and forgotten: memory stays flat."""
+    stream = iter(tasks)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(execute_task, task): task for task in tasks}
-        for future in concurrent.futures.as_completed(futures):
-            yield _outcome(future, futures[future])
+        running = {}
+        while True:
+            for task in itertools.islice(stream, max(jobs * QUEUED_PER_JOB - len(running), 0)):
+                running[pool.submit(execute_task, task)] = task
+            if not running:
+                return
+            done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                yield _outcome(future, running.pop(future))
 
 
 def run_dask(tasks: Iterable[GradingTask], scheduler: str) -> Iterator[Execution]:
-    """Send each task (plain data) to a Dask worker; workers need the course's Python environment only."""
+    """Send each task (plain data) to a Dask worker; workers need the course's Python environment only.
+    As locally, a bounded number of tasks is in flight and each result is released once handed on."""
     from distributed import Client, as_completed
 
+    stream = iter(tasks)
     with Client(scheduler) as client:
-        futures = {client.submit(execute_task, task, pure=False, key=f"grade-{'-'.join(task.key)}"): task
-                   for task in tasks}
-        for future in as_completed(futures):
-            yield _outcome(future, futures[future])
+        window = max(sum(client.nthreads().values()), 1) * QUEUED_PER_JOB
+        running = {}
+
+        def submit(count):
+            for task in itertools.islice(stream, count):
+                future = client.submit(execute_task, task, pure=False, key=f"grade-{'-'.join(task.key)}")
+                running[future] = task
+                yield future
+
+        queue = as_completed(list(submit(window)))
+        for future in queue:
+            task = running.pop(future)
+            outcome = _outcome(future, task)
+            future.release()
+            for fresh in submit(1):
+                queue.add(fresh)
+            yield outcome

@@ -25,7 +25,7 @@ from posenc_autograder.authoring import freshness
 from posenc_autograder.checks import variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import grader_error, GradingTask, judge, prepare, release_notebook
+from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook
 from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
@@ -35,13 +35,13 @@ from posenc_autograder.intake.submissions import Submission, discover, sha256
 # (Reports, records, integrity, authoring and devtools only present or store what these decided.)
 GRADING_PACKAGES = ("checks", "probes", "sandbox", "grading", "intake")
 GRADING_MODULES = ("course.py", "results.py")
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
 
-def grader_fingerprint(course: Course, assignment: str, limits: Limits) -> str:
+def grader_fingerprint(course: Course, assignment: str, limits: Limits, package: pathlib.Path = PACKAGE) -> str:
     """Identifies the grader of one assignment: its code, the limits, and the released notebooks."""
     digest = hashlib.sha256(json.dumps(dataclasses.asdict(limits), sort_keys=True).encode())
     digest.update(variants.grader_setting(course).encode())      # other inputs: another grader
-    package = pathlib.Path(__file__).resolve().parents[1]
     released = sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb"))
     for path in grading_files(package):
         digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
@@ -164,34 +164,39 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
 
 
 def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, force, scheduler, limits, quiet):
+    """Tasks are prepared as job slots free up and each execution is judged, stored and dropped as it
+    finishes: the grader holds a few notebooks at a time, whatever the size of the class."""
     progress = Progress(len(submissions), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None]] = {}
-    tasks: list[GradingTask] = []
-    for sub in submissions:
-        digest = sha256(sub.path) if sub.path else None
-        previous = results_store.load(results_store.path(course, *sub.key))
-        if (not force and previous and digest and previous.get("sha256") == digest
-                and previous.get("fingerprint") == fingerprints[sub.assignment]):
-            results.append(results_store.result_from_json(previous["result"]))  # unchanged file and grader
-            progress.step(f"{sub.student} (unchanged)")
-            continue
-        try:
-            prepared = prepare(course, sub, limits, isolate)
-        except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
-            prepared = grader_error(course, sub, exc)
-        if isinstance(prepared, NotebookResult):
-            results.append(settle(course, gb, sub, lambda: prepared, digest, fingerprints[sub.assignment]))
-            progress.step(sub.student)
-        else:
-            pending[prepared.key] = (sub, digest)
-            tasks.append(prepared)
-    executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs)
+
+    def tasks():
+        for sub in submissions:
+            digest = sha256(sub.path) if sub.path else None
+            previous = results_store.load(results_store.path(course, *sub.key))
+            if (not force and previous and digest and previous.get("sha256") == digest
+                    and previous.get("fingerprint") == fingerprints[sub.assignment]):
+                results.append(results_store.result_from_json(previous["result"]))  # unchanged file and grader
+                progress.step(f"{sub.student} (unchanged)")
+                continue
+            try:
+                prepared = prepare(course, sub, limits, isolate)
+            except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
+                prepared = grader_error(course, sub, exc)
+            if isinstance(prepared, NotebookResult):
+                results.append(settle(course, gb, sub, lambda: prepared, digest, fingerprints[sub.assignment]))
+                progress.step(sub.student)
+            else:
+                pending[prepared.key] = (sub, digest)
+                yield prepared
+
+    executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
-        sub, digest = pending[execution.key]
+        sub, digest = pending.pop(execution.key)
         results.append(settle(course, gb, sub, lambda: judge(course, sub, execution, limits), digest,
                               fingerprints[sub.assignment], execution.executed_notebook))
         progress.step(sub.student)
+        del execution                   # its observations and notebook go before the next one arrives
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
     return results
 
@@ -241,7 +246,6 @@ def warn_if_unreleased(course: Course, assignments: list[str] | None) -> None:
         print(f"Warning: exercises/ is not what solutions/ releases now ({', '.join(stale)}); students have "
               f"an older notebook than the one graded against. Run make release (and hand out the new "
               f"notebook) unless that is intended.", file=sys.stderr)
-
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import html
 import sys
 
@@ -43,10 +44,15 @@ class ClassAnalysis:
     leaks: list
 
 
-def analyse(records: list[store.StudentRecord], instructor_code: str, assignment="", notebook="") -> ClassAnalysis:
-    """Every pair with any evidence, strongest first."""
-    answers = behaviour.pair_evidence(records)
-    texts = text.matches(records, instructor_code)
+def analyse(records: list, instructor_code: str, assignment="", notebook="") -> ClassAnalysis:
+    """Every pair with any evidence, strongest first; records are stored Evidence (or full StudentRecords,
+    compacted here as grading would have)."""
+    records = [store.compact(r) if isinstance(r, store.StudentRecord) else r for r in records]
+    records = [dataclasses.replace(r, code=text.comparable_code(r.code)) for r in records]
+    boilerplate, first = text.first_prints(records, instructor_code)
+    cluster = text.clusters(first)
+    answers = behaviour.pair_evidence(records, cluster)
+    texts = text.matches(records, boilerplate, first, cluster)
     found = leaks.leaks(records)
     by_pair: dict[tuple, list] = {}
     for leak in found:
@@ -57,12 +63,18 @@ def analyse(records: list[store.StudentRecord], instructor_code: str, assignment
     return ClassAnalysis(assignment, notebook, records, [p for p in pairs if p.score > 0 or p.leaks], found)
 
 
-def analyse_course(course: Course) -> list[ClassAnalysis]:
+def analyse_course(course: Course, skipped: list) -> list[ClassAnalysis]:
+    """Every stored notebook's analysis; evidence that cannot be read is left out and added to `skipped`
+    (assignment, notebook, student, why), and so is a notebook whose analysis fails."""
     analyses = []
     for assignment, notebook in store.notebooks_stored(course):
-        instructor = text.instructor_code(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb",
-                                          course.source_notebook(assignment, notebook))
-        analyses.append(analyse(store.load_class(course, assignment, notebook), instructor, assignment, notebook))
+        try:
+            instructor = text.instructor_code(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb",
+                                              course.source_notebook(assignment, notebook))
+            records = store.load_class(course, assignment, notebook, skipped)
+            analyses.append(analyse(records, instructor, assignment, notebook))
+        except Exception as exc:  # noqa: BLE001 - one notebook's failure never hides the others'
+            skipped.append((assignment, notebook, "(every student)", type(exc).__name__))
     return analyses
 
 
@@ -72,7 +84,7 @@ E = html.escape
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:2rem;color:#1d1d1d}table{border-collapse:collapse;width:100%}
 td,th{border:1px solid #ccc;padding:.35rem .5rem;vertical-align:top;text-align:left}th{background:#f3f3f3}
 .code{display:grid;grid-template-columns:1fr 1fr;gap:1rem}pre{background:#f7f7f7;padding:.5rem;overflow:auto;
-max-height:30rem;font-size:12px}mark{background:#ffe08a}.note{color:#555}"""
+max-height:30rem;font-size:12px}mark{background:#ffe08a}.note{color:#555}.skipped{color:#a00}"""
 
 
 def _highlighted(code: str, ranges) -> str:
@@ -115,7 +127,15 @@ def _side_by_side(analysis: ClassAnalysis) -> str:
     return "".join(parts)
 
 
-def page(analyses: list[ClassAnalysis]) -> str:
+def _skipped_list(skipped: list) -> str:
+    if not skipped:
+        return ""
+    items = "".join(f"<li>{E(a)} / {E(n)}: {E(s)} ({E(why)})</li>" for a, n, s, why in skipped)
+    return (f"<p class=skipped><strong>Not compared: {len(skipped)} student evidence file(s) could not be read"
+            f"</strong> (corrupt, hostile or from an older grader: run `make grade --force` for them)</p><ul>{items}</ul>")
+
+
+def page(analyses: list[ClassAnalysis], skipped: list = (), when: str = "") -> str:
     sections = []
     for analysis in analyses:
         sections.append(
@@ -125,29 +145,45 @@ def page(analyses: list[ClassAnalysis]) -> str:
             "</th><th>own code in common</th><th>answers that fit the other's inputs</th></tr>"
             f"{_pair_rows(analysis)}</table>{_side_by_side(analysis)}")
     return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>Integrity report</title>"
-            f"<style>{STYLE}</style></head><body><h1>Integrity report</h1><p class=note>Evidence for a person to "
+            f"<style>{STYLE}</style></head><body><h1>Integrity report</h1>"
+            f"<p class=header>Written {E(when)} for {sum(len(a.records) for a in analyses)} student notebook(s) "
+            f"in {len(analyses)} notebook(s); {len(skipped)} skipped.</p>{_skipped_list(skipped)}"
+            "<p class=note>Evidence for a person to "
             "weigh, strongest first: nothing here is decided automatically, and none of it is shown to students. "
             "Rare shared wrong answers weigh log((N-1)/(n-1)); answers shared by many students weigh nothing. "
             f"Own code in common excludes the starter code, the instructor's code and idioms common in the class; "
             f"it adds {TEXT_WEIGHT:g} × the share to the evidence.</p>{''.join(sections)}</body></html>")
 
 
-def write(course: Course) -> None:
-    """Write the report; a failure here is reported and never stops grading (grades are already stored)."""
+def write(course: Course) -> list:
+    """Write the report for everyone whose evidence reads; return what was skipped. If the page itself
+    cannot be written, the old one is removed: a stale report never stands in for this run's."""
+    skipped: list = []
+    target = course.reports / REPORT_NAME
     try:
+        analyses = analyse_course(course, skipped)
         course.reports.mkdir(parents=True, exist_ok=True)
-        (course.reports / REPORT_NAME).write_text(page(analyse_course(course)), encoding="utf-8")
+        when = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        partial = target.with_suffix(".partial")
+        partial.write_text(page(analyses, skipped, when), encoding="utf-8")
+        partial.replace(target)
     except Exception as exc:  # noqa: BLE001
-        print(f"The integrity report could not be written ({type(exc).__name__}: {exc})", file=sys.stderr)
+        target.unlink(missing_ok=True)
+        skipped.append(("", "", "(the report)", type(exc).__name__))
+    return skipped
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit status 0 when every student's evidence was compared, 1 when anything was skipped or failed."""
     parser = argparse.ArgumentParser(prog="integrity", description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
     course = course_for_command(parser.parse_args(argv).course)
-    write(course)
-    print(f"Integrity report: {course.reports / REPORT_NAME}")
-    return 0
+    skipped = write(course)
+    for assignment, notebook, student, why in skipped:
+        print(f"integrity: not compared: {assignment}/{notebook} {student} ({why})", file=sys.stderr)
+    if (course.reports / REPORT_NAME).exists():
+        print(f"Integrity report: {course.reports / REPORT_NAME}")
+    return 1 if skipped else 0
 
 
 if __name__ == "__main__":

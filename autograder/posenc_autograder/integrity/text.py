@@ -4,24 +4,34 @@ copydetect tokenises the code (names of variables and functions become one symbo
 strings go), fingerprints it by winnowing k-grams, and drops boilerplate fingerprints. Boilerplate
 here is the released notebook and the instructor's solution, plus any fragment more than a
 common share of the class wrote (a popular idiom is no evidence between two of its users).
-Reordered functions and added comments change nothing: fingerprints are compared as sets.
+Reordered functions and added comments change nothing: fingerprints are compared as sets. String
+constants that compile as Python are compared as code too (a copy run through exec("...") is a copy).
+"Common" counts clusters of near-identical submissions once, so a group of copies cannot make its own
+code an idiom. Pairs are found through an inverted index from each fingerprint to its students, and
+copydetect compares only pairs that share one: the work grows with the pairs that share code.
 """
 from __future__ import annotations
 
+import ast
 import collections
 import dataclasses
 import io
+import itertools
+import tokenize
 
 import copydetect
 import nbformat
 
 from posenc_autograder.integrity.behaviour import common_threshold
-from posenc_autograder.records.evidence import StudentRecord
 
 NOISE_CHARACTERS = 25      # k: matches shorter than this (in filtered code) are noise
 WINDOW = 1                 # winnowing window: every k-gram kept (solutions are short)
 SMALLEST_WHOLE = 300       # own code shorter than this (filtered characters) counts as this long: two
                            # five-line overrides of one method agree by necessity, not by copying
+CLUSTER_PRINTS = 100       # students sharing this many fingerprints no one else has are one cluster (a
+                           # one-line mistake written from the same template leaves under 80)
+CODE_STRING = 40           # string constants this long that compile as Python are compared as code
+STRING_DEPTH = 3           # exec("exec('...')"): strings inside strings, this deep
 
 
 @dataclasses.dataclass
@@ -49,21 +59,80 @@ def instructor_code(*notebooks) -> str:
                        for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
 
 
-def matches(records: list[StudentRecord], instructor: str) -> dict[tuple[str, str], TextMatch]:
-    """(student, student) -> their text match, for pairs sharing any of their own code."""
+def code_strings(code: str, depth: int = STRING_DEPTH) -> list[str]:
+    """String constants of the code that compile as Python statements (not a bare name or value)."""
+    found = []
+    try:
+        tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError, ValueError):      # IPython magics and broken cells: what was read
+        tokens = []
+    for token in tokens:
+        try:
+            value = ast.literal_eval(token)
+            tree = ast.parse(value) if isinstance(value, str) and len(value) >= CODE_STRING else None
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if tree and any(not (isinstance(n, ast.Expr) and isinstance(n.value, (ast.Constant, ast.Name)))
+                        for n in tree.body):
+            found.append(value)
+            found += code_strings(value, depth - 1) if depth > 1 else []
+    return found
+
+
+def comparable_code(code: str) -> str:
+    """The code as compared and shown: the student's code, then any string constants that are code."""
+    strings = code_strings(code)
+    return code + "".join(f"\n\n# string constant compiled as code:\n{s}" for s in strings)
+
+
+def clusters(prints: dict[str, set]) -> dict[str, str]:
+    """student -> a representative of their cluster: students (at most half the class) sharing CLUSTER_PRINTS
+    fingerprints that no one else in the class has (near-identical submissions), joined; others their own."""
+    holders = collections.defaultdict(list)
+    for student, hashes in prints.items():
+        for h in hashes:
+            holders[h].append(student)
+    # Code that most of the class has in common is theirs by the course, not by copying.
+    groups = collections.Counter(tuple(sorted(s)) for s in holders.values() if 1 < len(s) <= len(prints) // 2)
+    leader = {s: s for s in prints}
+
+    def find(s):
+        while leader[s] != s:
+            leader[s] = leader[leader[s]]
+            s = leader[s]
+        return s
+
+    for group, count in groups.items():
+        if count >= CLUSTER_PRINTS:
+            for other in group[1:]:
+                leader[find(other)] = find(group[0])
+    return {s: find(s) for s in prints}
+
+
+def first_prints(records, instructor: str) -> tuple[set, dict[str, set]]:
+    """The instructor's fingerprints (boilerplate), and each student's own beyond them."""
     base = fingerprint(instructor)
     boilerplate = set(base.hashes) if base else set()
     first = {r.student: fingerprint(r.code, boilerplate) for r in records}
-    counts = collections.Counter(h for fp in first.values() if fp for h in fp.hashes)
-    common = {h for h, n in counts.items() if n >= common_threshold(len(records))}
-    prints = {s: fingerprint(r.code, boilerplate | common) for s, r in
-              ((r.student, r) for r in records)}
+    return boilerplate, {s: set(fp.hashes) if fp else set() for s, fp in first.items()}
+
+
+def matches(records, boilerplate: set, first: dict[str, set], cluster: dict[str, str]) -> dict[tuple[str, str], TextMatch]:
+    """(student, student) -> their text match, for pairs sharing any of their own code; records carry
+    .student and .code (comparable_code applied); boilerplate and first from first_prints, cluster from clusters."""
+    independent = collections.defaultdict(set)        # fingerprint -> clusters writing it
+    for student, hashes in first.items():
+        for h in hashes:
+            independent[h].add(cluster.get(student, student))
+    common = {h for h, n in independent.items() if len(n) >= common_threshold(len(records))}
+    prints = {r.student: fingerprint(r.code, boilerplate | common) for r in records}
+    index = collections.defaultdict(list)
+    for student in sorted(s for s, fp in prints.items() if fp and fp.hashes):
+        for h in set(prints[student].hashes):
+            index[h].append(student)
+    candidates = {pair for students in index.values() for pair in itertools.combinations(students, 2)}
     found = {}
-    students = sorted(s for s, fp in prints.items() if fp and fp.hashes)
-    for i, a in enumerate(students):
-        for b in students[i + 1:]:
-            if not prints[a].hashes & prints[b].hashes:
-                continue
-            _, shares, slices = copydetect.compare_files(prints[a], prints[b])
-            found[(a, b)] = TextMatch(sum(_weighed(share, prints[s]) for share, s in zip(shares, (a, b))) / 2, slices)
+    for a, b in sorted(candidates):
+        _, shares, slices = copydetect.compare_files(prints[a], prints[b])
+        found[(a, b)] = TextMatch(sum(_weighed(share, prints[s]) for share, s in zip(shares, (a, b))) / 2, slices)
     return found

@@ -1,12 +1,15 @@
 """What the integrity report needs from each graded submission, kept beside the grading work files.
 
-Per submission: the variant it was graded on, the probes' records on its own inputs and on the
-shared set, and the code the student wrote (answer cells and added cells). Git-ignored (.work/).
+Per submission, compact (Evidence): the variant it was graded on, rounded digests of its answers on the
+shared set (described where the test failed), digests of its own answers, the records of tests it fails
+on its own varied inputs, and the code the student wrote. Git-ignored (.work/).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 import pathlib
 import sys
 
@@ -20,7 +23,7 @@ from posenc_autograder.intake.submissions import read_notebook
 SHARED_CELL = "integrity_shared_probes"    # the probe cell appended to every assembled notebook
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
 SUFFIX = ".npz"                            # a JSON skeleton plus its float64 arrays, no pickles
-MAX_EVIDENCE_BYTES = 64 * 2**20            # a correct notebook keeps ~8 MB; more is not kept (and reported)
+MAX_EVIDENCE_BYTES = 64 * 2**20            # a flood of failing answers beyond this is not kept (and reported)
 
 
 class EvidenceTooLarge(ValueError):
@@ -67,6 +70,120 @@ def shared_probe_entry(task: dict) -> dict | None:
     return {"module": "shared", "probe": "run_shared", "data": {"entries": entries}} if entries else None
 
 
+# --- compact evidence: what the report needs, a few kilobytes a student ----------------------------------
+
+NOT_EVIDENCE = ("NotImplementedError", "NameError")     # unfinished stubs and missing functions
+KEPT_BITS = 24          # answers compare rounded to 24 significant bits (float32's), on two grids half a step
+                        # apart: a shift of a few ulps (x * (1 - 2**-53)) keeps at least one key in common
+
+
+@dataclasses.dataclass
+class Answer:
+    """One answer on the shared probe set, as the report compares it."""
+    test: str
+    where: str                  # its path inside the test's observations
+    keys: list[str]             # rounded digests (see answer_keys)
+    failed: bool                # the student fails this test on the shared set
+    description: str = ""       # kept for failed tests only: the report shows those
+
+
+@dataclasses.dataclass
+class Evidence:
+    student: str
+    assignment: str
+    notebook: str
+    variant: int | None
+    code: str                                   # what the student wrote (answer cells and added cells)
+    answers: list[Answer]                       # every answer of their own on the shared set
+    own_keys: dict                              # test (inputs vary) -> digests of the values on their own inputs
+    own_failing: dict                           # test (inputs vary) failed on their own inputs -> its record
+
+
+def leaves(value, path=""):
+    """The answers inside a probe's observations: attempt records and bare values, with their paths."""
+    if isinstance(value, dict) and not ({"value", "error"} & set(value)):
+        for key in sorted(value):
+            yield from leaves(value[key], f"{path}/{key}")
+    elif isinstance(value, list) and value and all(isinstance(v, (dict, list)) for v in value):
+        for index, item in enumerate(value):
+            yield from leaves(item, f"{path}[{index}]")
+    else:
+        yield path or "/", value
+
+
+def unfinished(answer) -> bool:
+    return isinstance(answer, dict) and str(answer.get("error", "")).startswith(NOT_EVIDENCE)
+
+
+def _rounded(value, offset: float):
+    """Plain data with every float rounded to KEPT_BITS significant bits on a grid moved by `offset` steps."""
+    if isinstance(value, dict):
+        return {k: _rounded(v, offset) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [_rounded(v, offset) for v in value]
+    if isinstance(value, (float, np.ndarray)):
+        array = np.asarray(value, dtype=np.float64)
+        array = np.where(np.abs(array) < 1e-300, 0.0, array)     # an ulp from zero is zero
+        mantissa, exponent = np.frexp(array)
+        kept = np.ldexp(np.rint(mantissa * 2.0 ** KEPT_BITS + offset) - offset, exponent - KEPT_BITS) + 0.0
+        kept = np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array))
+        return {"shape": list(array.shape), "bytes": kept.tobytes().hex()} if array.ndim else float(kept)
+    return value
+
+
+def answer_keys(answer) -> list[str]:
+    """Two digests of an answer, one per rounding grid: answers a few ulps apart share at least one."""
+    return [hashlib.blake2b(json.dumps(_rounded(answer, offset), sort_keys=True).encode(), digest_size=10)
+            .hexdigest() for offset in (0.0, 0.5)]
+
+
+def describe(answer) -> str:
+    """A short, plain description of an answer (escaped later, where it is shown)."""
+    if isinstance(answer, dict) and "error" in answer:
+        return f"raised {str(answer['error'])[:160]}"
+    return f"returned {_show(answer.get('value') if isinstance(answer, dict) and 'value' in answer else answer)}"[:240]
+
+
+def _show(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} starting {np.array2string(value.ravel()[:3], precision=17)}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in list(value.items())[:6]) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value[:4]) + (", ..." if len(value) > 4 else "") + "]"
+    return repr(value)
+
+
+def _judged(probe_record) -> bool:
+    return isinstance(probe_record, dict) and "observations" in probe_record
+
+
+def compact(record: StudentRecord) -> Evidence:
+    """The report's evidence from a full record: digests of every answer on the shared set (descriptions
+    for failed tests), digests of the values on the student's own inputs, and the whole records only of
+    tests whose inputs vary and which the student fails on them (the leak check judges those again)."""
+    answers = []
+    for cell_id, probe_record in sorted(record.shared.items()):
+        check = REGISTRY.get(cell_id)
+        if check is None or not _judged(probe_record):
+            continue
+        failed = bool(check.verdict(probe_record, None))
+        answers += [Answer(cell_id, where, answer_keys(answer), failed, describe(answer) if failed else "")
+                    for where, answer in leaves(probe_record["observations"]) if not unfinished(answer)]
+    own_keys, own_failing = {}, {}
+    for cell_id, probe_record in sorted(record.own.items()):
+        check = REGISTRY.get(cell_id)
+        if check is None or not _judged(probe_record) or record.variant is None or not varies(cell_id):
+            continue
+        own_keys[cell_id] = sorted({key for _, answer in leaves(probe_record["observations"])
+                                    if not (isinstance(answer, dict) and "error" in answer)
+                                    for key in answer_keys(answer)})
+        if check.verdict(probe_record, record.variant):
+            own_failing[cell_id] = probe_record
+    return Evidence(record.student, record.assignment, record.notebook, record.variant, record.code, answers,
+                    own_keys, own_failing)
+
+
 def save(course: Course, submission, execution, variant: int | None, submitted_nb, release) -> None:
     """Keep one graded submission's evidence (the shared set's records are its own when variants are off)."""
     observations = dict(execution.observations)
@@ -80,29 +197,49 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
                   for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
     record = StudentRecord(submission.student, submission.assignment, submission.notebook, variant, observations,
                            shared, student_code(submitted_nb, release) if submitted_nb is not None else "")
-    target = folder(course, submission.assignment, submission.notebook) / f"{submission.student}{SUFFIX}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    payload = {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}   # no deep copy
-    payload["variant"] = None if variant is None else str(variant)     # JSON numbers lose 64-bit ints elsewhere
+    write(folder(course, submission.assignment, submission.notebook) / f"{submission.student}{SUFFIX}",
+          compact(record))
+
+
+def write(target: pathlib.Path, evidence: Evidence) -> None:
+    payload = dataclasses.asdict(evidence)
+    payload["variant"] = None if evidence.variant is None else str(evidence.variant)   # JSON loses 64-bit ints
     arrays: list = []
     skeleton = codec.dumps(payload, arrays)
     size = len(skeleton) + sum(a.nbytes for a in arrays)
     if size > MAX_EVIDENCE_BYTES:
         raise EvidenceTooLarge(f"{size / 2**20:.0f} MiB of answers, over the {MAX_EVIDENCE_BYTES / 2**20:.0f} MiB kept")
-    with open(target, "wb") as handle:       # arrays as raw float64 (no base64): a few ms, not 0.2 s, a student
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as handle:       # arrays as raw float64 (no base64), no pickles
         np.savez(handle, skeleton=np.frombuffer(skeleton.encode(), dtype=np.uint8),
                  **{f"a{i}": a for i, a in enumerate(arrays)})
 
 
-def load_class(course: Course, assignment: str, notebook: str) -> list[StudentRecord]:
-    records = []
+def read(path: pathlib.Path) -> Evidence:
+    """One student's stored evidence; anything malformed raises (the report skips it with a note)."""
+    with np.load(path, allow_pickle=False) as stored:
+        arrays = {int(name[1:]): stored[name] for name in stored.files if name != "skeleton"}
+        payload = codec.loads(stored["skeleton"].tobytes().decode(), arrays)
+    payload["variant"] = None if payload["variant"] is None else int(payload["variant"])
+    payload["answers"] = [Answer(**a) for a in payload["answers"]]
+    evidence = Evidence(**payload)
+    if not (isinstance(evidence.code, str) and isinstance(evidence.own_keys, dict)
+            and isinstance(evidence.own_failing, dict) and all(isinstance(k, str) for a in evidence.answers
+                                                               for k in a.keys)):
+        raise ValueError("malformed evidence")
+    return evidence
+
+
+def load_class(course: Course, assignment: str, notebook: str, skipped: list | None = None) -> list[Evidence]:
+    """Every student's evidence; a file that cannot be read is left out and named in `skipped`."""
+    found = []
     for path in sorted(folder(course, assignment, notebook).glob(f"*{SUFFIX}")):
-        with np.load(path, allow_pickle=False) as stored:
-            arrays = {int(name[1:]): stored[name] for name in stored.files if name != "skeleton"}
-            payload = codec.loads(stored["skeleton"].tobytes().decode(), arrays)
-        payload["variant"] = None if payload["variant"] is None else int(payload["variant"])
-        records.append(StudentRecord(**payload))
-    return records
+        try:
+            found.append(read(path))
+        except Exception as exc:  # noqa: BLE001 - a corrupt or hostile file costs its own student only
+            if skipped is not None:
+                skipped.append((assignment, notebook, path.stem, type(exc).__name__))
+    return found
 
 
 def notebooks_stored(course: Course) -> list[tuple[str, str]]:

@@ -30,6 +30,7 @@ import threading
 import time
 import uuid
 
+from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.seccomp import filter_program
 
 SANDBOX_UID = 65534
@@ -256,7 +257,8 @@ class RunOutcome:
     finished: bool                     # the last attempt ran to the end of the notebook
     wall_seconds: float
     log_tail: str                      # the runner's own stdout/stderr: shown only when no student code ran
-    results: dict[str, str]            # hidden cell id -> the probe's record (codec text, untrusted)
+    results: dict[str, object]         # hidden cell id -> the probe's record (codec text, untrusted), or
+                                       # what run_job's `decode` made of it as it arrived
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
 
 
@@ -290,9 +292,14 @@ class ChannelReader:
         return [f for f in frames if f is not None]
 
 
+MAX_FRAME_NODES = 1000                # values in one frame (a record travels inside it as one string)
+MAX_FRAME_DEPTH = 8
+
+
 def _parse_frame(line: bytes) -> dict | None:
+    """The frame, or None: counted before it is built, so a frame of 32 MiB of `[]` costs no gigabytes."""
     try:
-        frame = json.loads(line)
+        frame = codec.loads(line.decode("utf-8"), max_nodes=MAX_FRAME_NODES, max_depth=MAX_FRAME_DEPTH)
     except (ValueError, RecursionError, UnicodeDecodeError):
         return None
     return frame if isinstance(frame, dict) else None
@@ -327,8 +334,8 @@ class Attempt:
     """One run of the notebook, watched: the clocks, the channel and the process are the supervisor's."""
 
     def __init__(self, launch, payload: bytes, code_cells: list[int], skip: list[int], limits: Limits,
-                 reader: ChannelReader, results: dict, outputs: dict):
-        self.launch, self.payload, self.limits = launch, payload, limits
+                 reader: ChannelReader, results: dict, outputs: dict, decode=None):
+        self.launch, self.payload, self.limits, self.decode = launch, payload, limits, decode
         self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
@@ -348,7 +355,13 @@ class Attempt:
                                                 for o in self.outputs[cell]["outputs"])
         elif "result" in frame:
             if frame["result"] in tasks and isinstance(frame.get("record"), str):
-                self.results[frame["result"]] = frame["record"]
+                # Decoded now, one record at a time: its text is released before the next frame is read.
+                record = frame.pop("record")
+                kept = self.decode(record) if self.decode else record
+                if kept is None:
+                    self.results.pop(frame["result"], None)
+                else:
+                    self.results[frame["result"]] = kept
         elif frame.get("done") is True:
             self.done = True
 
@@ -430,8 +443,9 @@ def _feed(stream, payload: bytes) -> None:
 
 
 def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, str], limits: Limits,
-            isolate: bool = True) -> RunOutcome:
-    """Run the cells under the supervisor: skip-and-replay cells that time out or kill the process."""
+            isolate: bool = True, decode=None) -> RunOutcome:
+    """Run the cells under the supervisor: skip-and-replay cells that time out or kill the process.
+    decode(record text) -> what to keep of a result as it arrives (None: nothing); default the text."""
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
@@ -447,7 +461,7 @@ def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, s
                 payload = json.dumps({"cells": notebook_cells, "task": task_json, "probe_files": probe_files,
                                       "limits": limits.for_runner(), "skip": skip}).encode()
                 attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, skip, limits,
-                                  reader, results, outputs)
+                                  reader, results, outputs, decode)
                 ending, cell = attempt.run(deadline, tasks, seccomp, groups)
                 log = bytes(attempt.log) if attempt.current is None else log
                 if ending == "finished":
