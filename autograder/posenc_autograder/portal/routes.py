@@ -69,7 +69,7 @@ class Guard:
 
 
 async def _send_too_large(send):
-    body = pages.render("message.html", title="File too large", text=_too_large_text(), signed_in=False,
+    body = pages.render("message.html", title="File too large", text=_too_large_text(), link=None, signed_in=False,
                         csrf="").encode()
     await send({"type": "http.response.start", "status": 413, "headers": [
         (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),

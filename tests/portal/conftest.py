@@ -1,0 +1,83 @@
+"""A course with a portal whose grading is a stand-in (no sandbox: these tests are about the portal's rules),
+and signed-in test clients. The browser test (tests/end_to_end/test_portal_browser.py) grades for real."""
+import hashlib
+import re
+import threading
+import warnings
+
+import nbformat
+import pytest
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
+from notebook_tools import ROOT
+from posenc_autograder.course import Course
+from posenc_autograder.grading.execute import Execution
+from posenc_autograder.portal.routes import create_app
+from posenc_autograder.portal.service import Portal
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")          # Starlette's note that a later httpx is preferred
+    from starlette.testclient import TestClient
+
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+class CountingExecute:
+    """Stands in for the sandbox: records which jobs ran (a job is its (student, assignment, notebook) key and
+    the notebook it carried) and returns an execution with no answers (every hidden test fails)."""
+
+    def __init__(self):
+        self.runs: list[tuple] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, task):
+        with self.lock:
+            self.runs.append((task.key, task.notebook_json))
+        return Execution(task.key, {}, [], {}, 0.01)
+
+
+def notebook_bytes(marker: str = "") -> bytes:
+    """The released notebook, made distinct by a marker cell (so each is a new attempt)."""
+    nb = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    if marker:
+        cell = nbformat.v4.new_code_cell(f"# {marker}")
+        cell.id = "m" + hashlib.sha256(marker.encode()).hexdigest()[:12]      # the same bytes for the same marker
+        nb.cells.append(cell)
+    return nbformat.writes(nb).encode()
+
+
+@pytest.fixture
+def course(tmp_path):
+    return Course(make_course(tmp_path / "course"))
+
+
+def new_portal(course, execute=None, jobs=1) -> Portal:
+    return Portal(course, jobs=jobs, worker_options={"execute": execute or CountingExecute()}, register=False)
+
+
+@pytest.fixture
+def portal(course):
+    return new_portal(course)
+
+
+@pytest.fixture
+def app(portal):
+    return create_app(portal, start_worker=False)
+
+
+def client_for(app, portal=None, student=None) -> TestClient:
+    client = TestClient(app, base_url="http://127.0.0.1")
+    if student:
+        token = portal.new_link(student, student.title())
+        assert client.get(f"/s/{token}").status_code == 200
+    return client
+
+
+def csrf_of(client, path="/assignments/" + ASSIGNMENT) -> str:
+    return CSRF.search(client.get(path).text).group(1)
+
+
+def upload(client, data: bytes, csrf: str | None = "auto", name=f"{NOTEBOOK}.ipynb"):
+    fields = {} if csrf is None else {"csrf": csrf_of(client) if csrf == "auto" else csrf}
+    return client.post(f"/assignments/{ASSIGNMENT}/upload", data=fields, files={"notebook": (name, data)},
+                       follow_redirects=False)
