@@ -1,8 +1,15 @@
 """`make collect`: an LMS zip of "<student>_<notebook>.ipynb" files lands in nbgrader's submitted/ layout."""
+import csv
+import os
 import zipfile
 
+import nbformat
+
+from deadline import deadline
 from fixture_submissions import make_course
+from lms_zips import NB, make_zip
 from notebook_tools import ROOT
+from posenc_autograder.grading import grade
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course
 
@@ -23,3 +30,31 @@ def test_zip_from_lms_is_collected_per_student(tmp_path):
 def test_unknown_assignment_is_refused(tmp_path):
     course = Course(make_course(tmp_path / "course"))
     assert collect(course, tmp_path / "missing.zip", "no_such_assignment") == 2
+
+
+def test_grade_says_what_went_wrong_and_a_fifo_blocks_nothing(tmp_path, capsys):
+    """Issue 25.1/25.2 and 24.6 in one class run (no sandbox: the notebooks are ours): nothing collected yet,
+    a stale release, a FIFO named timestamp.txt, and a notebook that cannot be graded."""
+    course = Course(make_course(tmp_path / "course"))
+    root = ["--course", str(course.root), "--no-sandbox", "--jobs", "1"]
+    assert grade.main(root) == 1
+    assert "nothing submitted: run make collect first" in capsys.readouterr().err
+    untouched = (ROOT / "exercises" / NB / f"{NB}.ipynb").read_text()
+    members = {f"alice_{NB}.ipynb": untouched, f"bob_{NB}.ipynb": "{not json <<<<<<<"}
+    assert collect(course, make_zip(tmp_path / "plain.zip", members), NB) == 0
+    stamp = course.submitted / "alice" / NB / "timestamp.txt"
+    stamp.unlink()
+    os.mkfifo(stamp)                                       # what a `cp -a` hand-in can bring
+    edited = nbformat.read(course.source_notebook(NB, NB), as_version=4)
+    next(c for c in edited.cells if c.cell_type == "markdown").source += "\n\nA sentence added after the release."
+    nbformat.write(edited, course.source_notebook(NB, NB))             # and `make release` forgotten
+    with deadline(600):
+        assert grade.main(root) == 1
+    said = capsys.readouterr().err
+    assert "Warning: exercises/ is not what solutions/ releases now" in said
+    [sentence] = [line for line in said.splitlines() if line.startswith("Not graded: ")]
+    assert sentence.startswith(f"Not graded: bob, {NB}/{NB}.ipynb: ") and "not valid notebook JSON" in sentence
+    grades = {r["student"]: r for r in csv.DictReader(open(course.grades_csv))}
+    assert (grades["bob"]["score"], grades["bob"]["status"]) == ("", "not graded") and grades["alice"]["score"] == "0"
+    page = (course.feedback / "bob" / NB / f"{NB}.html").read_text()
+    assert "Not graded: the notebook could not be read" in page and "Score:" not in page

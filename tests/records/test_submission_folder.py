@@ -1,30 +1,16 @@
 """Issue 24, item 6: every file in a student's submission folder is opened with lstat checks and
 O_NOFOLLOW|O_NONBLOCK and never written through: a FIFO or a link named timestamp.txt (a `cp -a` or
 `rsync -a` hand-in) neither blocks grading nor redirects a write. SIGALRM turns a hang into a failure."""
-import contextlib
 import datetime as dt
 import os
-import signal
 
 import pytest
 
+from deadline import deadline
 from lms_zips import NB
 from posenc_autograder.course import Course
 from posenc_autograder.intake.collect import store
 from posenc_autograder.records import nbgrader_files
-
-
-@contextlib.contextmanager
-def deadline(seconds: int):
-    def expire(*_):
-        raise TimeoutError(f"blocked for more than {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
