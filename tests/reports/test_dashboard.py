@@ -5,38 +5,65 @@ import pathlib
 
 import pytest
 
-from fixture_submissions import make_course
+import nbformat
+
+from fixture_submissions import make_course, solved_notebook
 from posenc_autograder import csvsafe
+from posenc_autograder.checks import REGISTRY
 from posenc_autograder.reports import dashboard, run_report as report
 from posenc_autograder.intake import roster
-from posenc_autograder.course import Course
-from posenc_autograder.results import GradedTest, NotebookResult
+from posenc_autograder.course import RELEASE_DIRECTORY, Course
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 from test_browser import open_page
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-SWAPPED = "sin and cos are swapped"
+SWAPPED = "sin and cos are swapped: even columns should hold sin, odd columns cos"
+STUB = "raised NotImplementedError: the function is still the template stub"
 
 
-def result(student, passed, notes=(), graded=True, seconds=1.5):
+def swapped(row: int, judged_with_cause: bool):
+    """The judge's words for the swap, as a Problem with its cause or (older judges) in the text alone."""
+    text = f"sinusoidal_positional_encoding(3, 4) is wrong at [{row}, 0]: expected 0.9, got -0.4. Likely cause: {SWAPPED}."
+    return Problem(text, SWAPPED) if judged_with_cause else Problem(text)
+
+
+def result(student, passed, notes=(), graded=True, seconds=1.5, problems=None):
     """A result with two hidden tests; `passed` says which of them pass."""
-    tests = [GradedTest("hidden_pe_values", "values", True, 3.0 if passed[0] else 0.0, 3.0,
-                        [] if passed[0] else [SWAPPED]),
-             GradedTest("hidden_dot_product", "dot", True, 2.0 if passed[1] else 0.0, 2.0,
-                        [] if passed[1] else [f"raised ValueError: {HOSTILE}"])]
+    first, second = problems or ([swapped(len(student), student == "bob")], [f"raised ValueError: {HOSTILE}"])
+    tests = [GradedTest("hidden_pe_values", "values", True, 3.0 if passed[0] else 0.0, 3.0, [] if passed[0] else first),
+             GradedTest("hidden_dot_product", "dot", True, 2.0 if passed[1] else 0.0, 2.0, [] if passed[1] else second)]
     return NotebookResult(student, "positional_encoding", "positional_encoding", graded, tests, list(notes),
                           seconds=seconds)
 
 
+def submit(course, student, nb):
+    folder = course.submitted / student / "positional_encoding"
+    folder.mkdir(parents=True)
+    (folder / "positional_encoding.ipynb").write_text(nbformat.writes(nb))
+
+
 @pytest.fixture
 def class_page(tmp_path):
+    """Three students with the same mistake (bob's judge gave its cause as data), a timeout, an unreadable
+    notebook, an untouched template, two byte-identical files, and a manual grade for bob."""
     course = Course(make_course(tmp_path / "course"))
     results = [result("ann", (True, True)), result("bob", (False, True)), result("cy", (False, False)),
-               result("dee", (False, False), ["cell 'hidden_dot_product' ran longer than 30 s and was stopped"]),
-               result("eve", (False, False), ["the notebook could not be read: " + HOSTILE], graded=False)]
+               result("dee", (False, False), [Note(NoteKind.TIMEOUT, "cell 'hidden_dot_product' ran longer than "
+                                                                     "30 s and was stopped")]),
+               result("eve", (False, False), [Note(NoteKind.UNREADABLE, "the notebook could not be read: " + HOSTILE)],
+                      graded=False),
+               result("fay", (False, False), problems=([STUB], [STUB, "... and 1 more case(s) like these"]))]
+    release = nbformat.read(course.path(RELEASE_DIRECTORY) / "positional_encoding" / "positional_encoding.ipynb", 4)
+    submit(course, "fay", release)
+    solved = solved_notebook()
+    submit(course, "cy", solved)
+    submit(course, "dee", solved)
     roster.save(course, {("bob", "positional_encoding"): {
         "student_id": "bob", "assignment": "positional_encoding", "lms": "canvas", "lms_user_id": "7",
         "name": HOSTILE, "submitted_at": "2026-11-20T10:00:00", "late": "yes"}})
-    path = dashboard.write(course, results, refused=[f"{HOSTILE}: the folder is a symbolic link"])
+    finals = {(r.student, r.assignment): (r.score, r.max_score) for r in results}
+    finals["bob", "positional_encoding"] = (4.0, 5.0)                  # set by hand in formgrader
+    path = dashboard.write(course, results, refused=[f"{HOSTILE}: the folder is a symbolic link"], finals=finals)
     return course, results, path
 
 
@@ -79,10 +106,10 @@ def test_page_is_self_contained_and_every_figure_has_alt_text(class_page):
 def test_alt_text_states_the_figures_numbers(class_page):
     _, results, path = class_page
     alts = [image["alt"] for image in parse(path).images]
-    # 4 graded notebooks: 0 %, 0 %, 40 % (2 of 5 points), 100 %  -> bins 0-10: 2, 40-50: 1, 90-100: 1
-    assert "2, 0, 0, 0, 1, 0, 0, 0, 0, 1" in alts[0]
-    assert "hidden_pe_values 25 %" in alts[1] and "hidden_dot_product 50 %" in alts[1]
-    assert "median 1.5 s" in alts[2] and "over 4 notebooks" in alts[2]
+    # 5 graded notebooks: 0 %, 0 %, 0 %, 40 % (2 of 5 points), 100 %  -> bins 0-10: 3, 40-50: 1, 90-100: 1
+    assert "3, 0, 0, 0, 1, 0, 0, 0, 0, 1" in alts[0]
+    assert "hidden_pe_values 20 %" in alts[1] and "hidden_dot_product 40 %" in alts[1]
+    assert "median 1.5 s" in alts[2] and "over 5 notebooks" in alts[2]
 
 
 def test_student_text_is_escaped(class_page):
@@ -92,25 +119,59 @@ def test_student_text_is_escaped(class_page):
     assert "alert" in "".join(parse(path).text)       # shown as text, not run
 
 
-def test_mistakes_are_grouped_with_who_made_them(class_page):
+def section(text, title, following):
+    return text.split(f">{title}<")[1].split(f">{following}<")[0]
+
+
+def test_one_row_per_cause_naming_every_student_who_made_it(class_page):
     _, _, path = class_page
-    rows = [line for line in path.read_text().splitlines() if SWAPPED in line]
-    assert len(rows) == 1 and "<td>3</td>" in rows[0] and "bob, cy, dee" in rows[0]
+    mistakes = section(path.read_text(), "Mistakes across the class", "Parts not attempted")
+    rows = [row for row in mistakes.split("<tr>") if SWAPPED in row]
+    assert len(rows) == 1 and row_students(rows[0]) == ["bob", "cy", "dee"] and "<td>3</td>" in rows[0]
+    assert "hidden_pe_values (9)" in rows[0]          # three students, 3 points each
+    assert "more case(s)" not in mistakes and "template stub" not in mistakes
+
+
+def row_students(row):
+    return [link.split(">")[1].split("<")[0] for link in row.split("<a ")[1:]]
+
+
+def test_stubs_collapse_into_one_row_per_part(class_page):
+    _, _, path = class_page
+    stubs = section(path.read_text(), "Parts not attempted", "Students who need attention")
+    rows = stubs.split("<tr>")[2:]
+    parts = {REGISTRY["hidden_pe_values"].answer_cell, REGISTRY["hidden_dot_product"].answer_cell}
+    assert len(rows) == len(parts) and all(row_students(row) == ["fay"] for row in rows)
+
+
+def test_final_scores_with_the_automatic_beside_them(class_page):
+    _, _, path = class_page
+    bob = path.read_text().split("Every student")[1].split("<td>bob</td>")[1].split("</tr>")[0]
+    assert "4 / 5" in bob and "automatic 2" in bob
+    ann = path.read_text().split("Every student")[1].split("<td>ann</td>")[1].split("</tr>")[0]
+    assert "5 / 5" in ann and "automatic" not in ann
 
 
 def test_students_needing_attention_and_feedback_links(class_page):
     course, results, path = class_page
     text = path.read_text()
-    attention = text.split("Students who need attention")[1].split("Every student")[0]
-    assert "dee" in attention and "timeout" in attention and "eve" in attention and "not graded" in attention
-    assert ">ann<" not in attention
+    attention = section(text, "Students who need attention", "Every student")
+    why = {row_students(row)[0]: row for row in attention.split("<tr>")[2:] if "<a " in row}
+    assert "timeout" in why["dee"] and "not graded" in why["eve"]
+    assert "untouched" in why["fay"] and "byte-identical to dee" in why["cy"] and "byte-identical to cy" in why["dee"]
+    assert set(why) == {"cy", "dee", "eve", "fay"}
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;: the folder is a " \
-           "symbolic link" in attention and "3 need attention" in text
-    links = parse(path).links
-    assert len(links) == len(results)
-    for link in links:
+           "symbolic link" in attention and "5 need attention" in text
+    for link in parse(path).links:
         assert (path.parent / link).resolve().parent.parent.parent == course.feedback.resolve()
     assert "late" in text.split("Every student")[1].split("bob")[1].split("</tr>")[0]
+
+
+def test_a_regrade_says_why_it_happened(tmp_path):
+    course = Course(make_course(tmp_path / "course"))
+    moved = result("gus", (True, True), [Note(NoteKind.REGRADE, "resubmitted: hidden_pe_values 0 → 3")])
+    page = dashboard.render(course, [moved])
+    assert "score changed by a regrade" in page and "resubmitted" in page
 
 
 def test_csv_cells_cannot_start_formulas():
@@ -136,6 +197,9 @@ def test_dashboard_in_chromium(class_page, browser):  # noqa: F811 - pytest fixt
     assert all(url.startswith(("file://", "data:")) for url in requests), requests
     sizes = page.evaluate("() => [...document.images].map(i => [i.naturalWidth, i.alt.length])")
     assert len(sizes) == 3 and all(w > 0 and alt > 30 for w, alt in sizes)
+    row = page.locator("tr", has_text=SWAPPED)
+    assert row.count() == 1 and row.locator("a").all_inner_texts() == ["bob", "cy", "dee"]
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")     # nothing runs off the page
     shots = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "class-dashboard.png"), full_page=True)

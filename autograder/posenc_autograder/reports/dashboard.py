@@ -1,18 +1,21 @@
 """autograder/reports/class.html: the class at a glance, one self-contained page (no scripts, no CDN).
 
-Scores, per-test pass rates, the class's mistakes grouped by diagnosis (with who made them), time per
-notebook, students who need attention, and a link to each student's feedback. Figures are matplotlib
-SVGs inlined as data URIs, each with alt text that states what it shows. Everything a student
-controls (ids, names, notes, diagnoses quoting their code) is HTML-escaped.
+Scores (final, with the automatic ones beside them), per-test pass rates, the class's mistakes grouped by
+diagnosed cause (with who made them, linked to their feedback), parts not attempted, time per notebook,
+students who need attention (by the kind of what happened, and untouched or byte-identical files). Figures
+are matplotlib SVGs inlined as data URIs, each with alt text that states what it shows. Everything a
+student controls (ids, names, notes, diagnoses quoting their code) is HTML-escaped.
 """
 from __future__ import annotations
 
 import base64
 import collections
+import dataclasses
 import html
 import io
 import os
 import pathlib
+import re
 import statistics
 import urllib.parse
 
@@ -21,18 +24,20 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after choosing the headless backend
 
+from posenc_autograder.checks import REGISTRY  # noqa: E402
+from posenc_autograder.course import Course, grade_id, nbgrader_meta  # noqa: E402
+from posenc_autograder.grading.pipeline import release_notebook  # noqa: E402
+from posenc_autograder.intake import roster  # noqa: E402
+from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256  # noqa: E402
 from posenc_autograder.reports import feedback  # noqa: E402
-from posenc_autograder.intake import roster
-from posenc_autograder.course import Course  # noqa: E402
-from posenc_autograder.results import NotebookResult  # noqa: E402
+from posenc_autograder.results import GradedTest, NotebookResult, NoteKind  # noqa: E402
 
-# Note fragments (written by pipeline/assemble) -> why an instructor should look at the student.
-ATTENTION = [("not graded", "not graded"), ("ran longer than", "timeout"), ("time limit", "timeout"),
-             ("process died", "crashed or was killed"), ("out of memory", "memory limit"),
-             ("printed too much", "output flood"), ("read-only cells were edited", "edited read-only cells"),
-             ("refused", "refused by the grader"), ("symlink", "refused by the grader"),
-             ("grader hit an unexpected error", "grader error"), ("could not finish running", "grader error"),
-             ("regraded with a changed grader", "score changed by a regrade")]
+# Kinds of note (results.NoteKind) -> why an instructor should look at the student.
+ATTENTION = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
+             NoteKind.TIMEOUT: "timeout", NoteKind.CRASHED: "crashed or was killed", NoteKind.MEMORY: "memory limit",
+             NoteKind.OUTPUT_FLOOD: "output flood", NoteKind.EDITED_READ_ONLY: "edited read-only cells",
+             NoteKind.GRADER_ERROR: "grader error", NoteKind.REGRADE: "score changed by a regrade",
+             NoteKind.SCORES_KEPT: "a rerun scored lower; earlier scores kept"}
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
@@ -41,6 +46,7 @@ th { background: #f4f4f4; }
 .figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1.5rem; }
 figure { margin: 0; } figure img { width: 100%; height: 16rem; object-fit: contain; }
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
+.auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; }
 """
 
 
@@ -104,20 +110,91 @@ def time_chart(results: list[NotebookResult]) -> str:
     return _figure(fig, alt, "Time per notebook")
 
 
-def grouped_diagnoses(results: list[NotebookResult]) -> list[tuple[str, str, str, list[str]]]:
-    """(assignment, test, diagnosis, students), most common first: the class's shared mistakes."""
-    groups: dict[tuple[str, str, str], list[str]] = collections.defaultdict(list)
+NOT_ATTEMPTED = ("template stub", "NotImplementedError")     # what a probe says of an untouched function
+SUMMARY = "... and "                                          # "... and 3 more case(s) like these": not an example
+
+
+def likely_cause(problem) -> str | None:
+    """The diagnosed cause of a problem. Until every judge gives Problem(text, cause), the cause is read from
+    the text's "Likely cause: ..." (delete the fallback then)."""
+    cause = getattr(problem, "cause", None)
+    if cause is None and "Likely cause: " in problem:
+        cause = problem.split("Likely cause: ", 1)[1]
+    return cause.strip().rstrip(".") if cause else None
+
+
+@dataclasses.dataclass
+class MistakeRow:
+    """One mistake of the class: who made it, the hidden tests it cost them, and what one feedback said."""
+    assignment: str
+    label: str
+    example: str
+    results: list[NotebookResult] = dataclasses.field(default_factory=list)
+    tests: dict[str, float] = dataclasses.field(default_factory=dict)     # cell id -> points it cost the class
+
+    def add(self, result: NotebookResult, test: GradedTest) -> None:
+        if result not in self.results:
+            self.results.append(result)
+        self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + test.max_points - test.points
+
+
+def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], list[MistakeRow]]:
+    """(mistakes by cause, parts not attempted), most students first. A failed hidden test counts under each
+    cause its problems name; one that names none counts under the test itself; a test every problem of which
+    is a template stub counts as its part not attempted."""
+    mistakes: dict[tuple, MistakeRow] = {}
+    stubs: dict[tuple, MistakeRow] = {}
     for r in results:
-        for t in r.tests:
-            for problem in t.problems if r.graded else []:
-                groups[(r.assignment, t.cell_id, problem)].append(r.student)
-    return sorted(((a, t, p, s) for (a, t, p), s in groups.items()), key=lambda g: (-len(g[3]), g[:3]))
+        for t in r.tests if r.graded else []:
+            if t.passed or not t.hidden:
+                continue
+            problems = [p for p in t.problems if not p.startswith(SUMMARY)] or t.problems
+            if all(any(marker in p for marker in NOT_ATTEMPTED) for p in problems):
+                part = REGISTRY[t.cell_id].answer_cell if t.cell_id in REGISTRY else t.cell_id
+                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, problems[0])).add(r, t)
+                continue
+            causes = {likely_cause(p): p for p in problems if likely_cause(p)}
+            for cause, problem in causes.items() or [(None, problems[0])]:
+                key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {t.cell_id}")
+                label = cause or f"{t.cell_id} failed without a named cause"
+                mistakes.setdefault(key, MistakeRow(r.assignment, label, problem)).add(r, t)
+    order = lambda row: (-len(row.results), row.assignment, row.label)  # noqa: E731
+    return sorted(mistakes.values(), key=order), sorted(stubs.values(), key=order)
+
+
+def submission_flags(course: Course, results: list[NotebookResult]) -> dict[tuple, list[str]]:
+    """(student, assignment, notebook) -> what is odd about the file itself: untouched (its answer cells are
+    the released template's) or byte-identical to a classmate's."""
+    flags: dict[tuple, list[str]] = collections.defaultdict(list)
+    wanted = {(r.student, r.assignment, r.notebook) for r in results}
+    digests: dict[str, list[tuple]] = collections.defaultdict(list)
+    for sub in discover(course):
+        if sub.key not in wanted or sub.path is None:
+            continue
+        try:
+            notebook = read_notebook(sub.path)
+        except UnreadableNotebook:
+            continue
+        if answer_cells(notebook) == answer_cells(release_notebook(course, sub.assignment, sub.notebook)):
+            flags[sub.key].append("untouched: the answers are the released template")
+        digests[sha256(sub.path)].append(sub.key)
+    for same in digests.values():
+        for key in same if len(same) > 1 else []:
+            others = ", ".join(k[0] for k in same if k != key)
+            flags[key].append(f"byte-identical to {others}")
+    return flags
+
+
+def answer_cells(notebook) -> dict[str, str]:
+    return {grade_id(c): c.source.strip() for c in notebook.cells if nbgrader_meta(c).get("solution")}
 
 
 def attention(result: NotebookResult) -> list[str]:
     reasons = [] if result.graded else ["not graded"]
     for note in result.notes:
-        reasons += [why for fragment, why in ATTENTION if fragment in note and why not in reasons]
+        why = ATTENTION.get(getattr(note, "kind", NoteKind.OTHER))
+        if why and why not in reasons:
+            reasons.append(why)
     return reasons
 
 
@@ -126,20 +203,46 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
     return html.escape(urllib.parse.quote(target), quote=True)
 
 
-def render(course: Course, results: list[NotebookResult], refused: list[str] = ()) -> str:
-    """The page; `refused`: folders in submitted/ the grader would not read (why, per folder)."""
+def student_links(course: Course, results: list[NotebookResult]) -> str:
+    return ", ".join(f'<a href="{feedback_link(course, r)}">{html.escape(r.student)}</a>' for r in results)
+
+
+def mistake_table(course: Course, rows: list[MistakeRow], what: str) -> str:
     e = html.escape
+    several = len({row.assignment for row in rows}) > 1
+    body = "".join(
+        f"<tr><td>{len(row.results)}</td><td>{e(row.assignment) + ': ' if several else ''}{e(row.label)}</td>"
+        f"<td>{e(', '.join(f'{t} ({p:g})' for t, p in row.tests.items()))}</td>"
+        f"<td>{student_links(course, row.results)}</td><td class='example'>{e(row.example)}</td></tr>" for row in rows)
+    return (f"<table><tr><th>Students</th><th>{what}</th><th>Tests it cost (points, class total)</th>"
+            f"<th>Who</th><th>One example</th></tr>{body}</table>" if rows else "<p>None.</p>")
+
+
+def score_cell(result: NotebookResult, finals: dict) -> str:
+    """The final score (manual grades included) with the automatic one beside it when they differ."""
+    if not result.graded:
+        return "not graded"
+    final, maximum = finals.get((result.student, result.assignment), (result.score, result.max_score))
+    automatic = f" <span class='auto'>(automatic {result.score:g})</span>" if final != result.score else ""
+    return f"{final:g} / {maximum:g}{automatic}"
+
+
+def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None) -> str:
+    """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
+    (student, assignment) -> (score, max) from the gradebook, manual grades included."""
+    e = html.escape
+    finals = finals or {}
     people = roster.load(course)
     graded = [r for r in results if r.graded]
     rates = pass_rates(results)
     figures = [score_histogram(results)] + ([pass_rate_chart(rates)] if rates else []) + [time_chart(results)]
-    diagnoses = "".join(
-        f"<tr><td>{len(who)}</td><td>{e(a)}: {e(t)}</td><td>{e(problem)}</td><td>{e(', '.join(who))}</td></tr>"
-        for a, t, problem, who in grouped_diagnoses(results))
-    needing = [(r, attention(r)) for r in results]
+    mistakes, stubs = grouped_mistakes(results)
+    flags = submission_flags(course, results)
+    needing = [(r, attention(r) + flags.get((r.student, r.assignment, r.notebook), [])) for r in results]
     attention_rows = "".join(
-        f"<tr><td>{e(r.student)}</td><td>{e(r.assignment)}</td><td>{e(', '.join(why))}</td>"
-        f"<td>{'<br>'.join(e(n) for n in r.notes)}</td></tr>" for r, why in needing if why) + "".join(
+        f"<tr><td><a href=\"{feedback_link(course, r)}\">{e(r.student)}</a></td><td>{e(r.assignment)}</td>"
+        f"<td>{e('; '.join(why))}</td><td>{'<br>'.join(e(n) for n in r.notes)}</td></tr>"
+        for r, why in needing if why) + "".join(
         f"<tr><td colspan='2'>submitted/</td><td>refused by the grader</td><td>{e(reason)}</td></tr>"
         for reason in refused)
     student_rows = []
@@ -148,29 +251,35 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
         late = "<span class='late'>late</span>" if person.get("late") == "yes" else ""
         student_rows.append(
             f"<tr><td>{e(r.student)}</td><td>{e(person.get('name', ''))}</td><td>{e(r.assignment)}</td>"
-            f"<td>{r.score:g} / {r.max_score:g}{'' if r.graded else ' (not graded)'}</td>"
+            f"<td>{score_cell(r, finals)}</td>"
             f"<td>{e(person.get('submitted_at', ''))} {late}</td><td>{r.seconds:.1f} s</td>"
             f"<td><a href=\"{feedback_link(course, r)}\">feedback</a></td></tr>")
-    mean = statistics.mean(r.score / r.max_score for r in graded if r.max_score) if graded else 0
+    mean = statistics.mean(finals.get((r.student, r.assignment), (r.score, r.max_score))[0] / r.max_score
+                           for r in graded if r.max_score) if graded else 0
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Class dashboard</title><style>{STYLE}</style></head><body>
 <h1>Class dashboard</h1>
-<p>{len(results)} notebooks, {len(graded)} graded, mean score {100 * mean:.0f} %.
+<p>{len(results)} notebooks, {len(graded)} graded, mean final score {100 * mean:.0f} %.
 {sum(bool(w) for _, w in needing) + len(refused)} need attention.</p>
 <div class="figures">{''.join(figures)}</div>
 <h2>Mistakes across the class</h2>
-<table><tr><th>Students</th><th>Test</th><th>Diagnosis</th><th>Who</th></tr>{diagnoses}</table>
+<p>One row per diagnosed cause, most students first; a student counts once per cause.</p>
+{mistake_table(course, mistakes, "Mistake")}
+<h2>Parts not attempted</h2>
+<p>Hidden tests that found only the template's stub, one row per part of the notebook.</p>
+{mistake_table(course, stubs, "Part (answer cell)")}
 <h2>Students who need attention</h2>
 <table><tr><th>Student</th><th>Assignment</th><th>Why</th><th>What happened</th></tr>{attention_rows}</table>
 <h2>Every student</h2>
+<p>Scores are final: manual grades from formgrader where given, the automatic score beside them.</p>
 <table><tr><th>Student</th><th>Name</th><th>Assignment</th><th>Score</th><th>Submitted</th><th>Grading time</th>
 <th>Feedback</th></tr>{''.join(student_rows)}</table>
 </body></html>
 """
 
 
-def write(course: Course, results: list[NotebookResult], refused: list[str] = ()) -> pathlib.Path:
+def write(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None) -> pathlib.Path:
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused))
+    path(course).write_text(render(course, results, refused, finals))
     return path(course)

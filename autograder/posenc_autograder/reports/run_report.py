@@ -108,7 +108,7 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: list[s
     write_grades_csv(course, results, finals, cell_scores)
     lms_exports.write_all(course, results, finals)
     write_run_report(course, results)
-    dashboard.write(course, results, refused)
+    dashboard.write(course, results, refused, finals)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:
