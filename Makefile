@@ -24,6 +24,11 @@ book: $(STAMP)
 	@echo "Book built. Open file://$(CURDIR)/$(BOOK_HTML)  (or run 'make serve' for http://127.0.0.1:8000)"
 	-@$(PY) -m webbrowser -t "file://$(CURDIR)/$(BOOK_HTML)" >/dev/null 2>&1 || true
 
+## pdf: the whole book as one PDF in _build/html (linked from the intro): Chromium prints the single-page build
+pdf: $(STAMP) system-packages
+	$(VENV)/bin/jupyter-book build . --builder singlehtml -W -n --keep-going
+	$(PY) _ext/print_book.py _build/singlehtml _build/html
+
 ## serve: serve the built book on http://127.0.0.1:8000
 serve: $(STAMP)
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html

@@ -2,22 +2,18 @@
 HTTP and Chromium. Browser fixtures are defined here only: a second definition in a test module would start a
 second Playwright, which its sync API refuses in the same session.
 """
-import functools
-import http.server
 import os
 import pathlib
 import subprocess
 import sys
-import threading
 
 import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = pathlib.Path(sys.executable).parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+sys.path.insert(0, str(ROOT / "_ext"))
+from print_book import CHROMIUM, CHROMIUM_ARGS, print_book, serve  # noqa: E402  (the book's own printer)
 
 
 @pytest.fixture(scope="session")
@@ -33,11 +29,28 @@ def book_build(repo_root):
     that people testing in one work tree do not overwrite each other's _build.
     """
     output = pathlib.Path(os.environ.get("POSENC_BOOK_OUTPUT", repo_root))
-    proc = subprocess.run(
-        [str(VENV_BIN / "jupyter-book"), "build", ".", "--path-output", str(output), "-W", "-n", "--keep-going"],
+    return build_book(repo_root, output, "html"), output / "_build" / "html"
+
+
+def build_book(repo_root: pathlib.Path, output: pathlib.Path, builder: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(VENV_BIN / "jupyter-book"), "build", ".", "--path-output", str(output), "--builder", builder,
+         "-W", "-n", "--keep-going"],
         cwd=repo_root, capture_output=True, text=True, timeout=1200,
     )
-    return proc, output / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def book_pdf(book_build, browser, repo_root):
+    """The book as one PDF, made as `make pdf` makes it, beside the HTML pages (the intro links it).
+
+    The single-page build shares the HTML build's environment and execution cache: it only writes.
+    """
+    proc, html_dir = book_build
+    assert proc.returncode == 0, "the book did not build"
+    single = build_book(repo_root, html_dir.parent.parent, "singlehtml")
+    assert single.returncode == 0, f"the single-page build failed:\n{single.stdout[-3000:]}\n{single.stderr[-3000:]}"
+    return print_book(html_dir.parent / "singlehtml", html_dir, browser=browser), html_dir.parent / "singlehtml"
 
 
 def toc_files(repo_root: pathlib.Path) -> list[str]:
@@ -51,19 +64,12 @@ def toc_files(repo_root: pathlib.Path) -> list[str]:
     return files
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="session")
 def site(book_build):
     proc, html_dir = book_build
     assert proc.returncode == 0, "the book did not build"
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=html_dir))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", html_dir
-    server.shutdown()
+    with serve(html_dir) as base:
+        yield base, html_dir
 
 
 @pytest.fixture(scope="session")

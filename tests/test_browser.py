@@ -4,8 +4,10 @@ The `site` and `browser` fixtures live in conftest.py: one server and one Chromi
 """
 import html.parser
 import json
+import pathlib
 import urllib.parse
 
+import axe_playwright_python
 import nbformat
 import pytest
 
@@ -14,6 +16,14 @@ from conftest import toc_files
 RAW_TEX = ("$$", "\\frac", "\\begin{")
 # What a reader must see at the top of every page, uncovered by bars or overlays.
 LANDMARKS = (".logo__title", "article.bd-article h1")
+# axe-core (pinned in requirements.txt through the package that bundles it) and the rules it applies:
+# WCAG 2.0 and 2.1, levels A and AA, including the rules axe still calls experimental (label in name).
+AXE_SCRIPT = (pathlib.Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text()
+WCAG_AA = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa")
+BLOCKING = ("serious", "critical")
+# Pages Sphinx makes beyond the table of contents; the search page with results showing.
+GENERATED_PAGES = ("search.html?q=rotation", "genindex.html")
+PHONE_WIDTH = 375          # narrower than the 390 px phones the issue names: what fits here fits there
 
 
 @pytest.fixture(scope="session")
@@ -21,9 +31,9 @@ def pages(repo_root):
     return toc_files(repo_root)
 
 
-def open_page(browser, url, width=1280):
+def open_page(browser, url, width=1280, color_scheme="light"):
     """Load url; return (page, problems seen while loading: console errors, page errors, failed requests)."""
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
     problems = []
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
@@ -44,6 +54,52 @@ def covering_element(page, selector):
         if (!top || target.contains(top) || top.contains(target)) return null;
         return top.tagName.toLowerCase() + (top.id ? "#" + top.id : "") + "." + [...top.classList].join(".");
     }""", selector)
+
+
+def axe_violations(page, rules=None) -> dict:
+    """axe-core's serious and critical WCAG 2.1 A/AA violations on the page as it is shown now:
+    {rule: [the elements, as CSS selectors]}. `rules` runs only those rules."""
+    if not page.evaluate("() => !!window.axe"):
+        page.evaluate(AXE_SCRIPT)
+    run_only = ({"type": "rule", "values": list(rules)} if rules else
+                {"type": "tag", "values": [*WCAG_AA, "experimental"]})
+    result = page.evaluate("options => axe.run(document, options)",
+                           {"runOnly": run_only, "resultTypes": ["violations"]})
+    return {v["id"]: [" ".join(map(str, n["target"])) for n in v["nodes"]] for v in result["violations"]
+            if v["impact"] in BLOCKING and set(v["tags"]) & set(WCAG_AA)}
+
+
+# Elements whose box may be wider than the column: each must fit, or sit in a box that scrolls and fits.
+# (MathJax's inner elements are the formula's own layout, inside its container.)
+CUT_OFF = """() => {
+    const name = e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + [...e.classList].map(c => "." + c).join("")
+        + " '" + (e.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 50) + "'";
+    const cut = [];
+    for (const element of document.querySelectorAll("article.bd-article *:not(mjx-container *)")) {
+        let box = element.getBoundingClientRect();
+        if (box.width === 0 && box.height === 0) continue;          // not displayed
+        let clipped = null;
+        for (let a = element.parentElement; a && !clipped; a = a.parentElement) {
+            const overflow = getComputedStyle(a).overflowX;
+            if (overflow === "visible") continue;
+            const frame = a.getBoundingClientRect();
+            if (overflow === "auto" || overflow === "scroll") { box = frame; continue; }   // scrolls: its box must fit
+            if (box.left < frame.left - 1 || box.right > frame.right + 1) clipped = `clipped by ${name(a).slice(0, 60)}`;
+        }
+        if (!clipped && (box.left < -1 || box.right > innerWidth + 1)) clipped = "beyond the window";
+        if (clipped) cut.push(`${name(element)}: ${clipped}`);
+    }
+    return cut;
+}"""
+# A numbered equation too wide for the column scrolls in the column's full width, not beside its number.
+SQUEEZED_EQUATIONS = """() => [...document.querySelectorAll("div.math > mjx-container")]
+    .filter(m => m.scrollWidth > m.clientWidth + 1 && m.getBoundingClientRect().width < m.parentElement.clientWidth - 1)
+    .map(m => m.parentElement.id || m.textContent.slice(0, 40))"""
+# A formula or code box that hides part of itself (scrolled to its start) shows a shadow on the right.
+UNMARKED_SCROLLING = """() => [...document.querySelectorAll("article mjx-container, article span.math, article pre")]
+    .filter(box => box.scrollWidth > box.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(box).overflowX)
+                   && !box.classList.contains("reader-more-right"))
+    .map(box => box.tagName.toLowerCase() + " '" + box.textContent.trim().slice(0, 40) + "'")"""
 
 
 def test_every_page_loads_cleanly_with_typeset_math_and_images(site, browser, pages, repo_root):
@@ -72,16 +128,62 @@ def test_every_page_loads_cleanly_with_typeset_math_and_images(site, browser, pa
     assert faults == {}
 
 
-def test_pages_read_at_phone_width(site, browser, pages):
+def test_every_page_passes_axe_wcag_2_1_aa(site, browser, pages):
+    """No serious or critical violation of axe-core's WCAG 2.1 A/AA rules on any page (light theme; the
+    phone-width test checks the dark theme's contrast)."""
     base, _ = site
-    too_wide = {}
+    found = {}
+    for name in [f"{p}.html" for p in pages] + list(GENERATED_PAGES):
+        page, _ = open_page(browser, f"{base}/{name}")
+        if "search" in name:
+            page.wait_for_selector("#search-results ul.search li p.context", timeout=15000)
+        if violations := axe_violations(page):
+            found[name] = violations
+        page.close()
+    assert found == {}
+
+
+def test_the_axe_check_can_fail(site, browser, pages):
+    """A page made worse (a link's contrast lowered, a list without items) is caught by the same check."""
+    base, _ = site
+    page, _ = open_page(browser, f"{base}/{pages[0]}.html")
+    page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('beforeend',
+        '<p style="color: #bbb">faint</p><div role="list"><div>x</div></div>')""")
+    assert {"color-contrast", "aria-required-children"} <= set(axe_violations(page))
+    page.close()
+
+
+def test_pages_read_at_phone_width(site, browser, pages):
+    """On a phone the page does not scroll sideways; no formula, code cell, output, table or figure is cut off:
+    each fits the column or scrolls inside its own box, which fits, which the keyboard can reach and which
+    shows that it hides more; a long numbered equation is given the full width (its number goes below it).
+    In the dark theme, which the axe test (light) does not see: the text contrast."""
+    base, _ = site
+    faults = {}
     for name in pages:
-        page, _ = open_page(browser, f"{base}/{name}.html", width=375)
+        page, _ = open_page(browser, f"{base}/{name}.html", width=PHONE_WIDTH, color_scheme="dark")
+        problems = []
         scroll, inner = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
         if scroll > inner:
-            too_wide[name] = (scroll, inner)
+            problems.append(f"the page scrolls sideways: {scroll} px wide in a {inner} px window")
+        problems += page.evaluate(CUT_OFF)
+        problems += [f"equation squeezed beside its number: {e}" for e in page.evaluate(SQUEEZED_EQUATIONS)]
+        problems += [f"hides more without showing it: {box}" for box in page.evaluate(UNMARKED_SCROLLING)]
+        problems += [f"{rule}: {nodes}" for rule, nodes in
+                     axe_violations(page, ["scrollable-region-focusable", "color-contrast"]).items()]
         page.close()
-    assert too_wide == {}
+        if problems:
+            faults[name] = problems
+    assert faults == {}
+
+
+def test_the_cut_off_check_can_fail(site, browser, pages):
+    base, _ = site
+    page, _ = open_page(browser, f"{base}/{pages[0]}.html", width=PHONE_WIDTH)
+    page.evaluate("""() => document.querySelector('article p').insertAdjacentHTML('beforeend',
+        '<span style="display: block; overflow: hidden"><span style="display: inline-block; width: 900px">wide</span></span>')""")
+    assert any("clipped" in problem for problem in page.evaluate(CUT_OFF))
+    page.close()
 
 
 def _page_name(url, base):
@@ -104,12 +206,19 @@ def test_sidebar_and_next_links_reach_every_page(site, browser, pages):
     assert reached == pages
 
 
-def test_search_finds_rotation(site, browser):
+def test_search_finds_rotation_with_excerpts_from_the_text(site, browser):
+    """Each hit shows an excerpt of the page's text around the word (not the page's menus: "....ipynb .md")."""
     base, _ = site
     page, _ = open_page(browser, f"{base}/search.html?q=rotation")
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
-    assert page.locator("#search-results ul.search li").count() >= 1
+    page.wait_for_function("""() => { const hits = document.querySelectorAll('#search-results ul.search li');
+        return Search.status.innerText.includes('found') &&
+               [...hits].every(li => li.querySelector('p.context')); }""", timeout=15000)
+    excerpts = page.eval_on_selector_all("#search-results ul.search li p.context", "ps => ps.map(p => p.innerText)")
     page.close()
+    assert len(excerpts) >= 3
+    menus = (".ipynb", ".md .pdf", "document.write")
+    assert [e for e in excerpts if "rotat" not in e.lower() or any(m in e for m in menus)] == []
 
 
 def pages_under(pages, folder):
@@ -177,7 +286,8 @@ class LinkCollector(html.parser.HTMLParser):
             self.links.append(attrs["href"])
 
 
-def test_internal_links_resolve(site):
+def test_internal_links_resolve(site, book_pdf):
+    """Every link between pages and to an anchor resolves; book_pdf puts the PDF the intro links beside them."""
     _, html_dir = site
     parsed = {}
     for path in html_dir.rglob("*.html"):

@@ -191,10 +191,14 @@
   }
 
   /** An SVG chart that scales with its container: axes with ticks and labels, and scales x(), y(). */
-  function chart(host, { x, y, xlabel, ylabel, logY = false, width: widest = 640, height = 300, flipY = false }) {
+  function chart(host, { x, y, xlabel, ylabel, logY = false, width: widest = 640, height: tall = 300, flipY = false, equal = false }) {
     const m = { top: 12, right: 16, bottom: 44, left: 64 };
     // Drawn at the width it is shown (down to 280 units), so that its text stays readable on a phone.
     const width = Math.min(widest, Math.max(280, host.clientWidth || widest));
+    // Equal axes: one unit of x as long as one of y (a circle stays round), whatever the width.
+    const height = equal
+      ? m.top + m.bottom + ((width - m.left - m.right) * (y[1] - y[0])) / (x[1] - x[0])
+      : tall;
     const svg = el(host, "svg", {
       viewBox: `0 0 ${width} ${height}`,
       class: "explorable__chart",
@@ -342,7 +346,7 @@
         x: [-1.25, 1.25],
         y: [-1.25, 1.25],
         width: 320,
-        height: 320,
+        equal: true,
         xlabel: `cos (column ${2 * s.pair + 1})`,
         ylabel: `sin (column ${2 * s.pair})`,
       });

@@ -1,0 +1,31 @@
+"""Markup fixes for readers of assistive technology (axe-core's WCAG 2.1 AA rules; tests/test_browser.py).
+
+- The theme's search button is named "Search" while it shows "Search Ctrl+K" (WCAG 2.5.3, label in
+  name): templates/search-button-field.html overrides the theme's component, so templates/ goes first.
+- docutils marks each bibliography entry role="doc-biblioentry" inside role="list": DPUB-ARIA 1.1
+  deprecates that role, and a list must own listitems (axe: aria-required-children, critical). The
+  entries become listitems.
+"""
+from __future__ import annotations
+
+import pathlib
+
+TEMPLATES = pathlib.Path(__file__).parent / "templates"
+DEPRECATED_ENTRY_ROLE = 'role="doc-biblioentry"'
+LIST_ENTRY_ROLE = 'role="listitem"'
+
+
+def templates_first(app, config) -> None:
+    config.templates_path.insert(0, str(TEMPLATES))
+
+
+def bibliography_entries_as_listitems(app, pagename, templatename, context, doctree) -> None:
+    body = context.get("body")
+    if body and DEPRECATED_ENTRY_ROLE in body:
+        context["body"] = body.replace(DEPRECATED_ENTRY_ROLE, LIST_ENTRY_ROLE)
+
+
+def setup(app):
+    app.connect("config-inited", templates_first)
+    app.connect("html-page-context", bibliography_entries_as_listitems)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

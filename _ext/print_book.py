@@ -1,0 +1,109 @@
+"""Print the whole book to one PDF: Chromium prints Sphinx's single-page build (`make pdf`).
+
+    python _ext/print_book.py <singlehtml folder> <output folder>
+
+writes <output folder>/posenc-course.pdf; `make pdf` puts it beside the HTML pages, where the intro links it.
+
+The single page is served over a loopback HTTP server (Chromium refuses web fonts, MathJax's among
+them, from file://), and printed once MathJax has typeset every formula, every image has loaded and
+every explorable figure has drawn itself. The PDF is tagged, so images keep their alt text and
+headings their structure, and its outline (bookmarks) follows the headings. Debian's Chromium does
+the printing, the same one the browser tests use.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import pathlib
+import sys
+import threading
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGE = "index.html"
+PDF_NAME = "posenc-course.pdf"      # intro.md links it under this name
+PAPER = {"format": "A4", "margin": {"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"}}
+FOOTER = ('<div style="font-size: 8px; width: 100%; text-align: center; color: #555;">'
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+# The page is ready to print when these hold (the explorables script marks each figure it drew).
+READY = """() => Promise.all([
+    window.MathJax && MathJax.startup ? MathJax.startup.promise : null,
+    document.fonts.ready,
+    ...[...document.images].map(i => i.complete ? null : new Promise(done => { i.onload = i.onerror = done; })),
+]).then(() => [...document.querySelectorAll('.explorable')].every(f => f.classList.contains('explorable--live')))"""
+# Print-only layout: the theme's print styles keep its header buttons; each chapter (a section the
+# single page inlines where the table of contents was) starts a new sheet; code wraps, formulas show whole.
+PRINT_CSS = """
+@media print {
+  .bd-header-article, .header-article-items, .bd-sidebar-secondary, .prev-next-area, .bd-footer,
+  .bd-footer-content, .bd-footer-article, .headerlink, .copybtn, button.toggle-button { display: none !important; }
+  .bd-main .bd-content .bd-article-container { max-width: 100%; }
+  div.math { overflow: visible !important; flex-wrap: wrap-reverse; }
+  div.math mjx-container { overflow: visible !important; min-width: max-content; }
+  .reader-more-left, .reader-more-right { box-shadow: none !important; }
+  div.highlight pre { overflow: visible !important; white-space: pre-wrap; overflow-wrap: anywhere; break-inside: auto !important; }
+  div.toctree-wrapper > section { break-before: page; }
+  h1, h2, h3, h4 { break-after: avoid-page; }
+  figure, .explorable, div.math, tr, img, div.cell_input, div.cell_output { break-inside: avoid; }
+  img { max-width: 100% !important; }
+}
+"""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(folder: pathlib.Path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=folder))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def print_page(browser, url: str, target: pathlib.Path) -> None:
+    """Print one page (already served at url) to target with Playwright's Chromium `browser`."""
+    page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    try:
+        page.goto(url, wait_until="networkidle")
+        page.add_style_tag(content=PRINT_CSS)
+        if not page.evaluate(READY):
+            raise RuntimeError(f"{url}: an explorable figure did not draw itself; not printing a page without it")
+        page.emulate_media(media="print")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        page.pdf(path=str(target), print_background=True, tagged=True, outline=True,
+                 display_header_footer=True, header_template="<span></span>", footer_template=FOOTER, **PAPER)
+    finally:
+        page.close()
+
+
+def print_book(singlehtml: pathlib.Path, folder: pathlib.Path, browser=None) -> pathlib.Path:
+    """Print singlehtml/index.html to folder/PDF_NAME; launch Chromium unless a Playwright browser is given."""
+    if not (singlehtml / PAGE).exists():
+        raise FileNotFoundError(f"{singlehtml / PAGE} is missing: build it with jupyter-book --builder singlehtml")
+    target = folder / PDF_NAME
+    with serve(singlehtml) as base:
+        if browser is not None:
+            print_page(browser, f"{base}/{PAGE}", target)
+            return target
+        from playwright.sync_api import sync_playwright
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                print_page(chromium, f"{base}/{PAGE}", target)
+            finally:
+                chromium.close()
+    return target
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.split("\n\n")[1])
+    written = print_book(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]))
+    print(f"PDF written: {written} ({written.stat().st_size // 1024} KiB)")
