@@ -77,8 +77,10 @@ def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: st
     return result
 
 
-def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str) -> Note | None:
-    """Per test, how the score moved since the last grading by another grader (None: nothing moved)."""
+def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str,
+                    digest: str | None = None) -> Note | None:
+    """Per test, how the score moved since the last grading by another grader (None: nothing moved), and why:
+    the grader changed, or the student also resubmitted (then the new file may be what moved it)."""
     if previous is None or previous.get("fingerprint") == fingerprint:
         return None
     before = {t["cell_id"]: t["points"] for t in previous["result"]["tests"]}
@@ -87,8 +89,10 @@ def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: 
     if not moved:
         return None
     total = sum(before.values())
-    return Note(NoteKind.REGRADE, f"regraded with a changed grader (checks, limits or released notebook): "
-                                  f"{', '.join(moved)}; total {total:g} → {result.score:g}")
+    why = ("resubmitted, and graded by a changed grader (checks, limits or released notebook)"
+           if digest is not None and previous.get("sha256") not in (None, digest)
+           else "regraded with a changed grader (checks, limits or released notebook), same file")
+    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; total {total:g} → {result.score:g}")
 
 
 class Progress:
@@ -115,7 +119,7 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record."""
     previous = results_store.load(results_store.path(course, *sub.key))
     result = keep_higher_scores(result, previous, digest, fingerprint)
-    change = regrade_changes(result, previous, fingerprint)
+    change = regrade_changes(result, previous, fingerprint, digest)
     if change:
         result.notes.append(change)
     when = nbgrader_files.submission_time(course, sub.student, sub.assignment)

@@ -125,7 +125,7 @@ def summary(course: Course, results: list[NotebookResult]) -> str:
             lines.append(f"  {failed / total:6.0%}  ({failed}/{total})  {assignment}: {cell_id}")
     changed = [f"  {r.student}: {n}" for r in results for n in r.notes_of(NoteKind.REGRADE)]
     if changed:
-        lines += ["", "Scores changed by the new grader:"] + changed
+        lines += ["", "Scores changed by a regrade (and why):"] + changed
     entries = problem_entries(results)
     lines += ["", f"Class dashboard: {dashboard.path(course)}",
               f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
