@@ -31,8 +31,8 @@ def graded_class(course, tmp_path, download, name):
     for i, student in enumerate(sorted(roster_rows(course))):
         test = GradedTest("hidden_pe_values", "values", True, 0.0 if i == 0 else 4.0, 4.0,
                           ["not run"] if i == 0 else [])
-        result = NotebookResult(student, NB, NB, graded=i > 0, tests=[test],
-                                notes=[Note(NoteKind.UNREADABLE, "the file is not valid notebook JSON")] if i == 0 else [])
+        notes = [Note(NoteKind.UNREADABLE, "the file is not valid notebook JSON")] if i == 0 else []
+        result = NotebookResult(student, NB, NB, graded=i > 0, tests=[test], notes=notes)
         feedback.write(result, course.feedback)
         results_store.save(course, result, None, "fingerprint")
         results.append(result)

@@ -102,7 +102,8 @@ def main(argv=None) -> int:
         return 2
     pairs = targets(course, args.student, args.assignment, args.zip)
     if not pairs:
-        what = f"from {args.zip}" if args.zip else f"of {args.student}" + (f" / {args.assignment}" if args.assignment else "")
+        what = (f"from {args.zip}" if args.zip
+                else f"of {args.student}" + (f" / {args.assignment}" if args.assignment else ""))
         print(f"Nothing collected {what}; nothing removed.", file=sys.stderr)
         return 1
     removed = uncollect(course, pairs)
