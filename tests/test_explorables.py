@@ -282,3 +282,34 @@ def test_figures_work_from_the_file_system_without_a_server(site, browser):
         # Chromium refuses the theme's icon fonts from file:// (CORS); nothing of the figures may fail.
         ours = [p for p in problems if "explorable" in p or p.startswith("uncaught")]
         assert ours == [], f"{page_name}: {ours}"
+
+
+RING_OVER_TEXT = """figure => [...figure.querySelectorAll('input[type=range]')].flatMap(slider => {
+    slider.focus();
+    const style = getComputedStyle(slider), box = slider.getBoundingClientRect();
+    if (!slider.matches(':focus-visible') || style.outlineStyle === 'none') return [`${slider.id}: no focus ring`];
+    const reach = parseFloat(style.outlineWidth) + parseFloat(style.outlineOffset);
+    const ring = {left: box.left - reach, right: box.right + reach, top: box.top - reach, bottom: box.bottom + reach};
+    return [...figure.querySelectorAll('label, output')].filter(text => {
+        const t = text.getBoundingClientRect();
+        return t.width && t.left < ring.right && t.right > ring.left && t.top < ring.bottom && t.bottom > ring.top;
+    }).map(text => `${slider.id}: its focus ring covers ${text.tagName.toLowerCase()} '${text.textContent}'`);
+})"""
+
+
+def test_unit_circle_is_round_and_focus_rings_leave_labels_readable(book_only):
+    """The pair-rotation figure draws its unit circle with equal axes (desktop and phone), and on its page no
+    slider's keyboard focus ring covers a label or a value."""
+    base, guarded = book_only
+    name = "pair-rotation"
+    page, problems = open_page(guarded, f"{base}/{figure_pages()[name]}.html")
+    page.wait_for_function("name => window.posencExplorables && window.posencExplorables[name]", arg=name)
+    for width in (1280, PHONE_WIDTH):
+        page.set_viewport_size({"width": width, "height": 900})
+        circle = page.locator(f"#explorable-{name} .explorable__guide").evaluate(
+            "c => { const b = c.getBoundingClientRect(); return [b.width, b.height]; }")
+        assert circle[0] > 100 and abs(circle[0] / circle[1] - 1) < 0.01, f"{width} px: circle drawn {circle}"
+        for figure in page.locator(".explorable.explorable--live").all():
+            assert figure.evaluate(RING_OVER_TEXT) == [], f"{width} px"
+    page.close()
+    assert problems == []
