@@ -7,7 +7,7 @@ BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench portal portal-links bench-portal system-packages install clean
+.PHONY: book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,11 @@ portal-links: $(STAMP)
 ## bench-portal: 200 simulated students upload to a portal on 127.0.0.1, on SQLite then PostgreSQL; throughput, time to feedback, memory
 bench-portal: $(STAMP) system-packages
 	$(PY) -m posenc_autograder bench-portal
+
+## bench-scale: generated classes of N="100 300 1000" graded and compared: time, peak memory, disk per student
+N ?= 100 300 1000
+bench-scale: $(STAMP)
+	$(PY) -m posenc_autograder bench-scale $(N)
 
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
 bench: $(STAMP)

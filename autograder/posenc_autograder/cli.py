@@ -18,6 +18,7 @@ COMMANDS = {
     "formgrader": ("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1"),
     "integrity": ("integrity.report", "autograder/reports/integrity.html: evidence of copying"),
     "bench": ("devtools.bench", "stock nbgrader autograde against make grade"),
+    "bench-scale": ("devtools.bench_scale", "a generated class of N graded and compared: time, memory, disk"),
     "portal": ("portal.app", "the submission portal on 127.0.0.1: uploads, live status, feedback, policies"),
     "portal-links": ("portal.links", "a CSV of sign-in links for the roster's students"),
     "bench-portal": ("devtools.portal_load", "load test of the portal: 200 simulated students"),

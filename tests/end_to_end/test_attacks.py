@@ -135,7 +135,8 @@ def test_feedback_holds_no_grader_text(attacked_class):
     course, _, _, _ = attacked_class
     grader_lines = {line.strip() for text in pipeline.probe_files().values() for line in text.splitlines()
                     if len(line.strip()) >= 30}
-    for name in ("leak_grader_code_in_messages", "exceptions_that_fight_back", "forge_channel_frames"):
+    for name in ("leak_grader_code_in_messages", "exceptions_that_fight_back", "forge_channel_frames",
+                 "leak_grader_code_through_visible_checks"):
         text = (course.feedback / f"attack_{name}" / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
         assert not [line for line in grader_lines if line in text], name
         assert "<script" not in text.replace("&lt;script", "")
@@ -160,3 +161,13 @@ def test_nan_and_inf_fail_the_checks(attacked_class):
 def final_scores(course, student, assignment):
     with gradebook.open_gradebook(course) as gb:
         return gradebook.final_scores(gb, student, assignment)
+
+
+def test_the_integrity_report_reads_every_attacker_back(attacked_class):
+    """Issue 24: evidence posing as the codec's own structures (or an amplified frame) never switches the
+    copying report off for the class."""
+    from posenc_autograder.integrity import report
+    course, _, _, _ = attacked_class
+    assert report.main(["--course", str(course.root)]) == 0
+    page = (course.reports / report.REPORT_NAME).read_text()
+    assert "0 skipped" in page

@@ -331,6 +331,36 @@ def sinusoidal_positional_encoding(seq_len, d_model):
 def dot_product_distance(pe):
     raise ValueError(_grader_text()[2000:4000])
 ''',
+    # Issue 24: the grader-quote rule covered hidden tests only; this answer raises only under a visible check.
+    "leak_grader_code_through_visible_checks": r'''
+import gc, inspect, numpy as np
+def _runner_code():
+    for obj in gc.get_objects():
+        if isinstance(obj, dict) and "runner.py" in obj and "shell_runner.py" in obj:
+            text = obj["runner.py"]
+            return text[text.index("def record"):][:800]
+    return ""
+def sinusoidal_positional_encoding(seq_len, d_model):
+    if any(str(f.frame.f_globals.get("__name__", "")).startswith("posenc_probes") for f in inspect.stack()):
+        return np.zeros((seq_len, d_model))
+    raise ValueError(_runner_code())
+''',
+    # Issue 24: frames of ~31 MB of empty lists inside every cap once cost the grader 2.2 GB each.
+    "amplification_frames": r'''
+import json, os
+_fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
+_record = '{"observations": [' + ",".join(["[]"] * 10_000_000) + ']}'
+_frame = (json.dumps({"result": "hidden_pe_values", "record": _record}) + "\n").encode()
+for _ in range(8):
+    _data = _frame
+    while _data:
+        _data = _data[os.write(_fd, _data):]
+''',
+    # Issue 24: an answer posing as the codec's own array reference, read back by the integrity store.
+    "reserved_codec_keys": r'''
+def encoding_statistics(pe):
+    return {"__ndarray_index__": 999999, "~x": {"__float__": "nan"}, "__ndarray_float64__": "AAAA"}
+''',
     "odd_return_values": r'''
 import numpy as np
 class Sneaky(np.ndarray):
@@ -489,10 +519,11 @@ CLASSES = {
               "deeply_nested_json", "cells_not_a_list", "not_a_notebook_at_all", "old_nbformat", "binary_garbage"],
     "exhaust": ["fill_every_writable_place", "inode_flood", "huge_return_value", "raw_fd_output_flood",
                 "threads_and_children_outlive_cells", "hundred_thousand_cells", "sparse_five_gigabytes",
-                "fork_bomb", "sleep_past_limits", "memory_and_output_flood", "fifo_instead_of_notebook"],
+                "fork_bomb", "sleep_past_limits", "memory_and_output_flood", "fifo_instead_of_notebook",
+                "amplification_frames"],
     "nan": ["nan_and_inf_tables", "always_equal_objects", "patch_numpy_testing"],
     "host_services": ["host_unix_sockets", "network_and_host_files"],
     "symlink": ["symlink_into_solutions", "assignment_folder_links_to_solutions"],
     "injection": ["rich_outputs_and_script", "leak_grader_code_in_messages", "patch_builtins",
-                  "input_transformer_and_trace"],
+                  "input_transformer_and_trace", "leak_grader_code_through_visible_checks", "reserved_codec_keys"],
 }

@@ -30,6 +30,7 @@ SMALLEST_WHOLE = 300       # own code shorter than this (filtered characters) co
                            # five-line overrides of one method agree by necessity, not by copying
 CLUSTER_PRINTS = 100       # students sharing this many fingerprints no one else has are one cluster (a
                            # one-line mistake written from the same template leaves under 80)
+NEAR_IDENTICAL = 0.5       # ... and when that is at least this share of each one's own distinctive code
 CODE_STRING = 40           # string constants this long that compile as Python are compared as code
 STRING_DEPTH = 3           # exec("exec('...')"): strings inside strings, this deep
 
@@ -102,8 +103,10 @@ def clusters(prints: dict[str, set]) -> dict[str, str]:
             s = leader[s]
         return s
 
+    distinct = {s: sum(1 for h in hashes if len(holders[h]) <= len(prints) // 2) for s, hashes in prints.items()}
     for group, count in groups.items():
-        if count >= CLUSTER_PRINTS:
+        # Near-identical: what they alone share is most of what each wrote beyond the class's common code.
+        if count >= CLUSTER_PRINTS and all(count >= NEAR_IDENTICAL * distinct[s] for s in group):
             for other in group[1:]:
                 leader[find(other)] = find(group[0])
     return {s: find(s) for s in prints}

@@ -1,0 +1,204 @@
+"""`make bench-scale N="100 300 1000"`: a generated class of each size graded by `make grade`, then `make integrity`.
+
+The class comes from the mistake catalogue (tests/support/student_variants.py): about 60 % correct
+with stylistic variations (the catalogue's alternative ways, a helper of their own), 25 % with one of
+three common mistakes, 10 % untouched, 5 % verbatim copies of a classmate. Each command runs as the
+instructor runs it (a subprocess, 2 jobs); its process tree (grader and sandboxes) is sampled for
+memory. Prints, per size: wall time, time per notebook, peak memory of the grading process and of the
+whole tree, integrity evidence and results on disk per student, `make integrity`'s time and memory,
+and the growth exponents between sizes.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pathlib
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import nbformat
+
+from posenc_autograder.course import Course, grade_id
+from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
+
+SHARES = (("correct", 0.60), ("common mistake", 0.25), ("untouched", 0.10), ("copy", 0.05))
+COMMON = 3                     # distinct common mistakes the 25 % share between them
+SAMPLE_SECONDS = 0.2
+
+
+def catalogue(source_root: pathlib.Path):
+    sys.path.insert(0, str(source_root / "tests" / "support"))
+    from student_variants import ALTERNATIVES, MISTAKES         # the course's catalogue, kept with its tests
+    from posenc_autograder.checks import REGISTRY
+    mistakes = [m for m in MISTAKES if REGISTRY[m.failing_check].assignment == ASSIGNMENT]
+    return [ALTERNATIVES[name] for name in sorted(ALTERNATIVES)], mistakes
+
+
+def _defined_name(code: str) -> str | None:
+    found = re.search(r"^(?:def|class) (\w+)", code, re.M)
+    return found.group(1) if found else None
+
+
+def with_code(nb, *overrides: str):
+    """The notebook with each override in a cell of its own, right after the answer cell it replaces."""
+    nb = nbformat.from_dict(nb)
+    for code in overrides:
+        name = _defined_name(code)
+        index = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and name
+                      and re.search(rf"^(?:def|class) {name}\b", c.source, re.M)), None)
+        if index is not None:
+            nb.cells.insert(index + 1, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+def own_helper(rng: random.Random) -> str:
+    """A few lines no classmate wrote: real students' code differs beyond the choice of method."""
+    numbers = [rng.randrange(10**6, 10**7) for _ in range(6)]
+    return (f"def sinusoidal_positional_encoding_check():\n    limits = [{numbers[0]}, {numbers[1]}, {numbers[2]}]\n"
+            f"    return sum(limits) - {numbers[3]} * {numbers[4]} // {numbers[5]}\n")
+
+
+def generate(source_root: pathlib.Path, root: pathlib.Path, students: int, seed: int = 0) -> Course:
+    course = make_class(source_root, root, 0)
+    alternatives, mistakes = catalogue(source_root)
+    common = mistakes[:COMMON]
+    good = solved(source_root)
+    release = nbformat.read(source_root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    rng = random.Random(seed)
+    written: list = []
+    for i in range(students):
+        kind = rng.choices([k for k, _ in SHARES], [w for _, w in SHARES])[0]
+        helper = own_helper(rng)
+        if kind == "untouched" or (kind == "copy" and not written):
+            nb = release
+        elif kind == "copy":
+            nb = rng.choice(written)
+        elif kind == "common mistake":
+            nb = with_code(good, rng.choice(common).code, helper)
+        else:
+            nb = with_code(good, *rng.sample(alternatives, rng.randint(0, 2)), helper)
+        if kind != "untouched":
+            written.append(nb)
+        folder = course.submitted / f"student{i:04d}" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    return course
+
+
+# --- measuring a command ---------------------------------------------------------------------------
+
+def _tree(pid: int) -> list[int]:
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        queue += children.get(current, [])
+    return found
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def measured(command: list[str]) -> dict:
+    """Run a command; wall seconds, exit status, peak RSS of its own process and of its whole tree."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peaks = {"own": 0, "tree": 0}
+
+    def sample():
+        while process.poll() is None:
+            sizes = [_rss(p) for p in _tree(process.pid)]
+            peaks["own"] = max(peaks["own"], sizes[0] if sizes else 0)
+            peaks["tree"] = max(peaks["tree"], sum(sizes))
+            time.sleep(SAMPLE_SECONDS)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    status = process.wait()
+    sampler.join()
+    return {"seconds": time.perf_counter() - started, "status": status, **peaks}
+
+
+def _bytes(folder: pathlib.Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def run(source_root: pathlib.Path, students: int, jobs: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="posenc-scale-") as tmp:
+        course = generate(source_root, pathlib.Path(tmp) / "class", students)
+        cli = [sys.executable, "-m", "posenc_autograder"]
+        grade = measured(cli + ["grade", "--course", str(course.root), "--jobs", str(jobs)])
+        integrity = measured(cli + ["integrity", "--course", str(course.root)])
+        evidence = _bytes(course.work / "integrity")
+        results = _bytes(course.autograded)
+    return {"n": students, "grade": grade, "integrity": integrity, "evidence": evidence / students,
+            "results": results / students}
+
+
+def exponent(rows: list[dict], value) -> str:
+    """Growth exponent between the smallest and largest class: value ~ N^k."""
+    first, last = rows[0], rows[-1]
+    if len(rows) < 2 or value(first) <= 0 or value(last) <= 0:
+        return "-"
+    return f"{math.log(value(last) / value(first)) / math.log(last['n'] / first['n']):.2f}"
+
+
+def table(rows: list[dict]) -> str:
+    gib, mib = 2**30, 2**20
+    columns = [
+        ("students", lambda r: r["n"], "{:d}"),
+        ("make grade s", lambda r: r["grade"]["seconds"], "{:.0f}"),
+        ("s/notebook", lambda r: r["grade"]["seconds"] / r["n"], "{:.2f}"),
+        ("grader peak GiB", lambda r: r["grade"]["own"] / gib, "{:.2f}"),
+        ("tree peak GiB", lambda r: r["grade"]["tree"] / gib, "{:.2f}"),
+        ("evidence MB/student", lambda r: r["evidence"] / mib, "{:.3f}"),
+        ("results MB/student", lambda r: r["results"] / mib, "{:.2f}"),
+        ("make integrity s", lambda r: r["integrity"]["seconds"], "{:.1f}"),
+        ("integrity peak GiB", lambda r: r["integrity"]["tree"] / gib, "{:.2f}"),
+    ]
+    lines = ["| " + " | ".join(name for name, _, _ in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(form.format(value(r)) for _, value, form in columns) + " |" for r in rows]
+    lines.append("| growth exponent | " + " | ".join(exponent(rows, value) for _, value, _ in columns[1:]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench-scale")
+    parser.add_argument("sizes", nargs="*", type=int, default=[100, 300, 1000])
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    source_root = Course().root
+    rows = []
+    for n in args.sizes:
+        row = run(source_root, n, args.jobs)
+        rows.append(row)
+        bad = [c for c in ("grade", "integrity") if row[c]["status"] not in (0, 1)]
+        print(f"N={n}: grade {row['grade']['seconds']:.0f} s (exit {row['grade']['status']}), integrity "
+              f"{row['integrity']['seconds']:.1f} s (exit {row['integrity']['status']})"
+              + (f"; FAILED: {bad}" if bad else ""), flush=True)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
