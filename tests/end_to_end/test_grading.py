@@ -1,6 +1,7 @@
 """`make grade` end to end on a class of fixture submissions: exact scores, report lines, feedback."""
 import csv
 import json
+import re
 
 import pytest
 
@@ -42,7 +43,11 @@ def test_report_says_what_happened_and_what_to_do(graded_class):
             assert any(phrase in note for note in entries[student]["what_happened"]), (student, phrase)
         if phrases:
             assert entries[student]["what_to_do"].startswith("student:")
+        if EXPECTED[student][0] == FULL and phrases:       # nothing failed: nothing to fix
+            assert "failed tests" not in entries[student]["what_to_do"], student
     assert "correct" not in entries and "untouched" not in entries
+    report = (course.reports / "grading-report.md").read_text()
+    assert not re.search(r"\w\\_\w|\\[.()!+-]", report), "escapes only where Markdown would misread the text"
 
 
 def test_grades_csv_has_every_student(graded_class):

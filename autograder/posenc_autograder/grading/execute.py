@@ -102,7 +102,7 @@ def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACT
     """The first lines of a message, printable and short; withheld if it quotes the grader's code."""
     text = str(text).encode("utf-8", "replace").decode("utf-8")          # no lone surrogates
     kept = text.strip().splitlines()[:lines] or [""]
-    line = re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", " / ".join(kept))[:limit]
+    line = re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", " ".join(line.strip() for line in kept))[:limit]
     if grader_text and _quotes(line, grader_text):
         return "(message withheld: it quotes the grader's own code)"
     return line

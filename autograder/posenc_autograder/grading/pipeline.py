@@ -33,9 +33,20 @@ def test_cells(release_nb) -> list[tuple[int, str, str, float]]:
     for index, cell in enumerate(release_nb.cells):
         meta = nbgrader_meta(cell)
         if meta.get("grade"):
-            first_line = cell.source.splitlines()[0] if cell.source else meta["grade_id"]
-            found.append((index, meta["grade_id"], first_line.lstrip("# ").strip(), float(meta.get("points", 0))))
+            found.append((index, meta["grade_id"], cell_title(cell.source) or meta["grade_id"],
+                          float(meta.get("points", 0))))
     return found
+
+
+def cell_title(source: str) -> str:
+    """What a test cell says it checks: its whole leading comment (wrapped lines are one sentence), up to
+    nbgrader's markers."""
+    lines = []
+    for line in source.splitlines():
+        if not line.startswith("#") or line.startswith("###"):
+            break
+        lines.append(line.lstrip("# ").strip())
+    return " ".join(lines)
 
 
 def probe_cell_source(cell_id: str, title: str) -> str:
@@ -128,7 +139,8 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
-        action = "student: read the notes in the feedback; failed tests say what to fix"
+        action = "student: read the notes in the feedback" + (
+            "; failed tests say what to fix" if any(not t.passed for t in tests) else "")
     else:
         action = ""
     return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,

@@ -17,13 +17,19 @@ from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
 from posenc_autograder.results import NoteKind, NotebookResult
 
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+# Only what Markdown would read as markup inside a line of text (every entry starts with "- " or "## ", so
+# line-start markers cannot occur): code, emphasis (an underscore inside a word is not), links, tables,
+# strikethrough, a heading's closing #; "<", ">" and "&" become entities.
+MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]|~#])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def markdown_text(text: str) -> str:
-    """Literal text inside Markdown: no HTML, links, emphasis or headings, and one line."""
+    """Literal text inside Markdown: no HTML, links, emphasis or headings, and one line; readable as prose
+    (identifiers such as hidden_pe_values and sentences keep their own characters)."""
     flat = " ".join(str(text).split())
-    return MARKDOWN_SPECIAL.sub(r"\\\1", flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    escaped = MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(0),
+                                   flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+    return escaped.replace("](", "]\\(")        # nor "[text](url)" spelt with escaped brackets
 
 
 def problem_entries(results: list[NotebookResult]) -> list[dict]:
