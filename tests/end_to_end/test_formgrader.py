@@ -92,7 +92,8 @@ def test_submission_shows_wrapped_diagnoses_and_typeset_formulas_offline(course,
     cell = page.locator(".cell", has_text=SWAPPED.failing_check).filter(has=page.locator(".output_area")).first
     diagnosis = cell.locator(".output_area pre").first
     assert "swapped" in diagnosis.inner_text()
-    overflowing = "() => [...document.querySelectorAll('.output_area pre')].filter(p => p.scrollWidth > p.clientWidth + 1).length"
+    overflowing = ("() => [...document.querySelectorAll('.output_area pre')]"
+                   ".filter(p => p.scrollWidth > p.clientWidth + 1).length")
     assert page.evaluate(overflowing) == 0
     cell.scroll_into_view_if_needed()
     cell.screenshot(path=str(SHOTS / "formgrader-diagnosis.png"))

@@ -5,7 +5,8 @@ from posenc_autograder.results import GradedTest, NotebookResult, NoteKind
 
 def result(points):
     return NotebookResult("ann", "positional_encoding", "positional_encoding", True,
-                          [GradedTest("hidden_pe_values", "values", True, points, 4.0, [] if points == 4 else ["x"])], [])
+                          [GradedTest("hidden_pe_values", "values", True, points, 4.0, [] if points == 4 else ["x"])],
+                          [])
 
 
 def previous(points, digest):
@@ -14,7 +15,8 @@ def previous(points, digest):
 
 def test_same_file_under_a_changed_grader():
     note = regrade_changes(result(4.0), previous(0.0, "file"), "new grader", "file")
-    assert note.kind == NoteKind.REGRADE and "changed grader" in note and "same file" in note and "resubmitted" not in note
+    assert note.kind == NoteKind.REGRADE and "changed grader" in note and "same file" in note
+    assert "resubmitted" not in note
 
 
 def test_a_resubmission_is_named_as_such():

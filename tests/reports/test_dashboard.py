@@ -23,7 +23,8 @@ STUB = "raised NotImplementedError: the function is still the template stub"
 
 def swapped(row: int, judged_with_cause: bool):
     """The judge's words for the swap, as a Problem with its cause or (older judges) in the text alone."""
-    text = f"sinusoidal_positional_encoding(3, 4) is wrong at [{row}, 0]: expected 0.9, got -0.4. Likely cause: {SWAPPED}."
+    text = (f"sinusoidal_positional_encoding(3, 4) is wrong at [{row}, 0]: expected 0.9, got -0.4. "
+            f"Likely cause: {SWAPPED}.")
     return Problem(text, SWAPPED) if judged_with_cause else Problem(text)
 
 

@@ -15,7 +15,6 @@ import hashlib
 import json
 import pathlib
 import sys
-import time
 
 import nbformat
 
@@ -26,6 +25,7 @@ from posenc_autograder.checks import variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook
+from posenc_autograder.progress import Progress
 from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
@@ -93,25 +93,6 @@ def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: 
            if digest is not None and previous.get("sha256") not in (None, digest)
            else "regraded with a changed grader (checks, limits or released notebook), same file")
     return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; total {total:g} → {result.score:g}")
-
-
-class Progress:
-    def __init__(self, total: int, stream=sys.stderr):
-        self.total, self.done, self.stream, self.started = total, 0, stream, time.monotonic()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        if self.stream is None:
-            return
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        elapsed = time.monotonic() - self.started
-        line = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {elapsed:5.0f}s {label[:40]}"
-        if self.stream.isatty():
-            self.stream.write("\r" + line.ljust(100) + ("\n" if self.done == self.total else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
 
 
 def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,

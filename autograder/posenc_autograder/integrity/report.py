@@ -15,6 +15,7 @@ import sys
 
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
 from posenc_autograder.integrity import behaviour, leaks, text
+from posenc_autograder.progress import Progress
 from posenc_autograder.records import evidence as store
 
 TEXT_WEIGHT = 10.0     # a whole copied solution weighs about as much as three answers shared by two in forty
@@ -63,11 +64,14 @@ def analyse(records: list, instructor_code: str, assignment="", notebook="") -> 
     return ClassAnalysis(assignment, notebook, records, [p for p in pairs if p.score > 0 or p.leaks], found)
 
 
-def analyse_course(course: Course, skipped: list) -> list[ClassAnalysis]:
+def analyse_course(course: Course, skipped: list, stream=None) -> list[ClassAnalysis]:
     """Every stored notebook's analysis; evidence that cannot be read is left out and added to `skipped`
     (assignment, notebook, student, why), and so is a notebook whose analysis fails."""
     analyses = []
-    for assignment, notebook in store.notebooks_stored(course):
+    stored = list(store.notebooks_stored(course))
+    progress = Progress(len(stored), stream=stream)
+    for assignment, notebook in stored:
+        progress.step(f"{assignment}/{notebook}")
         try:
             instructor = text.instructor_code(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb",
                                               course.source_notebook(assignment, notebook))
@@ -155,13 +159,13 @@ def page(analyses: list[ClassAnalysis], skipped: list = (), when: str = "") -> s
             f"it adds {TEXT_WEIGHT:g} × the share to the evidence.</p>{''.join(sections)}</body></html>")
 
 
-def write(course: Course) -> list:
+def write(course: Course, stream=None) -> list:
     """Write the report for everyone whose evidence reads; return what was skipped. If the page itself
     cannot be written, the old one is removed: a stale report never stands in for this run's."""
     skipped: list = []
     target = course.reports / REPORT_NAME
     try:
-        analyses = analyse_course(course, skipped)
+        analyses = analyse_course(course, skipped, stream)
         course.reports.mkdir(parents=True, exist_ok=True)
         when = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         partial = target.with_suffix(".partial")
@@ -178,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="integrity", description=__doc__.split("\n\n")[0])
     parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
     course = course_for_command(parser.parse_args(argv).course)
-    skipped = write(course)
+    skipped = write(course, stream=sys.stderr)
     for assignment, notebook, student, why in skipped:
         print(f"integrity: not compared: {assignment}/{notebook} {student} ({why})", file=sys.stderr)
     if (course.reports / REPORT_NAME).exists():

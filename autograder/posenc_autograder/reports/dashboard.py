@@ -279,7 +279,8 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
 """
 
 
-def write(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None) -> pathlib.Path:
+def write(course: Course, results: list[NotebookResult], refused: list[str] = (),
+          finals: dict | None = None) -> pathlib.Path:
     course.reports.mkdir(parents=True, exist_ok=True)
     path(course).write_text(render(course, results, refused, finals))
     return path(course)

@@ -36,7 +36,8 @@ window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], displayMat
 <script id="MathJax-script" async src="@SCRIPT@"></script>
 <style>
 /* Diagnoses, other outputs and long test titles wrap instead of running off the right edge. */
-.output_area pre, .output_text pre, .output_error pre, .input_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.output_area pre, .output_text pre, .output_error pre, .input_area pre {
+  white-space: pre-wrap; overflow-wrap: anywhere; }
 </style>
 {%- endmacro %}
 """

@@ -7,18 +7,22 @@ import pathlib
 import sys
 
 from posenc_autograder.course import Course, course_for_command
+from posenc_autograder.progress import Progress
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.intake import roster
 from posenc_autograder.reports import feedback, lms_bundles, lms_exports, run_report
 
 
-def rebuild(course: Course) -> list[pathlib.Path]:
+def rebuild(course: Course, stream=None) -> list[pathlib.Path]:
     """Every feedback page again, with the gradebook's current points (manual grades included)."""
     written = []
+    results = results_store.stored_results(course)
+    progress = Progress(len(results), stream=stream)
     with gradebook.open_gradebook(course) as gb:
-        for result in results_store.stored_results(course):
+        for result in results:
             scores = gradebook.cell_scores(gb, result.student, result.assignment, result.notebook)
             written.append(feedback.write(result, course.feedback, scores))
+            progress.step(f"{result.student}/{result.assignment}")
     return written
 
 
@@ -28,9 +32,10 @@ def main(argv=None) -> int:
                         "or a parent of it, or $POSENC_COURSE)")
     args = parser.parse_args(argv)
     course = course_for_command(args.course)
-    written = rebuild(course)
+    written = rebuild(course, stream=sys.stderr)
     print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
           f"`nbgrader release_feedback <assignment>` sends them")
+    print("Writing the grade files, the run report and the class dashboard ...", file=sys.stderr, flush=True)
     with gradebook.open_gradebook(course) as gb:
         run_report.write_all(course, gb, results_store.stored_results(course))
     print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")
