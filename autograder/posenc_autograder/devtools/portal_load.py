@@ -1,0 +1,238 @@
+"""`make bench-portal`: a class's deadline rush on the submission portal, on 127.0.0.1.
+
+A scratch copy of the course, a real portal (`python -m posenc_autograder portal`, its own process, grading in
+the sandbox) and N simulated students who each sign in by link, upload their own notebook at a moment spread
+over the rush, poll the status until it is graded and fetch the feedback. Run once on SQLite and once on a
+temporary PostgreSQL server. Prints, per database: time to feedback for one notebook on the idle portal,
+throughput, the 50th and 95th percentile upload-to-feedback time, the longest queue wait shown to a student,
+and the portal's peak memory (its own process, and with its sandboxes). Stops by itself (--timeout).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import glob
+import os
+import pathlib
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import httpx
+import nbformat
+import psutil
+
+from posenc_autograder.course import find_root
+from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
+from posenc_autograder.portal.links import make_links
+from posenc_autograder.portal.service import database
+
+CSRF_MARK = 'name="csrf" value="'
+POLL_SECONDS = 0.5
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def postgres_server():
+    """A throwaway PostgreSQL server on 127.0.0.1 (Debian's binaries; as root, run as the postgres user)."""
+    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not binaries:
+        raise SystemExit("PostgreSQL is not installed (`make system-packages` installs it)")
+    bindir = pathlib.Path(binaries[-1]).parent
+    home = pathlib.Path(tempfile.mkdtemp(prefix="posenc-pg-"))
+    home.chmod(0o755)
+    data = home / "pgdata"
+    data.mkdir()
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_postgres:
+        shutil.chown(data, "postgres", "postgres")
+    port = free_port()
+    subprocess.run(as_postgres + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "posenc"],
+                   check=True, capture_output=True)
+    subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "log"), "-o",
+                                  f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c max_connections=200",
+                                  "start"], check=True, capture_output=True)
+    try:
+        subprocess.run(as_postgres + [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "posenc",
+                                      "gradebook"], check=True, capture_output=True)
+        yield f"postgresql+psycopg2://posenc@127.0.0.1:{port}/gradebook"
+    finally:
+        subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+class MemoryWatch:
+    """Peak resident memory of a process alone, and with all its children (the sandboxes), sampled."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.process, self.every = psutil.Process(pid), every
+        self.own = self.total = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping.wait(self.every):
+            with contextlib.suppress(psutil.Error):
+                own = self.process.memory_info().rss
+                children = 0
+                for child in self.process.children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        children += child.memory_info().rss
+                self.own, self.total = max(self.own, own), max(self.total, own + children)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+
+
+def notebooks(source_root: pathlib.Path, count: int) -> list[bytes]:
+    """Each student's own file: two in three solved, one in three untouched, each with a marker cell."""
+    good = solved(source_root)
+    stub = nbformat.read(source_root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    files = []
+    for i in range(count):
+        nb = nbformat.from_dict(dict(good if i % 3 else stub))
+        nb.cells = list(nb.cells) + [nbformat.v4.new_code_cell(f"# student {i}")]
+        files.append(nbformat.writes(nb).encode())
+    return files
+
+
+async def one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
+    await asyncio.sleep(start_in)
+    await client.get(link)
+    page = (await client.get(f"/assignments/{ASSIGNMENT}")).text
+    csrf = page.split(CSRF_MARK, 1)[1].split('"', 1)[0]
+    started = time.monotonic()
+    answer = await client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
+                               files={"notebook": (f"{NOTEBOOK}.ipynb", data)})
+    attempt = answer.headers["location"].split("?")[0]
+    longest_wait, status = 0.0, {}
+    while time.monotonic() < deadline:
+        status = (await client.get(f"{attempt}/status.json")).json()
+        if status["status"] in ("graded", "error"):
+            break
+        longest_wait = max(longest_wait, status["wait_seconds"] if status["status"] == "queued" else 0.0)
+        await asyncio.sleep(POLL_SECONDS)
+    if status.get("status") not in ("graded", "error"):
+        return {"done": False}
+    feedback = await client.get(f"{attempt}/feedback")
+    return {"done": feedback.status_code == 200 and "Score:" in feedback.text, "status": status["status"],
+            "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic()}
+
+
+async def rush(base: str, links: list[str], files: list[bytes], spread: float, timeout: float) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    rng = random.Random(29)
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    clients = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits) for _ in links]
+    try:
+        tasks = [one_student(c, link, data, rng.uniform(0, spread), deadline)
+                 for c, link, data in zip(clients, links, files)]
+        return await asyncio.gather(*tasks)
+    finally:
+        await asyncio.gather(*(c.aclose() for c in clients))
+
+
+def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float, timeout: float,
+             db_url: str | None) -> dict:
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="posenc-portal-load-"))
+    try:
+        course = make_class(source_root, scratch / "course", 0)
+        if db_url:
+            course = type(course)(course.root, db_url)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        names = {f"student{i:03d}": "" for i in range(students + 1)}
+        rows = make_links(database(course), names, base, renew=True)      # registers the assignment first
+        links = [r["link"][len(base):] for r in rows]
+        files = notebooks(source_root, students + 1)
+        command = [sys.executable, "-m", "posenc_autograder", "portal", "--course", str(course.root), "--port",
+                   str(port), "--jobs", str(jobs)] + (["--db-url", db_url] if db_url else []) \
+            + (["--allow-root"] if os.geteuid() == 0 else [])
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            _wait_until_up(base, server)
+            watch = MemoryWatch(server.pid)
+            idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0]
+            started = time.monotonic()
+            results = asyncio.run(rush(base, links[1:], files[1:], spread, timeout))
+            watch.stop()
+        finally:
+            server.terminate()
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        done = [r for r in results if r["done"]]
+        seconds = sorted(r["seconds"] for r in done)
+        wall = max((r["finished"] for r in done), default=started) - started
+        return {"students": students, "graded": len(done), "errors": sum(r.get("status") == "error" for r in done),
+                "idle_seconds": idle.get("seconds"), "wall": wall, "per_minute": 60 * len(done) / wall if wall else 0,
+                "p50": statistics.median(seconds) if seconds else None,
+                "p95": seconds[max(int(round(0.95 * len(seconds))) - 1, 0)] if seconds else None,
+                "shown_wait": max((r["shown_wait"] for r in done), default=0.0),
+                "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the portal stopped: {server.stdout.read()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(base + "/", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise SystemExit("the portal did not start in time")
+
+
+def report(label: str, figures: dict) -> str:
+    def num(value, form="{:.1f}"):
+        return "n/a" if value is None else form.format(value)
+    return (f"{label:<10} {figures['graded']}/{figures['students']} graded ({figures['errors']} grader errors) in "
+            f"{figures['wall']:.0f} s: {figures['per_minute']:.0f} notebooks/min; upload to feedback "
+            f"p50 {num(figures['p50'])} s, p95 {num(figures['p95'])} s (idle portal, one notebook: "
+            f"{num(figures['idle_seconds'])} s); longest queue wait shown {figures['shown_wait']:.0f} s; peak "
+            f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench-portal", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--spread", type=float, default=120, help="seconds over which the uploads arrive")
+    parser.add_argument("--jobs", type=int, default=0, help="grading sandboxes (default: every core)")
+    parser.add_argument("--timeout", type=float, default=1200, help="stop after this many seconds")
+    parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    args = parser.parse_args(argv)
+    source_root = find_root()
+    jobs = args.jobs or len(os.sched_getaffinity(0))
+    print(f"{args.students} students, uploads spread over {args.spread:.0f} s, {jobs} grading sandboxes, "
+          f"{os.cpu_count()} cores", flush=True)
+    if args.database in ("sqlite", "both"):
+        print(report("SQLite", run_once(source_root, args.students, jobs, args.spread, args.timeout, None)),
+              flush=True)
+    if args.database in ("postgresql", "both"):
+        with postgres_server() as url:
+            print(report("PostgreSQL", run_once(source_root, args.students, jobs, args.spread, args.timeout, url)),
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
