@@ -1,17 +1,12 @@
 """Class scale: parallel grading equals sequential grading; PostgreSQL + a Dask cluster equal the default path."""
-import glob
-import os
-import pathlib
 import shutil
-import socket
-import subprocess
-import tempfile
 
 import pytest
 
 from fixture_submissions import build, make_course
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
+from posenc_autograder.devtools.postgres import PostgresMissing, postgres_server
 from posenc_autograder.grading.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
 
@@ -54,39 +49,13 @@ def test_parallel_grading_equals_sequential(tmp_path, sequential):
     assert outcomes(graded(tmp_path / "many", students=SUBSET, jobs=2)) == sequential
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def postgres_url():
-    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not binaries:
-        pytest.fail("PostgreSQL is not installed: `make test` installs it with apt-get (package postgresql)")
-    bindir = pathlib.Path(binaries[-1]).parent
-    home = pathlib.Path(tempfile.mkdtemp(prefix="posenc-pg-"))   # pytest's tmp is private to root
-    home.chmod(0o755)
-    data = home / "pgdata"
-    data.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(data, "postgres", "postgres")
-    port = _free_port()
-    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run(as_postgres + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "posenc"],
-                   check=True, capture_output=True)
-    subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "log"),
-                                  "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1", "start"],
-                   check=True, capture_output=True)
     try:
-        subprocess.run(as_postgres + [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "posenc",
-                                      "gradebook"], check=True, capture_output=True)
-        yield f"postgresql+psycopg2://posenc@127.0.0.1:{port}/gradebook"
-    finally:
-        subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
+        with postgres_server() as url:
+            yield url
+    except PostgresMissing as exc:
+        pytest.fail(str(exc))
 
 
 def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_url, sequential):

@@ -12,8 +12,10 @@ from posenc_autograder.portal import auth
 from posenc_autograder.portal.models import Attempt, Policy, Student
 
 ATTEMPT_URLS = ["/attempts/{id}", "/attempts/{id}/status.json", "/attempts/{id}/feedback", "/attempts/{id}/notebook"]
-INSTRUCTOR_POSTS = {"/instructor/policy/" + ASSIGNMENT: {"counts": "last", "feedback_before": "none", "max_attempts": "1"},
-                    "/instructor/extension": {"student": "bob", "assignment": ASSIGNMENT, "deadline": "2030-01-01T00:00"},
+INSTRUCTOR_POSTS = {"/instructor/policy/" + ASSIGNMENT: {"counts": "last", "feedback_before": "none",
+                                                          "max_attempts": "1"},
+                    "/instructor/extension": {"student": "bob", "assignment": ASSIGNMENT,
+                                              "deadline": "2030-01-01T00:00"},
                     "/instructor/revoke": {"student": "bob"}, "/instructor/link": {"student": "bob"}}
 INSTRUCTOR_GETS = ["/instructor/progress.json", "/instructor/dashboard"]
 
@@ -45,7 +47,8 @@ def two_students(app, portal):
 def test_every_url_is_tested_here(app):
     """A new URL must be added to these tests: the routes are compared with the lists above."""
     paths = {route.path for route in app.routes if route.path != "/static"}
-    tested = ({p.replace("{id}", "{attempt_id:int}") for p in ATTEMPT_URLS} | set(INSTRUCTOR_POSTS) | set(INSTRUCTOR_GETS)
+    tested = ({p.replace("{id}", "{attempt_id:int}") for p in ATTEMPT_URLS} | set(INSTRUCTOR_POSTS)
+              | set(INSTRUCTOR_GETS)
               | {"/", "/s/{token}", "/sign-out", "/assignments/{assignment}", "/assignments/{assignment}/upload",
                  "/instructor", "/instructor/sign-in"})
     tested = {p.replace("/" + ASSIGNMENT, "/{assignment}") if p.startswith("/instructor/policy") else p for p in tested}

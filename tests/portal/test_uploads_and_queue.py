@@ -7,8 +7,8 @@ import time
 import pytest
 from sqlalchemy import select
 
-from conftest import CountingExecute, client_for, csrf_of, new_portal, notebook_bytes, upload
-from fixture_submissions import ASSIGNMENT, NOTEBOOK
+from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
+from fixture_submissions import ASSIGNMENT
 from hostile_notebooks import HOSTILE_FILES
 from posenc_autograder.portal import queue, routes, uploads
 from posenc_autograder.portal.app import refuse_root

@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import glob
 import os
 import pathlib
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,47 +29,12 @@ import psutil
 
 from posenc_autograder.course import find_root
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
+from posenc_autograder.devtools.postgres import free_port, postgres_server
 from posenc_autograder.portal.links import make_links
 from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
 POLL_SECONDS = 0.5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def postgres_server():
-    """A throwaway PostgreSQL server on 127.0.0.1 (Debian's binaries; as root, run as the postgres user)."""
-    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not binaries:
-        raise SystemExit("PostgreSQL is not installed (`make system-packages` installs it)")
-    bindir = pathlib.Path(binaries[-1]).parent
-    home = pathlib.Path(tempfile.mkdtemp(prefix="posenc-pg-"))
-    home.chmod(0o755)
-    data = home / "pgdata"
-    data.mkdir()
-    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if as_postgres:
-        shutil.chown(data, "postgres", "postgres")
-    port = free_port()
-    subprocess.run(as_postgres + [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "posenc"],
-                   check=True, capture_output=True)
-    subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "log"), "-o",
-                                  f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c max_connections=200",
-                                  "start"], check=True, capture_output=True)
-    try:
-        subprocess.run(as_postgres + [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "posenc",
-                                      "gradebook"], check=True, capture_output=True)
-        yield f"postgresql+psycopg2://posenc@127.0.0.1:{port}/gradebook"
-    finally:
-        subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 class MemoryWatch:
@@ -228,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report("SQLite", run_once(source_root, args.students, jobs, args.spread, args.timeout, None)),
               flush=True)
     if args.database in ("postgresql", "both"):
-        with postgres_server() as url:
+        with postgres_server(max_connections=200) as url:
             print(report("PostgreSQL", run_once(source_root, args.students, jobs, args.spread, args.timeout, url)),
                   flush=True)
     return 0

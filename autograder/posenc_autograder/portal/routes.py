@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import urllib.parse
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -275,6 +276,9 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
             return None, message("Form expired", "Reload the page and try again.", 403, session)
         return form, None
 
+    def saved(notice: str) -> RedirectResponse:
+        return RedirectResponse("/instructor?" + urllib.parse.urlencode({"notice": notice}), status_code=303)
+
     async def set_policy(request: Request):
         form, refusal = await instructor_form(request)
         if refusal:
@@ -287,7 +291,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         except ValueError as exc:
             return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
         await run_in_threadpool(portal.set_policy, name, values)
-        return RedirectResponse(f"/instructor?notice=policy+of+{name}+saved", status_code=303)
+        return saved(f"policy of {name} saved")
 
     async def set_extension(request: Request):
         form, refusal = await instructor_form(request)
@@ -301,7 +305,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         if name not in portal.assignments or not await run_in_threadpool(portal.set_extension, student, name,
                                                                          deadline):
             return message("Not saved", "No such student or assignment.", 400, None, ("/instructor", "back"))
-        return RedirectResponse(f"/instructor?notice=extension+for+{student}+saved", status_code=303)
+        return saved(f"extension for {student} saved")
 
     async def revoke(request: Request):
         form, refusal = await instructor_form(request)
@@ -310,7 +314,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         student = str(form.get("student", ""))
         if not await run_in_threadpool(portal.revoke, student):
             return message("Not found", "No such student.", 404, None, ("/instructor", "back"))
-        return RedirectResponse(f"/instructor?notice=link+of+{student}+revoked", status_code=303)
+        return saved(f"link of {student} revoked")
 
     async def new_link(request: Request):
         form, refusal = await instructor_form(request)
