@@ -7,7 +7,8 @@ probe cells that call probes.runner.run inside the sandbox.
 """
 from __future__ import annotations
 
-from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks import REGISTRY, hidden_tests
+from posenc_autograder.checks.base import judge_all
 from posenc_autograder.probes import codec
 from posenc_autograder.probes.runner import record
 
@@ -21,9 +22,18 @@ def record_in_process(entry: dict, namespace: dict) -> dict:
     return codec.loads(codec.dumps(record(codec.loads(codec.dumps(entry)), namespace)))
 
 
+def graded_in_process(assignment: str, namespace: dict) -> dict[str, tuple[list[str], int, int]]:
+    """(problems, cases passed, cases judged) of every hidden test of the assignment, as `make grade` judges them."""
+    tests = hidden_tests(assignment)
+    return judge_all(tests, {t.id: record_in_process(t.task_entry(), namespace) for t in tests})
+
+
 def run_check(cell_id: str, namespace: dict) -> list[str]:
-    """Problems found by the hidden test cell_id against the namespace."""
+    """Problems found by the hidden test cell_id against the namespace (with the verdicts of the assignment's
+    other tests, for a test that reads them)."""
     test = REGISTRY[cell_id]
+    if test.reads_verdicts:
+        return graded_in_process(test.assignment, namespace)[cell_id][0]
     return test.verdict(record_in_process(test.task_entry(), namespace))
 
 

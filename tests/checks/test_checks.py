@@ -5,7 +5,7 @@ import pytest
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.base import compare, mismatch
-from posenc_autograder.notebook import record_in_process, run_check
+from posenc_autograder.notebook import graded_in_process, record_in_process, run_check
 from posenc_autograder.probes import codec
 from student_variants import ALTERNATIVES, MISTAKES
 
@@ -14,7 +14,7 @@ CORE_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional
 
 
 def failures(ns):
-    return {cid: problems for cid in CORE_CHECKS if (problems := run_check(cid, ns))}
+    return {cid: problems for cid, (problems, _, _) in graded_in_process("positional_encoding", ns).items() if problems}
 
 
 def test_solution_passes_every_check():
@@ -33,11 +33,16 @@ def test_every_hidden_test_has_catalogued_mistakes_that_it_catches():
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.name)
 def test_mistake_loses_points_with_a_useful_message(mistake):
-    """It fails exactly the tests it should (so its score is exact), with its diagnosis in its own test."""
-    failed = failures(namespace_from(SOLUTION, mistake.code))
+    """It fails exactly the tests it should (so its score is exact), with its diagnosis in its own test, and loses
+    the points worked out by hand when the catalogue states them."""
+    graded = graded_in_process("positional_encoding", namespace_from(SOLUTION, mistake.code))
+    failed = {cid: problems for cid, (problems, _, _) in graded.items() if problems}
     assert set(failed) == mistake.failing, f"{mistake.name} failed {sorted(failed)}"
     if mistake.feedback_phrase:
         assert mistake.feedback_phrase in " ".join(failed[mistake.failing_check]), failed[mistake.failing_check]
+    if mistake.points_lost is not None:
+        assert sum(REGISTRY[cid].points - REGISTRY[cid].points_for(passed, total)
+                   for cid, (problems, passed, total) in graded.items() if problems) == mistake.points_lost
 
 
 @pytest.mark.parametrize("name", sorted(ALTERNATIVES))

@@ -11,7 +11,8 @@ CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "rope_alibi"]
 
 
 def failures(ns):
-    return {cid: problems for cid in CHECKS if (problems := run_check(cid, ns))}
+    from posenc_autograder.notebook import graded_in_process
+    return {cid: problems for cid, (problems, _, _) in graded_in_process("rope_alibi", ns).items() if problems}
 
 
 def test_solution_passes():
@@ -20,14 +21,9 @@ def test_solution_passes():
 
 def points_lost(ns) -> dict[str, float]:
     """Per failed hidden test, the points lost, partial credit included, as `make grade` counts them."""
-    from posenc_autograder.notebook import record_in_process
-    lost = {}
-    for cid in CHECKS:
-        test = REGISTRY[cid]
-        problems, passed, total = test.graded(record_in_process(test.task_entry(), ns))
-        if problems:
-            lost[cid] = test.points - test.points_for(passed, total)
-    return lost
+    from posenc_autograder.notebook import graded_in_process
+    return {cid: REGISTRY[cid].points - REGISTRY[cid].points_for(passed, total)
+            for cid, (problems, passed, total) in graded_in_process("rope_alibi", ns).items() if problems}
 
 
 @pytest.mark.parametrize("mistake", ROPE_MISTAKES, ids=lambda m: m.name)
@@ -135,17 +131,17 @@ def test_visible_checks_pass_every_correct_alternative(name):
     assert visible_failure(namespace_from(SOLUTION, ROPE_ALTERNATIVES[name])) is None
 
 
-def test_degenerate_parts_earn_nothing_by_agreement():
-    """Zero slopes, frequencies or rotations do not make all-zero biases, identity rotations or zero scores right."""
+def test_degenerate_parts_earn_nothing():
+    """Zero slopes, frequencies or rotations cannot make all-zero biases, identity rotations or zero scores right:
+    each subject runs on the grader's stand-ins, and a degenerate part earns nothing of its own either."""
     zeros = {"alibi_bias": "def alibi_slopes(n_heads):\n    return np.zeros(n_heads)\n"
                            "def alibi_bias(n_heads, seq_len):\n    return np.zeros((n_heads, seq_len, seq_len))\n",
-             "apply_rope": "def rope_frequencies(head_dim, base=10000.0):\n    return np.zeros(head_dim // 2)\n"
+             "apply_rope": "def rope_frequencies(head_dim, base=10000.0):\n    return np.full(head_dim // 2, 2 * np.pi)\n"
                            "def apply_rope(x, positions, base=10000.0):\n    return x.copy()\n",
              "rope_scores": "def apply_rope(x, positions, base=10000.0):\n    return np.zeros(x.shape)\n"
                             "def rope_scores(q, k, q_positions, k_positions):\n    return np.zeros((len(q), len(k)))\n"}
     judged_alone = {"alibi_bias": 2, "apply_rope": 4, "rope_scores": 3}     # an all-zero bias is right for L = 1
     for function, code in zeros.items():
         lost = points_lost(namespace_from(SOLUTION, code))
-        test = next(cid for cid in CHECKS if REGISTRY[cid].probe.__name__ == "call_each_with_parts"
-                    and REGISTRY[cid].inputs()["function"] == function)
+        test = next(cid for cid in CHECKS if REGISTRY[cid].subjects == (function,))
         assert lost.get(test) == judged_alone[function], (function, lost)

@@ -19,6 +19,7 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.probes import codec
+from posenc_autograder.results import Problem as ResultProblem
 
 Observations = dict
 Problems = list
@@ -38,6 +39,9 @@ class HiddenTest:
     inputs: Callable[[], dict] = dict                 # trusted side: plain data for both halves
     bullets: tuple[str, ...] = ()    # ids from posenc_autograder.spec_bullets
     partial: bool = False            # independent cases (sizes, offsets, head counts): points in proportion
+    subjects: tuple[str, ...] = ()   # the manifest's functions whose values it judges (checks/<assignment>/manifest.py)
+    depends: tuple[str, ...] = ()    # student functions its subjects call, replaced by the probe with stand-ins
+    reads_verdicts: bool = False     # its judge needs the other tests' verdicts (the contracts test)
 
     def __post_init__(self):
         if not self.id.startswith("hidden_"):
@@ -65,24 +69,28 @@ class HiddenTest:
         """The inputs exactly as the probe receives them: through the codec, as in the sandbox."""
         return codec.loads(codec.dumps(self.variant_inputs(variant)))
 
-    def verdict(self, record: dict, variant: int | None = None) -> list[str]:
-        """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...})."""
+    def verdict(self, record: dict, variant: int | None = None, verdicts: dict | None = None) -> list[str]:
+        """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...});
+        `verdicts` (function name -> passed its value tests) for a test that reads_verdicts."""
         if "missing" in record:
             return [str(record["missing"])]
         try:
             inputs = self.plain_inputs(variant)
+            extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
-                return [str(p) for p in self.judge(inputs, copy.deepcopy(record["observations"]))]
+                return [p if isinstance(p, ResultProblem) else str(p)
+                        for p in self.judge(inputs, copy.deepcopy(record["observations"]), **extra)]
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
 
-    def graded(self, record: dict, variant: int | None = None) -> tuple[list[str], int, int]:
+    def graded(self, record: dict, variant: int | None = None,
+               verdicts: dict | None = None) -> tuple[list[str], int, int]:
         """verdict(), with (cases passed, cases judged) as each_case counted them. A problem found outside
         the cases (or no cases at all) leaves none counted as passed: all-or-nothing."""
         tally = CaseTally()
         token = _TALLY.set(tally)
         try:
-            problems = self.verdict(record, variant)
+            problems = self.verdict(record, variant, verdicts)
         finally:
             _TALLY.reset(token)
         total = max(tally.total, 1)
@@ -114,11 +122,33 @@ def registry(*modules) -> dict[str, HiddenTest]:
     """Every HiddenTest declared in the modules' TESTS lists, by id (ids are unique)."""
     found: dict[str, HiddenTest] = {}
     for module in modules:
-        for test in module.TESTS:
+        for test in getattr(module, "TESTS", ()):     # a manifest defines none
             if test.id in found:
                 raise ValueError(f"duplicate hidden test id {test.id}")
             found[test.id] = test
     return found
+
+
+def judge_all(tests, records: dict, variant: int | None = None) -> dict[str, tuple[list[str], int, int]]:
+    """graded() for every test with a record (cell id -> record): first the value tests, then the tests that
+    read their verdicts (a function's contract counts only when every test judging it passed)."""
+    results = {t.id: t.graded(records[t.id], variant) for t in tests if t.id in records and not t.reads_verdicts}
+    verdicts = function_verdicts(tests, results)
+    results.update({t.id: t.graded(records[t.id], variant, verdicts)
+                    for t in tests if t.id in records and t.reads_verdicts})
+    return results
+
+
+def function_verdicts(tests, results: dict) -> dict[str, bool]:
+    """Function name -> whether every value test naming it among its subjects passed (and was run)."""
+    verdicts: dict[str, bool] = {}
+    for test in tests:
+        if test.reads_verdicts:
+            continue
+        passed = test.id in results and not results[test.id][0]
+        for name in test.subjects:
+            verdicts[name] = verdicts.get(name, True) and passed
+    return verdicts
 
 
 def limit_problems(problems: list[str], limit: int = MAX_PER_GROUP) -> list[str]:
@@ -231,25 +261,23 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     if problem is None:
         return None
     explanation = diagnose(array) if diagnose else None
-    return f"{problem}. Likely cause: {explanation}." if explanation else problem
+    return ResultProblem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation) if explanation else problem
 
 
-def own_array(record, what: str) -> np.ndarray | None:
-    """What the student's own earlier function returned, as a finite float array, or None when it raised,
-    is missing, is not such an array or holds a zero (then only the reference's answer counts): a degenerate
-    part, all zeros say, must not make a later function's degenerate answer right by agreement."""
-    try:
-        own = as_array(value_of(record, what), what)
-    except (Problem, TypeError, KeyError):
-        return None
-    return own if own.size and np.all(own != 0) else None
+LIKELY_CAUSE = "Likely cause: "
 
 
-def on_either(problem: Callable[[np.ndarray], str | None], expected: np.ndarray, own: np.ndarray | None) -> str | None:
-    """problem(expected) against the trusted reference; None too when the answer is right for `own`, the same
-    computed from the student's own earlier function: a mistake there costs that function's test only."""
-    first = problem(expected)
-    return None if first is None or (own is not None and problem(own) is None) else first
+def against_any(problem: Callable[..., str | None], *expectations) -> str | None:
+    """problem(e) for each trusted expectation (say, the reference alone and the same built on the probe's
+    stand-ins, for a subject that may or may not call the function the stand-in replaces): None when one
+    fits; else the problem that names a likely cause, or the first."""
+    found = []
+    for expected in expectations:
+        said = problem(expected)
+        if said is None:
+            return None
+        found.append(said)
+    return next((p for p in found if getattr(p, "cause", None)), found[0])
 
 
 def error_name(record: dict) -> str | None:
@@ -258,12 +286,24 @@ def error_name(record: dict) -> str | None:
 
 
 def expect_error(record: dict, expected: str, what: str, why: str) -> str | None:
-    """A problem unless the call raised the expected exception type."""
+    """A problem unless the call raised the expected exception type; what came back instead, said as it is."""
     raised = error_name(record)
     if raised == expected:
         return None
-    got = "returned normally" if raised is None else f"raised {raised}"
+    got = f"raised {record['error']}" if raised is not None else f"returned {returned_value(record)}"
     return f"{what} must raise {expected} {why}, but it {got}"
+
+
+def returned_value(record: dict) -> str:
+    """What a call that returned gave back, in a few words: 'an array of shape (10, 3)', 'the number 2'."""
+    if "returned" in record:                 # a value the probe could not record as data: its type
+        return f"a {record['returned']} object"
+    value = record.get("value")
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return "None" if value is None else f"the {type(value).__name__} {value!r}"[:80]
 
 
 def number(value, what: str) -> float:
@@ -290,12 +330,18 @@ def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
     found = [p for _, said in failing for p in said]
     if found and variants.current() is not None:
         first_case = failing[0][0][0]
-        found[0] += inputs_shown(first_case)
+        found[0] = extended(found[0], inputs_shown(first_case))
     reported = limit_problems(found)
     if (tally := _TALLY.get()) is not None:
         tally.total, tally.failed, tally.reported = (tally.total + len(rows), tally.failed + len(found),
                                                      tally.reported + len(reported))
     return reported
+
+
+def extended(problem: str, more: str) -> str:
+    """The problem with `more` appended, its diagnosed cause kept."""
+    cause = getattr(problem, "cause", None)
+    return ResultProblem(str(problem) + more, cause) if cause else str(problem) + more
 
 
 def _arrays_and_numbers(case) -> list:

@@ -1,16 +1,19 @@
-"""Judging what every function promises besides its values: return types, and inputs left alone
-(each assignment's contracts test is built with contracts_judge).
+"""Judging what every function promises besides its values: return types, and inputs left alone.
 
 The other tests see answers after the codec has made them float64 arrays and plain numbers, so
 a list, a float32 table or a changed input would pass them; this one test charges those, once.
-A function that raised or is missing is left to its own test (charging it here would count one
-mistake twice), unless nothing returned at all.
+Each function of the manifest is one case: it counts when the function returned what it promised,
+left the caller's arrays as they were sent (compared here, on the trusted side, with what the probe
+brought back), and passed its own value tests (a stub or a wrong function earns no contract point).
 """
 from __future__ import annotations
 
-from posenc_autograder.checks.base import limit_problems
+import numpy as np
 
-ARRAY, FLOAT, BOOL = "float64 array", "float", "bool"
+from posenc_autograder.checks.base import HiddenTest, Problem, each_case
+from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction
+from posenc_autograder.probes.calls import contract_each
+
 # Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
 CAUSES = {
     "dtype": "computing or storing in float32 loses digits the tests need; keep everything float64",
@@ -56,36 +59,59 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
     return f"{what} returned {describe_kind(kind)}; expected {expected}{hint}"
 
 
-def _returned(obs, promised) -> dict:
-    """The cases whose call returned; an empty dict when every one raised or is missing."""
-    return {name: record for name, record in obs.items() if name in promised and "kind" in record}
+def changed_arguments(sent: dict, record: dict) -> list[int]:
+    """Indices of the array arguments that came back (record["arguments"]) other than they were sent."""
+    back = record.get("arguments")
+    if not isinstance(back, list) or len(back) != len(sent["args"]):
+        raise Problem("the grader did not receive the arguments back, so this test could not be judged; run the "
+                      "notebook from the top without changing the grader's code")
+    changed = []
+    for index, (before, after) in enumerate(zip(sent["args"], back)):
+        if isinstance(before, (list, np.ndarray)):
+            before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+            if before.shape != after.shape or not np.array_equal(before, after, equal_nan=True):
+                changed.append(index)
+    return changed
 
 
-def _judge_types(returned, promised):
-    problems = [p for name, record in returned.items() if (p := kind_problem(record["kind"], promised[name], name))]
-    return limit_problems(problems, 3)
-
-
-def _judge_unchanged(obs, argument_names):
-    problems = []
-    for name, record in obs.items():
-        names = argument_names.get(name, [])
-        changed = [names[i] if i < len(names) else f"argument {i}" for i in record.get("changed", [])]
-        if changed:
-            problems.append(f"{name} changed its argument {', '.join(changed)} in place: the caller's array must "
-                            f"come back unchanged (likely cause: {CAUSES['in_place']})")
-    return limit_problems(problems, 3)
+def _function_problem(name, sent, record, promised, argument_names, value_tests_passed) -> str | None:
+    if "missing" in record:
+        return str(record["missing"])
+    if "error" in record:
+        return f"{name} raised {record['error']}, so its return type could not be checked"
+    if "kind" not in record:
+        raise Problem(f"the grader received no answer for {name}")
+    problem = kind_problem(record["kind"], promised, name)
+    changed = changed_arguments(sent, record) if not sent.get("attribute") else []
+    if changed and problem is None:
+        names = [argument_names[i] if i < len(argument_names) else f"argument {i}" for i in changed]
+        problem = (f"{name} changed its argument {', '.join(names)} in place: the caller's array must come back "
+                   f"unchanged (likely cause: {CAUSES['in_place']})")
+    if problem is None and not value_tests_passed:
+        problem = f"{name} returned the promised type, but its contract counts once it passes its own tests"
+    return problem
 
 
 def contracts_judge(promised: dict, argument_names: dict):
-    """The judge of an assignment's contracts test: what each call returned against `promised`, and the
-    arguments (named by `argument_names`) that it changed in place."""
-    def judge(inputs, obs):
-        if lost := [name for name in promised if name not in obs]:       # every call records something
-            return [f"the grader received no answer for {', '.join(lost)}, so this test could not be judged; run "
-                    f"the notebook from the top without changing the grader's code"]
-        returned = _returned(obs, promised)
-        if not returned:
-            return ["none of the functions returned a value, so their return types and inputs could not be checked"]
-        return _judge_types(returned, promised) + _judge_unchanged(obs, argument_names)
+    """The judge of an assignment's contracts test: one case per function of `promised` (name -> promised
+    return), judged on its call in inputs["calls"]; `verdicts` (name -> passed its value tests) from judge_all."""
+    def judge(inputs, obs, verdicts=None):
+        calls = inputs["calls"]
+        verdicts = verdicts or {}
+        return each_case(lambda name, record: _function_problem(
+            name, calls[name], record, promised[name], argument_names.get(name, []), verdicts.get(name, True)),
+            list(calls), [obs.get(name, {}) for name in calls])
     return judge
+
+
+def contracts_test(assignment: str, entries: tuple[StudentFunction, ...], **fields) -> HiddenTest:
+    """The contracts test of an assignment, from its manifest: each entry's contract call, prorated."""
+    checked = [entry for entry in entries if entry.contract is not None]
+    return HiddenTest(assignment=assignment, partial=True, reads_verdicts=True,
+                      subjects=tuple(entry.name for entry in checked),
+                      inputs=lambda: {"calls": {entry.name: entry.contract() for entry in checked},
+                                      "stand_ins": {entry.name: entry.stand_ins() for entry in checked
+                                                    if entry.stand_ins}},
+                      probe=contract_each,
+                      judge=contracts_judge({e.name: e.returns for e in checked},
+                                            {e.name: list(e.arguments) for e in checked}), **fields)

@@ -23,6 +23,13 @@ def _interleave(first_cols, second_cols):
     return out
 
 
+SPACING = ("the frequencies are spaced as in tensor2tensor and fairseq, 10000^(-i/(d/2 - 1)) (the slowest pair "
+           "has wavelength exactly 2*pi*10000): a legitimate convention, so your understanding is right; this "
+           "exercise asks for the paper's 10000^(-2i/d)")
+DOUBLED = ("the exponent is doubled: with i = 0, 2, 4, ... (np.arange(0, d_model, 2)) the exponent is i/d_model, "
+           "not 2i/d_model")
+
+
 def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:
     """Known wrong sinusoidal tables of shape (seq_len, d_model), keyed by their explanation."""
     theta = _angles(seq_len, d_model)
@@ -51,6 +58,11 @@ def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:
         "the table holds only cos values; even columns should be sin":
             _interleave(np.cos(theta), np.cos(theta)),
     }
+    spacing = np.exp(-i / max(half - 1, 1) * np.log(1e4))         # tensor2tensor's and fairseq's timescales
+    mistakes[SPACING] = _interleave(*_sin_cos(_angles(seq_len, d_model, omega=spacing)))
+    mistakes[SPACING + "; and the columns are concatenated [sin | cos] (their layout too) rather than "
+             "interleaved"] = np.concatenate(_sin_cos(_angles(seq_len, d_model, omega=spacing)), axis=1)
+    mistakes[DOUBLED] = _interleave(*_sin_cos(_angles(seq_len, d_model, omega=np.exp(-4 * i / d_model * np.log(1e4)))))
     for base in (1000.0, 100000.0, 10000.0 ** 0.5, 2.0 * np.pi * 10000.0):
         mistakes[f"the frequency base is not 10000 (your table matches base {base:g})"] = \
             ref.sinusoidal_positional_encoding(seq_len, d_model, base=base)
@@ -95,6 +107,17 @@ def diagnose_float32(actual: np.ndarray, expected: np.ndarray) -> str | None:
     return (f"the values are off by up to {error.max():.1g}, the size of float32 rounding: part of the computation "
             f"is in float32 (np.float32 arrays, or a PyTorch recipe's default dtype), even if the result is cast to "
             f"float64 at the end; compute every step in float64")
+
+
+def diagnose_float32_relative(actual: np.ndarray, expected: np.ndarray) -> str | None:
+    """Name float32 arithmetic for values (slopes, frequencies) whose every error is a few float32 units in the
+    last place of the value itself (BLOOM builds ALiBi's base in float32)."""
+    error = np.abs(actual - expected)
+    if actual.shape != expected.shape or not (error.max(initial=0) > 1e-15 and
+                                              np.all(error <= 8 * FLOAT32_EPSILON * np.abs(expected))):
+        return None
+    return (f"the values are off by up to {error.max():.1g}, the size of float32 rounding: part of the computation "
+            f"is in float32 (a base or power taken in float32, as in BLOOM's code); compute every step in float64")
 
 
 def diagnose_rotation(actual: np.ndarray, d_model: int, offset: int) -> str | None:

@@ -26,18 +26,22 @@ import nbformat
 import numpy as np
 
 from posenc_autograder.checks import reference
-from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks import ASSIGNMENT_PACKAGES, REGISTRY, manifest
 from posenc_autograder.course import Course, course_for_command, nbgrader_meta
 from posenc_autograder.notebook import run_check
 from posenc_autograder.probes.helpers import to_plain
 
-# Student-facing name -> the reference's name for the same function.
-STUDENT_API = {name: name for name in (
-    "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding", "LearnedPositionalEncoding",
-    "relative_position_matrix", "dot_product_distance", "encoding_statistics", "self_attention", "apply_rope",
-    "alibi_slopes", "alibi_bias", "interpolated_positions", "ntk_scaled_base", "yarn_frequencies",
-    "yarn_attention_scale", "llama31_frequencies", "rotation_angles", "max_angle_seen", "stretched_attention")} | \
-    {"rope_frequencies": "angular_frequencies"}
+def student_api() -> dict[str, str]:
+    """Student-facing name -> its reference.py name, from every assignment's manifest (functions without a
+    reference function are left as the solution wrote them)."""
+    api = {}
+    for package in ASSIGNMENT_PACKAGES:
+        for entry in manifest.functions(package.__name__.rsplit(".", 1)[-1]):
+            name = entry.reference if entry.reference is not None else entry.defined_name
+            if name and hasattr(reference, name):
+                api[entry.defined_name] = name
+    return api
+
 
 SWAPPED_OPERATORS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
                      ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv, ast.MatMult: ast.Mult,
@@ -147,7 +151,7 @@ def student_namespace(solution: str, module: dict) -> dict:
     """The solutions, with the student-facing functions taken from the (mutated) reference module."""
     namespace: dict = {"__name__": "__student__"}
     exec(compile(solution, "<solutions>", "exec"), namespace)  # noqa: S102 - the course's own solutions
-    namespace.update({student: module[ref_name] for student, ref_name in STUDENT_API.items()})
+    namespace.update({student: module[ref_name] for student, ref_name in student_api().items()})
     return namespace
 
 

@@ -16,6 +16,7 @@ from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
 from posenc_autograder.grading.assemble import assemble
 from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks.base import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.probes import codec
 from posenc_autograder.grading.execute import Execution, GradingTask
@@ -124,13 +125,18 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     if execution.failure:
         notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))
     tests = []
-    for _, cell_id, title, points in test_cells(release):
+    cells = test_cells(release)
+    checks = [REGISTRY[cell_id] for _, cell_id, _, _ in cells if cell_id in REGISTRY]
+    records = {check.id: execution.observations.get(check.id) or {"missing": _why_no_answer(execution.events)}
+               for check in checks}
+    judged = judge_all(checks, records, variant)      # value tests first, then the contracts test on their verdicts
+    for _, cell_id, title, points in cells:
         check = REGISTRY.get(cell_id)
         if check is None:
             error = execution.cell_errors.get(cell_id)
             tests.append(GradedTest(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
             continue
-        problems, passed, total = _judge_one(check, execution.observations.get(cell_id), execution.events, variant)
+        problems, passed, total = judged[cell_id]
         share = check.points_for(passed, total) * points / check.points      # the released cell's points rule
         tests.append(GradedTest(cell_id, title, True, share, points, problems,
                                 (passed, total) if check.partial else None))
@@ -147,16 +153,14 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
                           seconds=execution.seconds, action=action)
 
 
-LIKELY_CAUSE = "Likely cause: "
-
-
 def fix_this_first(tests: list[GradedTest]) -> list[str]:
-    """One note naming a diagnosed cause that explains failures in several tests, so feedback opens with it."""
+    """One note naming a diagnosed cause (Problem.cause) that explains failures in several tests, so feedback
+    opens with it; causes that differ only in a measured number count as one."""
     failing: dict[str, list[str]] = {}          # cause, its measured numbers left out -> [first wording, ids]
     for test in tests:
         for problem in test.problems:
-            if LIKELY_CAUSE in problem:
-                cause = problem.split(LIKELY_CAUSE, 1)[1].rstrip(".")
+            cause = getattr(problem, "cause", None)
+            if cause:
                 entry = failing.setdefault(re.sub(r"\d[\d.e+-]*", "#", cause), [cause])
                 if test.cell_id not in entry:
                     entry.append(test.cell_id)
@@ -165,13 +169,6 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
         return []
     cause, *ids = max(shared, key=len)
     return [Note(NoteKind.FIX_FIRST, f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
-
-
-def _judge_one(check, record, events, variant) -> tuple[list[str], int, int]:
-    """Problems, cases passed, cases judged."""
-    if record is None:
-        return [_why_no_answer(events)], 0, 1
-    return check.graded(record, variant)
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:

@@ -1,37 +1,51 @@
-"""Generic probes beyond helpers.call_each: calls with the student's own earlier functions beside them,
-and the contracts (return type, dtype, arguments left unchanged) of several functions at once.
+"""Generic probes beyond helpers.call_each: the contracts (return type, and the arguments as they are after
+the call) of every function of an assignment's manifest.
 
 As everywhere in this package, every function name and argument arrives in `data`, built on the
-trusted side by the hidden test's inputs().
+trusted side from the manifest (checks/<assignment>/manifest.py).
 """
 from __future__ import annotations
 
-import contextlib
-
-from .helpers import argument, attempt_contract, call_each, returns_float64
+from .helpers import argument, attempt_contract, describe, kind_of, standing_in, student_callable
 
 
-def _defined(ns: dict, name: str) -> bool:
-    return ns.get(name) is not None
+def _arguments(c: dict):
+    return [argument(a) for a in c["args"]], {k: argument(v) for k, v in c["kwargs"].items()}
 
 
-def call_each_with_parts(ns: dict, data: dict) -> dict:
-    """call_each, plus under "parts" the student's own earlier functions called as data["parts"] says
-    ({label: calling(...)}): a test of a function built on them is judged on their answers too, so that
-    one mistake costs its own test only. An undefined part is recorded as missing, not as this test's."""
-    with contextlib.ExitStack() as parts_as_float64:
-        for part in data["parts"].values():
-            parts_as_float64.enter_context(returns_float64(ns, part["function"]))
-        obs = call_each(ns, data)
-    obs["parts"] = {label: call_each(ns, part) if _defined(ns, part["function"])
-                    else {"missing": f"`{part['function']}` is not defined"}
-                    for label, part in data["parts"].items()}
-    return obs
+def _member_target(ns: dict, name: str, c: dict):
+    """The bound method (or attribute value) of c["member"] on an instance built and stepped as c says."""
+    args, kwargs = _arguments(c["init"])
+    instance = student_callable(ns, name.split(".", 1)[0])(*args, **kwargs)
+    for method, step in c["steps"]:
+        step_args, step_kwargs = _arguments(step)
+        getattr(instance, method)(*step_args, **step_kwargs)
+    return getattr(instance, c["member"])
+
+
+def contract_case(ns: dict, name: str, c: dict) -> dict:
+    """One contract: {'missing': why} for an undefined name, {'error': ...} when setting it up raised, else
+    attempt_contract's record (an attribute: its kind alone)."""
+    try:
+        target = _member_target(ns, name, c) if "member" in c else student_callable(ns, name)
+    except NameError as exc:
+        return {"missing": str(exc)}
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - set-up raising is the student's exception
+        return {"error": describe(exc)}
+    if c.get("attribute"):
+        return {"kind": kind_of(target), "arguments": []}
+    args, kwargs = _arguments(c)
+    return attempt_contract(target, *args, **kwargs)
 
 
 def contract_each(ns: dict, data: dict) -> dict:
-    """{name: attempt_contract(the function `name`, *args)} for each call of data["calls"] ({name: call record}):
-    the kind of what came back, and which of the caller's arrays the call changed."""
-    return {name: attempt_contract(ns[name], *map(argument, c["args"])) if _defined(ns, name)
-            else {"missing": f"`{name}` is not defined"}
-            for name, c in data["calls"].items()}
+    """{name: contract_case(...)} for each call of data["calls"] ({name: call record}), with the functions of
+    data["stand_ins"][name] replaced while it runs: a mistake in a function it calls is not its own."""
+    stand_ins = data.get("stand_ins", {})
+    found = {}
+    for name, c in data["calls"].items():
+        with standing_in(ns, stand_ins.get(name, {})):
+            found[name] = contract_case(ns, name, c)
+    return found

@@ -24,17 +24,30 @@ def describe(exc: BaseException) -> str:
 def attempt(fn: Callable, *args, **kwargs) -> dict:
     """Run student code; return {'value': plain data} or {'error': 'Type: message'}, and 'dtype' when the
     value was a numpy array of another dtype than float64 (the codec makes it float64): judges then allow
-    the rounding of that precision, since the dtype itself is the contracts test's to charge."""
+    the rounding of that precision, since the dtype itself is the contracts test's to charge. A value that
+    is not data (an object, an object array) is {'returned': its type}: the call returned, it did not raise."""
     try:
         value = fn(*args, **kwargs)
-        record = {"value": to_plain(value)}
-        if isinstance(value, np.ndarray) and value.dtype != np.float64:
-            record["dtype"] = str(value.dtype)[:20]
-        return record
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
         return {"error": describe(exc)}
+    return recorded(value)
+
+
+def recorded(value) -> dict:
+    """{'value': plain data} for what a student's function returned, or {'returned': its type's name}."""
+    try:
+        record = {"value": to_plain(value)}
+    except Exception:  # noqa: BLE001 - not plain data: say what it was, never keep it
+        return {"returned": type_name(value)}
+    if type(value) is np.ndarray and value.dtype != np.float64:
+        record["dtype"] = str(value.dtype)[:20]
+    return record
+
+
+def type_name(value) -> str:
+    return str(type.__dict__["__name__"].__get__(type(value)))[:60]
 
 
 def guarded(probe: Callable) -> Callable:
@@ -51,83 +64,171 @@ def guarded(probe: Callable) -> Callable:
 
 
 def to_plain(value):
-    """Convert a student's return value into plain data (never keeps a student object)."""
-    if value is None or type(value) in (bool, str):
+    """Convert a student's return value into plain data (never keeps a student object): exact types only,
+    so a subclass of a number or an array is read through the base type, whatever it says of itself."""
+    kind = type(value)
+    if value is None or kind in (bool, str):
         return value
-    if isinstance(value, (np.bool_, bool)):
+    if kind is np.bool_:
         return bool(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value) if isinstance(value, (float, np.floating)) else int(value)
-    if isinstance(value, dict):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
+    if kind in (int, np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint16, np.uint8):
+        return int(value)
+    if kind in (float, np.float64, np.float32, np.float16):
+        return float(value)
+    if kind is dict:
+        return {str(k): to_plain(v) for k, v in dict.items(value)}
+    if kind in (tuple, list):
         return [to_plain(v) for v in value]
-    return np.array(value, dtype=np.float64, copy=True)
+    array = np.array(value, dtype=np.float64, copy=True)     # a subclass becomes a plain float64 ndarray
+    if type(array) is not np.ndarray:
+        raise TypeError("not an array of numbers")
+    return array
 
 
 def argument(value):
-    """A plain-data argument as the student's function receives it: lists become numpy arrays."""
+    """A plain-data argument as the student's function receives it: lists become numpy arrays, and
+    {'default_rng': seed} a fresh numpy generator."""
+    if isinstance(value, dict) and set(value) == {"default_rng"}:
+        return np.random.default_rng(value["default_rng"])
     return np.asarray(value) if isinstance(value, list) else value
 
 
 def call_each(ns: dict, data: dict) -> dict:
-    """Call data["function"] for every call record of every group: {group: [attempt records]}."""
+    """Call data["function"] for every call record of every group: {group: [attempt records]}, with the
+    functions of data["stand_ins"] (if any) replaced while it runs (see standing_in)."""
     fn = student_callable(ns, data["function"])
-    return {group: [attempt(fn, *map(argument, c["args"]), **{k: argument(v) for k, v in c["kwargs"].items()})
-                    for c in calls]
-            for group, calls in data["groups"].items()}
+    with standing_in(ns, data.get("stand_ins", {})):
+        return {group: [attempt(fn, *map(argument, c["args"]), **{k: argument(v) for k, v in c["kwargs"].items()})
+                        for c in calls]
+                for group, calls in data["groups"].items()}
 
 
 def kind_of(value) -> dict:
-    """What a student's function returned, as plain data: its type, with dtype and shape for arrays.
+    """What a student's function returned, as plain data: its exact type, with dtype and shape for arrays.
 
     Values cross the codec as float64 arrays and plain numbers, so this is the only record of a
-    list returned instead of an array, or of a float32 table."""
-    if isinstance(value, np.ndarray):
+    list returned instead of an array, or of a float32 table. Only an exact ndarray counts as one: a
+    subclass could answer `dtype` as it likes."""
+    kind_type = type(value)
+    if kind_type is np.ndarray:
         return {"type": "ndarray", "dtype": str(value.dtype), "shape": [int(n) for n in value.shape]}
-    kind = {"type": str(type(value).__name__)[:60], "float": isinstance(value, float),
-            "bool": isinstance(value, (bool, np.bool_))}
-    if isinstance(value, (tuple, list)):
+    kind = {"type": type_name(value), "float": kind_type in (float, np.float64),
+            "bool": kind_type in (bool, np.bool_)}
+    if kind_type in (tuple, list):
         kind["items"] = [kind_of(v) for v in list(value)[:8]]
-    elif isinstance(value, dict):
-        kind["items"] = {str(k)[:60]: kind_of(v) for k, v in list(value.items())[:16]}
+    elif kind_type is dict:
+        kind["items"] = {str(k)[:60]: kind_of(v) for k, v in list(dict.items(value))[:16]}
     return kind
 
 
-def attempt_contract(fn: Callable, *args) -> dict:
-    """Call fn on the caller's own arrays: {'kind': kind_of(result)} or {'error': ...}, and 'changed',
-    the indices of the arguments the call modified in place."""
-    originals = [np.array(a, copy=True) for a in args]
+def attempt_contract(fn: Callable, *args, **kwargs) -> dict:
+    """Call fn on the caller's own arrays: {'kind': kind_of(result)} or {'error': ...}, and 'arguments', the
+    arguments as they are after the call (the trusted side compares them with what it sent)."""
     try:
-        record = {"kind": kind_of(fn(*args))}
+        record = {"kind": kind_of(fn(*args, **kwargs))}
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
         record = {"error": describe(exc)}
-    record["changed"] = [i for i, (a, o) in enumerate(zip(args, originals))
-                         if not (np.shape(a) == o.shape and np.array_equal(a, o, equal_nan=True))]
+    record["arguments"] = [_argument_after(a) for a in args]
     return record
 
 
+def _argument_after(value):
+    try:
+        return to_plain(value)
+    except Exception:  # noqa: BLE001 - an argument the student replaced by something that is not data
+        return None
+
+
+# --- stand-ins: the subject judged alone --------------------------------------------------------
+
 @contextlib.contextmanager
-def returns_float64(ns, name):
-    """While a probe tests code built on the student's function `name`, an array that function returns as a
-    list or in another dtype comes back as float64: that costs the contracts test, not every test built on it."""
-    original = ns.get(name)
-    if callable(original):
-        ns[name] = lambda *args, **kwargs: _float64_or_as_is(original(*args, **kwargs))
+def standing_in(ns: dict, stand_ins: dict):
+    """While a probe runs a subject, each student function named in `stand_ins` (name -> spec, data from
+    the trusted side) is replaced by a stand-in whose behaviour the trusted side knows: a mistake in the
+    student's own function then costs its own tests only, and a degenerate one earns nothing here."""
+    originals = {name: ns.get(name, _ABSENT) for name in stand_ins}
+    ns.update({name: STAND_INS[spec["kind"]](spec) for name, spec in stand_ins.items()})
     try:
         yield
     finally:
-        if callable(original):
-            ns[name] = original
+        for name, original in originals.items():
+            if original is _ABSENT:
+                ns.pop(name, None)
+            else:
+                ns[name] = original
 
 
-def _float64_or_as_is(value):
-    """Lists and arrays as float64 arrays; anything else (a tuple of results, a dict) untouched."""
-    if not isinstance(value, (list, np.ndarray)):
-        return value
-    try:
-        return np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return value
+_ABSENT = object()
+
+
+def _table(spec):
+    """sinusoidal_positional_encoding: ValueError for an odd width (as the spec says), else rows of a table."""
+    table = np.asarray(spec["table"], dtype=np.float64)
+
+    def stand_in(seq_len, d_model):
+        if int(d_model) % 2:
+            raise ValueError(f"d_model must be even, got {d_model}")
+        if int(seq_len) > table.shape[0] or int(d_model) != table.shape[1]:
+            raise LookupError(f"the grader's stand-in table has no size ({seq_len}, {d_model})")
+        return table[:int(seq_len)].copy()
+    return stand_in
+
+
+def _lookup(spec):
+    """A function of numbers answered from a table of arrays keyed by its arguments (names and defaults as
+    the template's), with the spec's ValueError for an odd first argument when `odd_error`."""
+    values, names, defaults = spec["values"], spec["arguments"], spec.get("defaults", {})
+
+    def stand_in(*args, **kwargs):
+        bound = {**defaults, **dict(zip(names, args)), **kwargs}
+        if spec.get("odd_error") and int(bound[names[0]]) % 2:
+            raise ValueError(f"{names[0]} must be even, got {bound[names[0]]}")
+        key = lookup_key([bound.get(name) for name in names])
+        if key not in values:
+            raise LookupError(f"the grader's stand-in has no answer for {key}")
+        return np.array(values[key], dtype=np.float64)
+    return stand_in
+
+
+def lookup_key(arguments) -> str:
+    """How a lookup stand-in files an answer: its arguments as floats ('8.0/10000.0')."""
+    return "/".join(repr(float(a)) for a in arguments)
+
+
+def _shift(spec):
+    """apply_rope: x + positions[:, None] * v[:head_dim], with v drawn by the trusted side."""
+    v = np.asarray(spec["vector"], dtype=np.float64)
+
+    def stand_in(x, positions, base=10000.0):
+        x = np.asarray(x, dtype=np.float64)
+        return x + np.asarray(positions, dtype=np.float64)[:, None] * v[None, :x.shape[-1]]
+    return stand_in
+
+
+def _projection(spec):
+    """self_attention: X @ P @ W_q + 2 X @ W_k + 3 X @ W_v, with P drawn by the trusted side."""
+    P = np.asarray(spec["projection"], dtype=np.float64)
+
+    def stand_in(X, W_q, W_k, W_v):
+        X = np.asarray(X, dtype=np.float64)
+        return X @ P @ W_q + 2 * (X @ W_k) + 3 * (X @ W_v)
+    return stand_in
+
+
+STAND_INS = {"table": _table, "lookup": _lookup, "shift": _shift, "projection": _projection}
+
+
+class AddingEncoder:
+    """An encoder argument whose behaviour the trusted side knows: forward adds rows of a table it sent."""
+
+    def __init__(self, table):
+        self._table = np.asarray(table, dtype=np.float64)
+
+    def get_encoding(self, seq_len):
+        return self._table[:int(seq_len)].copy()
+
+    def forward(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        return X + self._table[None, :X.shape[-2]]

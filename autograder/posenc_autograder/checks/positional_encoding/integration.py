@@ -6,10 +6,10 @@ import numpy as np
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.diagnosis import diagnose_attention
+from posenc_autograder.checks.manifest import projection_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring
-from posenc_autograder.checks.base import HiddenTest, Problem, call, calling, compare, each_case, mismatch, normal, observed_array
-from posenc_autograder.checks.positional_encoding.sinusoidal import PE_CLASS, PE_FN
+from posenc_autograder.checks.base import HiddenTest, against_any, call, calling, compare, each_case, mismatch, normal
 
 ASSIGNMENT = "positional_encoding"
 ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"
@@ -39,67 +39,66 @@ def _judge_attention(inputs, obs):
     return each_case(_attention_problem, inputs["groups"]["outputs"], obs["outputs"])
 
 
-# --- order sensitivity with PE, equivariance without, statistics of X + PE ---------------------
+# --- encode_and_attend, judged alone -----------------------------------------------------------
 
 def _wiring_inputs():
-    return {"function": WIRED_FN, "attention": ATTENTION_FN, "class": PE_CLASS, "table": PE_FN,
-            "X": normal(61, (2, 6, D_MODEL)), "W": _weights(62), "permutation": [3, 0, 5, 1, 4, 2],
-            "encoder_length": 16, "big": normal(63, (4, 64, D_MODEL))}
+    return {"function": WIRED_FN, "X": normal(61, (2, 6, D_MODEL)), "W": _weights(62),
+            "permutation": [3, 0, 5, 1, 4, 2], "encoder_table": normal(63, (16, D_MODEL)),
+            "stand_ins": {ATTENTION_FN: projection_stand_in(normal(64, (D_MODEL, D_MODEL)))}}
 
 
-def _wiring_problem(record, own_record, label, expected):
-    """encode_and_attend against the reference parts, or against the student's own attention and encoder
-    composed by the probe: a mistake in those costs their own tests, not this one."""
-    problem = compare(record, expected, f"{WIRED_FN} {label}", 1e-9)
-    if problem is None or own_record is None:
-        return problem
-    if "error" in own_record:       # the student's own parts raise the same way: their tests charge it
-        return None if record.get("error") == own_record["error"] else problem
-    try:
-        own = observed_array(own_record, label)
-    except Problem:
-        return problem
-    return None if compare(record, own, "", 1e-9) is None else problem
+def stand_in_attention(X, W, projection):
+    """What the probe's stand-in for self_attention returns (probes.helpers._projection)."""
+    return X @ projection @ W[0] + 2 * (X @ W[1]) + 3 * (X @ W[2])
+
+
+def _wiring_cases(inputs) -> dict:
+    """Case -> (label, the input attention should see): encode_and_attend must add the encoder's output
+    (an AddingEncoder: X + its table) before attention, and pass X untouched without one."""
+    X, perm, table = inputs["X"], np.array(inputs["permutation"]), inputs["encoder_table"]
+    encoded = lambda x: x + table[None, :x.shape[1]]     # noqa: E731 - the AddingEncoder's forward
+    return {"plain": ("without an encoder", X),
+            "plain_permuted": ("without an encoder, tokens permuted", X[:, perm]),
+            "encoded": ("with an encoder", encoded(X)),
+            "encoded_permuted": ("with an encoder, tokens permuted", encoded(X[:, perm]))}
+
+
+def _same(a, b) -> bool:
+    return a.shape == b.shape and mismatch(a, b, 1e-9, "") is None
 
 
 def _judge_wiring(inputs, obs):
+    """Each case against attention on the right input: the probe's stand-in attention, or the reference for
+    an encode_and_attend that computes attention itself. A mistake in self_attention is not charged here."""
     if "error" in obs:
         return [f"running {WIRED_FN} failed: {obs['error']}"]
-    X, W, perm = inputs["X"], inputs["W"], np.array(inputs["permutation"])
-    encoder = ref.SinusoidalPositionalEncoding(inputs["encoder_length"], X.shape[-1])
-    cases = {
-        "plain": ("without an encoder", ref.self_attention(X, *W)),
-        "plain_permuted": ("without an encoder, tokens permuted", ref.self_attention(X[:, perm], *W)),
-        "encoded": ("with a SinusoidalPositionalEncoding", ref.self_attention(encoder.forward(X), *W)),
-        "encoded_permuted": ("with a SinusoidalPositionalEncoding, tokens permuted",
-                             ref.self_attention(encoder.forward(X[:, perm]), *W)),
-    }
-    problems = each_case(lambda k, case: _wiring_problem(obs[k], obs.get("own", {}).get(k), *case),
-                         cases.keys(), cases.values())
-    if problems:
-        return problems
-    try:
-        plain, plain_perm, encoded, encoded_perm = (observed_array(obs[k], k) for k in cases)
-    except Problem:                 # excused above: the student's own parts raised, and their tests charge it
-        return problems
-    if mismatch(plain_perm, plain[:, perm], 1e-12, "") is not None:
-        problems.append("without positional encoding, permuting the tokens must permute the outputs the same way")
-    if mismatch(encoded_perm, encoded[:, perm], 1e-6, "") is None:
-        problems.append("with positional encoding, permuting the tokens should change the outputs beyond a permutation")
-    stats = obs["statistics"]
-    if not (stats["finite"] is True and abs(stats["mean_shift"]) < 0.6 and 0.8 < stats["std_ratio"] < 1.6):
-        problems.append(f"X + PE for X ~ N(0, 1) should stay finite with a modest change of statistics; measured "
-                        f"mean shift {stats['mean_shift']:.3g}, std ratio {stats['std_ratio']:.3g}")
-    return problems
+    W, projection = inputs["W"], inputs["stand_ins"][ATTENTION_FN]["projection"]
+    cases = _wiring_cases(inputs)
+
+    def attention_on(x):
+        return stand_in_attention(x, W, projection), ref.self_attention(x, *W)
+
+    def case_problem(key, case):
+        label, seen = case
+        unencoded = attention_on(cases[key.replace("encoded", "plain")][1])
+        diagnose = lambda out: "the encoder is ignored: pass encoder.forward(X) to attention" \
+            if key.startswith("encoded") and any(_same(out, e) for e in unencoded) else None  # noqa: E731
+        return against_any(lambda expected: compare(obs[key], expected, f"{WIRED_FN} {label}", 1e-9, diagnose),
+                           *attention_on(seen))
+
+    return each_case(case_problem, list(cases), list(cases.values()))
 
 
 TESTS = [
     HiddenTest(id="hidden_self_attention", partial=True, assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,
                title="attention values for single and batched inputs, scaling by sqrt(d_k), a stable softmax",
-               bullets=("integration.attention",), inputs=_attention_inputs, probe=call_each, judge=_judge_attention),
+               bullets=("integration.attention",), subjects=(ATTENTION_FN,),
+               inputs=_attention_inputs, probe=call_each, judge=_judge_attention),
     HiddenTest(id="hidden_integration", assignment=ASSIGNMENT, points=3, answer_cell=ATTENTION_FN,
-               title="permutation sensitivity with PE, equivariance without it, statistics of X + PE for X ~ N(0, 1)",
+               title="attention on X, or on the encoder's output when one is given, for tokens in two orders (judged "
+                     "alone: a stand-in attention and encoder)",
                bullets=("integration.permutation_sensitive", "integration.permutation_equivariant",
                         "integration.additive_composition", "integration.forward_with_attention"),
+               subjects=(WIRED_FN,), depends=(ATTENTION_FN,),
                inputs=_wiring_inputs, probe=probe_wiring, judge=_judge_wiring),
 ]

@@ -7,10 +7,11 @@ import numpy as np
 
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.checks.diagnosis import diagnose_pe_table
+from posenc_autograder.checks.manifest import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.base import (HiddenTest, Problem, call, call_label, calling, compare, each_case, expect_error, mismatch,
-                   normal, observed_array, on_either, problems_of)
+from posenc_autograder.checks.base import (HiddenTest, Problem, against_any, call, call_label, calling, compare, each_case,
+                                          expect_error, mismatch, normal, observed_array, problems_of)
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
@@ -117,64 +118,57 @@ def _judge_frequency(inputs, obs):
 def _class_inputs():
     max_seq_len, d_model = 520, 10
     batches = [(1, 1), (4, 16), (16, 128), (2, 512), (3, 37)]
-    return {"class": PE_CLASS, "function": PE_FN, "max_seq_len": max_seq_len, "d_model": d_model, "odd": [16, 7],
+    return {"class": PE_CLASS, "max_seq_len": max_seq_len, "d_model": d_model, "odd": [16, 7],
+            "stand_ins": {PE_FN: table_stand_in(normal(7, (max_seq_len, d_model)))},
             "inputs": [normal(batch * 1000 + seq_len, (batch, seq_len, d_model)) for batch, seq_len in batches],
             "encoding_length": 45, "too_long": np.zeros((1, max_seq_len + 1, d_model))}
 
 
 def _judge_class(inputs, obs):
+    """The module against the table it was given (the stand-in for sinusoidal_positional_encoding) or, for a
+    module that builds its own, the formula's table: either way a table mistake is not charged here."""
     max_seq_len, d_model = inputs["max_seq_len"], inputs["d_model"]
     if "error" in obs:
         return [f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: {obs['error']}"]
-    table = ref.sinusoidal_positional_encoding(max_seq_len, d_model)
-    own = _own_table(obs.get("own_table"), table)
+    tables = (ref.sinusoidal_positional_encoding(max_seq_len, d_model), inputs["stand_ins"][PE_FN]["table"])
 
     def forward_problem(X, record):
         seq_len = X.shape[1]
-        encoding_only = table[None, :seq_len].repeat(X.shape[0], 0)
-        return on_either(lambda t: compare(
-            record, X + t[None, :seq_len], f"forward(X) with X of shape {X.shape}", 1e-9,
-            diagnose=lambda out: "it returns the encoding alone; forward must return X + PE[:L]"
-            if out.shape == encoding_only.shape and mismatch(out, encoding_only, 1e-9, "") is None else None),
-            table, own)
+
+        def against(table):
+            encoding_only = np.broadcast_to(table[:seq_len], X.shape)
+            return compare(record, X + table[None, :seq_len], f"forward(X) with X of shape {X.shape}", 1e-9,
+                           diagnose=lambda out: "it returns the encoding alone; forward must return X + PE[:L]"
+                           if out.shape == X.shape and mismatch(out, encoding_only, 1e-9, "") is None else None)
+        return against_any(against, *tables)
 
     length = inputs["encoding_length"]
     return each_case(forward_problem, inputs["inputs"], obs["forward"]) + problems_of(
-        lambda: on_either(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})", 1e-9),
-                                table, own),
+        lambda: against_any(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})", 1e-9), *tables),
         lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
                              f"when L > max_seq_len = {max_seq_len}"),
         lambda: expect_error(obs["odd"], "ValueError", f"{PE_CLASS}{tuple(inputs['odd'])}", ODD))
 
 
-def _own_table(record, table):
-    """The student's own table when it has the right shape and is finite but differs from the formula, else None."""
-    try:
-        own = observed_array(record or {"error": "not recorded"}, PE_FN, table.shape)
-    except Problem:
-        return None
-    return None if mismatch(own, table, 1e-9, "") is None else own
-
-
 TESTS = [
-    HiddenTest(id="hidden_pe_shapes", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_shapes", subjects=(PE_FN,), partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
                title="output shapes for several (L, d_model), and ValueError for odd widths",
                bullets=("shape.sinusoidal", "shape.odd_d_model"),
                inputs=_shapes_inputs, probe=call_each, judge=_judge_shapes),
-    HiddenTest(id="hidden_pe_values", partial=True, assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_values", subjects=(PE_FN,), partial=True, assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
                title="exact values against the formula, for several sizes",
                bullets=("values.position_zero", "values.small_example"),
                inputs=lambda: _table_calls((3, 4), (7, 10), (60, 34)), probe=call_each, judge=_table_problems),
-    HiddenTest(id="hidden_pe_unique_bounded", assignment=ASSIGNMENT, points=3, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_unique_bounded", subjects=(PE_FN,), assignment=ASSIGNMENT, points=3, answer_cell=PE_FN,
                title="distinct rows for L = 1000, |PE| <= 1, determinism, row norms sqrt(d/2)",
                bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"),
                inputs=_unique_inputs, probe=call_each, judge=_judge_unique),
-    HiddenTest(id="hidden_pe_stability", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_stability", subjects=(PE_FN,), partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
                title="no NaN or Inf for L = 10000 and for d_model = 4096, precision of the frequencies",
                bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"),
                inputs=lambda: _table_calls((10000, 32), (24, 4096)), probe=call_each,
                judge=lambda inputs, obs: _table_problems(inputs, obs, atol=1e-8)),
-    HiddenTest(id="hidden_pe_frequency", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_frequency", subjects=(PE_FN,), assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
                title="fast low dimensions, slow high dimensions, wavelengths 2*pi and 2*pi*10000^((d-2)/d)",
                bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
                         "frequency.last_wavelength"),
@@ -182,5 +176,6 @@ TESTS = [
     HiddenTest(id="hidden_pe_class", assignment=ASSIGNMENT, points=3, answer_cell=PE_CLASS,
                title="forward for batch sizes 1..16 and lengths 1..512, get_encoding, ValueError cases",
                bullets=("shape.batched_forward", "shape.batch_sizes", "shape.sequence_lengths"),
+               subjects=(f"{PE_CLASS}.forward", f"{PE_CLASS}.get_encoding"), depends=(PE_FN,),
                inputs=_class_inputs, probe=probe_pe_class, judge=_judge_class),
 ]

@@ -1,19 +1,23 @@
 """Hidden tests of the bonus assignment: RoPE applied to queries and keys, ALiBi biases.
 
-A function built on an earlier one (apply_rope on rope_frequencies, rope_scores on apply_rope,
-alibi_bias on alibi_slopes) is judged on the student's own earlier answers too, so that one
-mistake costs its own test; types, dtypes and changed arguments are the contracts test's alone.
+Each function is judged alone: a function built on an earlier one (apply_rope on rope_frequencies,
+rope_scores on apply_rope, alibi_bias on alibi_slopes) runs with that one replaced by a stand-in the
+trusted side knows (probes.helpers.standing_in), so one mistake costs its own test; types, dtypes and
+changed arguments are the contracts test's alone.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from posenc_autograder.checks import reference as ref
-from posenc_autograder.probes.calls import call_each_with_parts, contract_each
+from posenc_autograder.checks import variants
+from posenc_autograder.checks.base import (HiddenTest, against_any, call, call_label, calling, compare, each_case,
+                                          expect_error, extended, mismatch, normal)
+from posenc_autograder.checks.contracts import contracts_test
+from posenc_autograder.checks.diagnosis import diagnose_float32_relative
+from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in, shift_stand_in
+from posenc_autograder.checks.rope_alibi.manifest import FUNCTIONS
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.checks.base import (HiddenTest, call, call_label, calling, compare, each_case, expect_error, mismatch, normal,
-                   on_either, own_array)
-from posenc_autograder.checks.contracts import ARRAY, contracts_judge
 
 ASSIGNMENT = "rope_alibi"
 FREQ_FN, ROPE_FN, SCORES_FN = "rope_frequencies", "apply_rope", "rope_scores"
@@ -37,31 +41,20 @@ DIAGNOSES = {
     "bias_sign": "the sign is flipped; the bias is a penalty, -slope * |i - j|",
     "signed_distance": "the distance must be |i - j|, not the signed difference",
     "causal_only": "only the causal half (j <= i) has a bias: ALiBi here is -slope * |i - j| for every pair i, j",
+    "key_index": "your bias is slope * j, the key's index, as in Press et al.'s code and BLOOM: under a causal mask "
+                 "it differs from -slope * (i - j) by a constant in each row, which softmax ignores, so your "
+                 "understanding is right; this exercise asks for the bias itself, -slope * |i - j|, for every pair",
+    "doubled_exponent": "the exponent is doubled: with i = 0, 2, 4, ... (np.arange(0, d, 2)) use i/d, not 2i/d",
+    "spacing": "the exponents are spaced by 1/(d/2 - 1), as in tensor2tensor and fairseq (the last frequency is "
+               "exactly 1/base): a legitimate convention, so your understanding is right; this exercise asks for "
+               "RoFormer's base^(-2i/d), whose last frequency is base^(-(d-2)/d)",
 }
 
 
 def _each(function, group, inputs, obs, problem):
-    """problem(args, kwargs, record, label, own) for every call of a group; `own` maps each part (see
-    _with_parts) to the student's own earlier answer for that call."""
-    labels = sorted(inputs.get("parts", {}))
-    own = [_part_records(inputs, obs, label, group) for label in labels]
-    return each_case(lambda c, r, *mine: problem(*c["args"], record=r, label=call_label(function, c),
-                                                 own=dict(zip(labels, mine)), **c["kwargs"]),
-                     inputs["groups"][group], obs[group], *own)
-
-
-def _with_parts(inputs: dict, **parts: dict) -> dict:
-    """inputs of call_each_with_parts: the calls, and per part label a calling() of an earlier function
-    with one call per case of the same group."""
-    return {**inputs, "parts": parts}
-
-
-def _part_records(inputs, obs, label, group) -> list:
-    """The records of the student's own earlier function for a group; 'not recorded' when it is missing."""
-    records = obs.get("parts", {}).get(label, {})
-    records = records.get(group) if isinstance(records, dict) else None
-    count = len(inputs["groups"][group])
-    return records if isinstance(records, list) and len(records) == count else [{"error": "not recorded"}] * count
+    """problem(*args, record=..., label=..., **kwargs) for every call of a group."""
+    return each_case(lambda c, r: problem(*c["args"], record=r, label=call_label(function, c), **c["kwargs"]),
+                     inputs["groups"][group], obs[group])
 
 
 def _matches(array, expected) -> bool:
@@ -70,15 +63,24 @@ def _matches(array, expected) -> bool:
 
 # --- frequencies -------------------------------------------------------------------------------
 
-def _frequency_problem(d, record, label, own, base=ref.DEFAULT_BASE):
-    return compare(record, ref.angular_frequencies(d, base), label, 1e-12,
-                   diagnose=lambda a: DIAGNOSES["exponent"]
-                   if _matches(a, np.exp(-np.arange(d // 2) / d * np.log(base))) else None)
+def frequency_mistakes(d, base) -> dict[str, np.ndarray]:
+    """Known wrong frequency vectors for a head of d dimensions, keyed by their explanation."""
+    i = np.arange(d // 2, dtype=np.float64)
+    return {DIAGNOSES["exponent"]: np.exp(-i / d * np.log(base)),
+            DIAGNOSES["doubled_exponent"]: np.exp(-4 * i / d * np.log(base)),
+            DIAGNOSES["spacing"]: np.exp(-i / max(d // 2 - 1, 1) * np.log(base))}
+
+
+def _frequency_problem(d, record, label, base=ref.DEFAULT_BASE):
+    expected = ref.angular_frequencies(d, base)
+    return compare(record, expected, label, 1e-12, diagnose=lambda a: next(
+        (why for why, wrong in frequency_mistakes(d, base).items() if _matches(a, wrong) and not _matches(wrong, expected)),
+        None))
 
 
 def _judge_frequencies(inputs, obs):
     return _each(FREQ_FN, "values", inputs, obs, _frequency_problem) + \
-        _each(FREQ_FN, "odd", inputs, obs, lambda *_, record, label, own: expect_error(
+        _each(FREQ_FN, "odd", inputs, obs, lambda *_, record, label: expect_error(
             record, "ValueError", label, "for an odd head dimension"))
 
 
@@ -100,12 +102,12 @@ def _rotate(x, positions, base, clockwise=False, halves=False, shift=0, theta=No
     return out
 
 
-def _rope_diagnosis(actual, x, positions, base):
+def _rope_diagnosis(actual, x, positions, base, theta):
     known = {
-        DIAGNOSES["clockwise"]: _rotate(x, positions, base, clockwise=True),
-        DIAGNOSES["halves"]: _rotate(x, positions, base, halves=True),
-        DIAGNOSES["shifted"]: _rotate(x, positions, base, shift=1),
-        DIAGNOSES["ignored"]: _rotate(x, np.arange(x.shape[-2]), base),
+        DIAGNOSES["clockwise"]: _rotate(x, positions, base, clockwise=True, theta=theta),
+        DIAGNOSES["halves"]: _rotate(x, positions, base, halves=True, theta=theta),
+        DIAGNOSES["shifted"]: _rotate(x, positions, base, shift=1, theta=theta),
+        DIAGNOSES["ignored"]: _rotate(x, np.arange(x.shape[-2]), base, theta=theta),
     }
     return next((explanation for explanation, expected in known.items() if _matches(actual, expected)), None)
 
@@ -114,19 +116,28 @@ ROPE_CASES = [((5, 6), [0, 1, 2, 3, 4], 10000.0), ((7, 8), [9, 3, 14, 0, 1, 27, 
               ((2, 3, 4, 10), [4, 5, 6, 7], 10000.0), ((6, 12), [100, 101, 102, 103, 104, 105], 500.0)]
 
 
+def _random_frequencies(head_dim):
+    """Stand-in frequencies: positive, unrelated to any base (so `return x` or a fixed angle cannot fit)."""
+    return variants.rng(75 + int(head_dim)).uniform(0.05, 1.5, size=int(head_dim) // 2)
+
+
 def _rope_inputs():
-    return _with_parts(calling(ROPE_FN, outputs=[call(normal(71 + i, shape), positions, base=base)
-                                                 for i, (shape, positions, base) in enumerate(ROPE_CASES)]),
-                       theta=calling(FREQ_FN, outputs=[call(shape[-1], base) for shape, _, base in ROPE_CASES]))
+    inputs = calling(ROPE_FN, outputs=[call(normal(71 + i, shape), positions, base=base)
+                                       for i, (shape, positions, base) in enumerate(ROPE_CASES)])
+    inputs["stand_ins"] = {FREQ_FN: lookup_stand_in(
+        ("head_dim", "base"), {(shape[-1], base): _random_frequencies(shape[-1]) for shape, _, base in ROPE_CASES},
+        defaults={"base": ref.DEFAULT_BASE}, odd_error=True)}
+    return inputs
 
 
-def _rope_problem(x, positions, record, label, own, base):
-    theta = own_array(own["theta"], FREQ_FN)
-    mine = _rotate(x, positions, base, theta=theta) if theta is not None and theta.shape == (x.shape[-1] // 2,) \
-        else None
-    return on_either(lambda expected: compare(record, expected, f"{label} with positions {positions[:4]}...", 1e-10,
-                                              diagnose=lambda a: _rope_diagnosis(a, x, positions, base)),
-                     ref.apply_rope(x, np.array(positions), base), mine)
+def _judge_rope(inputs, obs):
+    def problem(x, positions, record, label, base):
+        def against(theta):
+            return compare(record, _rotate(x, positions, base, theta=theta), f"{label} with positions {positions[:4]}...",
+                           1e-10, diagnose=lambda a: _rope_diagnosis(a, x, positions, base, theta))
+        return against_any(against, ref.angular_frequencies(x.shape[-1], base),
+                           lookup_answer(inputs["stand_ins"][FREQ_FN], x.shape[-1], base))
+    return _each(ROPE_FN, "outputs", inputs, obs, problem)
 
 
 # --- scores depend on the distance only --------------------------------------------------------
@@ -135,45 +146,54 @@ def _scores_inputs():
     length, dim = 9, 16
     q, k = normal(81, (length, dim)), normal(82, (length, dim))
     q_pos, k_pos = np.arange(length), np.arange(length)[::-1]
-    calls = [call(q, k, (q_pos + s).tolist(), (k_pos + s).tolist()) for s in (0, 3, 250)]
-    return _with_parts(calling(SCORES_FN, shifted=calls),
-                       **{f"rotated_{side}": calling(ROPE_FN, shifted=[call(c["args"][i], c["args"][i + 2])
-                                                                       for c in calls])
-                          for i, side in enumerate(("q", "k"))})
+    inputs = calling(SCORES_FN, shifted=[call(q, k, (q_pos + s).tolist(), (k_pos + s).tolist()) for s in (0, 3, 250)])
+    inputs["stand_ins"] = {ROPE_FN: shift_stand_in(normal(83, dim) / 100)}
+    return inputs
 
 
-def _scores_problem(q, k, q_pos, k_pos, record, label, own):
-    expected = ref.apply_rope(q, np.array(q_pos)) @ ref.apply_rope(k, np.array(k_pos)).T
-    rotated_q, rotated_k = own_array(own["rotated_q"], ROPE_FN), own_array(own["rotated_k"], ROPE_FN)
-    mine = rotated_q @ rotated_k.T if rotated_q is not None and rotated_k is not None and \
-        (rotated_q.shape, rotated_k.shape) == (q.shape, k.shape) else None
-    scaled = expected / np.sqrt(q.shape[-1])
-    problem = on_either(lambda e: compare(record, e, f"{SCORES_FN} with positions starting at {q_pos[0]} and "
-                                                     f"{k_pos[-1]}", 1e-9,
-                                          diagnose=lambda a: DIAGNOSES["scaled"] if _matches(a, scaled) else None),
-                        expected, mine)
-    return problem and problem + " (the score must depend only on the distance n - m)"
+def stand_in_rope(x, positions, vector):
+    """What the probe's stand-in for apply_rope returns (probes.helpers._shift)."""
+    return x + np.asarray(positions, dtype=np.float64)[:, None] * vector[None, :x.shape[-1]]
+
+
+def _judge_scores(inputs, obs):
+    vector = inputs["stand_ins"][ROPE_FN]["vector"]
+
+    def problem(q, k, q_pos, k_pos, record, label):
+        def against(rotate):
+            expected = rotate(q, q_pos) @ rotate(k, k_pos).T
+            scaled = expected / np.sqrt(q.shape[-1])
+            return compare(record, expected, f"{SCORES_FN} with positions starting at {q_pos[0]} and {k_pos[-1]}",
+                           1e-9, diagnose=lambda a: DIAGNOSES["scaled"] if _matches(a, scaled) else None)
+        said = against_any(against, lambda x, p: ref.apply_rope(x, np.array(p)),
+                           lambda x, p: stand_in_rope(x, p, vector))
+        return said and extended(said, " (the score must depend only on the distance n - m)")
+    return _each(SCORES_FN, "shifted", inputs, obs, problem)
 
 
 # --- ALiBi -------------------------------------------------------------------------------------
 
-def _slopes_problem(n, record, label, own):
+def _slopes_problem(n, record, label):
     known = {DIAGNOSES["naive_slopes"]: 2.0 ** (-8.0 * np.arange(1, n + 1) / n),
              DIAGNOSES["slopes_from_zero"]: 2.0 ** (-8.0 * np.arange(n) / n)}
-    return compare(record, ref.alibi_slopes(n), label, 1e-12,
-                   diagnose=lambda a: next((why for why, wrong in known.items() if _matches(a, wrong)), None))
+    expected = ref.alibi_slopes(n)
+    return compare(record, expected, label, 1e-12,
+                   diagnose=lambda a: next((why for why, wrong in known.items() if _matches(a, wrong)), None)
+                   or diagnose_float32_relative(a, expected))
 
 
-def _bias_diagnosis(array, heads, length):
-    expected = ref.alibi_bias(heads, length)
-    signed = np.arange(length)[None, :] - np.arange(length)[:, None]
-    slopes = ref.alibi_slopes(heads)[:, None, None]
+def _bias_diagnosis(array, slopes, length):
+    distance = np.arange(length)[None, :] - np.arange(length)[:, None]           # j - i
+    slopes = slopes[:, None, None]
+    expected = -slopes * np.abs(distance)
     if _matches(array, -expected):
         return DIAGNOSES["bias_sign"]
-    if _matches(array, -slopes * signed) or _matches(array, slopes * signed):
+    if _matches(array, slopes * distance) or _matches(array, -slopes * distance):
         return DIAGNOSES["signed_distance"]
     if _matches(array, np.tril(expected)):
         return DIAGNOSES["causal_only"]
+    if _matches(array, np.broadcast_to(slopes * np.arange(length), expected.shape)):
+        return DIAGNOSES["key_index"]
     return None
 
 
@@ -181,30 +201,20 @@ BIAS_CASES = [(8, 10), (6, 7), (1, 1)]
 
 
 def _bias_inputs():
-    return _with_parts(calling(BIAS_FN, biases=[call(*case) for case in BIAS_CASES]),
-                       slopes=calling(SLOPES_FN, biases=[call(heads) for heads, _ in BIAS_CASES]))
+    inputs = calling(BIAS_FN, biases=[call(*case) for case in BIAS_CASES])
+    inputs["stand_ins"] = {SLOPES_FN: lookup_stand_in(
+        ("n_heads",), {(heads,): variants.rng(85 + heads).uniform(0.05, 1.0, size=heads) for heads, _ in BIAS_CASES})}
+    return inputs
 
 
-def _bias_problem(heads, length, record, label, own):
-    slopes = own_array(own["slopes"], SLOPES_FN)
-    distance = np.abs(np.arange(length)[:, None] - np.arange(length)[None, :])
-    mine = 0.0 - slopes[:, None, None] * distance if slopes is not None and slopes.shape == (heads,) else None
-    return on_either(lambda expected: compare(record, expected, label, 1e-12,
-                                              diagnose=lambda a: _bias_diagnosis(a, heads, length)),
-                     ref.alibi_bias(heads, length), mine)
-
-
-# --- contracts: return types and dtypes, the caller's arrays left unchanged -----------------------
-
-PROMISED = {FREQ_FN: ARRAY, ROPE_FN: ARRAY, SCORES_FN: ARRAY, SLOPES_FN: ARRAY, BIAS_FN: ARRAY}
-ARGUMENT_NAMES = {ROPE_FN: ["x", "positions"], SCORES_FN: ["q", "k", "q_positions", "k_positions"]}
-
-
-def _contract_inputs():
-    x, q, k = normal(61, (2, 5, 8)), normal(62, (4, 8)), normal(63, (6, 8))
-    return {"calls": {FREQ_FN: call(8), ROPE_FN: call(x, [3, 9, 4, 12, 7]),
-                      SCORES_FN: call(q, k, [5, 6, 7, 8], [2, 0, 11, 3, 4, 1]), SLOPES_FN: call(12),
-                      BIAS_FN: call(6, 5)}}
+def _judge_bias(inputs, obs):
+    def problem(heads, length, record, label):
+        def against(slopes):
+            distance = np.abs(np.arange(length)[:, None] - np.arange(length)[None, :])
+            return compare(record, 0.0 - slopes[:, None, None] * distance, label, 1e-12,
+                           diagnose=lambda a: _bias_diagnosis(a, slopes, length))
+        return against_any(against, ref.alibi_slopes(heads), lookup_answer(inputs["stand_ins"][SLOPES_FN], heads))
+    return _each(BIAS_FN, "biases", inputs, obs, problem)
 
 
 def _judging(function, group, problem):
@@ -213,25 +223,27 @@ def _judging(function, group, problem):
 
 TESTS = [
     HiddenTest(id="hidden_rope_frequencies", partial=True, assignment=ASSIGNMENT, points=2, answer_cell="rope",
-               title="frequencies for several head sizes and bases, ValueError for odd sizes",
+               title="frequencies for several head sizes and bases, ValueError for odd sizes", subjects=(FREQ_FN,),
                inputs=lambda: calling(FREQ_FN, values=[call(2, base=1e4), call(10, base=1e4), call(64, base=1e4),
                                                        call(16, base=500.0)], odd=[call(7)]),
                probe=call_each, judge=_judge_frequencies),
     HiddenTest(id="hidden_apply_rope", partial=True, assignment=ASSIGNMENT, points=4, answer_cell="rope",
-               title="rotations of batched inputs at arbitrary positions and bases",
-               inputs=_rope_inputs, probe=call_each_with_parts, judge=_judging(ROPE_FN, "outputs", _rope_problem)),
+               title="rotations of batched inputs at arbitrary positions and bases, with frequencies given by the "
+                     "grader", subjects=(ROPE_FN,), depends=(FREQ_FN,),
+               inputs=_rope_inputs, probe=call_each, judge=_judge_rope),
     HiddenTest(id="hidden_rope_relative", partial=True, assignment=ASSIGNMENT, points=3, answer_cell="rope",
-               title="scores that depend only on the distance between positions",
-               inputs=_scores_inputs, probe=call_each_with_parts,
-               judge=_judging(SCORES_FN, "shifted", _scores_problem)),
+               title="scores of rotated queries and keys at shifted positions, with a rotation given by the grader",
+               subjects=(SCORES_FN,), depends=(ROPE_FN,),
+               inputs=_scores_inputs, probe=call_each, judge=_judge_scores),
     HiddenTest(id="hidden_alibi_slopes", partial=True, assignment=ASSIGNMENT, points=2, answer_cell="alibi",
-               title="slopes for power-of-two and other head counts",
+               title="slopes for power-of-two and other head counts", subjects=(SLOPES_FN,),
                inputs=lambda: calling(SLOPES_FN, slopes=[call(n) for n in (1, 2, 4, 8, 16, 6, 12)]),
                probe=call_each, judge=_judging(SLOPES_FN, "slopes", _slopes_problem)),
     HiddenTest(id="hidden_alibi_bias", partial=True, assignment=ASSIGNMENT, points=3, answer_cell="alibi",
-               title="bias tensors for several head counts and lengths",
-               inputs=_bias_inputs, probe=call_each_with_parts, judge=_judging(BIAS_FN, "biases", _bias_problem)),
-    HiddenTest(id="hidden_rope_alibi_contracts", assignment=ASSIGNMENT, points=2, answer_cell="alibi",
-               title="return types and dtypes (float64 numpy arrays), and the caller's arrays left unchanged",
-               inputs=_contract_inputs, probe=contract_each, judge=contracts_judge(PROMISED, ARGUMENT_NAMES)),
+               title="bias tensors for several head counts and lengths, with slopes given by the grader",
+               subjects=(BIAS_FN,), depends=(SLOPES_FN,),
+               inputs=_bias_inputs, probe=call_each, judge=_judge_bias),
+    contracts_test(ASSIGNMENT, FUNCTIONS, id="hidden_rope_alibi_contracts", points=2, answer_cell="alibi",
+                   title="return types and dtypes (float64 numpy arrays), and the caller's arrays left unchanged, "
+                         "for each function that passes its own tests"),
 ]
