@@ -10,7 +10,6 @@ from posenc_autograder.grading.grade import grade_all
 from posenc_autograder.records import evidence as store
 from posenc_autograder.integrity import report as integrity_report
 from posenc_autograder.integrity.report import REPORT_NAME
-from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=15, notebook_seconds=60)
@@ -39,12 +38,14 @@ def test_variants_on_and_off_grade_the_solution_fully_and_the_report_is_written(
     assert on["ann"][1] == sum(grade_cells(course.path(f"exercises/{ASSIGNMENT}/{NOTEBOOK}.ipynb")).values())
     assert course.path(variants.SECRET_FILE).exists()
     assert len({r.variant for r in kept}) == len(STUDENTS) and None not in {r.variant for r in kept}
-    assert all(set(r.shared) == set(r.own) and r.own and "sinusoidal_positional_encoding" in r.code for r in kept)
+    assert all(r.answers and not r.own_failing and "sinusoidal_positional_encoding" in r.code for r in kept)
     ann = next(r for r in kept if r.student == "ann")
-    fixed, varied = ([c for c in ann.own if store.varies(c) is v] for v in (False, True))
+    tests = {a.test for a in ann.answers}
+    fixed, varied = ([c for c in tests if store.varies(c) is v] for v in (False, True))
     assert fixed and varied       # tests with the same inputs for all run once; the others again on shared inputs
-    assert all(codec.dumps(ann.shared[c]) == codec.dumps(ann.own[c]) for c in fixed)
-    assert any(codec.dumps(ann.shared[c]) != codec.dumps(ann.own[c]) for c in varied)
+    assert set(ann.own_keys) == set(varied) and not any(a.failed for a in ann.answers)
+    shared_keys = {c: {k for a in ann.answers if a.test == c for k in a.keys} for c in varied}
+    assert any(set(ann.own_keys[c]) != shared_keys[c] for c in varied)     # own inputs differ from the shared
     assert "Integrity report" in page and "3 students" in page
     assert [r.variant for r in store.load_class(course, ASSIGNMENT, NOTEBOOK) if r.student == "ann"] == [None]
     for student in STUDENTS:        # the shared probe cell ran, and the student sees it nowhere
