@@ -58,6 +58,18 @@ def formgrader(course):
     finally:
         process.terminate()
         process.wait(timeout=60)
+        assert not server_alive(course.root), "the server outlived `make formgrader`"
+
+
+def server_alive(root) -> bool:
+    """Is a jupyter server for this course still running (any process whose command line names its root)?"""
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if f"--ServerApp.root_dir={root}".encode() in cmdline.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def test_formgrader_answers_on_loopback(formgrader):

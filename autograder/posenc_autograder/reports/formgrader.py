@@ -13,6 +13,7 @@ import importlib.util
 import os
 import pathlib
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -126,6 +127,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     course = course_for_command(args.course)
     port, token = args.port or free_port(), secrets.token_hex(16)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))      # stopped by a signal: the server stops with it
     process = subprocess.Popen(server_command(course.root, port, token), cwd=course.root)
     try:
         wait_until_up(process, f"http://{HOST}:{port}/api/status?token={token}")
