@@ -95,9 +95,10 @@ CUT_OFF = """() => {
 SQUEEZED_EQUATIONS = """() => [...document.querySelectorAll("div.math > mjx-container")]
     .filter(m => m.scrollWidth > m.clientWidth + 1 && m.getBoundingClientRect().width < m.parentElement.clientWidth - 1)
     .map(m => m.parentElement.id || m.textContent.slice(0, 40))"""
-# A formula or code box that hides part of itself (scrolled to its start) shows a shadow on the right.
-UNMARKED_SCROLLING = """() => [...document.querySelectorAll("article mjx-container, article span.math, article pre")]
-    .filter(box => box.scrollWidth > box.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(box).overflowX)
+# A formula or code box that hides part of itself (scrolled to its start) shows a shadow on the right
+# (more than the 8 px a subscript or an italic letter overhangs: reader.js's SLACK).
+UNMARKED_SCROLLING = """() => [...document.querySelectorAll("article div.math > mjx-container, article pre")]
+    .filter(box => box.scrollWidth > box.clientWidth + 8 && ["auto", "scroll"].includes(getComputedStyle(box).overflowX)
                    && !box.classList.contains("reader-more-right"))
     .map(box => box.tagName.toLowerCase() + " '" + box.textContent.trim().slice(0, 40) + "'")"""
 
