@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VENV_BIN = pathlib.Path(sys.executable).parent
@@ -51,17 +50,6 @@ def book_pdf(book_build, browser, repo_root):
     single = build_book(repo_root, html_dir.parent.parent, "singlehtml")
     assert single.returncode == 0, f"the single-page build failed:\n{single.stdout[-3000:]}\n{single.stderr[-3000:]}"
     return print_book(html_dir.parent / "singlehtml", html_dir, browser=browser), html_dir.parent / "singlehtml"
-
-
-def toc_files(repo_root: pathlib.Path) -> list[str]:
-    """Every page of the book, in reading order, as paths without suffix."""
-    toc = yaml.safe_load((repo_root / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        for chapter in part.get("chapters", []):
-            files.append(chapter["file"])
-            files.extend(section["file"] for section in chapter.get("sections", []))
-    return files
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The book builds with zero warnings and every chapter is a page with executed output."""
 import re
 
-from conftest import toc_files
+from book_pages import toc_files
 
 
 def test_book_builds_without_warnings(book_build):

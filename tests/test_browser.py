@@ -11,7 +11,7 @@ import axe_playwright_python
 import nbformat
 import pytest
 
-from conftest import toc_files
+from book_pages import toc_files
 
 RAW_TEX = ("$$", "\\frac", "\\begin{")
 # What a reader must see at the top of every page, uncovered by bars or overlays.

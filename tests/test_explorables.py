@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from book_pages import ROOT
 from test_book import SMALL_COUNT, _numbers
 from test_browser import open_page          # site and browser: the shared fixtures in conftest.py
 

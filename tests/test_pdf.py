@@ -10,7 +10,7 @@ import re
 import pypdf
 import pytest
 
-from conftest import toc_files
+from book_pages import toc_files
 from test_browser import RAW_TEX
 
 
