@@ -1,13 +1,13 @@
 """Test markers, assigned by folder and by fixture: `make test-fast` runs everything that is none of them.
 
-tests/end_to_end/ and tests/book/ grade notebooks, run nbgrader or build the book (slow); a test that
-uses the book, Chromium or PostgreSQL is marked by its fixture. Unit tests live in tests/<stage>/,
+tests/end_to_end/ grades notebooks and runs nbgrader (slow); a test that uses the built book, Chromium or
+PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in tests/<stage>/,
 mirroring the grader package's folders. `make test` runs them all.
 """
 import pytest
 
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "postgres_url": "postgres"}
-SLOW_FOLDERS = {"end_to_end", "book"}
+SLOW_FOLDERS = {"end_to_end"}
 
 
 def pytest_collection_modifyitems(items):

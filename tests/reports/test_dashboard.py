@@ -1,5 +1,5 @@
 """autograder/reports/class.html: self-contained, every figure described, student text inert, and it opens
-cleanly in Chromium (the browser fixture comes from conftest, the page loader from test_browser)."""
+cleanly in Chromium (the browser fixture comes from conftest, the page loader from support/book_pages)."""
 import html.parser
 import pathlib
 
@@ -14,7 +14,7 @@ from posenc_autograder.reports import dashboard, run_report as report
 from posenc_autograder.intake import roster
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
-from test_browser import open_page
+from book_pages import open_page
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 SWAPPED = "sin and cos are swapped: even columns should hold sin, odd columns cos"

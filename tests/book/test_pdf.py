@@ -10,8 +10,7 @@ import re
 import pypdf
 import pytest
 
-from book_pages import toc_files
-from test_browser import RAW_TEX
+from book_pages import RAW_TEX, toc_files
 
 
 class PageContents(html.parser.HTMLParser):

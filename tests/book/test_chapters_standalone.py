@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow      # runs every chapter in a fresh kernel, twice
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.md"))
 READER_PACKAGES = ("numpy", "matplotlib", "ipykernel")     # what a reader is assumed to have
 FORBIDDEN = ("posenc_autograder", "myst_nb")                # must not be importable there

@@ -14,9 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from book_pages import ROOT
-from test_book import SMALL_COUNT, _numbers
-from test_browser import open_page          # site and browser: the shared fixtures in conftest.py
+from book_pages import ROOT, SMALL_COUNT, numbers, open_page
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import explorable_figures as figures  # noqa: E402
@@ -150,7 +148,7 @@ def test_alt_text_numbers_are_parameters_of_the_figure():
     for chapter in sorted((ROOT / "chapters").glob("*.md")):
         for name, body in BLOCK.findall(chapter.read_text()):
             alt, known = ALT.search(body).group(1), parameters(figures.spec(name))
-            stray += [f"{name}: {n:g}" for n in sorted(_numbers(alt))
+            stray += [f"{name}: {n:g}" for n in sorted(numbers(alt))
                       if n not in known and not (n.is_integer() and n <= SMALL_COUNT)]
     assert stray == []
 

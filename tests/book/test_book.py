@@ -1,7 +1,7 @@
 """The book builds with zero warnings and every chapter is a page with executed output."""
 import re
 
-from book_pages import toc_files
+from book_pages import SMALL_COUNT, numbers, toc_files
 
 
 def test_book_builds_without_warnings(book_build):
@@ -51,14 +51,6 @@ def test_chapter_code_fits_the_code_box(repo_root):
 # A number in alt text must be a parameter the chapter's code sets (a width, a length, a head count),
 # never a result: results change with the code and belong in captions and prose, glued from the
 # executed cells. Counts up to twelve ("four heatmaps", "3-by-3") are words, not data.
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
-SMALL_COUNT = 12
-
-
-def _numbers(text: str) -> set[float]:
-    return {abs(float(n.replace(",", ""))) for n in NUMBER.findall(text)}
-
-
 def test_alt_text_numbers_are_parameters_of_the_code(repo_root):
     from myst_nb.core.read import read_myst_markdown_notebook
     stray = []
@@ -70,7 +62,7 @@ def test_alt_text_numbers_are_parameters_of_the_code(repo_root):
             if alt is None:
                 continue
             caption = cell.metadata["mystnb"].get("figure", {}).get("caption", "")
-            known = _numbers(code) | _numbers(caption)
-            stray += [f"{chapter.name}: {n:g} in {alt[:60]!r}" for n in sorted(_numbers(alt))
+            known = numbers(code) | numbers(caption)
+            stray += [f"{chapter.name}: {n:g} in {alt[:60]!r}" for n in sorted(numbers(alt))
                       if n not in known and not (n.is_integer() and n <= SMALL_COUNT)]
     assert stray == []

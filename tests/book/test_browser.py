@@ -11,9 +11,8 @@ import axe_playwright_python
 import nbformat
 import pytest
 
-from book_pages import toc_files
+from book_pages import RAW_TEX, open_page, toc_files
 
-RAW_TEX = ("$$", "\\frac", "\\begin{")
 # What a reader must see at the top of every page, uncovered by bars or overlays.
 LANDMARKS = (".logo__title", "article.bd-article h1")
 # axe-core (pinned in requirements.txt through the package that bundles it) and the rules it applies:
@@ -29,19 +28,6 @@ PHONE_WIDTH = 375          # narrower than the 390 px phones the issue names: wh
 @pytest.fixture(scope="session")
 def pages(repo_root):
     return toc_files(repo_root)
-
-
-def open_page(browser, url, width=1280, color_scheme="light"):
-    """Load url; return (page, problems seen while loading: console errors, page errors, failed requests)."""
-    page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=color_scheme)
-    problems = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
-    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
-    page.goto(url, wait_until="networkidle")
-    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-    return page, problems
 
 
 def covering_element(page, selector):
