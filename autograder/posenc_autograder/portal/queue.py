@@ -60,6 +60,12 @@ def mean_job_seconds(db) -> float:
     return sum(seconds) / len(seconds) if seconds else DEFAULT_JOB_SECONDS
 
 
+def poll_seconds(status: str, wait: float) -> float:
+    """How soon a page should ask again: often while running, rarely while far back in the queue (a class of
+    pollers must not cost the portal more than its grading)."""
+    return 1.0 if status == "running" else min(max(wait / 4, 1.0), 10.0)
+
+
 def waiting(db, attempt: Attempt, workers: int) -> tuple[int, float]:
     """(jobs ahead of this one, estimated seconds until it is graded)."""
     if attempt.status not in ("queued", "running"):

@@ -163,6 +163,7 @@ class Portal:
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
         shown = rules.feedback_level(policy, extension, self.now()) != "none" and attempt.status == "graded"
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
+                "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late}
 

@@ -2,15 +2,21 @@
 // live (polling the portal's own JSON), and a notebook can be dropped on the upload field.
 "use strict";
 
+// The server says how soon to ask again (poll_seconds): often while running, rarely far back in the queue.
 function poll(url, every, onData) {
   let stopped = false;
   async function tick() {
     if (stopped) return;
+    let next = every;
     try {
       const response = await fetch(url, {credentials: "same-origin", cache: "no-store"});
-      if (response.ok && onData(await response.json()) === false) { stopped = true; return; }
+      if (response.ok) {
+        const data = await response.json();
+        if (onData(data) === false) { stopped = true; return; }
+        if (data.poll_seconds) next = data.poll_seconds * 1000;
+      }
     } catch (error) { /* the next tick tries again */ }
-    setTimeout(tick, every);
+    setTimeout(tick, next);
   }
   setTimeout(tick, every);
 }
