@@ -20,6 +20,7 @@ class NoteKind(str, enum.Enum):
     MEMORY = "memory"
     GRADER_ERROR = "grader_error"        # the grader, not the student
     FIX_FIRST = "fix_first"              # one diagnosed cause explains several failures
+    BROKEN_CELL = "broken_cell"          # an answer cell did not run (SyntaxError, an exception while defining)
     SCORES_KEPT = "scores_kept"          # a rerun scored lower on an unchanged file; the higher scores stay
     REGRADE = "regrade"                  # a changed grader moved the score
     OTHER = "other"

@@ -25,6 +25,7 @@ FULL = total_points(ASSIGNMENT)
 DOT = REGISTRY["hidden_dot_product"].points                     # the test that calls dot_product_distance
 DOT_AND_STATS = DOT + REGISTRY["hidden_encoding_statistics"].points
 CALLS_DOT = DOT + REGISTRY["hidden_contracts"].points          # every test whose probe calls dot_product_distance
+CONTRACT = 0.5     # one to three functions' cases of the 12 in hidden_contracts (2 points, prorated to half points)
 
 
 def _grade_id(cell):
@@ -94,6 +95,10 @@ def build(submitted: pathlib.Path) -> None:
                                    lambda s: s.replace('    return pe @ pe.T',
                                                        '    hog = np.ones(20 * 2**30 // 8)\n    return pe @ pe.T')),
         "code_in_added_cell": stub_moved,
+        "syntax_error": _with_answer(solved, "self_attention", lambda s: s.replace("Q, K, V = X @ W_q", "Q, K, V = X @@ W_q")),
+        "indentation_error": _with_answer(solved, "relative_position_matrix",
+                                          lambda s: s.replace("    M = np.zeros((d_model, d_model))",
+                                                              "      M = np.zeros((d_model, d_model))")),
     }
     for student, nb in notebooks.items():
         folder = submitted / student / ASSIGNMENT
@@ -117,13 +122,19 @@ EXPECTED = {
     "untouched": (0, True, []),
     "deleted_test_cell": (FULL, True, ["deleted cells were restored and run: test_pe_visible, hidden_pe_values"]),
     "edited_metadata": (FULL, True, ["read-only cells were edited", "test_pe_visible", "hidden_pe_shapes"]),
-    "os_exit_in_cell": (FULL - DOT_AND_STATS, True, ["process died while running cell 'dot_product_and_statistics'"]),
+    "os_exit_in_cell": (FULL - DOT_AND_STATS - CONTRACT, True, ["process died while running cell 'dot_product_and_statistics'"]),
     "os_exit_in_function": (FULL - CALLS_DOT, True, ["process died while running cell 'hidden_dot_product'"]),
     "infinite_loop": (FULL - CALLS_DOT, True, ["cell 'hidden_dot_product' ran longer than"]),
     "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
     "output_flood": (FULL, True, ["printed too much output"]),
-    "memory_hog": (FULL - DOT, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),
+    "memory_hog": (FULL - DOT - CONTRACT, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),
     "code_in_added_cell": (FULL, True, ["1 code cell(s) you added were run in place"]),
+    # A broken answer cell: its functions' tests (self_attention 3, integration 3) and their contract cases; named once.
+    "syntax_error": (FULL - 6 - CONTRACT, True, ["Fix this first: the answer cell 'self_attention' did not run "
+                                                 "(SyntaxError: invalid syntax (line 4))"]),
+    "indentation_error": (FULL - REGISTRY["hidden_relative_position"].points - CONTRACT, True,
+                          ["Fix this first: the answer cell 'relative_position_matrix' did not run (IndentationError: "
+                           "unexpected indent (line 5))"]),
     "merge_conflict": (0, False, ["not valid notebook JSON", "merge-conflict markers"]),
     "renamed": (FULL, True, ["renamed to 'positional_encoding (1).ipynb'"]),
     "missing": (0, False, ["'positional_encoding.ipynb' is missing"]),

@@ -15,7 +15,7 @@ from posenc_autograder import probes as probes_package
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
 from posenc_autograder.grading.assemble import assemble
-from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks import REGISTRY, manifest
 from posenc_autograder.checks.base import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.probes import codec
@@ -23,7 +23,7 @@ from posenc_autograder.grading.execute import Execution, GradingTask
 from posenc_autograder.records import evidence as integrity_store
 from posenc_autograder.sandbox.bubblewrap import PROBE_PACKAGE, Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
-from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult
+from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem
 
 
 # --- prepare -----------------------------------------------------------------------------------
@@ -141,7 +141,9 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
         tests.append(GradedTest(cell_id, title, True, share, points, problems,
                                 (passed, total) if check.partial else None))
     notes += _memory_note(tests, limits)
-    notes[:0] = fix_this_first(tests)
+    broken = broken_answer_cells(execution.executed_notebook)
+    tests = [_blame_broken_cells(test, broken) for test in tests]
+    notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
@@ -169,6 +171,49 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
         return []
     cause, *ids = max(shared, key=len)
     return [Note(NoteKind.FIX_FIRST, f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
+
+
+def broken_answer_cells(executed_notebook: str | None) -> dict[str, str]:
+    """Answer cell id -> its error with the line ('SyntaxError: invalid syntax (line 3)') for each answer cell that
+    did not run to its end: the functions it should define may be missing, and that is the one cause to fix."""
+    if not executed_notebook:
+        return {}
+    broken = {}
+    for cell in nbformat.reads(executed_notebook, as_version=4).cells:
+        if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
+            error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+            if error is not None:
+                broken[grade_id(cell)] = f"{error.get('ename')}: {error.get('evalue')}"
+    return broken
+
+
+def broken_cell_notes(broken: dict[str, str]) -> list[Note]:
+    return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({error}), so the "
+                 f"functions it defines are missing or incomplete and every test of them fails until it runs")
+            for cell_id, error in broken.items()]
+
+
+def _test_cells(test_id: str) -> set[str]:
+    """The answer cells a hidden test's subjects are defined in (from the manifest), or its own answer cell."""
+    check = REGISTRY.get(test_id)
+    if check is None:
+        return set()
+    entries = manifest.by_name(manifest.functions(check.assignment))
+    return {entries[name].cell for name in check.subjects if name in entries} or {check.answer_cell}
+
+
+def _blame_broken_cells(test: GradedTest, broken: dict[str, str]) -> GradedTest:
+    """A failed test whose functions' answer cell did not run says so, once, instead of a NameError per case."""
+    if not test.hidden and broken and any(p.startswith("raised NameError") for p in test.problems):
+        first = next(iter(broken))
+        return dataclasses.replace(test, problems=[f"{p} (the answer cell '{first}' did not run: see \"Fix this "
+                                                   f"first\" above)" for p in test.problems])
+    cells = sorted(_test_cells(test.cell_id) & set(broken)) if test.hidden else []
+    if test.passed or not cells or REGISTRY[test.cell_id].reads_verdicts:
+        return test
+    cause = f"the answer cell '{cells[0]}' did not run ({broken[cells[0]]})"
+    problem = Problem(f"not judged: {cause}; see \"Fix this first\" above", cause)
+    return dataclasses.replace(test, problems=[problem])
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:

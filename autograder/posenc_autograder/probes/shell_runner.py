@@ -46,9 +46,21 @@ def _outputs(stdout: CappedText, stderr: CappedText, result) -> dict:
                for name, stream in (("stdout", stdout), ("stderr", stderr)) if stream.getvalue()]
     error = result.error_in_exec or result.error_before_exec
     if error is not None:
-        outputs.append({"output_type": "error", "ename": type(error).__name__, "evalue": str(error)[:1000],
+        outputs.append({"output_type": "error", "ename": type(error).__name__, "evalue": error_text(error)[:1000],
                         "traceback": []})
     return {"outputs": outputs, "truncated": stdout.truncated or stderr.truncated}
+
+
+def error_text(error: BaseException) -> str:
+    """The error's message with the line of the cell it came from: a cell that did not run is named with it."""
+    if isinstance(error, SyntaxError):          # IndentationError too: the message and the line, no file name
+        return f"{error.msg} (line {error.lineno})"
+    line, trace = None, error.__traceback__
+    while trace is not None:                    # the cell's own frame is the last module-level one
+        if trace.tb_frame.f_code.co_name == "<module>":
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return f"{error} (line {line})" if line else str(error)
 
 
 def main(payload: dict) -> None:
