@@ -75,6 +75,24 @@ def notebooks(source_root: pathlib.Path, count: int) -> list[bytes]:
 
 
 async def one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
+    try:
+        return await _one_student(client, link, data, start_in, deadline)
+    except httpx.HTTPError as exc:                  # counted as not done, with why; the rush goes on
+        return {"done": False, "why": type(exc).__name__}
+
+
+async def _get(client: httpx.AsyncClient, url: str, tries: int = 3) -> httpx.Response:
+    """A GET retried on a dropped keep-alive connection, as a browser does."""
+    for attempt in range(tries):
+        try:
+            return await client.get(url)
+        except httpx.TransportError:
+            if attempt == tries - 1:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
     await asyncio.sleep(start_in)
     await client.get(link)
     page = (await client.get(f"/assignments/{ASSIGNMENT}")).text
@@ -85,14 +103,14 @@ async def one_student(client: httpx.AsyncClient, link: str, data: bytes, start_i
     attempt = answer.headers["location"].split("?")[0]
     longest_wait, status = 0.0, {}
     while time.monotonic() < deadline:
-        status = (await client.get(f"{attempt}/status.json")).json()
+        status = (await _get(client, f"{attempt}/status.json")).json()
         if status["status"] in ("graded", "error"):
             break
         longest_wait = max(longest_wait, status["wait_seconds"] if status["status"] == "queued" else 0.0)
         await asyncio.sleep(status.get("poll_seconds", POLL_SECONDS))       # as the portal's page does
     if status.get("status") not in ("graded", "error"):
         return {"done": False}
-    feedback = await client.get(f"{attempt}/feedback")
+    feedback = await _get(client, f"{attempt}/feedback")
     return {"done": feedback.status_code == 200 and "Score:" in feedback.text, "status": status["status"],
             "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic()}
 
