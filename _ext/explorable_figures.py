@@ -129,9 +129,37 @@ def _order_sensitivity(figure, s):
     return {"permutation": permutation, "with_pe": gap(s["scale"]), "without_pe": gap(0.0)}
 
 
+def _stretched_frequencies(figure, method, scale):
+    """Each method's new omega_i' for a head stretched from train_len to scale * train_len tokens (Ch 12)."""
+    d, base, L = figure["head_dim"], figure["base"], figure["train_len"]
+    omega = ref.angular_frequencies(d, base)
+    rules = {
+        "none": lambda: omega,
+        # m -> m L / L' for every position: the same angles as every frequency times L / L'
+        "position interpolation": lambda: omega * ref.interpolated_positions(1.0, L, scale * L),
+        "NTK-aware": lambda: ref.angular_frequencies(d, ref.ntk_scaled_base(base, scale, d)),
+        "YaRN": lambda: ref.yarn_frequencies(d, base, scale, L, figure["yarn"]["alpha"], figure["yarn"]["beta"]),
+        "Llama 3.1": lambda: ref.llama31_frequencies(d, base, scale, figure["llama31"]["low_freq_factor"],
+                                                     figure["llama31"]["high_freq_factor"], L),
+    }
+    return rules[method]()
+
+
+def _stretched_angles(figure, s):
+    L, target = figure["train_len"], s["scale"] * figure["train_len"]
+    omega = ref.angular_frequencies(figure["head_dim"], figure["base"])
+    stretched = _stretched_frequencies(figure, s["method"], s["scale"])
+    trained, after = ref.max_angle_seen(omega, L), ref.max_angle_seen(stretched, target)
+    # A pair that saw only an arc (less than a full turn) meets unseen directions past its largest trained angle.
+    unseen = (trained < 2 * np.pi) & (after > trained * (1 + figure["rounding_margin"]))
+    return {"frequencies": stretched, "trained": trained, "before": ref.max_angle_seen(omega, target),
+            "after": after, "unseen": unseen,
+            "attention_scale": ref.yarn_attention_scale(s["scale"]) if s["method"] == "YaRN" else 1.0}
+
+
 COMPUTE = {"pe-heatmap": _pe_heatmap, "wavelengths": _wavelengths, "pair-rotation": _pair_rotation,
            "dot-distance": _dot_distance, "rope-shift": _rope_shift, "alibi-heads": _alibi_heads,
-           "order-sensitivity": _order_sensitivity}
+           "order-sensitivity": _order_sensitivity, "stretched-angles": _stretched_angles}
 
 
 def expected(name: str, settings: dict | None = None) -> dict:

@@ -160,9 +160,25 @@ def _draw_order_sensitivity(fig, data, settings):
     ax.legend()
 
 
+def _draw_stretched_angles(fig, data, settings):
+    ax = fig.subplots()
+    figure, target = figures.spec("stretched-angles"), settings["scale"] * figures.spec("stretched-angles")["train_len"]
+    pairs = np.arange(len(data["trained"]))
+    ax.axvspan(np.argmax(data["trained"] < 2 * np.pi) - 0.5, len(pairs) - 0.5, color="0.92", zorder=0)
+    ax.axhline(2 * np.pi, color="0.6", ls="--", lw=1)
+    ax.semilogy(pairs, data["trained"], color="0.5", lw=5, alpha=0.45, label=f"in training, at {figure['train_len']}")
+    ax.semilogy(pairs, data["before"], "k--", lw=1, label=f"no change, at {target}")
+    ax.semilogy(pairs, data["after"], color="C0", lw=2, label=f"{settings['method']}, at {target}")
+    unseen = data["unseen"].astype(bool)
+    ax.semilogy(pairs[unseen], data["after"][unseen], "o", color="C3", markersize=4, label="passes its trained angle")
+    ax.set(xlabel="pair i (fast to slow)", ylabel="largest angle (radians)",
+           title=f"{settings['method']}, s = {settings['scale']}")
+    ax.legend(fontsize=8, loc="upper right")
+
+
 DRAW = {"pe-heatmap": _draw_pe_heatmap, "wavelengths": _draw_wavelengths, "pair-rotation": _draw_pair_rotation,
         "dot-distance": _draw_dot_distance, "rope-shift": _draw_rope_shift, "alibi-heads": _draw_alibi_heads,
-        "order-sensitivity": _draw_order_sensitivity}
+        "order-sensitivity": _draw_order_sensitivity, "stretched-angles": _draw_stretched_angles}
 
 
 def draw_fallback(name: str, target: pathlib.Path) -> None:

@@ -76,6 +76,33 @@
     return powerOfTwo(lower).concat(lower === heads ? [] : extra);
   }
 
+  /** r_i = length * omega_i / (2 pi): full turns of each pair over `length` positions (Ch 12). */
+  const turnsIn = (omega, length) => omega.map((w) => (length * w) / (2 * Math.PI));
+
+  /** NTK-by-parts: gamma = 0 below `low` turns (divide by scale), 1 above `high` (keep), linear between (Ch 12). */
+  function byParts(omega, scale, turns, low, high) {
+    return omega.map((w, i) => {
+      const gamma = Math.min(1, Math.max(0, (turns[i] - low) / (high - low)));
+      return ((1 - gamma) * w) / scale + gamma * w;
+    });
+  }
+
+  /** Each method's omega_i' for a head stretched from L to scale * L tokens (Ch 12). */
+  function stretchedFrequencies(f, method, scale) {
+    const d = f.head_dim,
+      L = f.train_len,
+      omega = frequencies(d, f.base);
+    const rules = {
+      none: () => omega,
+      "position interpolation": () => omega.map((w) => w * (L / (scale * L))), // m -> m L / L'
+      "NTK-aware": () => frequencies(d, f.base * Math.exp((d / (d - 2)) * Math.log(scale))), // b s^(d/(d-2))
+      YaRN: () => byParts(omega, scale, turnsIn(omega, L), f.yarn.alpha, f.yarn.beta),
+      "Llama 3.1": () =>
+        byParts(omega, scale, turnsIn(omega, L), f.llama31.low_freq_factor, f.llama31.high_freq_factor),
+    };
+    return rules[method]();
+  }
+
   /** softmax(Q K^T / sqrt(d_k)) V with Q = X W_q etc. (Ch 9); softmax shifted by the row maximum. */
   function selfAttention(X, Wq, Wk, Wv) {
     const Q = matMul(X, Wq),
@@ -156,6 +183,24 @@
         return permuted.map((out, t) => norm(out.map((x, j) => x - original[permutation[t]][j])));
       };
       return { permutation, with_pe: gap(s.scale), without_pe: gap(0) };
+    },
+
+    "stretched-angles": (f, s) => {
+      const L = f.train_len,
+        target = s.scale * L,
+        omega = frequencies(f.head_dim, f.base);
+      const stretched = stretchedFrequencies(f, s.method, s.scale);
+      const trained = omega.map((w) => L * w),
+        after = stretched.map((w) => target * w);
+      return {
+        frequencies: stretched,
+        trained,
+        before: omega.map((w) => target * w),
+        after,
+        // saw only an arc in training, and now passes the largest angle it saw
+        unseen: trained.map((t, i) => t < 2 * Math.PI && after[i] > t * (1 + f.rounding_margin)),
+        attention_scale: s.method === "YaRN" ? 0.1 * Math.log(s.scale) + 1 : 1,
+      };
     },
   };
 
@@ -461,7 +506,77 @@
         `${Math.max(...d.without_pe).toExponential(1)} without it (light bars, rounding only).`
       );
     },
+
+    "stretched-angles": (plot, f, s, d) => {
+      const pairs = d.trained.length;
+      // Fixed axes, so that the lines move with the scale: from below the slowest trained angle to two decades above
+      // the fastest pair at the largest scale (room for the key).
+      const y = [Math.min(...d.trained) / 3, f.controls.scale.max * Math.max(...d.trained) * 100];
+      const c = chart(plot, {
+        x: [-0.5, pairs - 0.5],
+        y,
+        logY: true,
+        height: 340,
+        xlabel: "pair i (fast to slow)",
+        ylabel: "largest angle (radians)",
+      });
+      const arc = d.trained.findIndex((t) => t < 2 * Math.PI); // first pair that sees only an arc in training
+      if (arc >= 0) {
+        el(c.layer, "rect", {
+          x: c.sx(arc - 0.5),
+          width: c.sx(pairs - 0.5) - c.sx(arc - 0.5),
+          y: c.sy(y[1]),
+          height: c.sy(y[0]) - c.sy(y[1]),
+          class: "explorable__shade",
+        });
+      }
+      const xs = range(pairs);
+      c.line([-0.5, pairs - 0.5], [2 * Math.PI, 2 * Math.PI], { class: "explorable__guide", "stroke-dasharray": "5 4" });
+      c.line(xs, d.trained, { class: "explorable__trained" });
+      c.line(xs, d.before, { class: "explorable__before" });
+      c.line(xs, d.after, { class: "explorable__after" });
+      d.unseen.forEach((u, i) => u && c.dot(i, d.after[i], 3.5, { class: "explorable__unseen" }));
+      legend(c, [
+        ["explorable__trained", `in training, at ${f.train_len}`],
+        ["explorable__before", `no change, at ${s.scale * f.train_len}`],
+        ["explorable__after", `${s.method}, at ${s.scale * f.train_len}`],
+      ]);
+      const unseen = xs.filter((i) => d.unseen[i]),
+        arcPairs = arc >= 0 ? pairs - arc : 0;
+      const temperature =
+        s.method === "YaRN" ? ` Queries and keys are also multiplied by ${fmt(d.attention_scale, 4)}.` : "";
+      return (
+        `${s.method} at s = ${s.scale}, from ${f.train_len} to ${s.scale * f.train_len} tokens: ` +
+        `${arcPairs} of ${pairs} pairs (shaded) see less than a full turn in training; ` +
+        (unseen.length
+          ? `${unseen.length} of them pass the largest angle they saw (red dots: ${spans(unseen)}).`
+          : "none of them passes the largest angle it saw.") +
+        ` Pair 0 turns ${fmt(d.frequencies[0], 4)} rad per token (1 before).${temperature}`
+      );
+    },
   };
+
+  /** A key in the chart's top right corner: a line sample of each class and its text. */
+  function legend(c, entries) {
+    const box = c.svg.viewBox.baseVal,
+      right = box.width - 24;
+    entries.forEach(([cls, text], k) => {
+      const y = 30 + 18 * k;
+      el(c.layer, "path", { d: `M${right - 22},${y - 4}h22`, class: cls, fill: "none" });
+      el(c.layer, "text", { x: right - 28, y, "text-anchor": "end" }, text);
+    });
+  }
+
+  /** Whole numbers as runs: [3, 4, 5, 9] -> "3-5, 9". */
+  function spans(values) {
+    const runs = [];
+    values.forEach((v) => {
+      const last = runs[runs.length - 1];
+      if (last && v === last[1] + 1) last[1] = v;
+      else runs.push([v, v]);
+    });
+    return runs.map(([a, b]) => (a === b ? `${a}` : `${a}–${b}`)).join(", ");
+  }
 
   // ---------------------------------------------------------------------- wiring a figure
   /** Figures whose control ranges depend on other settings: tighten them before reading. */

@@ -311,3 +311,103 @@ def test_unit_circle_is_round_and_focus_rings_leave_labels_readable(book_only):
             assert figure.evaluate(RING_OVER_TEXT) == [], f"{width} px"
     page.close()
     assert problems == []
+
+
+# ---- the stretched-angles figure of Ch 12: the same numbers as the chapter's code and the reference ----
+
+STRETCHED = "stretched-angles"
+CHAPTER_12 = ROOT / "chapters" / "12_stretching_context.md"
+
+
+def stretched_settings() -> list[dict]:
+    """Every method at every scale the slider offers."""
+    controls = figures.spec(STRETCHED)["controls"]
+    return [{"method": method, "scale": scale} for method in every_setting(controls["method"])
+            for scale in every_setting(controls["scale"])]
+
+
+def chapter_12_code() -> dict:
+    """The names Ch 12's code defines up to its `unseen_pairs` (numpy only: its plots and the toy model are skipped)."""
+    import contextlib
+    import io
+
+    from myst_nb.core.read import read_myst_markdown_notebook
+    namespace = {"glue": lambda *args, **kwargs: None}
+    for cell in read_myst_markdown_notebook(CHAPTER_12.read_text()).cells:
+        if cell.cell_type != "code" or "mystnb" in cell.metadata or "remove-cell" in cell.metadata.get("tags", []):
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(cell.source, str(CHAPTER_12), "exec"), namespace)
+        if "unseen_pairs" in namespace:
+            return namespace
+    raise AssertionError("Ch 12 no longer defines unseen_pairs")
+
+
+def test_stretched_angles_agree_with_the_chapter_code():
+    """The figure's head, methods and 'unseen' rule are Ch 12's own, at the chapter's s and at every other."""
+    ch = chapter_12_code()
+    figure = figures.spec(STRETCHED)
+    assert (ch["d"], ch["base"], ch["L"]) == (figure["head_dim"], figure["base"], figure["train_len"])
+    d, base, L = ch["d"], ch["base"], ch["L"]
+    low, high = figure["llama31"]["low_freq_factor"], figure["llama31"]["high_freq_factor"]
+    chapter_rules = {
+        "none": lambda s: ch["omega"],
+        "position interpolation": lambda s: ch["omega"] / s,
+        "NTK-aware": lambda s: ch["rope_frequencies"](d, ch["ntk_scaled_base"](base, s, d)),
+        "YaRN": lambda s: ch["yarn_frequencies"](d, base, s, L),
+        "Llama 3.1": lambda s: ch["llama31_frequencies"](d, base, s, low, high, L),
+    }
+    assert sorted(chapter_rules) == sorted(figure["controls"]["method"]["choices"])
+    chapter_names = {"none": "no change"}
+    for method in chapter_rules:        # the chapter's own scheme table, with its own parameters, at its s
+        plotted = figures.expected(STRETCHED, {"method": method, "scale": ch["s"]})
+        np.testing.assert_allclose(plotted["frequencies"], ch["schemes"][chapter_names.get(method, method)], rtol=1e-12)
+    for settings in stretched_settings():
+        s = settings["scale"]
+        plotted, frequencies = figures.expected(STRETCHED, settings), chapter_rules[settings["method"]](s)
+        np.testing.assert_allclose(plotted["frequencies"], frequencies, rtol=1e-12, err_msg=str(settings))
+        np.testing.assert_allclose(plotted["after"], ch["largest_angle"](frequencies, L * s), rtol=1e-12)
+        np.testing.assert_allclose(plotted["trained"], ch["largest_angle"](ch["omega"], L), rtol=1e-12)
+        assert np.array_equal(plotted["unseen"].astype(bool), ch["unseen_pairs"](frequencies, L, L * s)), settings
+
+
+def test_the_stretched_angles_caption_holds_at_every_setting():
+    """Its caption: for s > 1 no pair is red under interpolation, YaRN and Llama 3.1; NTK-aware reddens every
+    shaded pair but the last, keeps pair 0, and lands the last pair on the training line."""
+    for settings in stretched_settings():
+        data = figures.expected(STRETCHED, settings)
+        unseen, shaded = data["unseen"].astype(bool), data["trained"] < 2 * np.pi
+        if settings["scale"] == 1 or settings["method"] in ("position interpolation", "YaRN", "Llama 3.1"):
+            assert not unseen.any(), settings
+        elif settings["method"] == "NTK-aware":
+            assert np.array_equal(unseen, shaded & (np.arange(len(shaded)) < len(shaded) - 1)), settings
+            assert data["frequencies"][0] == 1.0
+            np.testing.assert_allclose(data["after"][-1], data["trained"][-1], rtol=1e-12)
+        else:
+            assert np.array_equal(unseen, shaded), settings
+    assert 0 < shaded.sum() < len(shaded)
+
+
+def test_the_stretched_angles_reference_catches_the_wrong_ntk_base():
+    """b' = b * s (the chapter's warning) instead of b * s^(d/(d-2)) must not pass for the figure's numbers."""
+    settings = {"method": "NTK-aware", "scale": 16}
+    figure = figures.spec(STRETCHED)
+    data = {key: value.tolist() for key, value in figures.expected(STRETCHED, settings).items()}
+    wrong = ref.angular_frequencies(figure["head_dim"], figure["base"] * settings["scale"])
+    data["frequencies"] = wrong.tolist()
+    with pytest.raises(AssertionError, match="differs from the reference"):
+        compare(STRETCHED, data, settings)
+
+
+def test_stretched_angles_in_the_browser_equal_the_reference_at_every_setting(book_only):
+    """The page's JavaScript, moved through every method and every scale, plots the reference's numbers."""
+    base, guarded = book_only
+    page, problems = open_page(guarded, f"{base}/{figure_pages()[STRETCHED]}.html")
+    page.wait_for_function("name => window.posencExplorables && window.posencExplorables[name]", arg=STRETCHED)
+    for settings in stretched_settings():
+        apply(page, STRETCHED, settings)
+        record(STRETCHED, compare(STRETCHED, plotted(page, STRETCHED), settings))
+    readout = page.locator(f"#explorable-{STRETCHED} .explorable__readout").text_content()
+    assert readout.startswith("Llama 3.1 at s = 32"), readout
+    page.close()
+    assert problems == []
