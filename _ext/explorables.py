@@ -51,7 +51,10 @@ class ExplorableDirective(SphinxDirective):
             raise self.error(str(error)) from None
         if not self.options.get("alt", "").strip():
             raise self.error(f"explorable {name}: the :alt: text of its static image is required")
-        self.env.note_dependency(str(figures.CONSTANTS))
+        # A page with a figure is rebuilt when its settings, script or style change: an incremental build that finds
+        # no page out of date copies no static files, and would serve the old script.
+        for asset in sorted(figures.CONSTANTS.parent.glob("*.*")):
+            self.env.note_dependency(str(asset))
         image = relative_uri(self.env.app.builder.get_target_uri(self.env.docname), f"_static/{FALLBACK}/{name}.png")
         figure = nodes.container(classes=[CLASS], ids=[f"explorable-{name}"])
         figure += nodes.raw("", figure_html(name, spec, image, self.options["alt"]), format="html")
@@ -170,7 +173,7 @@ def _draw_stretched_angles(fig, data, settings):
     ax.semilogy(pairs, data["before"], "k--", lw=1, label=f"no change, at {target}")
     ax.semilogy(pairs, data["after"], color="C0", lw=2, label=f"{settings['method']}, at {target}")
     unseen = data["unseen"].astype(bool)
-    ax.semilogy(pairs[unseen], data["after"][unseen], "o", color="C3", markersize=4, label="passes its trained angle")
+    ax.semilogy(pairs[unseen], data["after"][unseen], "o", color="C3", markersize=4, label="beyond its trained angle")
     ax.set(xlabel="pair i (fast to slow)", ylabel="largest angle (radians)",
            title=f"{settings['method']}, s = {settings['scale']}")
     ax.legend(fontsize=8, loc="upper right")

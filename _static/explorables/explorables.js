@@ -8,7 +8,7 @@
  *
  * Why no charting library: Bokeh and Plotly load from a CDN by default and work offline only with
  * megabytes of JavaScript vendored (and kept current) beside the book; their sliders are custom
- * widgets, not native form controls. Seven small figures need scales, lines, dots, bars and a
+ * widgets, not native form controls. Eight small figures need scales, lines, dots, bars and a
  * heatmap: these few hundred lines, with native <input type=range> controls that every browser
  * makes keyboard-operable and announces with their <label>.
  */
@@ -532,6 +532,7 @@
       }
       const xs = range(pairs);
       c.line([-0.5, pairs - 0.5], [2 * Math.PI, 2 * Math.PI], { class: "explorable__guide", "stroke-dasharray": "5 4" });
+      el(c.layer, "text", { x: c.sx(0), y: c.sy(2 * Math.PI) - 5 }, "one turn, 2π");
       c.line(xs, d.trained, { class: "explorable__trained" });
       c.line(xs, d.before, { class: "explorable__before" });
       c.line(xs, d.after, { class: "explorable__after" });
@@ -540,6 +541,7 @@
         ["explorable__trained", `in training, at ${f.train_len}`],
         ["explorable__before", `no change, at ${s.scale * f.train_len}`],
         ["explorable__after", `${s.method}, at ${s.scale * f.train_len}`],
+        ["explorable__unseen", "beyond its trained angle", true],
       ]);
       const unseen = xs.filter((i) => d.unseen[i]),
         arcPairs = arc >= 0 ? pairs - arc : 0;
@@ -556,13 +558,14 @@
     },
   };
 
-  /** A key in the chart's top right corner: a line sample of each class and its text. */
+  /** A key in the chart's top right corner: a line sample (or a dot) of each class and its text. */
   function legend(c, entries) {
     const box = c.svg.viewBox.baseVal,
       right = box.width - 24;
-    entries.forEach(([cls, text], k) => {
+    entries.forEach(([cls, text, isDot], k) => {
       const y = 30 + 18 * k;
-      el(c.layer, "path", { d: `M${right - 22},${y - 4}h22`, class: cls, fill: "none" });
+      if (isDot) el(c.layer, "circle", { cx: right - 11, cy: y - 4, r: 3.5, class: cls });
+      else el(c.layer, "path", { d: `M${right - 22},${y - 4}h22`, class: cls, fill: "none" });
       el(c.layer, "text", { x: right - 28, y, "text-anchor": "end" }, text);
     });
   }
