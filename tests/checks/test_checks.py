@@ -50,15 +50,13 @@ def test_correct_alternative_gets_full_marks(name):
     assert failures(namespace_from(SOLUTION, ALTERNATIVES[name])) == {}
 
 
-def test_template_stubs_fail_every_check():
-    stubbed = SOLUTION
-    ns = namespace_from(stubbed, "def _stub(*a, **k):\n    raise NotImplementedError()\n"
-                                 "sinusoidal_positional_encoding = relative_position_matrix = _stub\n"
-                                 "dot_product_distance = encoding_statistics = self_attention = _stub\n"
-                                 "encode_and_attend = _stub\n"
-                                 "class SinusoidalPositionalEncoding:\n    __init__ = _stub\n"
-                                 "class LearnedPositionalEncoding:\n    __init__ = _stub\n")
-    assert set(failures(ns)) == set(CORE_CHECKS)
+def test_template_stubs_earn_nothing():
+    """Every function of the manifest as the template's stub: every test fails and no point is earned."""
+    from posenc_autograder.checks import manifest
+    graded = graded_in_process("positional_encoding", namespace_from(
+        SOLUTION, manifest.stub_source(manifest.functions("positional_encoding"))))
+    assert {cid for cid, (problems, _, _) in graded.items() if problems} == set(CORE_CHECKS)
+    assert sum(REGISTRY[cid].points_for(passed, total) for cid, (_, passed, total) in graded.items()) == 0
 
 
 def test_missing_function_is_reported_by_name():
@@ -218,7 +216,7 @@ def test_run_report_lists_each_students_failed_visible_checks():
              GradedTest("hidden_pe_values", "t", True, 0.0, 4.0, ["wrong"])]
     lines = visible_failures_section([NotebookResult("ada", "positional_encoding", "nb", True, tests, []),
                                       NotebookResult("bob", "positional_encoding", "nb", True, tests[1:2], [])])
-    assert [line for line in lines if line.startswith("- ")] == ["- ada / positional\\_encoding: test\\_pe\\_visible"]
+    assert [line for line in lines if line.startswith("- ")] == ["- ada / positional_encoding: test_pe_visible"]
     assert visible_failures_section([NotebookResult("bob", "a", "nb", True, tests[1:2], [])]) == []
 
 

@@ -268,6 +268,44 @@ os.write(fd, b"[" * 100000 + b"\n")                      # deep nesting
 os.write(fd, b"\xff\xfe not utf-8 \n")
 os.write(fd, b'{"cell": NaN}\n{"result": "x", "record": "' + b"A" * 40_000_000 + b'"}\n')   # over the frame cap
 ''',
+    "forge_record_and_probe_functions": r'''
+import sys
+probes = {name.rsplit(".", 1)[-1]: module for name, module in list(sys.modules.items())
+          if module is not None and "probes." in name}
+runner = probes.get("runner")
+def canned(entry, namespace):
+    calls = entry["data"].get("calls", {})
+    return {"observations": {name: {"kind": {"type": "ndarray", "dtype": "float64", "shape": [1]},
+                                    "arguments": c["args"]} for name, c in calls.items()}}
+if runner is not None:
+    runner.record = canned
+    runner.run = lambda cell_id, namespace: probes["channel"].send(
+        {"result": cell_id, "record": probes["codec"].dumps(canned(runner.TASK[cell_id], namespace))})
+for name in ("helpers", "calls"):
+    if name in probes:
+        probes[name].kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
+        probes[name].contract_each = lambda ns, data: canned({"data": data}, ns)["observations"]
+''',
+    "forge_lying_subclass_and_tracing_hooks": r'''
+import sys, threading
+import numpy as np
+class Float64Looking(np.ndarray):
+    @property
+    def dtype(self):
+        return np.dtype("float64")
+    def __eq__(self, other):
+        return True
+def sinusoidal_positional_encoding(seq_len, d_model):
+    return np.zeros((seq_len, d_model), dtype=np.float32).view(Float64Looking)
+probes = [module for name, module in list(sys.modules.items()) if module is not None and name.endswith("probes.helpers")]
+def hook(frame, event, arg):
+    for helpers in probes:
+        helpers.kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
+    return hook
+sys.settrace(hook)
+sys.setprofile(hook)
+threading.settrace(hook)
+''',
     "forged_progress_keeps_cell_alive": r'''
 import json, os, threading, time
 fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
@@ -514,7 +552,8 @@ CLASSES = {
     "escape": ["unshare_and_remount", "ptrace_and_kernel_calls", "write_kernel_settings", "read_solutions_and_reference",
                "read_other_students", "gradebook_sqlite", "read_grader_package_and_env"],
     "supervisor": ["control_files_as_links_and_fifos", "forge_channel_frames", "forged_progress_keeps_cell_alive",
-                   "close_and_hijack_channel", "forge_results_files", "kill_the_runner"],
+                   "close_and_hijack_channel", "forge_results_files", "kill_the_runner",
+                   "forge_record_and_probe_functions", "forge_lying_subclass_and_tracing_hooks"],
     "crash": ["exceptions_that_fight_back", "odd_return_values", "nbgrader_metadata_is_a_string",
               "deeply_nested_json", "cells_not_a_list", "not_a_notebook_at_all", "old_nbformat", "binary_garbage"],
     "exhaust": ["fill_every_writable_place", "inode_flood", "huge_return_value", "raw_fd_output_flood",

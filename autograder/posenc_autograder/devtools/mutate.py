@@ -29,7 +29,8 @@ from posenc_autograder.checks import reference
 from posenc_autograder.checks import ASSIGNMENT_PACKAGES, REGISTRY, manifest
 from posenc_autograder.course import Course, course_for_command, nbgrader_meta
 from posenc_autograder.notebook import run_check
-from posenc_autograder.probes.helpers import to_plain
+from posenc_autograder.probes.calls import contract_target
+from posenc_autograder.probes.helpers import argument, to_plain
 
 def student_api() -> dict[str, str]:
     """Student-facing name -> its reference.py name, from every assignment's manifest (functions without a
@@ -218,7 +219,25 @@ def spec_battery() -> list[Callable[[dict], object]]:
         calls.append(lambda ns, n=n: ns["alibi_slopes"](n))
     for heads, length in ((1, 1), (3, 4), (8, 9)):
         calls.append(lambda ns, h=heads, L=length: ns["alibi_bias"](h, L))
-    return calls + _context_extension_battery()
+    return calls + _context_extension_battery() + manifest_battery()
+
+
+def manifest_battery() -> list[Callable[[dict], object]]:
+    """Every manifest function on its contracts call: a function added to a manifest is in the battery at once."""
+    calls = []
+    for package in ASSIGNMENT_PACKAGES:
+        for entry in manifest.functions(package.__name__.rsplit(".", 1)[-1]):
+            if entry.contract is not None:
+                calls.append(lambda ns, name=entry.name, c=entry.contract(): _called(ns, name, c))
+    return calls
+
+
+def _called(ns: dict, name: str, c: dict):
+    """What the function (or member) `name` returns for the call record c, built as the contracts probe builds it."""
+    target = contract_target(ns, name, c)
+    if c.get("attribute"):
+        return target
+    return target(*[argument(a) for a in c["args"]], **{k: argument(v) for k, v in c["kwargs"].items()})
 
 
 def _context_extension_battery() -> list[Callable[[dict], object]]:

@@ -13,8 +13,11 @@ def _arguments(c: dict):
     return [argument(a) for a in c["args"]], {k: argument(v) for k, v in c["kwargs"].items()}
 
 
-def _member_target(ns: dict, name: str, c: dict):
-    """The bound method (or attribute value) of c["member"] on an instance built and stepped as c says."""
+def contract_target(ns: dict, name: str, c: dict):
+    """The student's function `name`, or for a member the bound method (or attribute value) of c["member"] on an
+    instance built and stepped as c says."""
+    if "member" not in c:
+        return student_callable(ns, name)
     args, kwargs = _arguments(c["init"])
     instance = student_callable(ns, name.split(".", 1)[0])(*args, **kwargs)
     for method, step in c["steps"]:
@@ -27,7 +30,7 @@ def contract_case(ns: dict, name: str, c: dict) -> dict:
     """One contract: {'missing': why} for an undefined name, {'error': ...} when setting it up raised, else
     attempt_contract's record (an attribute: its kind alone)."""
     try:
-        target = _member_target(ns, name, c) if "member" in c else student_callable(ns, name)
+        target = contract_target(ns, name, c)
     except NameError as exc:
         return {"missing": str(exc)}
     except KeyboardInterrupt:

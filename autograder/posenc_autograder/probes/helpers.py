@@ -7,6 +7,8 @@ from typing import Callable
 
 import numpy as np
 
+from . import guard
+
 
 def student_callable(ns: dict, name: str):
     obj = ns.get(name)
@@ -32,6 +34,8 @@ def attempt(fn: Callable, *args, **kwargs) -> dict:
         raise
     except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
         return {"error": describe(exc)}
+    finally:
+        guard.restore()                      # the probe's own tools again, whatever the call replaced
     return recorded(value)
 
 
@@ -41,9 +45,17 @@ def recorded(value) -> dict:
         record = {"value": to_plain(value)}
     except Exception:  # noqa: BLE001 - not plain data: say what it was, never keep it
         return {"returned": type_name(value)}
-    if type(value) is np.ndarray and value.dtype != np.float64:
-        record["dtype"] = str(value.dtype)[:20]
+    dtype = true_dtype(value)
+    if dtype is not None and dtype != np.float64:
+        record["dtype"] = str(dtype)[:20]
     return record
+
+
+def true_dtype(value):
+    """The dtype numpy itself holds for an array (a subclass cannot answer for it), or None."""
+    if np.ndarray not in type.__dict__["__mro__"].__get__(type(value)):
+        return None
+    return np.ndarray.__dict__["dtype"].__get__(value)
 
 
 def type_name(value) -> str:
@@ -111,7 +123,7 @@ def kind_of(value) -> dict:
     subclass could answer `dtype` as it likes."""
     kind_type = type(value)
     if kind_type is np.ndarray:
-        return {"type": "ndarray", "dtype": str(value.dtype), "shape": [int(n) for n in value.shape]}
+        return {"type": "ndarray", "dtype": str(true_dtype(value)), "shape": [int(n) for n in value.shape]}
     kind = {"type": type_name(value), "float": kind_type in (float, np.float64),
             "bool": kind_type in (bool, np.bool_)}
     if kind_type in (tuple, list):
@@ -125,10 +137,13 @@ def attempt_contract(fn: Callable, *args, **kwargs) -> dict:
     """Call fn on the caller's own arrays: {'kind': kind_of(result)} or {'error': ...}, and 'arguments', the
     arguments as they are after the call (the trusted side compares them with what it sent)."""
     try:
-        record = {"kind": kind_of(fn(*args, **kwargs))}
+        value = fn(*args, **kwargs)
+        guard.restore()
+        record = {"kind": kind_of(value)}
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
+        guard.restore()
         record = {"error": describe(exc)}
     record["arguments"] = [_argument_after(a) for a in args]
     return record

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import importlib
 
-from . import channel, codec
+from . import channel, codec, guard
 
 TASK: dict = {}          # cell id -> task entry, set by shell_runner before any cell runs
 
 
 def record(entry: dict, namespace: dict) -> dict:
     """Call one probe on the student's namespace: {'observations': ...} or {'missing': why}."""
+    guard.restore()                   # the probes' own functions, numpy and builtins, whatever a cell replaced
     probe = getattr(importlib.import_module(f"{__package__}.{entry['module']}"), entry["probe"])
     try:
         return {"observations": probe(namespace, entry["data"])}
     except NameError as exc:
         return {"missing": str(exc)}
+    finally:
+        guard.restore()
 
 
 def run(cell_id: str, namespace: dict) -> None:

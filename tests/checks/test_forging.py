@@ -1,0 +1,128 @@
+"""Forging attempts score exactly what their honest twins score (issue 23).
+
+Each attempt is an honest notebook (its twin) plus code that tries to change what the grader sees: probe
+functions and the record function replaced, numpy and builtins patched, an ndarray subclass that lies about
+its dtype, tracing hooks. The probes run in-process as in the sandbox: a snapshot of their tools is taken
+before the notebook's code runs (probes.guard), as the shell runner takes it before the first cell. The
+sandbox runs of the same kind of code are in tests/end_to_end/test_attacks.py (forge_* attacks).
+"""
+import dataclasses
+
+import pytest
+
+from notebook_tools import implementation_source, namespace_from, solution_notebook
+from posenc_autograder.checks import REGISTRY, manifest
+from posenc_autograder.notebook import graded_in_process
+from posenc_autograder.probes import guard
+from student_variants import FLOAT32_TABLE, MISTAKES, learned_variant
+
+FIND_PROBES = '''
+import sys
+probes = {name.rsplit(".", 1)[-1]: module for name, module in list(sys.modules.items())
+          if module is not None and ".probes." in name or "_probes." in name}
+'''
+STUBS = manifest.stub_source(manifest.functions("positional_encoding"))
+IN_PLACE = next(m.code for m in MISTAKES if m.name == "forward adds the encoding into the caller's array")
+FLOAT32_RETURN = next(m.code for m in MISTAKES if m.name == "float32 table")
+FROZEN = learned_variant(forward_table="self.frozen")
+
+
+@dataclasses.dataclass(frozen=True)
+class Forgery:
+    name: str
+    twin: str          # the honest notebook's code (over the solution)
+    forgery: str       # what is added to it
+
+
+FORGERIES = [
+    Forgery("the record function and every probe replaced by canned passing answers", STUBS, FIND_PROBES + '''
+def canned(entry, namespace):
+    calls = entry["data"].get("calls", {})
+    return {"observations": {name: {"kind": {"type": "ndarray", "dtype": "float64", "shape": [1]},
+                                    "arguments": c["args"]} for name, c in calls.items()}}
+probes["runner"].record = canned
+probes["calls"].contract_each = lambda ns, data: canned({"data": data}, ns)["observations"]
+probes["helpers"].kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
+probes["helpers"].attempt = lambda fn, *a, **k: {"value": 0.0}
+'''),
+    Forgery("numpy patched so that every array compares equal and copies come back unchanged", IN_PLACE, '''
+import numpy as np
+_copy = np.array
+np.array_equal = lambda *a, **k: True
+np.allclose = lambda *a, **k: True
+np.array = lambda value, *a, **k: _copy(value, *a, **k)
+'''),
+    Forgery("numpy patched from inside the student's own function", IN_PLACE, '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def forward(self, X):
+        np.array_equal = lambda *a, **k: True
+        np.asarray = lambda value, *a, **k: value
+        return super().forward(X)
+'''),
+    Forgery("an ndarray subclass that says float64 when asked, around a float32 table", FLOAT32_RETURN, '''
+class Float64Looking(np.ndarray):
+    @property
+    def dtype(self):
+        return np.dtype("float64")
+    def __eq__(self, other):
+        return True
+_float32_table = sinusoidal_positional_encoding
+def sinusoidal_positional_encoding(seq_len, d_model):
+    return _float32_table(seq_len, d_model).view(Float64Looking)
+'''),
+    Forgery("the numerical gradient replaced (a forward that reads a frozen copy)", FROZEN, FIND_PROBES + '''
+probes["positional_encoding"].numerical_gradient = lambda layer, X, upstream, epsilon: layer.grad_embedding
+probes["helpers"].to_plain = lambda value: value
+'''),
+    Forgery("tracing and profiling hooks that replace the probes' helpers while they run", FLOAT32_TABLE,
+            FIND_PROBES + '''
+import sys, threading
+def hook(frame, event, arg):
+    probes["helpers"].kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
+    return None
+sys.settrace(hook)
+sys.setprofile(hook)
+threading.settrace(hook)
+'''),
+    Forgery("builtins patched (isinstance, type checks)", STUBS +
+            "def sinusoidal_positional_encoding(seq_len, d_model):\n    return [[0.0] * d_model] * seq_len\n", '''
+import builtins
+builtins.isinstance = lambda obj, cls: True
+builtins.callable = lambda obj: True
+'''),
+]
+
+
+def points(code: str) -> dict[str, float]:
+    """Hidden test -> points, grading `code` over the solution with the probes' tools kept first."""
+    guard.snapshot()
+    try:
+        ns = namespace_from(implementation_source(solution_notebook("positional_encoding")), code)
+        guard.restore()          # the shell runner's restore before the first probe: in the sandbox the trusted
+        graded = graded_in_process("positional_encoding", ns)           # side is another process, untouched
+    finally:
+        guard.restore()
+        guard.clear()
+    return {cid: REGISTRY[cid].points_for(passed, total) for cid, (_, passed, total) in graded.items()}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("forgery", FORGERIES, ids=lambda f: f.name)
+def test_a_forgery_scores_exactly_what_its_honest_twin_scores(forgery):
+    twin = points(forgery.twin)
+    assert points(forgery.twin + "\n" + forgery.forgery) == twin
+    assert sum(twin.values()) < sum(points("").values())       # each twin has something to hide
+
+
+def test_the_guard_puts_back_what_a_cell_replaced():
+    import numpy as np
+    original = np.array_equal
+    guard.snapshot()
+    try:
+        np.array_equal = lambda *a, **k: True
+        np.something_new = 1
+        guard.restore()
+        assert np.array_equal is original and not hasattr(np, "something_new")
+    finally:
+        guard.restore()
+        guard.clear()
