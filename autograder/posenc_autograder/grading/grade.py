@@ -19,7 +19,7 @@ import sys
 import nbformat
 
 from posenc_autograder.reports import feedback, run_report as report
-from posenc_autograder.records import gradebook, nbgrader_files, results_store
+from posenc_autograder.records import evidence, gradebook, nbgrader_files, results_store
 from posenc_autograder.authoring import freshness
 from posenc_autograder.checks import variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
@@ -178,8 +178,10 @@ def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, 
     executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
         sub, digest = pending.pop(execution.key)
-        results.append(settle(course, gb, sub, lambda: judge(course, sub, execution, limits), digest,
-                              fingerprints[sub.assignment], execution.executed_notebook))
+        judged = settle(course, gb, sub, lambda execution=execution: judge(course, sub, execution, limits), digest,
+                        fingerprints[sub.assignment], execution.executed_notebook)
+        results.append(judged)
+        evidence.keep_graded(course, sub, execution)
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))

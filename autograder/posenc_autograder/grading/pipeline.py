@@ -20,7 +20,7 @@ from posenc_autograder.checks.base import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.probes import codec
 from posenc_autograder.grading.execute import Execution, GradingTask
-from posenc_autograder.records import evidence as integrity_store
+from posenc_autograder.grading import shared_probes
 from posenc_autograder.sandbox.bubblewrap import PROBE_PACKAGE, Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem
@@ -86,11 +86,11 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         cell = next(c for c in nb.cells if grade_id(c) == cell_id)
         cell.source = probe_cell_source(cell_id, title)
         task[cell_id] = check.task_entry(variant)
-    shared = integrity_store.shared_probe_entry(task) if variant is not None else None
+    shared = shared_probes.shared_probe_entry(task) if variant is not None else None
     if shared is not None:      # the shared probe set, never graded: evidence for the integrity report
-        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(integrity_store.SHARED_CELL, "shared probes"),
-                                                  metadata={"nbgrader": {"grade_id": integrity_store.SHARED_CELL}}))
-        task[integrity_store.SHARED_CELL] = shared
+        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
+                                                  metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
+        task[shared_probes.SHARED_CELL] = shared
     return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
                        dataclasses.asdict(limits), isolate)
 
@@ -120,7 +120,6 @@ def not_graded(submission: Submission, cells, notes) -> NotebookResult:
 def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
     release = release_notebook(course, submission.assignment, submission.notebook)
     variant = variants.student_variant(course, submission.student)
-    integrity_store.keep(course, submission, execution, variant, release)
     notes = list(submission.notes) + _describe_events(execution.events)
     if execution.failure:
         notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))

@@ -24,7 +24,7 @@ from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Student, utcnow
-from posenc_autograder.records import gradebook, nbgrader_files
+from posenc_autograder.records import evidence, gradebook, nbgrader_files
 from posenc_autograder.results import NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits
 
@@ -123,6 +123,7 @@ class Worker:
                 return prepared, None, False
             execution = self.execute(prepared)
             result = judge(self.course, submission, execution, self.limits)
+            evidence.keep_graded(self.course, submission, execution)     # the latest judged attempt, for integrity
             return result, execution.executed_notebook, execution.failure is not None
         except Exception as exc:  # noqa: BLE001 - one attempt's failure, reported on it
             return grader_error(self.course, submission, exc), None, True

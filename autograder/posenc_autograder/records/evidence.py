@@ -7,7 +7,6 @@ on its own varied inputs, and the code the student wrote. Git-ignored (.work/).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import pathlib
@@ -19,8 +18,10 @@ from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.probes import codec
 from posenc_autograder.intake.submissions import read_notebook
+from posenc_autograder.checks import variants
+from posenc_autograder.grading.pipeline import release_notebook
+from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
 
-SHARED_CELL = "integrity_shared_probes"    # the probe cell appended to every assembled notebook
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
 SUFFIX = ".npz"                            # a JSON skeleton plus its float64 arrays, no pickles
 MAX_EVIDENCE_BYTES = 64 * 2**20            # a flood of failing answers beyond this is not kept (and reported)
@@ -53,21 +54,6 @@ def student_code(submitted_nb, release_nb) -> str:
              for c in submitted_nb.cells
              if c.get("cell_type") == "code" and nbgrader_meta(c).get("grade_id") not in locked]
     return "\n\n".join(parts)[:MAX_CODE_CHARACTERS]
-
-
-@functools.lru_cache(maxsize=None)
-def varies(cell_id: str) -> bool:
-    """Whether students get different inputs for this test (random values drawn per variant). When they
-    do not, a student's own run already is their run on the course-wide inputs."""
-    test = REGISTRY[cell_id]
-    return codec.dumps(test.variant_inputs(None)) != codec.dumps(test.variant_inputs(1))
-
-
-def shared_probe_entry(task: dict) -> dict | None:
-    """The task entry of the shared set: each graded test of the notebook whose inputs vary, on the
-    course-wide inputs (None: no test varies, nothing to run again)."""
-    entries = {cell_id: REGISTRY[cell_id].task_entry(None) for cell_id in task if varies(cell_id)}
-    return {"module": "shared", "probe": "run_shared", "data": {"entries": entries}} if entries else None
 
 
 # --- compact evidence: what the report needs, a few kilobytes a student ----------------------------------
@@ -245,6 +231,13 @@ def load_class(course: Course, assignment: str, notebook: str, skipped: list | N
 def notebooks_stored(course: Course) -> list[tuple[str, str]]:
     base = course.work / "integrity"
     return sorted((p.parent.name, p.name) for p in base.glob("*/*") if p.is_dir()) if base.exists() else []
+
+
+def keep_graded(course: Course, submission, execution) -> None:
+    """keep() for an execution just judged: the student's variant and the released notebook it ran.
+    Called by whoever decides which attempt counts (make grade, the portal)."""
+    keep(course, submission, execution, variants.student_variant(course, submission.student),
+         release_notebook(course, submission.assignment, submission.notebook))
 
 
 def keep(course: Course, submission, execution, variant: int | None, release) -> None:

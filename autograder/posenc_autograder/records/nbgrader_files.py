@@ -20,7 +20,7 @@ from nbgrader.utils import parse_utc
 
 from posenc_autograder.course import Course, grade_id
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
-from posenc_autograder.records.evidence import SHARED_CELL
+from posenc_autograder.grading.shared_probes import SHARED_CELL
 
 TIMESTAMP = "timestamp.txt"
 SECRET = "submission_secret.txt"
