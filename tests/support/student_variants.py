@@ -802,5 +802,134 @@ ALTERNATIVES.update(PORTED_ALTERNATIVES)
 ROPE_MISTAKES += ROPE_PORTED_MISTAKES
 ROPE_ALTERNATIVES.update(ROPE_PORTED_ALTERNATIVES)
 
+
+# --- issue 23: unfinished notebooks, degenerate parts, double charges, wrong words ---------------------------------
+# Points worked out by hand: a stubbed or missing function loses its value tests and its case of the contracts test
+# (12 cases for 2 points in the core assignment, 5 in the bonus one; the share kept is rounded down to a half point).
+
+def stubs(*names: str) -> str:
+    """The template's stubs for these functions and classes (NotImplementedError)."""
+    lines = ["def _template_stub(*args, **kwargs):", "    raise NotImplementedError()"]
+    lines += [f"class {n}:\n    __init__ = _template_stub" if n[0].isupper() else f"{n} = _template_stub" for n in names]
+    return "\n".join(lines) + "\n"
+
+
+def missing(*names: str) -> str:
+    """The names gone, as when the cell that defines them did not run."""
+    return "".join(f"del {n}\n" for n in names)
+
+
+PART_1 = ("sinusoidal_positional_encoding", "SinusoidalPositionalEncoding")
+PART_2 = ("LearnedPositionalEncoding",)
+PART_3 = ("relative_position_matrix", "dot_product_distance", "encoding_statistics")
+PART_4 = ("self_attention", "encode_and_attend")
+ZERO_TABLE = pe_variant(assemble="return np.zeros((seq_len, d_model))")
+
+UNFINISHED = [
+    Mistake("stub: sinusoidal_positional_encoding", stubs(PART_1[0]), "hidden_pe_values", "template stub",
+            also_fails=("hidden_pe_shapes", "hidden_pe_unique_bounded", "hidden_pe_stability", "hidden_pe_frequency"),
+            points_lost=13.5),                      # the module is judged on a stand-in table: not charged
+    Mistake("stub: SinusoidalPositionalEncoding", stubs(PART_1[1]), "hidden_pe_class", "template stub",
+            points_lost=3.5),                       # 2 contract cases: 2 * 10/12 -> 1.5 kept
+    Mistake("stub: LearnedPositionalEncoding", stubs(*PART_2), "hidden_learned_init", "template stub",
+            also_fails=("hidden_learned_forward", "hidden_learned_backward", "hidden_learned_accumulation"),
+            points_lost=11),                        # 4 contract cases: 2 * 8/12 -> 1 kept
+    Mistake("stub: relative_position_matrix", stubs(PART_3[0]), "hidden_relative_position", "template stub",
+            points_lost=4.5),
+    Mistake("stub: dot_product_distance", stubs(PART_3[1]), "hidden_dot_product", "template stub", points_lost=2.5),
+    Mistake("stub: encoding_statistics", stubs(PART_3[2]), "hidden_encoding_statistics", "template stub",
+            points_lost=2.5),
+    Mistake("stub: self_attention", stubs(PART_4[0]), "hidden_self_attention", "template stub",
+            points_lost=3.5),                       # encode_and_attend is judged on a stand-in attention
+    Mistake("stub: encode_and_attend", stubs(PART_4[1]), "hidden_integration", "template stub", points_lost=3.5),
+    Mistake("stub: Part 1", stubs(*PART_1), "hidden_pe_values", "template stub",
+            also_fails=("hidden_pe_shapes", "hidden_pe_unique_bounded", "hidden_pe_stability", "hidden_pe_frequency",
+                        "hidden_pe_class"), points_lost=16.5),
+    Mistake("stub: Part 2", stubs(*PART_2), "hidden_learned_backward", "template stub",
+            also_fails=("hidden_learned_init", "hidden_learned_forward", "hidden_learned_accumulation"),
+            points_lost=11),
+    Mistake("stub: Part 3", stubs(*PART_3), "hidden_relative_position", "template stub",
+            also_fails=("hidden_dot_product", "hidden_encoding_statistics"), points_lost=8.5),
+    Mistake("stub: Part 4", stubs(*PART_4), "hidden_integration", "template stub",
+            also_fails=("hidden_self_attention",), points_lost=6.5),
+    # Only Part 1 written: its 16 points and 3 of the 12 contract cases (0.5); it scored 21 before.
+    Mistake("only Part 1 written", stubs(*PART_2, *PART_3, *PART_4), "hidden_integration", "template stub",
+            also_fails=("hidden_self_attention", "hidden_relative_position", "hidden_dot_product",
+                        "hidden_encoding_statistics", "hidden_learned_init", "hidden_learned_forward",
+                        "hidden_learned_backward", "hidden_learned_accumulation"), points_lost=25.5),
+    Mistake("cell 'self_attention' did not run", missing(*PART_4), "hidden_integration", "is not defined",
+            also_fails=("hidden_self_attention",), points_lost=6.5),
+    Mistake("cell 'dot_product_and_statistics' did not run", missing(*PART_3[1:]), "hidden_dot_product",
+            "is not defined", also_fails=("hidden_encoding_statistics",), points_lost=4.5),
+    # --- degenerate parts earn nothing, here or by agreement elsewhere
+    Mistake("degenerate: an all-zero table", ZERO_TABLE, "hidden_pe_values", None,
+            also_fails=("hidden_pe_unique_bounded", "hidden_pe_stability", "hidden_pe_frequency"), points_lost=11.5),
+    Mistake("degenerate: an all-zero table and a module whose forward returns X", ZERO_TABLE + """
+class SinusoidalPositionalEncoding:
+    def __init__(self, max_seq_len, d_model):
+        self.d_model = sinusoidal_positional_encoding(max_seq_len, d_model).shape[1]
+    def forward(self, X):
+        return X.copy()
+    def get_encoding(self, seq_len):
+        return np.zeros((seq_len, self.d_model))
+""", "hidden_pe_class", None, also_fails=("hidden_pe_values", "hidden_pe_unique_bounded", "hidden_pe_stability",
+                                          "hidden_pe_frequency"), points_lost=14.5),
+    Mistake("degenerate: M_k the identity with error 0", "def relative_position_matrix(pe, offset):\n"
+                                                         "    return np.eye(pe.shape[1]), 0.0\n",
+            "hidden_relative_position", "M is the identity", points_lost=4.5),
+    Mistake("degenerate: encode_and_attend returns its input", "def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n"
+                                                               "    return X.copy()\n",
+            "hidden_integration", None, points_lost=3.5),
+    # --- one cause charged once: a module that only calls the table function is not charged for it (above: odd
+    # widths, a transposed table); a sequence-first forward costs the module's test alone.
+    Mistake("forward reads X as (L, B, d) (sequence-first)", """
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def forward(self, X):
+        return X + self.get_encoding(X.shape[0])[:, None, :]
+""", "hidden_pe_class", None, points_lost=3.5),
+    # --- every diagnosis true
+    Mistake("a module that builds for an odd width without an error", """
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def __init__(self, max_seq_len, d_model):
+        self.max_seq_len, self.d_model = max_seq_len, d_model
+        self.pe = sinusoidal_positional_encoding(max_seq_len, d_model + d_model % 2)[:, :d_model]
+""", "hidden_pe_class", "but it returned a SinusoidalPositionalEncoding object", points_lost=3.5),
+    Mistake("exponent doubled (np.arange(0, d, 2) times 2 again)", pe_variant(
+        omega="np.exp(-2.0 * (2 * i) / d_model * np.log(10000.0))"), "hidden_pe_values", "the exponent is doubled",
+            also_fails=("hidden_pe_stability", "hidden_pe_frequency"), points_lost=8.5),
+]
+
+ROPE_UNFINISHED = [
+    Mistake("stub: rope_frequencies", stubs("rope_frequencies"), "hidden_rope_frequencies", "template stub",
+            points_lost=2.5),                       # apply_rope is judged on stand-in frequencies
+    Mistake("stub: apply_rope", stubs("apply_rope"), "hidden_apply_rope", "template stub", points_lost=4.5),
+    Mistake("stub: rope_scores", stubs("rope_scores"), "hidden_rope_relative", "template stub", points_lost=3.5),
+    Mistake("stub: alibi_slopes", stubs("alibi_slopes"), "hidden_alibi_slopes", "template stub", points_lost=2.5),
+    Mistake("stub: alibi_bias", stubs("alibi_bias"), "hidden_alibi_bias", "template stub", points_lost=3.5),
+    Mistake("stub: Part 1 (RoPE)", stubs("rope_frequencies", "apply_rope", "rope_scores"), "hidden_apply_rope",
+            "template stub", also_fails=("hidden_rope_frequencies", "hidden_rope_relative"), points_lost=10.5),
+    Mistake("stub: Part 2 (ALiBi)", stubs("alibi_slopes", "alibi_bias"), "hidden_alibi_bias", "template stub",
+            also_fails=("hidden_alibi_slopes",), points_lost=6),
+    # No RoPE at all: frequencies of 2 pi, `return x`, position-free scores (9 of 16 before). The odd size passes.
+    Mistake("degenerate: 2 pi frequencies, identity rotation, position-free scores", """
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError("odd")
+    return np.full(head_dim // 2, 2 * np.pi)
+def apply_rope(x, positions, base=10000.0):
+    return x.copy()
+def rope_scores(q, k, q_positions, k_positions):
+    return q @ k.T
+""", "hidden_apply_rope", "apply_rope(", also_fails=("hidden_rope_frequencies", "hidden_rope_relative"),
+            points_lost=10.5),
+    Mistake("degenerate: zero slopes and an all-zero bias", "def alibi_slopes(n_heads):\n    return np.zeros(n_heads)\n"
+                                                          "def alibi_bias(n_heads, seq_len):\n"
+                                                          "    return np.zeros((n_heads, seq_len, seq_len))\n",
+            "hidden_alibi_bias", "alibi_bias(", also_fails=("hidden_alibi_slopes",), points_lost=5),
+]
+
+MISTAKES += UNFINISHED
+ROPE_MISTAKES += ROPE_UNFINISHED
+
 MISTAKES = contract_rule(MISTAKES, "hidden_contracts")
 ROPE_MISTAKES = contract_rule(ROPE_MISTAKES, "hidden_rope_alibi_contracts")

@@ -1,0 +1,76 @@
+"""A broken answer cell is named once, with its error and line, and "Fix this first" leads with it (issue 23).
+
+For every answer cell of every assignment, a syntax error and an indentation error: the error text the shell
+runner sends (probes.shell_runner.error_text) on the cell's output, then what pipeline.judge makes of it.
+"""
+import nbformat
+import pytest
+
+from notebook_tools import ROOT
+from posenc_autograder.checks import REGISTRY, hidden_tests, manifest
+from posenc_autograder.course import grade_id, nbgrader_meta
+from posenc_autograder.grading import pipeline
+from posenc_autograder.probes.shell_runner import error_text
+from posenc_autograder.results import GradedTest, NoteKind
+
+ASSIGNMENTS = ("positional_encoding", "rope_alibi")
+BREAKS = {"SyntaxError": lambda source: source.replace("):", ")", 1),
+          "IndentationError": lambda source: source.replace("\n    ", "\n      ", 1)}
+
+
+def answer_cells(assignment):
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    return [c for c in nb.cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")]
+
+
+def broken_notebook(assignment, cell_id, kind):
+    """The solution notebook as the sandbox sends it back: the cell's error output, as the shell runner writes it."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if grade_id(c) == cell_id)
+    try:
+        compile(BREAKS[kind](cell.source), "<cell>", "exec")
+    except SyntaxError as error:
+        cell.outputs = [nbformat.v4.new_output("error", ename=type(error).__name__, evalue=error_text(error),
+                                               traceback=[])]
+    return nbformat.writes(nb), cell
+
+
+@pytest.mark.parametrize("kind", sorted(BREAKS))
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_broken_answer_cell_is_named_once_with_its_error_and_line(assignment, kind):
+    for cell in answer_cells(assignment):
+        executed, _ = broken_notebook(assignment, grade_id(cell), kind)
+        broken = pipeline.broken_answer_cells(executed)
+        assert list(broken) == [grade_id(cell)]
+        error = broken[grade_id(cell)]
+        assert error.startswith(f"{kind}: ") and "(line " in error and "<cell>" not in error, error
+        [note] = pipeline.broken_cell_notes(broken)
+        assert note.kind == NoteKind.BROKEN_CELL and note.startswith(f"Fix this first: the answer cell "
+                                                                     f"'{grade_id(cell)}' did not run ({error})")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_tests_of_a_broken_cells_functions_say_so_once(assignment):
+    entries = manifest.functions(assignment)
+    for cell in answer_cells(assignment):
+        cell_id = grade_id(cell)
+        executed, _ = broken_notebook(assignment, cell_id, "SyntaxError")
+        broken = pipeline.broken_answer_cells(executed)
+        for test in hidden_tests(assignment):
+            failed = GradedTest(test.id, test.title, True, 0.0, test.points, ["`f` is not defined"] * 3)
+            blamed = pipeline._blame_broken_cells(failed, broken)
+            judged_here = any(e.cell == cell_id for e in entries if e.name in test.subjects)
+            if judged_here and not test.reads_verdicts:
+                [problem] = blamed.problems
+                assert problem.cause == f"the answer cell '{cell_id}' did not run ({broken[cell_id]})"
+            else:
+                assert blamed.problems == failed.problems
+        visible = GradedTest("test_visible", "t", False, 0.0, 0.0, ["raised NameError: name 'f' is not defined"])
+        assert f"the answer cell '{cell_id}' did not run" in pipeline._blame_broken_cells(visible, broken).problems[0]
+
+
+def test_every_answer_cell_defines_a_manifest_function():
+    for assignment in ASSIGNMENTS:
+        cells = {grade_id(c) for c in answer_cells(assignment)}
+        assert cells == {e.cell for e in manifest.functions(assignment)}, assignment
+        assert all(REGISTRY[t.id].subjects for t in hidden_tests(assignment))
