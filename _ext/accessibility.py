@@ -5,6 +5,8 @@
 - docutils marks each bibliography entry role="doc-biblioentry" inside role="list": DPUB-ARIA 1.1
   deprecates that role, and a list must own listitems (axe: aria-required-children, critical). The
   entries become listitems.
+- myst-nb names the toggle of a collapsed code cell "Toggle hidden content" while it shows "Show code
+  cell source" (label in name again): the toggle is named by what it shows.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pathlib
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
 DEPRECATED_ENTRY_ROLE = 'role="doc-biblioentry"'
 LIST_ENTRY_ROLE = 'role="listitem"'
+HIDDEN_CELL_TOGGLE = '<summary aria-label="Toggle hidden content">'
 
 
 def templates_first(app, config) -> None:
@@ -25,7 +28,14 @@ def bibliography_entries_as_listitems(app, pagename, templatename, context, doct
         context["body"] = body.replace(DEPRECATED_ENTRY_ROLE, LIST_ENTRY_ROLE)
 
 
+def toggles_named_by_what_they_show(app, pagename, templatename, context, doctree) -> None:
+    body = context.get("body")
+    if body and HIDDEN_CELL_TOGGLE in body:
+        context["body"] = body.replace(HIDDEN_CELL_TOGGLE, "<summary>")
+
+
 def setup(app):
     app.connect("config-inited", templates_first)
     app.connect("html-page-context", bibliography_entries_as_listitems)
+    app.connect("html-page-context", toggles_named_by_what_they_show)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
