@@ -96,7 +96,7 @@ def test_visible_checks_name_each_known_mistake_in_the_hidden_tests_words():
     assert {key: CAUSES[key] in text for key, text in texts.items()} == dict.fromkeys(texts, True), texts
 
 
-VISIBLE_CELLS = ("test_rope_visible", "test_alibi_visible")
+VISIBLE_CELLS = ("test_rope_visible", "test_alibi_visible", "visible_summary")
 
 
 def visible_failure(ns) -> str | None:

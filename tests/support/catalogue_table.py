@@ -43,15 +43,14 @@ def visible_checks_fail(assignment: str, code: str) -> bool:
     """Whether any visible test cell raises on the solution with `code`, run in-process as validate runs it."""
     cells = [c.source for c in nbformat.read(solution_notebook(assignment), as_version=4).cells
              if nbgrader_meta(c).get("grade") and grade_id(c) not in REGISTRY]
-    failed = False
-    for source in cells:
-        ns = namespace_from(implementation_source(solution_notebook(assignment)), code)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
+    ns = namespace_from(implementation_source(solution_notebook(assignment)), code)
+    try:                            # in order, in one namespace: the last cell sums up what the others reported
+        with contextlib.redirect_stdout(io.StringIO()):
+            for source in cells:
                 exec(compile(source, "<visible>", "exec"), ns)  # noqa: S102 - the course's own cells
-        except Exception:  # noqa: BLE001 - a failing self-check is what we count
-            failed = True
-    return failed
+    except Exception:  # noqa: BLE001 - a failing self-check is what we count
+        return True
+    return False
 
 
 def diagnosis(problems: list[str]) -> str:
