@@ -3,7 +3,6 @@ import pytest
 
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.notebook import run_check
 from student_variants import ROPE_ALTERNATIVES, ROPE_MISTAKES, ROPE_UNFINISHED
 
 SOLUTION = implementation_source(solution_notebook("rope_alibi"))
@@ -127,7 +126,8 @@ def test_visible_checks_catch_each_mistake_with_the_hidden_tests_diagnosis(mista
     """Each mistake fails the visible checks, with the hidden tests' diagnosis (an unfinished or degenerate part:
     any failure, a stub's NotImplementedError included)."""
     said = visible_failure(namespace_from(SOLUTION, mistake.code))
-    assert said is not None and (mistake.name in {m.name for m in ROPE_UNFINISHED} or mistake.feedback_phrase in said), said
+    unfinished = mistake.name in {m.name for m in ROPE_UNFINISHED}
+    assert said is not None and (unfinished or mistake.feedback_phrase in said), said
 
 
 @pytest.mark.parametrize("name", sorted(ROPE_ALTERNATIVES))
@@ -140,7 +140,8 @@ def test_degenerate_parts_earn_nothing():
     each subject runs on the grader's stand-ins, and a degenerate part earns nothing of its own either."""
     zeros = {"alibi_bias": "def alibi_slopes(n_heads):\n    return np.zeros(n_heads)\n"
                            "def alibi_bias(n_heads, seq_len):\n    return np.zeros((n_heads, seq_len, seq_len))\n",
-             "apply_rope": "def rope_frequencies(head_dim, base=10000.0):\n    return np.full(head_dim // 2, 2 * np.pi)\n"
+             "apply_rope": "def rope_frequencies(head_dim, base=10000.0):\n"
+                           "    return np.full(head_dim // 2, 2 * np.pi)\n"
                            "def apply_rope(x, positions, base=10000.0):\n    return x.copy()\n",
              "rope_scores": "def apply_rope(x, positions, base=10000.0):\n    return np.zeros(x.shape)\n"
                             "def rope_scores(q, k, q_positions, k_positions):\n    return np.zeros((len(q), len(k)))\n"}

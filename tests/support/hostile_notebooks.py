@@ -297,7 +297,8 @@ class Float64Looking(np.ndarray):
         return True
 def sinusoidal_positional_encoding(seq_len, d_model):
     return np.zeros((seq_len, d_model), dtype=np.float32).view(Float64Looking)
-probes = [module for name, module in list(sys.modules.items()) if module is not None and name.endswith("probes.helpers")]
+probes = [module for name, module in list(sys.modules.items())
+          if module is not None and name.endswith("probes.helpers")]
 def hook(frame, event, arg):
     for helpers in probes:
         helpers.kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}

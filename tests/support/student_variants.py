@@ -595,7 +595,8 @@ def alibi_slopes(n_heads):
 
 PORTED_MISTAKES = [
     # tensor2tensor's get_timing_signal_1d: timescales spaced by 1/(d/2 - 1), [sin | cos] halves, odd widths padded.
-    # hidden_pe_shapes: the 3 odd widths of 7 cases fail (1 kept of 2); values 4, stability 2, frequency 2; contract 0.5.
+    # hidden_pe_shapes: the 3 odd widths of 7 cases fail (1 kept of 2); values 4, stability 2, frequency 2;
+    # contract 0.5.
     Mistake("port: tensor2tensor get_timing_signal_1d", """
 import math
 def sinusoidal_positional_encoding(seq_len, d_model):
@@ -810,7 +811,8 @@ ROPE_ALTERNATIVES.update(ROPE_PORTED_ALTERNATIVES)
 def stubs(*names: str) -> str:
     """The template's stubs for these functions and classes (NotImplementedError)."""
     lines = ["def _template_stub(*args, **kwargs):", "    raise NotImplementedError()"]
-    lines += [f"class {n}:\n    __init__ = _template_stub" if n[0].isupper() else f"{n} = _template_stub" for n in names]
+    lines += [f"class {n}:\n    __init__ = _template_stub" if n[0].isupper() else f"{n} = _template_stub"
+              for n in names]
     return "\n".join(lines) + "\n"
 
 
@@ -877,8 +879,8 @@ class SinusoidalPositionalEncoding:
     Mistake("degenerate: M_k the identity with error 0", "def relative_position_matrix(pe, offset):\n"
                                                          "    return np.eye(pe.shape[1]), 0.0\n",
             "hidden_relative_position", "M is the identity", points_lost=4.5),
-    Mistake("degenerate: encode_and_attend returns its input", "def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n"
-                                                               "    return X.copy()\n",
+    Mistake("degenerate: encode_and_attend returns its input",
+            "def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n    return X.copy()\n",
             "hidden_integration", None, points_lost=3.5),
     # --- one cause charged once: a module that only calls the table function is not charged for it (above: odd
     # widths, a transposed table); a sequence-first forward costs the module's test alone.

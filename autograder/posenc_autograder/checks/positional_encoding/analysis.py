@@ -161,16 +161,19 @@ def _judge_stats(inputs, obs):
 
 
 TESTS = [
-    HiddenTest(id="hidden_relative_position", subjects=(ROTATION_FN,), assignment=ASSIGNMENT, points=4, answer_cell=ROTATION_FN,
+    HiddenTest(id="hidden_relative_position", assignment=ASSIGNMENT, points=4, answer_cell=ROTATION_FN,
+               subjects=(ROTATION_FN,),
                title="M_k for k = 1, 5, 10, 50 and others on a window that does not start at 0, error < 1e-10, "
                      "independence from the window, a measured error",
                bullets=("relative.linear_map", "relative.multiple_offsets", "relative.offset_only"),
                inputs=_rotation_inputs, probe=call_each, judge=_judge_rotation),
-    HiddenTest(id="hidden_dot_product", subjects=(DOT_FN,), assignment=ASSIGNMENT, points=2, answer_cell="dot_product_and_statistics",
+    HiddenTest(id="hidden_dot_product", assignment=ASSIGNMENT, points=2, answer_cell="dot_product_and_statistics",
+               subjects=(DOT_FN,),
                title="dot products of arbitrary arrays, symmetry, diagonal d/2, Toeplitz structure",
                bullets=("dot.symmetry", "dot.self", "dot.distance_dependent"),
                inputs=_dot_inputs, probe=call_each, judge=_judge_dot),
-    HiddenTest(id="hidden_encoding_statistics", subjects=(STATS_FN,), partial=True, assignment=ASSIGNMENT, points=2,
+    HiddenTest(id="hidden_encoding_statistics", partial=True, assignment=ASSIGNMENT, points=2,
+               subjects=(STATS_FN,),
                answer_cell="dot_product_and_statistics",
                title="every statistic on sinusoidal and non-sinusoidal arrays, including unbounded ones",
                bullets=("unique.bounded", "unique.norms"),

@@ -5,10 +5,11 @@ import numpy as np
 
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.results import Problem as ResultProblem
-from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward, probe_learned_forward,
-                                          probe_learned_init)
-from posenc_autograder.checks.base import (LIKELY_CAUSE, HiddenTest, Problem, as_array, value_of, compare, each_case, expect_error, mismatch, normal, observed_array,
-                   problems_of, require_shape)
+from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
+                                                          probe_learned_forward, probe_learned_init)
+from posenc_autograder.checks.base import (LIKELY_CAUSE, HiddenTest, Problem, as_array, compare, each_case,
+                                          expect_error, mismatch, normal, observed_array, problems_of, require_shape,
+                                          value_of)
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
@@ -159,19 +160,23 @@ def _judge_accumulation(inputs, obs):
 
 
 TESTS = [
-    HiddenTest(id="hidden_learned_init", subjects=(f"{CLASS}.embedding",), assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+    HiddenTest(id="hidden_learned_init", assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+               subjects=(f"{CLASS}.embedding",),
                title="mean and standard deviation of the initial table, use of rng", bullets=("learned.init",),
                inputs=lambda: _layer(1500, 48, seeds=[11, 11, 12]), probe=probe_learned_init, judge=_judge_init),
-    HiddenTest(id="hidden_learned_forward", subjects=(f"{CLASS}.forward",), assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+    HiddenTest(id="hidden_learned_forward", assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+               subjects=(f"{CLASS}.forward",),
                title="forward shapes and values for several batch sizes and lengths, ValueError for L > max_seq_len",
                bullets=("shape.learned_forward", "shape.batch_sizes", "shape.sequence_lengths", "learned.too_long"),
                inputs=_forward_inputs, probe=probe_learned_forward, judge=_judge_forward),
-    HiddenTest(id="hidden_learned_backward", subjects=(f"{CLASS}.backward", f"{CLASS}.grad_embedding"), assignment=ASSIGNMENT, points=4, answer_cell=CLASS,
+    HiddenTest(id="hidden_learned_backward", assignment=ASSIGNMENT, points=4, answer_cell=CLASS,
+               subjects=(f"{CLASS}.backward", f"{CLASS}.grad_embedding"),
                title="grad_embedding against the exact gradient (the batch sum of the upstream rows) and the "
                      "input gradient",
                bullets=("learned.gradient_check",),
                inputs=_backward_inputs, probe=probe_learned_backward, judge=_judge_backward),
-    HiddenTest(id="hidden_learned_accumulation", subjects=(f"{CLASS}.grad_embedding",), assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+    HiddenTest(id="hidden_learned_accumulation", assignment=ASSIGNMENT, points=2, answer_cell=CLASS,
+               subjects=(f"{CLASS}.grad_embedding",),
                title="summing over the batch (4 identical elements give 4x) and zero rows for unused positions",
                bullets=("learned.batch_accumulation", "learned.unused_positions_zero"),
                inputs=_accumulation_inputs, probe=probe_learned_accumulation, judge=_judge_accumulation),

@@ -1,4 +1,5 @@
-"""The core assignment's student functions: names, arguments, promised returns, answer cells (see checks/manifest.py)."""
+"""The core assignment's student functions: names, arguments, promised returns, answer cells
+(see checks/manifest.py)."""
 from __future__ import annotations
 
 from posenc_autograder.checks import reference as ref

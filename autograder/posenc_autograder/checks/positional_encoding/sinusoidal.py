@@ -10,8 +10,8 @@ from posenc_autograder.checks.diagnosis import diagnose_pe_table
 from posenc_autograder.checks.manifest import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.base import (HiddenTest, Problem, against_any, call, call_label, calling, compare, each_case,
-                                          expect_error, mismatch, normal, observed_array, problems_of)
+from posenc_autograder.checks.base import (HiddenTest, Problem, against_any, call, call_label, calling, compare,
+                                          each_case, expect_error, mismatch, normal, observed_array, problems_of)
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
@@ -151,24 +151,29 @@ def _judge_class(inputs, obs):
 
 
 TESTS = [
-    HiddenTest(id="hidden_pe_shapes", subjects=(PE_FN,), partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_shapes", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               subjects=(PE_FN,),
                title="output shapes for several (L, d_model), and ValueError for odd widths",
                bullets=("shape.sinusoidal", "shape.odd_d_model"),
                inputs=_shapes_inputs, probe=call_each, judge=_judge_shapes),
-    HiddenTest(id="hidden_pe_values", subjects=(PE_FN,), partial=True, assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_values", partial=True, assignment=ASSIGNMENT, points=4, answer_cell=PE_FN,
+               subjects=(PE_FN,),
                title="exact values against the formula, for several sizes",
                bullets=("values.position_zero", "values.small_example"),
                inputs=lambda: _table_calls((3, 4), (7, 10), (60, 34)), probe=call_each, judge=_table_problems),
-    HiddenTest(id="hidden_pe_unique_bounded", subjects=(PE_FN,), assignment=ASSIGNMENT, points=3, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_unique_bounded", assignment=ASSIGNMENT, points=3, answer_cell=PE_FN,
+               subjects=(PE_FN,),
                title="distinct rows for L = 1000, |PE| <= 1, determinism, row norms sqrt(d/2)",
                bullets=("unique.rows", "unique.bounded", "unique.deterministic", "unique.norms"),
                inputs=_unique_inputs, probe=call_each, judge=_judge_unique),
-    HiddenTest(id="hidden_pe_stability", subjects=(PE_FN,), partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_stability", partial=True, assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               subjects=(PE_FN,),
                title="no NaN or Inf for L = 10000 and for d_model = 4096, precision of the frequencies",
                bullets=("stability.long_sequence", "stability.wide_model", "stability.log_space"),
                inputs=lambda: _table_calls((10000, 32), (24, 4096)), probe=call_each,
                judge=lambda inputs, obs: _table_problems(inputs, obs, atol=1e-8)),
-    HiddenTest(id="hidden_pe_frequency", subjects=(PE_FN,), assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+    HiddenTest(id="hidden_pe_frequency", assignment=ASSIGNMENT, points=2, answer_cell=PE_FN,
+               subjects=(PE_FN,),
                title="fast low dimensions, slow high dimensions, wavelengths 2*pi and 2*pi*10000^((d-2)/d)",
                bullets=("frequency.low_fast", "frequency.high_slow", "frequency.first_wavelength",
                         "frequency.last_wavelength"),

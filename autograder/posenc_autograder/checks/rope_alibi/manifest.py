@@ -1,4 +1,5 @@
-"""The bonus assignment's student functions: names, arguments, promised returns, answer cells (see checks/manifest.py)."""
+"""The bonus assignment's student functions: names, arguments, promised returns, answer cells
+(see checks/manifest.py)."""
 from __future__ import annotations
 
 from posenc_autograder.checks.base import call, normal
@@ -23,5 +24,6 @@ FUNCTIONS = (
                     stand_ins=lambda: {"apply_rope": shift_stand_in(normal(65, HEAD_DIM))}, reference=""),
     StudentFunction("alibi_slopes", ("n_heads",), ARRAY, cell="alibi", contract=lambda: call(12)),
     StudentFunction("alibi_bias", ("n_heads", "seq_len"), ARRAY, cell="alibi", contract=lambda: call(HEADS, 5),
-                    stand_ins=lambda: {"alibi_slopes": lookup_stand_in(("n_heads",), {(HEADS,): normal(66, HEADS) ** 2})}),
+                    stand_ins=lambda: {"alibi_slopes": lookup_stand_in(("n_heads",),
+                                                                       {(HEADS,): normal(66, HEADS) ** 2})}),
 )

@@ -74,8 +74,8 @@ def frequency_mistakes(d, base) -> dict[str, np.ndarray]:
 def _frequency_problem(d, record, label, base=ref.DEFAULT_BASE):
     expected = ref.angular_frequencies(d, base)
     return compare(record, expected, label, 1e-12, diagnose=lambda a: next(
-        (why for why, wrong in frequency_mistakes(d, base).items() if _matches(a, wrong) and not _matches(wrong, expected)),
-        None))
+        (why for why, wrong in frequency_mistakes(d, base).items()
+         if _matches(a, wrong) and not _matches(wrong, expected)), None))
 
 
 def _judge_frequencies(inputs, obs):
@@ -133,8 +133,9 @@ def _rope_inputs():
 def _judge_rope(inputs, obs):
     def problem(x, positions, record, label, base):
         def against(theta):
-            return compare(record, _rotate(x, positions, base, theta=theta), f"{label} with positions {positions[:4]}...",
-                           1e-10, diagnose=lambda a: _rope_diagnosis(a, x, positions, base, theta))
+            return compare(record, _rotate(x, positions, base, theta=theta),
+                           f"{label} with positions {positions[:4]}...", 1e-10,
+                           diagnose=lambda a: _rope_diagnosis(a, x, positions, base, theta))
         return against_any(against, ref.angular_frequencies(x.shape[-1], base),
                            lookup_answer(inputs["stand_ins"][FREQ_FN], x.shape[-1], base))
     return _each(ROPE_FN, "outputs", inputs, obs, problem)
