@@ -14,6 +14,7 @@ from notebook_tools import implementation_source, namespace_from, solution_noteb
 from posenc_autograder.checks import REGISTRY, manifest
 from posenc_autograder.notebook import graded_in_process
 from posenc_autograder.probes import guard
+from hostile_notebooks import ATTACKS, LYING_SUBCLASS
 from student_variants import FLOAT32_TABLE, MISTAKES, learned_variant
 
 FIND_PROBES = '''
@@ -35,16 +36,8 @@ class Forgery:
 
 
 FORGERIES = [
-    Forgery("the record function and every probe replaced by canned passing answers", STUBS, FIND_PROBES + '''
-def canned(entry, namespace):
-    calls = entry["data"].get("calls", {})
-    return {"observations": {name: {"kind": {"type": "ndarray", "dtype": "float64", "shape": [1]},
-                                    "arguments": c["args"]} for name, c in calls.items()}}
-probes["runner"].record = canned
-probes["calls"].contract_each = lambda ns, data: canned({"data": data}, ns)["observations"]
-probes["helpers"].kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
-probes["helpers"].attempt = lambda fn, *a, **k: {"value": 0.0}
-'''),
+    Forgery("the record function and every probe replaced by canned passing answers", STUBS,
+            ATTACKS["forge_record_and_probe_functions"]),          # the same code as the sandbox attack
     Forgery("numpy patched so that every array compares equal and copies come back unchanged", IN_PLACE, '''
 import numpy as np
 _copy = np.array
@@ -59,13 +52,7 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
         np.asarray = lambda value, *a, **k: value
         return super().forward(X)
 '''),
-    Forgery("an ndarray subclass that says float64 when asked, around a float32 table", FLOAT32_RETURN, '''
-class Float64Looking(np.ndarray):
-    @property
-    def dtype(self):
-        return np.dtype("float64")
-    def __eq__(self, other):
-        return True
+    Forgery("an ndarray subclass that says float64 when asked, around a float32 table", FLOAT32_RETURN, LYING_SUBCLASS + '''
 _float32_table = sinusoidal_positional_encoding
 def sinusoidal_positional_encoding(seq_len, d_model):
     return _float32_table(seq_len, d_model).view(Float64Looking)

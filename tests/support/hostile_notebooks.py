@@ -11,6 +11,16 @@ import json
 import os
 import pathlib
 
+# An ndarray subclass that says float64 whatever it holds (and equals anything): forgeries here and in-process.
+LYING_SUBCLASS = '''
+class Float64Looking(np.ndarray):
+    @property
+    def dtype(self):
+        return np.dtype("float64")
+    def __eq__(self, other):
+        return True
+'''
+
 ATTACKS = {
     "gradebook_sqlite": r'''
 import glob, os, sqlite3
@@ -286,15 +296,7 @@ for name in ("helpers", "calls"):
         probes[name].kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
         probes[name].contract_each = lambda ns, data: canned({"data": data}, ns)["observations"]
 ''',
-    "forge_lying_subclass_and_tracing_hooks": r'''
-import sys, threading
-import numpy as np
-class Float64Looking(np.ndarray):
-    @property
-    def dtype(self):
-        return np.dtype("float64")
-    def __eq__(self, other):
-        return True
+    "forge_lying_subclass_and_tracing_hooks": "import sys, threading\nimport numpy as np\n" + LYING_SUBCLASS + r'''
 def sinusoidal_positional_encoding(seq_len, d_model):
     return np.zeros((seq_len, d_model), dtype=np.float32).view(Float64Looking)
 probes = [module for name, module in list(sys.modules.items())
