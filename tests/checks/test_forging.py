@@ -52,7 +52,8 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
         np.asarray = lambda value, *a, **k: value
         return super().forward(X)
 '''),
-    Forgery("an ndarray subclass that says float64 when asked, around a float32 table", FLOAT32_RETURN, LYING_SUBCLASS + '''
+    Forgery("an ndarray subclass that says float64 when asked, around a float32 table", FLOAT32_RETURN,
+            LYING_SUBCLASS + '''
 _float32_table = sinusoidal_positional_encoding
 def sinusoidal_positional_encoding(seq_len, d_model):
     return _float32_table(seq_len, d_model).view(Float64Looking)
