@@ -24,7 +24,7 @@ import time
 
 import nbformat
 
-from posenc_autograder.course import Course, grade_id
+from posenc_autograder.course import Course
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 
 SHARES = (("correct", 0.60), ("common mistake", 0.25), ("untouched", 0.10), ("copy", 0.05))
