@@ -43,7 +43,8 @@ PRINT_CSS = """
   div.math { overflow: visible !important; flex-wrap: wrap-reverse; }
   div.math mjx-container { overflow: visible !important; min-width: max-content; }
   .reader-more-left, .reader-more-right { box-shadow: none !important; }
-  div.highlight pre { overflow: visible !important; white-space: pre-wrap; overflow-wrap: anywhere; break-inside: auto !important; }
+  div.highlight pre { overflow: visible !important; white-space: pre-wrap; overflow-wrap: anywhere;
+                      break-inside: auto !important; }
   div.toctree-wrapper > section { break-before: page; }
   h1, h2, h3, h4 { break-after: avoid-page; }
   figure, .explorable, div.math, tr, img, div.cell_input, div.cell_output { break-inside: avoid; }

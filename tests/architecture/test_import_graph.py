@@ -8,8 +8,8 @@ import posenc_autograder
 PACKAGE = pathlib.Path(posenc_autograder.__file__).parent
 # Earlier stages first; a module may import its own stage and any earlier one.
 # notebook.py is the checks' in-process front (what solution notebooks' hidden cells call).
-STAGES = ["course", "results", "csvsafe", "progress", "probes", "checks", "notebook", "authoring", "intake", "sandbox", "grading",
-          "records", "reports", "integrity", "portal", "devtools", "cli", "__main__"]
+STAGES = ["course", "results", "csvsafe", "progress", "probes", "checks", "notebook", "authoring", "intake", "sandbox",
+          "grading", "records", "reports", "integrity", "portal", "devtools", "cli", "__main__"]
 # The class run of `make grade` stores and reports what it graded: the one orchestrator allowed to call later stages.
 ORCHESTRATORS = {"posenc_autograder.grading.grade": {"records", "reports"}}
 
@@ -30,7 +30,8 @@ def imports_of(path: pathlib.Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
             if base.startswith("posenc_autograder"):
                 found.add(base)
                 found |= {f"{base}.{alias.name}" for alias in node.names}

@@ -1,4 +1,5 @@
-"""The course folder comes from where you run (or --course / $POSENC_COURSE), never from where the grader is installed."""
+"""The course folder comes from where you run (or --course / $POSENC_COURSE), never from where the grader is
+installed."""
 import pytest
 
 from fixture_submissions import make_course

@@ -75,7 +75,8 @@ def test_nbgrader_validate_passes_a_solved_notebook_and_flags_an_untouched_one(a
 
     def validate(name):
         return subprocess.run([str(nbgrader), "validate", name], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=600, env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}).stdout
+                              timeout=600,
+                              env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}).stdout
 
     assert "Success! Your notebook passes all the tests." in validate("solved.ipynb")
     untouched = validate("untouched.ipynb")

@@ -8,7 +8,8 @@ def test_book_builds_without_warnings(book_build):
     proc, _ = book_build
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
-    # Sphinx reports "path: WARNING: ..."; the kernel's own "[IPKernelApp] WARNING | ..." chatter is not a build warning.
+    # Sphinx reports "path: WARNING: ..."; the kernel's own "[IPKernelApp] WARNING | ..." chatter is not a build
+    # warning.
     warnings = [line for line in log.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL):", line)
                 and not KERNEL_SHUTDOWN_NOISE.fullmatch(line.strip())]
     assert warnings == [], "\n".join(warnings)

@@ -70,7 +70,8 @@ CUT_OFF = """() => {
             if (overflow === "visible") continue;
             const frame = a.getBoundingClientRect();
             if (overflow === "auto" || overflow === "scroll") { box = frame; continue; }   // scrolls: its box must fit
-            if (box.left < frame.left - 1 || box.right > frame.right + 1) clipped = `clipped by ${name(a).slice(0, 60)}`;
+            if (box.left < frame.left - 1 || box.right > frame.right + 1)
+                clipped = `clipped by ${name(a).slice(0, 60)}`;
         }
         if (!clipped && (box.left < -1 || box.right > innerWidth + 1)) clipped = "beyond the window";
         if (clipped) cut.push(`${name(element)}: ${clipped}`);
@@ -168,7 +169,8 @@ def test_the_cut_off_check_can_fail(site, browser, pages):
     base, _ = site
     page, _ = open_page(browser, f"{base}/{pages[0]}.html", width=PHONE_WIDTH)
     page.evaluate("""() => document.querySelector('article p').insertAdjacentHTML('beforeend',
-        '<span style="display: block; overflow: hidden"><span style="display: inline-block; width: 900px">wide</span></span>')""")
+        '<span style="display: block; overflow: hidden">'
+        + '<span style="display: inline-block; width: 900px">wide</span></span>')""")
     assert any("clipped" in problem for problem in page.evaluate(CUT_OFF))
     page.close()
 

@@ -21,7 +21,8 @@ def test_reserved_keys_in_data_come_back_as_data(data):
 
 
 @pytest.mark.parametrize("forged", ['{"__ndarray_index__": 0}', '{"__ndarray_index__": 0, "x": 1}',
-                                    '{"__float__": "1e5"}', '{"__ndarray_float64__": "AAAAAAAA8D8=", "shape": [1], "x": 1}'])
+                                    '{"__float__": "1e5"}',
+                                    '{"__ndarray_float64__": "AAAAAAAA8D8=", "shape": [1], "x": 1}'])
 def test_forged_reserved_structures_are_refused(forged):
     with pytest.raises(ValueError):
         codec.loads(forged)

@@ -117,7 +117,8 @@ def analysis():
         records, groups = fixture_class()
     instructor = text.instructor_code(ROOT / "exercises/positional_encoding/positional_encoding.ipynb",
                                       ROOT / "solutions/positional_encoding/positional_encoding.ipynb")
-    return report.analyse(records, instructor + "\n\n" + TEMPLATES, "positional_encoding", "positional_encoding"), groups
+    return report.analyse(records, instructor + "\n\n" + TEMPLATES,
+                          "positional_encoding", "positional_encoding"), groups
 
 
 def ranks(analysis) -> dict[tuple, int]:
@@ -193,7 +194,8 @@ def test_evidence_is_stored_compact_bounded_and_read_back_exactly(tmp_path, caps
     assert kept.student == "modest"
     (answer,) = kept.answers
     assert (answer.test, answer.where, answer.failed) == ("hidden_pe_values", "/tables[0]", True)
-    assert answer.keys == store.answer_keys({"value": table}) and "returned an array of shape (3, 4)" in answer.description
+    assert (answer.keys == store.answer_keys({"value": table})
+            and "returned an array of shape (3, 4)" in answer.description)
     for nudged in (table * (1 - 2 ** -53), table * (1 + 2 ** -52), np.nextafter(table, 2)):     # an ulp away
         assert set(answer.keys) & set(store.answer_keys({"value": nudged}))
     assert not set(answer.keys) & set(store.answer_keys({"value": table * (1 + 1e-6)}))
@@ -231,7 +233,8 @@ def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_wr
 
 
 def test_string_constants_that_compile_are_compared_as_code():
-    code = "x = 1\nexec('def f(a):\\n    return [a * k for k in range(3)]\\n')\nprint('not code at all, just a sentence')"
+    code = ("x = 1\nexec('def f(a):\\n    return [a * k for k in range(3)]\\n')\n"
+            "print('not code at all, just a sentence')")
     assert text.code_strings(code) == ["def f(a):\n    return [a * k for k in range(3)]\n"]
     assert text.comparable_code(code).endswith("return [a * k for k in range(3)]\n")
     assert text.code_strings("s = 'a plain sentence that is long enough to be considered'") == []

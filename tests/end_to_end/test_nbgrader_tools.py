@@ -71,8 +71,8 @@ def test_export_does_not_clobber_our_grades(graded):
     course, results, _ = graded
     ours = course.grades_csv.read_bytes()
     nbgrader(course, "export")
-    exported = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(open(course.root / "autograder" /
-                                                                                  "grades.csv")) if r["assignment"] == NB}
+    exported = {r["student_id"]: float(r["raw_score"])
+                for r in csv.DictReader(open(course.root / "autograder" / "grades.csv")) if r["assignment"] == NB}
     assert exported == {s: r.score for s, r in results.items()}
     assert course.grades_csv.read_bytes() == ours
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO(ours.decode()))}

@@ -30,7 +30,8 @@ def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"                      # build from a copy: setuptools writes metadata beside the code
     shutil.copytree(ROOT / "autograder", source, ignore=shutil.ignore_patterns(
-        "__pycache__", "*.egg-info", "build", "gradebook.db", "submitted", "autograded", "feedback", "reports", ".work"))
+        "__pycache__", "*.egg-info", "build", "gradebook.db", "submitted", "autograded", "feedback", "reports",
+        ".work"))
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", tmp / "dist",
          source)
     [wheel] = (tmp / "dist").glob("posenc_autograder-*.whl")

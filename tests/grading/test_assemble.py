@@ -1,4 +1,5 @@
-"""assemble(): the notebook that is run takes every read-only cell from the release and every answer from the student."""
+"""assemble(): the notebook that is run takes every read-only cell from the release and every answer from the
+student."""
 import copy
 
 import nbformat

@@ -64,7 +64,8 @@ def cell(text: str) -> str:
 
 
 def rows(caught: dict[str, dict[str, bool]]) -> list[str]:
-    lines = ["| assignment | mistake | points lost | tests failed | diagnosis (first 60 characters) | caught by validate |",
+    lines = ["| assignment | mistake | points lost | tests failed | diagnosis (first 60 characters) "
+             "| caught by validate |",
              "| --- | --- | --- | --- | --- | --- |"]
     for assignment, (mistakes, *_) in CATALOGUES.items():
         for mistake in mistakes:

@@ -235,17 +235,20 @@ for name in (b"\0/tmp/dbus-abc", b"\0posenc"):
     "read_grader_package_and_env": r'''
 import glob, os, sys
 print(sorted(os.environ))
-hits = [p for root in ("/", "/usr", "/root", "/work", "/tmp") for p in glob.glob(root + "/**/reference.py", recursive=True)]
+hits = [p for root in ("/", "/usr", "/root", "/work", "/tmp")
+        for p in glob.glob(root + "/**/reference.py", recursive=True)]
 hits += glob.glob("/**/posenc_autograder/**", recursive=True)
 print("grader files", hits[:20])
 def sinusoidal_positional_encoding(seq_len, d_model):
     import importlib
-    return importlib.import_module("posenc_autograder.checks.reference").sinusoidal_positional_encoding(seq_len, d_model)
+    return importlib.import_module(
+        "posenc_autograder.checks.reference").sinusoidal_positional_encoding(seq_len, d_model)
 ''',
     # --- the supervisor's channels and files -----------------------------------------------------
     "control_files_as_links_and_fifos": r'''
 import os
-targets = {"progress": "/work/main/autograder/gradebook.db", "skip.json": "/work/main/.venv/lib/python3.11/site-packages/x.pth",
+targets = {"progress": "/work/main/autograder/gradebook.db",
+           "skip.json": "/work/main/.venv/lib/python3.11/site-packages/x.pth",
            "runner.log": "/etc/shadow", "limits.json": "/proc/self/environ", "task.json": "/dev/zero"}
 for folder in (os.getcwd(), os.environ.get("HOME", "/tmp"), "/tmp", os.environ.get("POSENC_JOB_DIR", "/tmp/job")):
     for name, target in targets.items():
@@ -270,7 +273,9 @@ import json, os
 fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
 ids = ["hidden_pe_values", "hidden_pe_shape", "hidden_stats", "hidden_dot", "hidden_module"]
 frames = [{"result": i, "record": json.dumps({"observations": {"passed": True, "value": 1}})} for i in ids]
-frames += [{"cell": 10**9}, {"output": -1, "outputs": [{"output_type": "display_data", "data": {"text/html": "<script>alert(1)</script>"}}]},
+frames += [{"cell": 10**9},
+           {"output": -1, "outputs": [{"output_type": "display_data",
+                                       "data": {"text/html": "<script>alert(1)</script>"}}]},
            {"done": True}, [1, 2], "text", {"result": ["list"], "record": 5}]
 for frame in frames:
     os.write(fd, (json.dumps(frame) + "\n").encode())
@@ -552,8 +557,9 @@ HOSTILE_FOLDER_NAMES = ["=HYPERLINK(\"x\",\"y\")", "<img src=x onerror=alert(1)>
                         "-rf", "[click](javascript:alert(1))"]
 
 CLASSES = {
-    "escape": ["unshare_and_remount", "ptrace_and_kernel_calls", "write_kernel_settings", "read_solutions_and_reference",
-               "read_other_students", "gradebook_sqlite", "read_grader_package_and_env"],
+    "escape": ["unshare_and_remount", "ptrace_and_kernel_calls", "write_kernel_settings",
+               "read_solutions_and_reference", "read_other_students", "gradebook_sqlite",
+               "read_grader_package_and_env"],
     "supervisor": ["control_files_as_links_and_fifos", "forge_channel_frames", "forged_progress_keeps_cell_alive",
                    "close_and_hijack_channel", "forge_results_files", "kill_the_runner",
                    "forge_record_and_probe_functions", "forge_lying_subclass_and_tracing_hooks"],

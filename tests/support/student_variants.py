@@ -15,7 +15,8 @@ class Mistake:
     failing_check: str
     feedback_phrase: str | None = None
     also_fails: tuple[str, ...] = ()     # every other hidden test it fails: with failing_check, the points it loses
-    points_lost: float | None = None     # with partial credit, the exact points lost (worked out by hand from the cases)
+    # with partial credit, the exact points lost (worked out by hand from the cases)
+    points_lost: float | None = None
 
     @property
     def failing(self) -> set[str]:
@@ -119,7 +120,8 @@ def sinusoidal_positional_encoding(seq_len, d_model):
 
 MISTAKES = [
     # --- the sinusoidal table
-    Mistake("concatenated sin | cos", pe_variant(assemble="return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"),
+    Mistake("concatenated sin | cos",
+            pe_variant(assemble="return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"),
             "hidden_pe_values", "concatenated",
             also_fails=('hidden_pe_frequency', 'hidden_pe_stability')),
     Mistake("sin and cos swapped", pe_variant(assemble=INTERLEAVE.replace("np.sin(angles)", "TMP").replace(
@@ -180,11 +182,13 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     # --- the learned table
     Mistake("initial table not scaled", learned_variant(init="rng.normal(size=(max_seq_len, d_model))"),
             "hidden_learned_init", "not scaled"),
-    Mistake("0.02 used as the variance's square", learned_variant(init="rng.normal(0.0, 0.02 ** 2, size=(max_seq_len, d_model))"),
+    Mistake("0.02 used as the variance's square",
+            learned_variant(init="rng.normal(0.0, 0.02 ** 2, size=(max_seq_len, d_model))"),
             "hidden_learned_init", "not the variance"),
     Mistake("uniform initialisation", learned_variant(init="rng.uniform(0.0, 0.02, size=(max_seq_len, d_model))"),
             "hidden_learned_init", "normal distribution"),
-    Mistake("rng argument ignored", learned_variant(init="np.random.default_rng(0).normal(0.0, 0.02, size=(max_seq_len, d_model))"),
+    Mistake("rng argument ignored",
+            learned_variant(init="np.random.default_rng(0).normal(0.0, 0.02, size=(max_seq_len, d_model))"),
             "hidden_learned_init", "rng"),
     Mistake("gradient averaged over the batch", learned_variant(
         backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
@@ -215,7 +219,8 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
             "hidden_relative_position", "transposed"),
     Mistake("error assumed to be zero", rotation_variant(error="0.0"),
             "hidden_relative_position", "measured, not assumed"),
-    Mistake("error as the mean, not the max", rotation_variant(error="float(np.mean(np.linalg.norm(residual, axis=1)))"),
+    Mistake("error as the mean, not the max",
+            rotation_variant(error="float(np.mean(np.linalg.norm(residual, axis=1)))"),
             "hidden_relative_position", "measured, not assumed"),
     Mistake("window assumed to start at position 0", rotation_variant(
         angle="phi = np.arctan2(pe[offset, 2*i], pe[offset, 2*i+1])"), "hidden_relative_position", None),
@@ -274,7 +279,8 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     Mistake("learned forward with X += (in place)", learned_variant().replace(
         "return X + self.embedding[None, :X.shape[1]]", "X += self.embedding[None, :X.shape[1]]\n        return X"),
             "hidden_contracts", "LearnedPositionalEncoding.forward changed its argument X in place"),
-    Mistake("table returned as a Python list", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.tolist()")),
+    Mistake("table returned as a Python list",
+            pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.tolist()")),
             "hidden_contracts", "sinusoidal_positional_encoding returned a list; expected a float64 numpy ndarray"),
     Mistake("M_k returned as a list [M, error]", '''
 _rotation = relative_position_matrix

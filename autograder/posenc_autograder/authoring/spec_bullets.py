@@ -27,7 +27,8 @@ SPEC_BULLETS = {
     "frequency.last_wavelength": ("Frequency structure", "The last sin column has wavelength about 2 pi 10000"),
     "learned.init": ("Learned embedding", "Initial values have mean about 0 and std about 0.02"),
     "learned.too_long": ("Learned embedding", "Forward with L > L_max raises ValueError"),
-    "learned.gradient_check": ("Learned embedding", "Backward matches central differences (eps 1e-5, rel. error < 1e-5)"),
+    "learned.gradient_check": ("Learned embedding",
+                               "Backward matches central differences (eps 1e-5, rel. error < 1e-5)"),
     "learned.batch_accumulation": ("Learned embedding", "grad_embedding sums over the batch (B = 4 gives 4x)"),
     "learned.unused_positions_zero": ("Learned embedding", "Positions L .. L_max - 1 get zero gradient"),
     "stability.long_sequence": ("Numerical stability", "L = 10000 gives no NaN or Inf"),
@@ -36,7 +37,8 @@ SPEC_BULLETS = {
     "integration.permutation_sensitive": ("Integration", "With PE, permuted inputs give different attention outputs"),
     "integration.permutation_equivariant": ("Integration", "Without PE, permuted inputs give permuted outputs"),
     "integration.additive_composition": ("Integration", "X + PE keeps the statistics of X ~ N(0, 1) sane"),
-    "integration.forward_with_attention": ("Integration", "SinusoidalPositionalEncoding wired into attention is order sensitive"),
+    "integration.forward_with_attention": ("Integration",
+                                           "SinusoidalPositionalEncoding wired into attention is order sensitive"),
     "integration.attention": ("Integration", "The self-attention module itself is correct"),
     # context_extension (issue 27): stretching a RoPE model's context
     "stretch.shapes": ("Context extension", "Shapes and dtypes for several head dimensions"),
@@ -46,7 +48,8 @@ SPEC_BULLETS = {
     "stretch.ntk": ("Context extension", "NTK: fastest pair unchanged, slowest pair's wavelength scaled by s, "
                                          "identity at s = 1, stable for head_dim 256"),
     "stretch.yarn": ("Context extension", "YaRN: short wavelengths kept, long ones divided by s, the ramp monotonic "
-                                          "and continuous at both ends, attention scale 1 at s = 1, head_dim 8 by hand"),
+                                          "and continuous at both ends, attention scale 1 at s = 1, "
+                                          "head_dim 8 by hand"),
     "stretch.llama": ("Context extension", "Llama 3.1: every pair in its band; the published configuration "
                                            "reproduces Meta's apply_scaling"),
     "stretch.relative": ("Context extension", "Scores after rotation still depend only on the offset, for each scheme"),

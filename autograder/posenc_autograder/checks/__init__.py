@@ -1,8 +1,8 @@
 """Every hidden test, by its nbgrader cell id: the TESTS list of each module of each assignment's subpackage.
 
 A subpackage per assignment (checks/<assignment>/), a module per part; the shared machinery (base,
-contracts, reference, diagnosis, variants) sits beside them. Adding a module (or a HiddenTest to one) is all it takes, then
-`make release` writes the notebooks' hidden cells, the test plan and the README's totals.
+contracts, reference, diagnosis, variants) sits beside them. Adding a module (or a HiddenTest to one) is
+all it takes, then `make release` writes the notebooks' hidden cells, the test plan and the README's totals.
 """
 import importlib
 import pkgutil

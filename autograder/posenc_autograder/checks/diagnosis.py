@@ -45,9 +45,11 @@ def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:
             ref.sinusoidal_positional_encoding(seq_len, d_model, first_position=1),
         "the frequency exponent uses i/d_model instead of 2i/d_model":
             _interleave(*_sin_cos(_angles(seq_len, d_model, omega=np.exp(-i / d_model * np.log(1e4))))),
-        "the frequency exponent uses the column index j instead of the pair index i (omega = 10000^(-2j/d) with j the column)":
+        "the frequency exponent uses the column index j instead of the pair index i "
+        "(omega = 10000^(-2j/d) with j the column)":
             _by_column(seq_len, np.exp(-2 * j / d_model * np.log(1e4))),
-        "the frequency uses the column index j directly (omega_j = 10000^(-j/d)) instead of pairing columns 2i and 2i+1":
+        "the frequency uses the column index j directly (omega_j = 10000^(-j/d)) "
+        "instead of pairing columns 2i and 2i+1":
             _by_column(seq_len, np.exp(-j / d_model * np.log(1e4))),
         "the exponent's sign is flipped: frequencies grow instead of shrinking (use 10000^(-2i/d))":
             _interleave(*_sin_cos(_angles(seq_len, d_model, omega=np.exp(2 * i / d_model * np.log(1e4))))),

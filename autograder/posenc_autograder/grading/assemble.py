@@ -1,10 +1,10 @@
 """Build the notebook that is actually run: the released cells with the student's answers in them.
 
 Every cell the student may not change (instructions, given code, visible and hidden tests) comes
-from the released notebook in exercises/ (never the solutions), whatever the submission did to it (deleted, edited, metadata
-changed). Every cell the student writes (solution cells, scratch cells, and cells they added) comes
-from the submission, in place. This replaces nbgrader's OverwriteCells plus checksum check, which
-fail a whole notebook over an edited metadata flag.
+from the released notebook in exercises/ (never the solutions), whatever the submission did to it
+(deleted, edited, metadata changed). Every cell the student writes (solution cells, scratch cells, and
+cells they added) comes from the submission, in place. This replaces nbgrader's OverwriteCells plus
+checksum check, which fail a whole notebook over an edited metadata flag.
 """
 from __future__ import annotations
 

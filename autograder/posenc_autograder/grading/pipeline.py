@@ -72,7 +72,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
     try:
         student_nb = read_notebook(submission.path)
     except UnreadableNotebook as exc:
-        return not_graded(submission, cells, submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
+        return not_graded(submission, cells,
+                          submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
     assembled = assemble(release, student_nb,
                          release_history.earlier_cells(course, submission.assignment, submission.notebook))
     submission.notes.extend(assembled.notes)
@@ -169,7 +170,8 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
     if not shared:
         return []
     cause, *ids = max(shared, key=len)
-    return [Note(NoteKind.FIX_FIRST, f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
+    return [Note(NoteKind.FIX_FIRST,
+                 f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
 
 
 def broken_answer_cells(executed_notebook: str | None) -> dict[str, str]:

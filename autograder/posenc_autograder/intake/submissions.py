@@ -156,7 +156,8 @@ def read_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_c
     except json.JSONDecodeError as exc:
         hint = " It contains merge-conflict markers (<<<<<<<)." if "<<<<<<<" in text else ""
         raise UnreadableNotebook(f"the file is not valid notebook JSON (line {exc.lineno}, column {exc.colno}: "
-                                 f"{exc.msg}).{hint} Open it in Jupyter, fix or re-download it, and resubmit.") from None
+                                 f"{exc.msg}).{hint} Open it in Jupyter, fix or re-download it, "
+                                 "and resubmit.") from None
     except RecursionError:          # the C decoder stops at Python's recursion limit, cheaply
         raise UnreadableNotebook("the file nests JSON deeper than any notebook does; re-download or re-export "
                                  "it from Jupyter and resubmit") from None

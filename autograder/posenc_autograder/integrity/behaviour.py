@@ -60,7 +60,8 @@ class Classes:
             self.parent[other] = first
 
 
-def pair_evidence(records: list[Evidence], cluster: dict[str, str] | None = None) -> dict[tuple[str, str], list[SharedAnswer]]:
+def pair_evidence(records: list[Evidence],
+                  cluster: dict[str, str] | None = None) -> dict[tuple[str, str], list[SharedAnswer]]:
     """(student, student) -> the rare wrong answers they share, one (the rarest) per test.
     cluster: student -> their cluster of near-identical submissions (default: each their own)."""
     cluster = cluster or {}

@@ -111,11 +111,13 @@ def _pair_rows(analysis: ClassAnalysis) -> str:
         answers = "".join(f"<li>{E(s.trait.test)} {E(s.trait.where)}: {E(s.trait.description)} "
                           f"<span class=note>({s.holders} of {size} students)</span></li>"
                           for s in pair.shared_answers)
-        leaked = "".join(f"<li>{E(l.student)}'s answers to {E(l.test)} fit {E(l.source)}'s inputs, not their own</li>"
-                         for l in pair.leaks)
+        leaked = "".join(f"<li>{E(leak.student)}'s answers to {E(leak.test)} fit {E(leak.source)}'s inputs, "
+                         "not their own</li>"
+                         for leak in pair.leaks)
         similarity = f"{100 * pair.text.similarity:.0f}%" if pair.text else "—"
         rows.append(f"<tr><td>{rank}</td><td><a href='#pair{rank}'>{E(pair.students[0])} · {E(pair.students[1])}</a>"
-                    f"</td><td>{pair.score:.2f}{' + leaked answers' if pair.leaks else ''}</td><td><ul>{answers}</ul></td><td>{similarity}</td>"
+                    f"</td><td>{pair.score:.2f}{' + leaked answers' if pair.leaks else ''}</td>"
+                    f"<td><ul>{answers}</ul></td><td>{similarity}</td>"
                     f"<td><ul>{leaked}</ul></td></tr>")
     return "".join(rows)
 
@@ -127,7 +129,8 @@ def _side_by_side(analysis: ClassAnalysis) -> str:
         a, b = pair.students
         slices = pair.text.slices if pair.text else (None, None)
         parts.append(f"<h3 id='pair{rank}'>#{rank}: {E(a)} and {E(b)}</h3><div class=code>"
-                     f"<pre>{_highlighted(code[a], slices[0])}</pre><pre>{_highlighted(code[b], slices[1])}</pre></div>")
+                     f"<pre>{_highlighted(code[a], slices[0])}</pre>"
+                     f"<pre>{_highlighted(code[b], slices[1])}</pre></div>")
     return "".join(parts)
 
 
@@ -136,7 +139,8 @@ def _skipped_list(skipped: list) -> str:
         return ""
     items = "".join(f"<li>{E(a)} / {E(n)}: {E(s)} ({E(why)})</li>" for a, n, s, why in skipped)
     return (f"<p class=skipped><strong>Not compared: {len(skipped)} student evidence file(s) could not be read"
-            f"</strong> (corrupt, hostile or from an older grader: run `make grade --force` for them)</p><ul>{items}</ul>")
+            f"</strong> (corrupt, hostile or from an older grader: run `make grade --force` for them)</p>"
+            f"<ul>{items}</ul>")
 
 
 def page(analyses: list[ClassAnalysis], skipped: list = (), when: str = "") -> str:

@@ -120,7 +120,8 @@ def first_prints(records, instructor: str) -> tuple[set, dict[str, set]]:
     return boilerplate, {s: set(fp.hashes) if fp else set() for s, fp in first.items()}
 
 
-def matches(records, boilerplate: set, first: dict[str, set], cluster: dict[str, str]) -> dict[tuple[str, str], TextMatch]:
+def matches(records, boilerplate: set, first: dict[str, set],
+            cluster: dict[str, str]) -> dict[tuple[str, str], TextMatch]:
     """(student, student) -> their text match, for pairs sharing any of their own code; records carry
     .student and .code (comparable_code applied); boilerplate and first from first_prints, cluster from clusters."""
     independent = collections.defaultdict(set)        # fingerprint -> clusters writing it

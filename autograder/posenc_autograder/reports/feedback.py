@@ -12,7 +12,8 @@ from posenc_autograder.results import NotebookResult
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-table { border-collapse: collapse; width: 100%; } td, th { border-bottom: 1px solid #ddd; padding: .5rem; vertical-align: top; }
+table { border-collapse: collapse; width: 100%; } \
+td, th { border-bottom: 1px solid #ddd; padding: .5rem; vertical-align: top; }
 th { text-align: left; background: #f4f4f4; } .pass { color: #1a7f37; } .fail { color: #b42318; }
 .kind { font-size: .85em; color: #555; white-space: nowrap; } ul.notes li { margin: .3rem 0; }
 """

@@ -6,8 +6,8 @@ import numpy as np
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.checks.diagnosis import diagnose_rotation
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, call, calling, compare, each_case, mismatch, normal, number, observed_array,
-                   problems_of, require_shape, value_of)
+from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, call, calling, compare, each_case, mismatch,
+                                           normal, number, observed_array, problems_of, require_shape, value_of)
 
 ASSIGNMENT = "positional_encoding"
 ROTATION_FN, DOT_FN, STATS_FN = "relative_position_matrix", "dot_product_distance", "encoding_statistics"

@@ -29,9 +29,9 @@ DIAGNOSES = {
     "exponent": "the exponent uses i/d instead of 2i/d",
     "clockwise": "the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos) is counter-clockwise",
     "halves": "your rotation pairs dimension i with i + d/2 (the \"rotate half\" layout): that is a legitimate RoPE "
-              "convention, the one GPT-NeoX and Hugging Face code use, so your understanding is right; this exercise asks "
-              "for the other one, adjacent pairs (2i, 2i+1) as in the RoFormer paper, so take x[..., 0::2] and "
-              "x[..., 1::2]",
+              "convention, the one GPT-NeoX and Hugging Face code use, so your understanding is right; "
+              "this exercise asks for the other one, adjacent pairs (2i, 2i+1) as in the RoFormer paper, "
+              "so take x[..., 0::2] and x[..., 1::2]",
     "shifted": "positions look shifted by one: use the positions you are given",
     "ignored": "the positions were ignored and 0, 1, 2, ... used instead",
     "scaled": "the scores are divided by sqrt(head_dim): rope_scores returns the plain dot products, with no scaling",
