@@ -92,15 +92,15 @@ system-packages:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql chromium; }
 
 ## test: every test (book build, exercises, grader)
-test: $(STAMP) system-packages
+test: $(STAMP) system-packages lint
 	$(PY) -m pytest
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-## test-fast: everything but the book, browser, PostgreSQL and slow end-to-end tests (under a minute)
-test-fast: $(STAMP)
+## test-fast: lint, then everything but the book, browser, PostgreSQL and slow end-to-end tests
+test-fast: lint
 	$(PY) -m pytest -q -m "not book and not browser and not postgres and not slow"
 
 ## mutate: mutants of reference.py graded by the hidden tests; prints the mutation score and the survivors
