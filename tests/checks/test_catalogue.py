@@ -5,12 +5,14 @@ worked out by hand when the catalogue states them; each correct alternative keep
 """
 import pytest
 
+from context_extension_variants import CONTEXT_ALTERNATIVES, CONTEXT_MISTAKES
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.notebook import graded_in_process
 from student_variants import ALTERNATIVES, MISTAKES, ROPE_ALTERNATIVES, ROPE_MISTAKES
 
-CATALOGUES = {"positional_encoding": (MISTAKES, ALTERNATIVES), "rope_alibi": (ROPE_MISTAKES, ROPE_ALTERNATIVES)}
+CATALOGUES = {"positional_encoding": (MISTAKES, ALTERNATIVES), "rope_alibi": (ROPE_MISTAKES, ROPE_ALTERNATIVES),
+              "context_extension": (CONTEXT_MISTAKES, CONTEXT_ALTERNATIVES)}
 SOLUTIONS = {assignment: implementation_source(solution_notebook(assignment)) for assignment in CATALOGUES}
 MISTAKE_CASES = [(assignment, mistake) for assignment, (mistakes, _) in CATALOGUES.items() for mistake in mistakes]
 ALTERNATIVE_CASES = [(assignment, name) for assignment, (_, alternatives) in CATALOGUES.items()

@@ -15,54 +15,16 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.checks.context_extension.parts import DIAGNOSES, LLAMA31
 from posenc_autograder.course import grade_id
-from posenc_autograder.notebook import record_in_process
 
 NOTEBOOK = solution_notebook("context_extension")
 SOLUTION = implementation_source(NOTEBOOK)
 CHECKS = [cid for cid, test in REGISTRY.items() if test.assignment == "context_extension"]
-# Points each mistake loses, decided from its cases before grading: a mistake in every case loses the test; one
-# that only some cases reveal loses their share, rounded down to a half point.
-POINTS_LOST = {"NTK: d/(d-2) forgotten": 1.5, "NTK: exponent upside down": 1.5,   # scale 1 and the 3 errors pass
-               "NTK: (s**d) ** (1/(d-2)) overflows": 0.5, "NTK: no ValueError for odd widths": 0.5,
-               "frequencies returned as a list": 0.5, "NTK base as a numpy array": 0.5,   # 1 of 8 contracts
-               "attention: scale applied once": 0.5, "attention: naive softmax overflows": 0.5,
-               "attention: no sqrt(d)": 2.5}                           # the saturated large-logit case passes
-
-
-def graded(ns) -> dict[str, tuple[float, list[str]]]:
-    """Per failed hidden test, (points lost, problems), as `make grade` counts them."""
-    lost = {}
-    for cid in CHECKS:
-        test = REGISTRY[cid]
-        problems, passed, total = test.graded(record_in_process(test.task_entry(), ns))
-        if problems:
-            lost[cid] = (test.points - test.points_for(passed, total), problems)
-    return lost
-
-
 def quiet_namespace(*overrides):
     with contextlib.redirect_stdout(io.StringIO()):
         return namespace_from(SOLUTION, *overrides)
 
 
-def test_solution_passes():
-    assert graded(quiet_namespace()) == {}
-
-
-@pytest.mark.parametrize("mistake", CONTEXT_MISTAKES, ids=lambda m: m.name)
-def test_mistake_fails_exactly_its_test_with_its_diagnosis_and_points(mistake):
-    lost = graded(quiet_namespace(mistake.code))
-    assert set(lost) == mistake.failing, f"{mistake.name} failed {sorted(lost)}"
-    assert mistake.feedback_phrase in " ".join(lost[mistake.failing_check][1]), lost[mistake.failing_check][1]
-    want = POINTS_LOST.get(mistake.name, sum(REGISTRY[cid].points for cid in mistake.failing))
-    assert sum(points for points, _ in lost.values()) == want
-
-
-@pytest.mark.parametrize("name", sorted(CONTEXT_ALTERNATIVES))
-def test_alternative_gets_full_marks(name):
-    assert graded(quiet_namespace(CONTEXT_ALTERNATIVES[name])) == {}
-
-
+# The catalogue's mistakes and alternatives are graded with the other assignments' in test_catalogue.py.
 def test_catalogue_covers_every_test_and_every_diagnosis():
     assert len(CONTEXT_MISTAKES) >= 12 and len(CONTEXT_ALTERNATIVES) >= 4
     assert {m.failing_check for m in CONTEXT_MISTAKES} == set(CHECKS)

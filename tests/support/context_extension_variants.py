@@ -3,7 +3,10 @@
 Each mistake replaces one function of the solution; since each function is judged alone, it fails its own
 hidden test only (a wrong return type, the contracts test only), with the points worked out from its cases.
 """
-from student_variants import Mistake
+import dataclasses
+
+from posenc_autograder.checks import REGISTRY
+from student_variants import Mistake, contract_rule
 
 PI = "def interpolated_positions(positions, train_len, target_len):\n    {body}\n"
 NTK = ("def ntk_scaled_base(base, scale, head_dim):\n"
@@ -140,6 +143,30 @@ CONTEXT_MISTAKES = [
                                          "    return np.array([_ntk(base, scale, head_dim)])\n",
             "hidden_context_extension_contracts", "expected a Python float"),
 ]
+
+# Points each mistake loses, decided from its cases before grading: a mistake in every case loses the test; one
+# that only some cases reveal loses their share, rounded down to a half point.
+PARTIAL_POINTS_LOST = {
+    "NTK: d/(d-2) forgotten": 1.5, "NTK: exponent upside down": 1.5,   # scale 1 and the 3 errors pass
+    "NTK: (s**d) ** (1/(d-2)) overflows": 0.5, "NTK: no ValueError for odd widths": 0.5,
+    "frequencies returned as a list": 0.5, "NTK base as a numpy array": 0.5,   # 1 of 8 contracts
+    "attention: scale applied once": 0.5, "attention: naive softmax overflows": 0.5,
+    "attention: no sqrt(d)": 2.5,                         # the saturated large-logit case passes
+}
+CONTRACTS = "hidden_context_extension_contracts"
+CONTRACT_CASE = 0.5          # one function's case of the contracts test: 2 points over 8 functions, to a half point
+
+
+def _points_lost(mistake: Mistake) -> float:
+    """A mistake not listed above loses every value test it fails, whole; a value mistake also loses its
+    function's contracts case (contract_rule)."""
+    value_tests = mistake.failing - {CONTRACTS}
+    stated = PARTIAL_POINTS_LOST.get(mistake.name, sum(REGISTRY[cid].points for cid in value_tests))
+    return stated + (CONTRACT_CASE if value_tests and CONTRACTS in mistake.failing else 0.0)
+
+
+CONTEXT_MISTAKES = [dataclasses.replace(m, points_lost=_points_lost(m))
+                    for m in contract_rule(CONTEXT_MISTAKES, CONTRACTS)]
 
 CONTEXT_ALTERNATIVES = {
     "interpolation as a division by the scale": PI.format(
