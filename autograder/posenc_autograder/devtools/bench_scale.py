@@ -24,7 +24,7 @@ import time
 
 import nbformat
 
-from posenc_autograder.course import Course
+from posenc_autograder.course import Course, grade_id
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 
 SHARES = (("correct", 0.60), ("common mistake", 0.25), ("untouched", 0.10), ("copy", 0.05))
@@ -143,9 +143,26 @@ def _bytes(folder: pathlib.Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
-def run(source_root: pathlib.Path, students: int, jobs: int) -> dict:
+def hostile(source_root: pathlib.Path, root: pathlib.Path, students: int, seed: int = 0) -> Course:
+    """Every hostile notebook of the attack suite (tests/support/hostile_notebooks.py), each as one student,
+    beside `students` honest ones: the trusted side's memory with the worst a class can send."""
+    course = generate(source_root, root, students, seed)
+    sys.path.insert(0, str(source_root / "tests" / "support"))
+    from hostile_notebooks import ATTACKS
+    release = nbformat.read(source_root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    imports = next(i for i, c in enumerate(release.cells) if grade_id(c) == "imports")
+    for name, source in sorted(ATTACKS.items()):
+        nb = nbformat.from_dict(release)
+        nb.cells.insert(imports + 1, nbformat.v4.new_code_cell(source))
+        folder = course.submitted / f"attack-{name.replace('_', '-')}" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    return course
+
+
+def run(source_root: pathlib.Path, students: int, jobs: int, build_class=generate) -> dict:
     with tempfile.TemporaryDirectory(prefix="posenc-scale-") as tmp:
-        course = generate(source_root, pathlib.Path(tmp) / "class", students)
+        course = build_class(source_root, pathlib.Path(tmp) / "class", students)
         cli = [sys.executable, "-m", "posenc_autograder"]
         grade = measured(cli + ["grade", "--course", str(course.root), "--jobs", str(jobs)])
         integrity = measured(cli + ["integrity", "--course", str(course.root)])
@@ -186,11 +203,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="make bench-scale")
     parser.add_argument("sizes", nargs="*", type=int, default=[100, 300, 1000])
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--hostile", action="store_true", help="add every notebook of the attack suite to each class")
     args = parser.parse_args(argv)
     source_root = Course().root
     rows = []
     for n in args.sizes:
-        row = run(source_root, n, args.jobs)
+        row = run(source_root, n, args.jobs, hostile if args.hostile else generate)
         rows.append(row)
         bad = [c for c in ("grade", "integrity") if row[c]["status"] not in (0, 1)]
         print(f"N={n}: grade {row['grade']['seconds']:.0f} s (exit {row['grade']['status']}), integrity "
