@@ -24,14 +24,21 @@ def _run(*args, **options):
     return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, timeout=300, **options)
 
 
+# What a course run leaves in autograder/ (not the package's own folders of the same names, e.g. reports/).
+COURSE_STATE = {"build", "gradebook.db", "submitted", "autograded", "feedback", "reports", ".work", "exchange"}
+
+
+def course_state(folder: str, names: list[str]) -> set[str]:
+    top = pathlib.Path(folder) == ROOT / "autograder"
+    return {n for n in names if n == "__pycache__" or n.endswith(".egg-info") or (top and n in COURSE_STATE)}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """A fresh venv with only the wheel installed; the pinned dependencies come from the project's venv."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"                      # build from a copy: setuptools writes metadata beside the code
-    shutil.copytree(ROOT / "autograder", source, ignore=shutil.ignore_patterns(
-        "__pycache__", "*.egg-info", "build", "gradebook.db", "submitted", "autograded", "feedback", "reports",
-        ".work"))
+    shutil.copytree(ROOT / "autograder", source, ignore=course_state)
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", tmp / "dist",
          source)
     [wheel] = (tmp / "dist").glob("posenc_autograder-*.whl")
