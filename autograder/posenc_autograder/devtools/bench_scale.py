@@ -143,15 +143,20 @@ def _bytes(folder: pathlib.Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
+# The attack suite's notebooks aimed at the grader's memory (tests/support/hostile_notebooks.py).
+MEMORY_ATTACKS = ("amplification_frames", "huge_return_value", "memory_and_output_flood", "raw_fd_output_flood",
+                  "reserved_codec_keys", "odd_return_values", "forge_channel_frames")
+
+
 def hostile(source_root: pathlib.Path, root: pathlib.Path, students: int, seed: int = 0) -> Course:
-    """Every hostile notebook of the attack suite (tests/support/hostile_notebooks.py), each as one student,
-    beside `students` honest ones: the trusted side's memory with the worst a class can send."""
+    """The attack suite's notebooks aimed at memory, each as one student, twice, beside `students` honest ones:
+    the trusted side's memory with the worst a class can send."""
     course = generate(source_root, root, students, seed)
     sys.path.insert(0, str(source_root / "tests" / "support"))
     from hostile_notebooks import ATTACKS
     release = nbformat.read(source_root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
     imports = next(i for i, c in enumerate(release.cells) if grade_id(c) == "imports")
-    for name, source in sorted(ATTACKS.items()):
+    for name, source in [(f"{name}-{copy}", ATTACKS[name]) for name in MEMORY_ATTACKS for copy in (1, 2)]:
         nb = nbformat.from_dict(release)
         nb.cells.insert(imports + 1, nbformat.v4.new_code_cell(source))
         folder = course.submitted / f"attack-{name.replace('_', '-')}" / ASSIGNMENT
@@ -203,7 +208,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="make bench-scale")
     parser.add_argument("sizes", nargs="*", type=int, default=[100, 300, 1000])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--hostile", action="store_true", help="add every notebook of the attack suite to each class")
+    parser.add_argument("--hostile", action="store_true", help="add the attack suite's memory attacks to each class")
     args = parser.parse_args(argv)
     source_root = Course().root
     rows = []
