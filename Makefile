@@ -77,10 +77,10 @@ portal-links: $(STAMP)
 bench-portal: $(STAMP) system-packages
 	$(PY) -m posenc_autograder bench-portal
 
-## bench-scale: generated classes of N="100 300 1000" graded and compared: time, peak memory, disk per student
+## bench-scale: generated classes of N="100 300 1000" graded and compared: time, peak memory, disk per student (HOSTILE=1: with the attack suite's memory attacks)
 N ?= 100 300 1000
 bench-scale: $(STAMP)
-	$(PY) -m posenc_autograder bench-scale $(N)
+	$(PY) -m posenc_autograder bench-scale $(N) $(if $(HOSTILE),--hostile)
 
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
 bench: $(STAMP)
