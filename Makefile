@@ -92,9 +92,8 @@ system-packages:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql chromium; }
 
 ## test: every test (book build, exercises, grader)
-TEST_WORKERS ?= 2
 test: $(STAMP) system-packages lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
 lint: $(STAMP)

@@ -2,15 +2,12 @@
 
 tests/end_to_end/ grades notebooks and runs nbgrader (slow); a test that uses the built book, Chromium or
 PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in tests/<stage>/,
-mirroring the grader package's folders. `make test` runs them all, on two workers (pytest-xdist,
---dist loadgroup): the tests that use the built book share one worker (it is built once), and every other
-file runs whole on one worker, so its module fixtures (a graded class) are computed once.
+mirroring the grader package's folders. `make test` runs them all.
 """
 import pytest
 
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
-BOOK_FIXTURES = {"book_build", "site", "book_pdf"}
 
 
 def pytest_collection_modifyitems(items):
@@ -21,5 +18,3 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(getattr(pytest.mark, marker))
         if SLOW_FOLDERS & set(item.path.parts):
             item.add_marker(pytest.mark.slow)
-        group = "book" if BOOK_FIXTURES & set(fixtures) else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
