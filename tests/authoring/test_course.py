@@ -8,7 +8,7 @@ from posenc_autograder.course import COURSE_ENV, Course, CourseNotFound, find_ro
 
 @pytest.fixture
 def copy_of_course(tmp_path):
-    return make_course(tmp_path / "second-section").resolve()
+    return make_course(tmp_path / "second-section", registered=False).resolve()   # finding it needs no gradebook
 
 
 def test_the_working_directory_or_a_parent_of_it_is_the_course(copy_of_course, monkeypatch):
@@ -20,7 +20,7 @@ def test_the_working_directory_or_a_parent_of_it_is_the_course(copy_of_course, m
 
 def test_an_explicit_course_wins_over_the_environment_and_the_working_directory(copy_of_course, tmp_path,
                                                                                 monkeypatch):
-    other = make_course(tmp_path / "other").resolve()
+    other = make_course(tmp_path / "other", registered=False).resolve()
     monkeypatch.setenv(COURSE_ENV, str(other))
     monkeypatch.chdir(copy_of_course)
     assert find_root() == other

@@ -243,8 +243,10 @@ def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_stil
 
 
 def test_the_readme_counts_the_whole_catalogue():
+    from context_extension_variants import CONTEXT_ALTERNATIVES, CONTEXT_MISTAKES
     from notebook_tools import ROOT
     from student_variants import ALTERNATIVES, ROPE_ALTERNATIVES, ROPE_MISTAKES
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert (f"against {len(MISTAKES) + len(ROPE_MISTAKES)} catalogued mistakes and "
-            f"{len(ALTERNATIVES) + len(ROPE_ALTERNATIVES)} correct alternative implementations") in readme
+    mistakes = len(MISTAKES) + len(ROPE_MISTAKES) + len(CONTEXT_MISTAKES)
+    alternatives = len(ALTERNATIVES) + len(ROPE_ALTERNATIVES) + len(CONTEXT_ALTERNATIVES)
+    assert f"({mistakes} catalogued mistakes and {alternatives} correct alternative implementations" in readme

@@ -8,6 +8,8 @@ from __future__ import annotations
 import atexit
 import copy
 import functools
+import hashlib
+import importlib.metadata
 import pathlib
 import shutil
 import tempfile
@@ -156,13 +158,29 @@ def make_course(tmp: pathlib.Path, registered: bool = True) -> pathlib.Path:
     return tmp
 
 
+def _registration_key() -> str:
+    """What a registered gradebook depends on: the released notebooks, the course config, nbgrader's version."""
+    digest = hashlib.sha256(importlib.metadata.version("nbgrader").encode())
+    for path in [ROOT / "autograder" / "nbgrader_config.py", *sorted((ROOT / "exercises").rglob("*.ipynb"))]:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @functools.lru_cache(maxsize=1)
 def registered_gradebook() -> pathlib.Path:
-    """A gradebook with every assignment registered, made once a session: registering (nbgrader's alembic
-    and generate_assignment) takes about 9 s, which each fresh course would pay again."""
+    """A gradebook with every assignment registered: registering (nbgrader's alembic and generate_assignment)
+    takes about 10 s, which each fresh course would pay again. Made once and kept in the git-ignored
+    .pytest_cache under the key of what it depends on, so a rerun of `make test-fast` does not pay it."""
+    kept = ROOT / ".pytest_cache" / "posenc-gradebook" / _registration_key() / "gradebook.db"
+    if kept.is_file():
+        return kept
     folder = pathlib.Path(tempfile.mkdtemp(prefix="posenc-gradebook-"))
     atexit.register(shutil.rmtree, folder, True)
     course = Course(make_course(folder / "course", registered=False))
     for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
         gradebook.register(course, release.name, course.work / "release")
-    return course.root / GRADEBOOK
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    partial = kept.with_suffix(".partial")
+    shutil.copy(course.root / GRADEBOOK, partial)
+    partial.replace(kept)                      # whole or absent, whoever reads it
+    return kept
