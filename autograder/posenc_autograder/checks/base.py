@@ -261,10 +261,16 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     if problem is None:
         return None
     explanation = diagnose(array) if diagnose else None
-    return ResultProblem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation) if explanation else problem
+    return with_cause(problem, explanation) if explanation else problem
 
 
 LIKELY_CAUSE = "Likely cause: "
+
+
+def with_cause(problem: str, explanation: str) -> ResultProblem:
+    """The problem followed by its diagnosed cause, in the words feedback uses, with the cause kept as data
+    (what "Fix this first" and the dashboard group by)."""
+    return ResultProblem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation)
 
 
 def against_any(problem: Callable[..., str | None], *expectations) -> str | None:

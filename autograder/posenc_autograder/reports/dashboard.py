@@ -115,8 +115,8 @@ SUMMARY = "... and "                                          # "... and 3 more 
 
 
 def likely_cause(problem) -> str | None:
-    """The diagnosed cause of a problem. Until every judge gives Problem(text, cause), the cause is read from
-    the text's "Likely cause: ..." (delete the fallback then)."""
+    """The diagnosed cause of a problem: Problem.cause, or, for a result stored before problems carried their
+    cause, the text's "Likely cause: ..."."""
     cause = getattr(problem, "cause", None)
     if cause is None and "Likely cause: " in problem:
         cause = problem.split("Likely cause: ", 1)[1]

@@ -10,7 +10,7 @@ import numpy as np
 
 from posenc_autograder.checks import reference as ref
 from posenc_autograder.checks.base import HiddenTest, call, call_label, calling, compare, each_case, expect_error, \
-    normal
+    normal, with_cause
 from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.probes.helpers import call_each
@@ -139,7 +139,7 @@ def _ntk_mistakes(base, scale, head_dim):
 
 def _ntk_values(inputs, obs):
     judged = _values(NTK_FN, "values", ref.ntk_scaled_base, _ntk_mistakes)(inputs, obs)
-    return [p + (f". Likely cause: {DIAGNOSES['ntk_overflow']}" if _overflowed(p) else "") for p in judged]
+    return [with_cause(p, DIAGNOSES["ntk_overflow"]) if _overflowed(p) else p for p in judged]
 
 
 def _overflowed(problem: str) -> bool:
@@ -279,7 +279,7 @@ def _attention_mistakes(q, k, angles, attention_scale=1.0):
 
 def _attention_judge(inputs, obs):
     judged = _values(ATTN_FN, "schemes", ref.stretched_attention, _attention_mistakes)(inputs, obs)
-    return [p + (f". Likely cause: {DIAGNOSES['overflow']}" if _overflowed(p) else "") for p in judged]
+    return [with_cause(p, DIAGNOSES["overflow"]) if _overflowed(p) else p for p in judged]
 
 
 TESTS = [

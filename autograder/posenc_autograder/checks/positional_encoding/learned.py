@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks import reference as ref
-from posenc_autograder.results import Problem as ResultProblem
 from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
                                                           probe_learned_forward, probe_learned_init)
-from posenc_autograder.checks.base import (LIKELY_CAUSE, HiddenTest, Problem, as_array, compare, each_case,
+from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, compare, each_case,
                                           expect_error, mismatch, normal, observed_array, problems_of, require_shape,
-                                          value_of)
+                                          value_of, with_cause)
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
@@ -99,7 +98,7 @@ def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
     }
     for explanation, rows in known.items():
         if mismatch(grad[:used], rows, 1e-10, "") is None:
-            return ResultProblem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation)
+            return with_cause(problem, explanation)
     return problem
 
 
