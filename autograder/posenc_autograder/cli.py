@@ -12,9 +12,9 @@ import sys
 COMMANDS = {
     "release": ("authoring.release", "write hidden-test cells and the test plan, then exercises/ from solutions/"),
     "collect": ("intake.collect", "unpack an LMS download into autograder/submitted"),
-    "uncollect": ("reports.uncollect", "remove a student's (or a zip's) submissions and every trace of them"),
-    "grade": ("grading.grade", "grade every submission: gradebook, feedback, grade files, reports"),
-    "feedback": ("reports.rebuild", "after manual grading: feedback pages and grade files again"),
+    "uncollect": ("orchestration.uncollect", "remove a student's (or a zip's) submissions and every trace of them"),
+    "grade": ("orchestration.grade", "grade every submission: gradebook, feedback, grade files, reports"),
+    "feedback": ("orchestration.rebuild", "after manual grading: feedback pages and grade files again"),
     "formgrader": ("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1"),
     "integrity": ("integrity.report", "autograder/reports/integrity.html: evidence of copying"),
     "bench": ("devtools.bench", "stock nbgrader autograde against make grade"),

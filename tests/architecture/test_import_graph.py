@@ -9,9 +9,7 @@ PACKAGE = pathlib.Path(posenc_autograder.__file__).parent
 # Earlier stages first; a module may import its own stage and any earlier one.
 # notebook.py is the checks' in-process front (what solution notebooks' hidden cells call).
 STAGES = ["course", "results", "csvsafe", "progress", "probes", "checks", "notebook", "authoring", "intake", "sandbox",
-          "grading", "records", "reports", "integrity", "portal", "devtools", "cli", "__main__"]
-# The class run of `make grade` stores and reports what it graded: the one orchestrator allowed to call later stages.
-ORCHESTRATORS = {"posenc_autograder.grading.grade": {"records", "reports"}}
+          "grading", "records", "reports", "integrity", "orchestration", "portal", "devtools", "cli", "__main__"]
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -101,8 +99,7 @@ def upward_imports(edges: dict[str, set[str]]) -> list[str]:
             there = stage(target)
             if "__init__" in (here, there) or STAGES.index(there) <= STAGES.index(here):
                 continue
-            if there not in ORCHESTRATORS.get(module, set()):
-                upward.append(f"{module} -> {target}")
+            upward.append(f"{module} -> {target}")
     return sorted(upward)
 
 
@@ -110,6 +107,6 @@ def test_the_checks_find_a_planted_cycle_and_an_upward_import():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(edges) == [["a", "b", "c"]]
     planted = {"posenc_autograder.checks.base": {"posenc_autograder.reports.feedback"},
-               "posenc_autograder.grading.grade": {"posenc_autograder.reports.feedback"}}
+               "posenc_autograder.orchestration.grade": {"posenc_autograder.reports.feedback"}}
     assert upward_imports(planted) == ["posenc_autograder.checks.base -> posenc_autograder.reports.feedback"]
 

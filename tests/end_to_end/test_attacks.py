@@ -17,7 +17,7 @@ from notebook_tools import ROOT
 from posenc_autograder.records import gradebook
 from posenc_autograder.grading import pipeline
 from posenc_autograder.course import Course
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine

@@ -12,7 +12,7 @@ from notebook_tools import ROOT
 from posenc_autograder.checks import total_points
 from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
 from posenc_autograder.course import Course, grade_id
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
 from student_variants import ROPE_MISTAKES
 

@@ -9,7 +9,7 @@ from deadline import deadline
 from fixture_submissions import make_course
 from lms_zips import NB, make_zip
 from notebook_tools import ROOT
-from posenc_autograder.grading import grade
+from posenc_autograder.orchestration import grade
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course
 

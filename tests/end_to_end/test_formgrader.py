@@ -12,7 +12,7 @@ import pytest
 
 from fixture_submissions import NOTEBOOK, make_course, solved_notebook
 from posenc_autograder.course import Course
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import gradebook
 from posenc_autograder.sandbox.bubblewrap import Limits
 from student_variants import MISTAKES

@@ -12,7 +12,8 @@ from notebook_tools import ROOT
 from posenc_autograder.records import gradebook
 from posenc_autograder.checks import total_points
 from posenc_autograder.course import Course
-from posenc_autograder.grading.grade import grade_all, keep_higher_scores
+from posenc_autograder.grading.regrade import keep_higher_scores
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.results import NotebookResult, GradedTest
 from posenc_autograder.sandbox.bubblewrap import Limits
 

@@ -6,7 +6,7 @@ from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebo
 from notebook_tools import grade_cells
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import evidence as store
 from posenc_autograder.integrity import report as integrity_report
 from posenc_autograder.integrity.report import REPORT_NAME

@@ -12,7 +12,7 @@ from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder.authoring import release, release_history
 from posenc_autograder.course import Course
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.grading.pipeline import prepare
 from posenc_autograder.sandbox.bubblewrap import Limits
 from posenc_autograder.intake.submissions import discover

@@ -9,7 +9,8 @@ import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from notebook_tools import ROOT
-from posenc_autograder.grading import grade, pipeline
+from posenc_autograder.grading import pipeline
+from posenc_autograder.orchestration import grade
 from posenc_autograder.course import Course
 from posenc_autograder.sandbox.bubblewrap import Limits
 

@@ -7,7 +7,7 @@ from fixture_submissions import build, make_course
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
 from posenc_autograder.devtools.postgres import PostgresMissing, postgres_server
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=5, notebook_seconds=30)

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from posenc_autograder.grading import grade
+from posenc_autograder.grading import regrade
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 
@@ -19,21 +19,21 @@ class Course:
                                     "probes/runner.py", "checks/reference.py", "checks/diagnosis.py"])
 def test_a_change_to_any_module_that_judges_changes_the_fingerprint(tmp_path, module, monkeypatch):
     package = tmp_path / "posenc_autograder"
-    shutil.copytree(grade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(grade.variants, "grader_setting", lambda course: "fixed")
+    shutil.copytree(regrade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(regrade.variants, "grader_setting", lambda course: "fixed")
     course = Course(tmp_path)
-    before = grade.grader_fingerprint(course, "a", Limits(), package)
-    assert grade.grader_fingerprint(course, "a", Limits(), package) == before
+    before = regrade.grader_fingerprint(course, "a", Limits(), package)
+    assert regrade.grader_fingerprint(course, "a", Limits(), package) == before
     with open(package / module, "a") as handle:
         handle.write("\n# a one-line change\n")
-    assert grade.grader_fingerprint(course, "a", Limits(), package) != before
+    assert regrade.grader_fingerprint(course, "a", Limits(), package) != before
 
 
 def test_reports_and_devtools_are_not_the_grader(tmp_path, monkeypatch):
     package = tmp_path / "posenc_autograder"
-    shutil.copytree(grade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(grade.variants, "grader_setting", lambda course: "fixed")
-    before = grade.grader_fingerprint(Course(tmp_path), "a", Limits(), package)
+    shutil.copytree(regrade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(regrade.variants, "grader_setting", lambda course: "fixed")
+    before = regrade.grader_fingerprint(Course(tmp_path), "a", Limits(), package)
     with open(package / "devtools" / "bench.py", "a") as handle:
         handle.write("\n# presentation only\n")
-    assert grade.grader_fingerprint(Course(tmp_path), "a", Limits(), package) == before
+    assert regrade.grader_fingerprint(Course(tmp_path), "a", Limits(), package) == before

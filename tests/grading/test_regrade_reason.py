@@ -1,5 +1,5 @@
 """A regrade's note says truly why the score moved: a changed grader on the same file, or a resubmission."""
-from posenc_autograder.grading.grade import regrade_changes
+from posenc_autograder.grading.regrade import regrade_changes
 from posenc_autograder.results import GradedTest, NotebookResult, NoteKind
 
 

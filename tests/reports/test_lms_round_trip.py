@@ -15,7 +15,8 @@ from posenc_autograder.course import Course
 from posenc_autograder.intake import lms
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.records import gradebook, results_store
-from posenc_autograder.reports import feedback, lms_bundles, uncollect
+from posenc_autograder.orchestration import uncollect
+from posenc_autograder.reports import feedback, lms_bundles
 from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult
 
 

@@ -17,7 +17,7 @@ from posenc_autograder.records import gradebook
 from posenc_autograder.checks import hidden_tests
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
 from posenc_autograder.grading.executors import default_jobs
-from posenc_autograder.grading.grade import grade_all
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.notebook import run_check
 from posenc_autograder.sandbox.bubblewrap import Limits
 

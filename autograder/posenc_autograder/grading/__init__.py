@@ -1,1 +1,1 @@
-"""Grading: prepare (trusted), execute (sandboxed), judge (trusted), and the class run of `make grade`."""
+"""Grading: prepare (trusted), execute (sandboxed), judge (trusted)."""

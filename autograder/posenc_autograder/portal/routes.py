@@ -19,8 +19,8 @@ from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.portal import auth, pages, uploads
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.service import Portal
-from posenc_autograder.records import gradebook, results_store
-from posenc_autograder.reports import dashboard, run_report
+from posenc_autograder.orchestration.class_files import rebuild_class_files
+from posenc_autograder.reports import dashboard
 
 COOKIE, PRESESSION = "portal_session", "portal_presession"
 FORM_BYTES = 64_000                           # any request but an upload
@@ -425,7 +425,6 @@ def policy_values(form) -> dict:
 def write_class_files(portal: Portal) -> str:
     """grades.csv, the LMS files, the run report and the dashboard, from the stored results, as `make feedback`
     writes them; the dashboard's page."""
-    with gradebook.open_gradebook(portal.course) as gb:
-        run_report.write_all(portal.course, gb, results_store.stored_results(portal.course))
+    rebuild_class_files(portal.course)
     return dashboard.path(portal.course).read_text()
 

@@ -4,7 +4,7 @@ sandbox's subprocess (or on a Dask worker), never in the portal's process.
 
 The attempt that counts (best or last, by policy) is then stored exactly as `make grade` stores a submission:
 its file in submitted/ with nbgrader's timestamp.txt, its scores in the gradebook, the autograded notebook,
-the feedback page and the results store (grading.grade.settle), and its time and late flag in the roster; so
+the feedback page and the results store (orchestration.grade.settle), and its time and late flag in the roster; so
 `make grade` sees an unchanged file and `make feedback`, the LMS exports and `make integrity` read it as theirs.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from sqlalchemy import select, update
 
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
-from posenc_autograder.grading.grade import grader_fingerprint, settle
+from posenc_autograder.grading.regrade import grader_fingerprint
+from posenc_autograder.orchestration.grade import settle
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import Submission

@@ -1,7 +1,7 @@
 """Per-student feedback: each test's name, points and diagnosis. Never the hidden tests' code or inputs.
 
 Points come from the gradebook when it has them, so a grade changed by hand in formgrader shows up;
-`make feedback` (reports/rebuild.py) rebuilds every page after manual grading.
+`make feedback` (orchestration/rebuild.py) rebuilds every page after manual grading.
 """
 from __future__ import annotations
 

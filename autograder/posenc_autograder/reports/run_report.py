@@ -1,6 +1,6 @@
 """After a run: the grades files, the run report, the class dashboard, and the summary for the instructor.
 
-All of them cover the whole class (stored results merged in by grade.py). Student-controlled text is
+All of them cover the whole class (stored results merged in by orchestration/grade.py). Student-controlled text is
 made inert on the way out: spreadsheet cells cannot start a formula (csvsafe), Markdown and HTML in
 the report are escaped.
 """

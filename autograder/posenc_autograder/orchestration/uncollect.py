@@ -17,8 +17,8 @@ from nbgrader.api import MissingEntry
 from posenc_autograder.course import GRADEBOOK, Course, course_for_command
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.lms import is_safe_id
-from posenc_autograder.records import evidence, gradebook, results_store
-from posenc_autograder.reports import run_report
+from posenc_autograder.records import evidence, gradebook
+from posenc_autograder.orchestration.class_files import rebuild_class_files
 
 
 def targets(course: Course, student: str | None, assignment: str | None, zip_name: str | None) -> list[tuple[str, str]]:
@@ -78,8 +78,7 @@ def uncollect(course: Course, pairs: list[tuple[str, str]]) -> list[str]:
             removed += _remove_from_gradebook(course, student, assignment)
     roster.save(course, rows)
     if pairs:
-        with gradebook.open_gradebook(course) as gb:
-            run_report.write_all(course, gb, results_store.stored_results(course))
+        rebuild_class_files(course)
     return removed
 
 

@@ -10,7 +10,8 @@ from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.progress import Progress
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.intake import roster
-from posenc_autograder.reports import feedback, lms_bundles, lms_exports, run_report
+from posenc_autograder.reports import feedback, lms_bundles, lms_exports
+from posenc_autograder.orchestration.class_files import rebuild_class_files
 
 
 def rebuild(course: Course, stream=None) -> list[pathlib.Path]:
@@ -36,8 +37,7 @@ def main(argv=None) -> int:
     print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
           f"`nbgrader release_feedback <assignment>` sends them")
     print("Writing the grade files, the run report and the class dashboard ...", file=sys.stderr, flush=True)
-    with gradebook.open_gradebook(course) as gb:
-        run_report.write_all(course, gb, results_store.stored_results(course))
+    rebuild_class_files(course)
     print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")
     unnamed = lms_exports.unnamed_canvas_columns(course, {a for (_, a), r in roster.load(course).items()
                                                           if r["lms"] == "canvas"})

@@ -1,6 +1,6 @@
 """`make grade`: every submission under autograder/submitted → gradebook, feedback, grades.csv, report.
 
-    python -m posenc_autograder.grade [--jobs N] [--assignment A] [--student S] [--force]
+    python -m posenc_autograder grade [--jobs N] [--assignment A] [--student S] [--force]
                                       [--no-sandbox] [--scheduler tcp://host:8786] [--db-url URL]
 
 Exit status: 0 when every submission was graded (possibly with problems worth reporting),
@@ -10,10 +10,6 @@ Exit status: 0 when every submission was graded (possibly with problems worth re
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
-import json
-import pathlib
 import sys
 
 import nbformat
@@ -21,78 +17,15 @@ import nbformat
 from posenc_autograder.reports import feedback, run_report as report
 from posenc_autograder.records import evidence, gradebook, nbgrader_files, results_store
 from posenc_autograder.authoring import freshness
-from posenc_autograder.checks import variants
-from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
+from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook
+from posenc_autograder.grading.regrade import grader_fingerprint, keep_higher_scores, regrade_changes
+from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.progress import Progress
-from posenc_autograder.results import Note, NoteKind, NotebookResult
+from posenc_autograder.results import NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
-
-
-# The code that decides a score, by package: a change anywhere in these is a new grader, not a flaky rerun.
-# (Reports, records, integrity, authoring and devtools only present or store what these decided.)
-GRADING_PACKAGES = ("checks", "probes", "sandbox", "grading", "intake")
-GRADING_MODULES = ("course.py", "results.py")
-PACKAGE = pathlib.Path(__file__).resolve().parents[1]
-
-
-def grader_fingerprint(course: Course, assignment: str, limits: Limits, package: pathlib.Path = PACKAGE) -> str:
-    """Identifies the grader of one assignment: its code, the limits, and the released notebooks."""
-    digest = hashlib.sha256(json.dumps(dataclasses.asdict(limits), sort_keys=True).encode())
-    digest.update(variants.grader_setting(course).encode())      # other inputs: another grader
-    released = sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb"))
-    for path in grading_files(package):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    for path in released:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def grading_files(package: pathlib.Path) -> list[pathlib.Path]:
-    files = [package / name for name in GRADING_MODULES]
-    for name in GRADING_PACKAGES:
-        files += sorted((package / name).rglob("*.py"))
-    return files
-
-
-def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: str | None,
-                       fingerprint: str | None = None) -> NotebookResult:
-    """Re-grading the same file with the same grader never lowers a test's score (a loaded machine can time
-    out a good answer). A changed grader (checks, limits, released notebook) scores afresh."""
-    if (previous is None or digest is None or previous.get("sha256") != digest
-            or previous.get("fingerprint") != fingerprint):
-        return result
-    before = {t["cell_id"]: t for t in previous["result"]["tests"]}
-    kept = []
-    for test in result.tests:
-        old = before.get(test.cell_id)
-        if old and old["points"] > test.points and old["max_points"] == test.max_points:
-            kept.append(test.cell_id)
-            test.points, test.problems = old["points"], old["problems"]
-    if kept:
-        result.notes.append(Note(NoteKind.SCORES_KEPT, f"this run scored lower on {', '.join(kept)} for an "
-                                 f"unchanged file; the earlier, higher scores were kept"))
-    return result
-
-
-def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str,
-                    digest: str | None = None) -> Note | None:
-    """Per test, how the score moved since the last grading by another grader (None: nothing moved), and why:
-    the grader changed, or the student also resubmitted (then the new file may be what moved it)."""
-    if previous is None or previous.get("fingerprint") == fingerprint:
-        return None
-    before = {t["cell_id"]: t["points"] for t in previous["result"]["tests"]}
-    moved = [f"{t.cell_id} {before[t.cell_id]:g} → {t.points:g}" for t in result.tests
-             if t.cell_id in before and before[t.cell_id] != t.points]
-    if not moved:
-        return None
-    total = sum(before.values())
-    why = ("resubmitted, and graded by a changed grader (checks, limits or released notebook)"
-           if digest is not None and previous.get("sha256") not in (None, digest)
-           else "regraded with a changed grader (checks, limits or released notebook), same file")
-    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; total {total:g} → {result.score:g}")
 
 
 def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
@@ -143,7 +76,7 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     with gradebook.open_gradebook(course) as gb:
         results = _grade_submissions(course, gb, submissions, fingerprints, jobs=jobs, isolate=isolate,
                                      force=force, scheduler=scheduler, limits=limits, quiet=quiet)
-        report.write_all(course, gb, results_store.merged(course, results), refused)
+    rebuild_class_files(course, results_store.merged(course, results), refused)
     # The integrity report compares every pair of students (quadratic in the class): `make integrity`.
     return results
 

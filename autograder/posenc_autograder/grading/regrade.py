@@ -1,0 +1,77 @@
+"""What a regrade keeps and says: the grader's fingerprint (its code, limits and released notebooks), the higher
+score kept for an unchanged file and grader, and the note on how a changed grader moved the scores."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pathlib
+
+from posenc_autograder.checks import variants
+from posenc_autograder.course import RELEASE_DIRECTORY, Course
+from posenc_autograder.results import Note, NoteKind, NotebookResult
+from posenc_autograder.sandbox.bubblewrap import Limits
+
+
+# The code that decides a score, by package: a change anywhere in these is a new grader, not a flaky rerun.
+# (Reports, records, integrity, authoring and devtools only present or store what these decided.)
+GRADING_PACKAGES = ("checks", "probes", "sandbox", "grading", "intake")
+GRADING_MODULES = ("course.py", "results.py")
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
+
+
+def grader_fingerprint(course: Course, assignment: str, limits: Limits, package: pathlib.Path = PACKAGE) -> str:
+    """Identifies the grader of one assignment: its code, the limits, and the released notebooks."""
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(limits), sort_keys=True).encode())
+    digest.update(variants.grader_setting(course).encode())      # other inputs: another grader
+    released = sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb"))
+    for path in grading_files(package):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    for path in released:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def grading_files(package: pathlib.Path) -> list[pathlib.Path]:
+    files = [package / name for name in GRADING_MODULES]
+    for name in GRADING_PACKAGES:
+        files += sorted((package / name).rglob("*.py"))
+    return files
+
+
+def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: str | None,
+                       fingerprint: str | None = None) -> NotebookResult:
+    """Re-grading the same file with the same grader never lowers a test's score (a loaded machine can time
+    out a good answer). A changed grader (checks, limits, released notebook) scores afresh."""
+    if (previous is None or digest is None or previous.get("sha256") != digest
+            or previous.get("fingerprint") != fingerprint):
+        return result
+    before = {t["cell_id"]: t for t in previous["result"]["tests"]}
+    kept = []
+    for test in result.tests:
+        old = before.get(test.cell_id)
+        if old and old["points"] > test.points and old["max_points"] == test.max_points:
+            kept.append(test.cell_id)
+            test.points, test.problems = old["points"], old["problems"]
+    if kept:
+        result.notes.append(Note(NoteKind.SCORES_KEPT, f"this run scored lower on {', '.join(kept)} for an "
+                                 f"unchanged file; the earlier, higher scores were kept"))
+    return result
+
+
+def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str,
+                    digest: str | None = None) -> Note | None:
+    """Per test, how the score moved since the last grading by another grader (None: nothing moved), and why:
+    the grader changed, or the student also resubmitted (then the new file may be what moved it)."""
+    if previous is None or previous.get("fingerprint") == fingerprint:
+        return None
+    before = {t["cell_id"]: t["points"] for t in previous["result"]["tests"]}
+    moved = [f"{t.cell_id} {before[t.cell_id]:g} → {t.points:g}" for t in result.tests
+             if t.cell_id in before and before[t.cell_id] != t.points]
+    if not moved:
+        return None
+    total = sum(before.values())
+    why = ("resubmitted, and graded by a changed grader (checks, limits or released notebook)"
+           if digest is not None and previous.get("sha256") not in (None, digest)
+           else "regraded with a changed grader (checks, limits or released notebook), same file")
+    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; total {total:g} → {result.score:g}")
