@@ -71,7 +71,7 @@ def test_installed_grader_grades_the_course_it_runs_in(installed, tmp_path):
     folder.mkdir(parents=True)
     nbformat.write(solved_notebook(ASSIGNMENT), folder / f"{ASSIGNMENT}.ipynb")
     path = f"{installed.parent}:/usr/bin:/bin"
-    done = subprocess.run([str(installed), "-m", "posenc_autograder.orchestration.grade", "--no-sandbox", "--jobs", "1"],
+    done = subprocess.run([str(installed), "-m", "posenc_autograder", "grade", "--no-sandbox", "--jobs", "1"],
                           cwd=course / "autograder", capture_output=True, text=True, timeout=300,
                           env={"PATH": path, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-2000:]
