@@ -48,7 +48,7 @@ integrity: $(STAMP)
 
 ## feedback: after manual grading in formgrader: every feedback page and the grade files again, from the gradebook
 feedback: $(STAMP)
-	$(PY) -m posenc_autograder feedback
+	$(PY) -m posenc_autograder feedback $(if $(DB_URL),--db-url $(DB_URL))
 
 ## formgrader: nbgrader's formgrader for this course on 127.0.0.1 (PORT=n, default a free one); prints its address
 formgrader: $(STAMP)
@@ -63,7 +63,7 @@ collect: $(STAMP)
 ## uncollect: undo a collect: STUDENT=id [ASSIGNMENT=name] or ZIP=the zip; removes the submission, its roster and gradebook rows, feedback and report entries, and says what
 uncollect: $(STAMP)
 	@test -n "$(STUDENT)$(ZIP)" || { echo "usage: make uncollect STUDENT=<id> [ASSIGNMENT=<name>]   or   make uncollect ZIP=<the zip collected>"; exit 2; }
-	$(PY) -m posenc_autograder uncollect $(if $(STUDENT),--student "$(STUDENT)") $(if $(ZIP),--zip "$(ZIP)") $(if $(filter-out file,$(origin ASSIGNMENT)),--assignment "$(ASSIGNMENT)")
+	$(PY) -m posenc_autograder uncollect $(if $(STUDENT),--student "$(STUDENT)") $(if $(ZIP),--zip "$(ZIP)") $(if $(filter-out file,$(origin ASSIGNMENT)),--assignment "$(ASSIGNMENT)") $(if $(DB_URL),--db-url $(DB_URL))
 
 ## portal: the submission portal on http://127.0.0.1:8080 (PORT=..., JOBS=n sandboxes, SCHEDULER=..., DB_URL=...; PORTAL_ARGS=--allow-root as root)
 portal: $(STAMP)

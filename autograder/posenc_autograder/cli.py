@@ -1,36 +1,84 @@
 """The one front for the course's commands: `python -m posenc_autograder <command> [options]`.
 
-Each command lives in its stage's package with a `main(argv) -> exit status`; the Makefile's targets
-call these. Imports are deferred so that `--help` of one command does not load every stage.
+Each command lives in its stage's package with `arguments(parser)` (its own options, when it has any) and
+`run_command(args) -> exit status`; the options several commands share (--course, --db-url, --jobs, --scheduler) are
+defined once here and given to each command that takes them. The Makefile's targets call this front.
+Imports are deferred so that `--help` of one command does not load every stage.
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import importlib
 import sys
 
-# command -> (module with main(argv), what it does)
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    module: str                         # under posenc_autograder, with arguments(parser) and run_command(args)
+    doc: str
+    shared: tuple[str, ...] = ()        # names in SHARED_OPTIONS
+
+
+COURSE, DB_URL, JOBS, SCHEDULER = "course", "db_url", "jobs", "scheduler"
 COMMANDS = {
-    "release": ("authoring.release", "write hidden-test cells and the test plan, then exercises/ from solutions/"),
-    "collect": ("intake.collect", "unpack an LMS download into autograder/submitted"),
-    "uncollect": ("orchestration.uncollect", "remove a student's (or a zip's) submissions and every trace of them"),
-    "grade": ("orchestration.grade", "grade every submission: gradebook, feedback, grade files, reports"),
-    "feedback": ("orchestration.rebuild", "after manual grading: feedback pages and grade files again"),
-    "formgrader": ("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1"),
-    "integrity": ("integrity.report", "autograder/reports/integrity.html: evidence of copying"),
-    "bench": ("devtools.bench", "stock nbgrader autograde against make grade"),
-    "bench-scale": ("devtools.bench_scale", "a generated class of N graded and compared: time, memory, disk"),
-    "portal": ("portal.app", "the submission portal on 127.0.0.1: uploads, live status, feedback, policies"),
-    "portal-links": ("portal.links", "a CSV of sign-in links for the roster's students"),
-    "bench-portal": ("devtools.portal_load", "load test of the portal: 200 simulated students"),
-    "mutate": ("devtools.mutate", "mutants of the reference graded by the hidden tests"),
+    "release": Command("authoring.release", "write hidden-test cells and the test plan, then exercises/ from "
+                       "solutions/", (COURSE,)),
+    "collect": Command("intake.collect", "unpack an LMS download into autograder/submitted", (COURSE,)),
+    "uncollect": Command("orchestration.uncollect", "remove a student's (or a zip's) submissions and every trace "
+                         "of them", (COURSE, DB_URL)),
+    "grade": Command("orchestration.grade", "grade every submission: gradebook, feedback, grade files, reports",
+                     (COURSE, DB_URL, JOBS, SCHEDULER)),
+    "feedback": Command("orchestration.rebuild", "after manual grading: feedback pages and grade files again",
+                        (COURSE, DB_URL)),
+    "formgrader": Command("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1", (COURSE,)),
+    "integrity": Command("integrity.report", "autograder/reports/integrity.html: evidence of copying", (COURSE,)),
+    "bench": Command("devtools.bench", "stock nbgrader autograde against make grade", (JOBS,)),
+    "bench-scale": Command("devtools.bench_scale", "a generated class of N graded and compared: time, memory, disk",
+                           (JOBS,)),
+    "portal": Command("portal.app", "the submission portal on 127.0.0.1: uploads, live status, feedback, policies",
+                      (COURSE, DB_URL, JOBS, SCHEDULER)),
+    "portal-links": Command("portal.links", "a CSV of sign-in links for the roster's students", (COURSE, DB_URL)),
+    "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,)),
+    "mutate": Command("devtools.mutate", "mutants of the reference graded by the hidden tests", (COURSE,)),
 }
+
+
+# Each shared option's flags and settings, written once.
+SHARED_OPTIONS = {
+    COURSE: (("--course", "--root"), {"dest": "course", "help": "course folder (default: the working directory or a "
+                                      "parent of it, or $POSENC_COURSE)"}),
+    DB_URL: (("--db-url",), {"help": "gradebook database URL (default: SQLite in autograder/)"}),
+    JOBS: (("--jobs",), {"type": int, "default": 0, "help": "sandboxes grading at once (default: every core)"}),
+    SCHEDULER: (("--scheduler",), {"help": "a Dask scheduler's address (tcp://host:8786): grade on its workers"}),
+}
+
+
+def shared_parser(options: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The parent parser of a command: the shared options it takes (a fresh one, so a command's own
+    defaults never leak into another's)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    for option in options:
+        flags, settings = SHARED_OPTIONS[option]
+        parent.add_argument(*flags, **settings)
+    return parent
 
 
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: python -m posenc_autograder <command> [options]", "", "commands:"]
-    lines += [f"  {name:<{width}}  {doc}" for name, (_, doc) in COMMANDS.items()]
+    lines += [f"  {name:<{width}}  {command.doc}" for name, command in COMMANDS.items()]
     return "\n".join(lines)
+
+
+def parser_for(name: str, module) -> argparse.ArgumentParser:
+    """The command's parser: the shared options it takes, then its own."""
+    command = COMMANDS[name]
+    parser = argparse.ArgumentParser(prog=f"make {name}", description=(module.__doc__ or "").split("\n\n")[0],
+                                     parents=[shared_parser(command.shared)])
+    if hasattr(module, "arguments"):
+        module.arguments(parser)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(f"posenc_autograder.{COMMANDS[argv[0]][0]}")
-    return module.main(argv[1:])
+    module = importlib.import_module(f"posenc_autograder.{COMMANDS[argv[0]].module}")
+    return module.run_command(parser_for(argv[0], module).parse_args(argv[1:]))
 
 
 if __name__ == "__main__":

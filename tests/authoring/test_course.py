@@ -39,7 +39,7 @@ def test_outside_any_course_the_error_says_how_to_name_one(tmp_path, monkeypatch
 def test_a_command_outside_any_course_says_why_without_a_traceback(tmp_path):
     import subprocess
     import sys
-    done = subprocess.run([sys.executable, "-m", "posenc_autograder.authoring.release", "--check"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "posenc_autograder", "release", "--check"], cwd=tmp_path,
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 1
     assert done.stderr.startswith("error: no course folder at") and "Traceback" not in done.stderr

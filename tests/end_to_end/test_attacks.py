@@ -14,6 +14,7 @@ import pytest
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from hostile_notebooks import ATTACKS, CLASSES, HOSTILE_FILES, HOSTILE_FOLDER_NAMES
 from notebook_tools import ROOT
+from posenc_autograder import cli
 from posenc_autograder.records import gradebook
 from posenc_autograder.grading import pipeline
 from posenc_autograder.course import Course
@@ -168,6 +169,6 @@ def test_the_integrity_report_reads_every_attacker_back(attacked_class):
     copying report off for the class."""
     from posenc_autograder.integrity import report
     course, _, _, _ = attacked_class
-    assert report.main(["--course", str(course.root)]) == 0
+    assert cli.main(["integrity", "--course", str(course.root)]) == 0
     page = (course.reports / report.REPORT_NAME).read_text()
     assert "0 skipped" in page

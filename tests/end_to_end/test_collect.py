@@ -9,7 +9,7 @@ from deadline import deadline
 from fixture_submissions import make_course
 from lms_zips import NB, make_zip
 from notebook_tools import ROOT
-from posenc_autograder.orchestration import grade
+from posenc_autograder import cli
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course
 
@@ -37,7 +37,7 @@ def test_grade_says_what_went_wrong_and_a_fifo_blocks_nothing(tmp_path, capsys):
     a stale release, a FIFO named timestamp.txt, and a notebook that cannot be graded."""
     course = Course(make_course(tmp_path / "course"))
     root = ["--course", str(course.root), "--no-sandbox", "--jobs", "1"]
-    assert grade.main(root) == 1
+    assert cli.main(["grade", *root]) == 1
     assert "nothing submitted: run make collect first" in capsys.readouterr().err
     untouched = (ROOT / "exercises" / NB / f"{NB}.ipynb").read_text()
     members = {f"alice_{NB}.ipynb": untouched, f"bob_{NB}.ipynb": "{not json <<<<<<<"}
@@ -49,7 +49,7 @@ def test_grade_says_what_went_wrong_and_a_fifo_blocks_nothing(tmp_path, capsys):
     next(c for c in edited.cells if c.cell_type == "markdown").source += "\n\nA sentence added after the release."
     nbformat.write(edited, course.source_notebook(NB, NB))             # and `make release` forgotten
     with deadline(600):
-        assert grade.main(root) == 1
+        assert cli.main(["grade", *root]) == 1
     said = capsys.readouterr().err
     assert "Warning: exercises/ is not what solutions/ releases now" in said
     [sentence] = [line for line in said.splitlines() if line.startswith("Not graded: ")]

@@ -4,11 +4,11 @@ import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from notebook_tools import grade_cells
+from posenc_autograder import cli
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import evidence as store
-from posenc_autograder.integrity import report as integrity_report
 from posenc_autograder.integrity.report import REPORT_NAME
 from posenc_autograder.sandbox.bubblewrap import Limits
 
@@ -27,7 +27,7 @@ def test_variants_on_and_off_grade_the_solution_fully_and_the_report_is_written(
     monkeypatch.setenv(variants.SWITCH_ENV, "1")
     on = {r.student: (r.score, r.max_score) for r in grade_all(course, jobs=2, limits=LIMITS, quiet=True)}
     kept = store.load_class(course, ASSIGNMENT, NOTEBOOK)
-    assert integrity_report.main(["--course", str(course.root)]) == 0          # make integrity
+    assert cli.main(["integrity", "--course", str(course.root)]) == 0          # make integrity
     page = (course.reports / REPORT_NAME).read_text()
 
     monkeypatch.setenv(variants.SWITCH_ENV, "0")          # no --force: another setting is another grader

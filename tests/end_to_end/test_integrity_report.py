@@ -8,6 +8,7 @@ import pytest
 
 from integrity_fixtures import COMMON_MISTAKES, PLANTED, SOLUTION, TEMPLATES, fixture_class
 from notebook_tools import ROOT, namespace_from
+from posenc_autograder import cli
 from posenc_autograder.checks import variants
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.base import SHOWN_INPUT_NUMBERS
@@ -223,13 +224,13 @@ def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_wr
     (store.folder(course, "a", "nb") / "cat.npz").write_bytes(b"PK\x03\x04 not a zip")
     course.reports.mkdir(parents=True)
     (course.reports / report.REPORT_NAME).write_text("last week's report")
-    assert report.main(["--course", str(course.root)]) == 1
+    assert cli.main(["integrity", "--course", str(course.root)]) == 1
     page = (course.reports / report.REPORT_NAME).read_text()
     assert "last week" not in page and "for 2 student notebook(s)" in page and "1 skipped" in page
     assert "cat" in page and re.search(r"Written \d{4}-\d\d-\d\dT", page)
     assert "not compared: a/nb cat" in capsys.readouterr().err
     (store.folder(course, "a", "nb") / "cat.npz").unlink()
-    assert report.main(["--course", str(course.root)]) == 0
+    assert cli.main(["integrity", "--course", str(course.root)]) == 0
 
 
 def test_string_constants_that_compile_are_compared_as_code():

@@ -18,7 +18,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder.orchestration import rebuild
+from posenc_autograder import cli
 from posenc_autograder.reports import dashboard, feedback, run_report as report
 from posenc_autograder.records import gradebook, nbgrader_files
 from posenc_autograder.intake.collect import collect
@@ -132,7 +132,7 @@ def test_manual_grade_reaches_feedback_after_make_feedback(graded):
         grade = gb.find_grade(test.cell_id, NB, NB, "smithjohn")
         grade.manual_score = test.max_points - 1
         gb.db.commit()
-    assert rebuild.main(["--root", str(course.root)]) == 0
+    assert cli.main(["feedback", "--root", str(course.root)]) == 0
     page = (course.feedback / "smithjohn" / NB / f"{NB}.html").read_text()
     assert f"Score: {results['smithjohn'].score - 1:g} / {FULL:g}" in page and "set by your instructor" in page
     grades = {r["student"]: float(r["score"]) for r in csv.DictReader(open(course.grades_csv))}

@@ -10,7 +10,8 @@ import pytest
 
 from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder.authoring import release, release_history
+from posenc_autograder import cli
+from posenc_autograder.authoring import release_history
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.grading.pipeline import prepare
@@ -55,7 +56,7 @@ def rereleased(tmp_path_factory):
     source = nbformat.read(course.source_notebook(NB, NB), as_version=4)
     _cell(source, "test_pe_visible").source += "\nassert pe.dtype.kind == 'f', 'the table should hold floats'"
     nbformat.write(source, course.source_notebook(NB, NB))
-    assert release.main(["--course", str(course.root)]) == 0   # `make release`
+    assert cli.main(["release", "--course", str(course.root)]) == 0   # `make release`
     return course
 
 

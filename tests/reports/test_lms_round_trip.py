@@ -11,11 +11,11 @@ import pytest
 
 from fixture_submissions import make_course
 from lms_zips import BLACKBOARD, CANVAS, MOODLE, NB, PLAIN, make_zip, roster_rows
+from posenc_autograder import cli
 from posenc_autograder.course import Course
 from posenc_autograder.intake import lms
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.records import gradebook, results_store
-from posenc_autograder.orchestration import uncollect
 from posenc_autograder.reports import feedback, lms_bundles
 from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult
 
@@ -94,7 +94,7 @@ def test_uncollect_removes_every_trace_and_says_so(course, tmp_path, capsys):
     with gradebook.open_gradebook(course) as gb:
         for r in results:
             gradebook.record_scores(gb, r.student, NB, NB, {t.cell_id: t.points for t in r.tests})
-    assert uncollect.main(["--course", str(course.root), "--student", "jane_doe"]) == 0
+    assert cli.main(["uncollect", "--course", str(course.root), "--student", "jane_doe"]) == 0
     said = capsys.readouterr().out
     assert "jane_doe / positional_encoding" in said and "roster.csv" in said and "gradebook" in said
     for root in (course.submitted, course.autograded, course.feedback):
@@ -104,6 +104,6 @@ def test_uncollect_removes_every_trace_and_says_so(course, tmp_path, capsys):
         assert [s.id for s in gb.students] == ["john_smith"]
     grades = {r["student"] for r in csv.DictReader(open(course.grades_csv))}
     assert grades == {"john_smith"}
-    assert uncollect.main(["--course", str(course.root), "--zip", str(tmp_path / "moodle.zip")]) == 0
+    assert cli.main(["uncollect", "--course", str(course.root), "--zip", str(tmp_path / "moodle.zip")]) == 0
     assert not roster_rows(course) and not any(course.submitted.iterdir())
-    assert uncollect.main(["--course", str(course.root), "--student", "john_smith"]) == 1
+    assert cli.main(["uncollect", "--course", str(course.root), "--student", "john_smith"]) == 1

@@ -10,10 +10,8 @@ anything is stale.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import re
-import sys
 
 import nbformat
 
@@ -119,11 +117,11 @@ def stale_files(course: Course) -> dict:
     return changed
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make release", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
+def arguments(parser) -> None:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a generated file is stale")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     course = course_for_command(args.course)
     changed = stale_files(course)
     for path, text in changed.items():
@@ -137,6 +135,3 @@ def main(argv=None) -> int:
         release_history.record(course, assignment)         # earlier releases' test cells stay accepted
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

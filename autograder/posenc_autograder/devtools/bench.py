@@ -4,10 +4,8 @@ Prints wall times, time per notebook, their ratio, and the time of the hidden te
 """
 from __future__ import annotations
 
-import argparse
 import pathlib
 import shutil
-import sys
 import tempfile
 import time
 
@@ -74,11 +72,11 @@ def time_hidden_tests(source_root: pathlib.Path, repeats: int = 3) -> float:
     return best
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make bench")
+def arguments(parser) -> None:
     parser.add_argument("--students", type=int, default=60)
-    parser.add_argument("--jobs", type=int, default=0)
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     source_root = Course().root
     jobs = args.jobs or default_jobs()
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
@@ -114,6 +112,3 @@ def main(argv=None) -> int:
     print(f"hidden tests alone, per notebook:       {hidden:7.3f} s")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

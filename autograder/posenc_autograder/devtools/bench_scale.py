@@ -10,7 +10,6 @@ and the growth exponents between sizes.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import pathlib
@@ -204,12 +203,13 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make bench-scale")
+def arguments(parser) -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[100, 300, 1000])
-    parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--hostile", action="store_true", help="add the attack suite's memory attacks to each class")
-    args = parser.parse_args(argv)
+    parser.set_defaults(jobs=2)
+
+
+def run_command(args) -> int:
     source_root = Course().root
     rows = []
     for n in args.sizes:
@@ -222,6 +222,3 @@ def main(argv=None) -> int:
     print(table(rows))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

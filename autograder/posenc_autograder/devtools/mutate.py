@@ -12,7 +12,6 @@ and every surviving mutant.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import copy
 import dataclasses
@@ -339,14 +338,11 @@ def summary(verdicts: list[Verdict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make mutate", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("--sample", type=int, help="grade only N mutants spread evenly over the list")
-    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     verdicts = run(course_for_command(args.course), args.sample)
     return 1 if any(v.status == "survived" for v in verdicts) else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

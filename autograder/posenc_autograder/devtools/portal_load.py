@@ -9,7 +9,6 @@ and the portal's peak memory (its own process, and with its sandboxes). Stops by
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -193,14 +192,14 @@ def report(label: str, figures: dict) -> str:
             f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make bench-portal", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("--students", type=int, default=200)
     parser.add_argument("--spread", type=float, default=120, help="seconds over which the uploads arrive")
-    parser.add_argument("--jobs", type=int, default=0, help="grading sandboxes (default: every core)")
     parser.add_argument("--timeout", type=float, default=1200, help="stop after this many seconds")
     parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     source_root = find_root()
     jobs = args.jobs or len(os.sched_getaffinity(0))
     print(f"{args.students} students, uploads spread over {args.spread:.0f} s, {jobs} grading sandboxes, "
@@ -214,6 +213,3 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

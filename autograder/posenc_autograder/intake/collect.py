@@ -7,7 +7,6 @@ new, replaced, unchanged, or skipped with the reason. The zip is untrusted (see 
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import datetime as dt
@@ -17,7 +16,7 @@ import pathlib
 import sys
 
 from posenc_autograder.intake import lms, roster
-from posenc_autograder.course import Course
+from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
 
 MAX_NOTE_BYTES = 64_000                  # Blackboard's per-attempt .txt
@@ -299,14 +298,12 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
         "source_zip": source, "sha256": digest, "lms_prefix": entry.prefix}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make collect", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("zip", type=pathlib.Path)
     parser.add_argument("assignment")
     parser.add_argument("--lms", choices=lms.FORMATS, help="the download's format (default: recognised)")
-    args = parser.parse_args(argv)
-    return collect(Course(), args.zip.resolve(), args.assignment, args.lms)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run_command(args) -> int:
+    return collect(course_for_command(args.course), args.zip.resolve(), args.assignment, args.lms)
+

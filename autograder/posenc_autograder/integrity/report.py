@@ -7,7 +7,6 @@ is self-contained (no scripts, no external files) and everything that came from 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import html
@@ -181,11 +180,9 @@ def write(course: Course, stream=None) -> list:
     return skipped
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_command(args) -> int:
     """Exit status 0 when every student's evidence was compared, 1 when anything was skipped or failed."""
-    parser = argparse.ArgumentParser(prog="integrity", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--course", help="course folder (default: the working directory or $POSENC_COURSE)")
-    course = course_for_command(parser.parse_args(argv).course)
+    course = course_for_command(args.course)
     skipped = write(course, stream=sys.stderr)
     for assignment, notebook, student, why in skipped:
         print(f"integrity: not compared: {assignment}/{notebook} {student} ({why})", file=sys.stderr)
@@ -193,6 +190,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Integrity report: {course.reports / REPORT_NAME}")
     return 1 if skipped else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,6 @@ Exit status: 0 when every submission was graded (possibly with problems worth re
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import nbformat
@@ -121,18 +120,14 @@ def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, 
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make grade", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=0, help="parallel sandboxes (default: every core)")
+def arguments(parser) -> None:
     parser.add_argument("--assignment", action="append", help="grade only this assignment (repeatable)")
     parser.add_argument("--student", action="append", help="grade only this student (repeatable)")
     parser.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
     parser.add_argument("--no-sandbox", action="store_true", help="run student code without isolation (unsafe)")
-    parser.add_argument("--scheduler", help="address of a Dask scheduler to run the jobs on")
-    parser.add_argument("--db-url", help="gradebook database URL (default: SQLite in autograder/)")
-    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
-                        "or a parent of it, or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     course = course_for_command(args.course, args.db_url)
     if not args.no_sandbox:
         try:
@@ -167,6 +162,3 @@ def warn_if_unreleased(course: Course, assignments: list[str] | None) -> None:
               f"an older notebook than the one graded against. Run make release (and hand out the new "
               f"notebook) unless that is intended.", file=sys.stderr)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

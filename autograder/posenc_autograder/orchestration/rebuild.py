@@ -2,7 +2,6 @@
 from the gradebook's current points."""
 from __future__ import annotations
 
-import argparse
 import pathlib
 import sys
 
@@ -27,12 +26,8 @@ def rebuild(course: Course, stream=None) -> list[pathlib.Path]:
     return written
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make feedback", description=rebuild.__doc__)
-    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
-                        "or a parent of it, or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
-    course = course_for_command(args.course)
+def run_command(args) -> int:
+    course = course_for_command(args.course, args.db_url)
     written = rebuild(course, stream=sys.stderr)
     print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
           f"`nbgrader release_feedback <assignment>` sends them")
@@ -51,6 +46,3 @@ def main(argv=None) -> int:
         print("\n".join(f"  {path}" for path in bundles))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

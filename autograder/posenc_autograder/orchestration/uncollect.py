@@ -7,7 +7,6 @@ LMS files, run report, dashboard) are written again without them. Says what it r
 """
 from __future__ import annotations
 
-import argparse
 import pathlib
 import shutil
 import sys
@@ -82,17 +81,17 @@ def uncollect(course: Course, pairs: list[tuple[str, str]]) -> list[str]:
     return removed
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make uncollect", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("--student", help="the student id (a folder of autograder/submitted)")
     parser.add_argument("--assignment", help="only this assignment (default: every assignment of the student)")
     parser.add_argument("--zip", help="every submission this zip brought in (by its file name, as the roster has it)")
-    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
-                        "or a parent of it, or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     if bool(args.student) == bool(args.zip):
-        parser.error("say which: STUDENT=<id> [ASSIGNMENT=<name>], or ZIP=<the zip collected>")
-    course = course_for_command(args.course)
+        print("say which: STUDENT=<id> [ASSIGNMENT=<name>], or ZIP=<the zip collected>", file=sys.stderr)
+        return 2
+    course = course_for_command(args.course, args.db_url)
     if args.student and not is_safe_id(args.student):
         print(f"'{args.student}' is not a student id", file=sys.stderr)
         return 2
@@ -112,6 +111,3 @@ def main(argv=None) -> int:
           "make integrity leaves them out of the copying report.")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,6 @@ or a Dask worker). It refuses to start as root unless --allow-root is given (CI 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -31,17 +30,13 @@ def refuse_root(allow_root: bool) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make portal", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--jobs", type=int, default=0, help="sandboxes grading at once (default: every core)")
-    parser.add_argument("--scheduler", help="a Dask scheduler's address: grade on its workers")
-    parser.add_argument("--db-url", help="gradebook database URL (default: SQLite in autograder/)")
     parser.add_argument("--allow-root", action="store_true", help="run even as root (not advised)")
-    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
-                        "or a parent of it, or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     refusal = refuse_root(args.allow_root)
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
@@ -69,6 +64,3 @@ def main(argv: list[str] | None = None) -> int:
     uvicorn.Server(config).run()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

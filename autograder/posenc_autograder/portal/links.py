@@ -5,7 +5,6 @@ listed without a link unless --renew replaces theirs (their old link then stops 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -44,16 +43,14 @@ def make_links(sessions, students: dict[str, str], base_url: str, renew: bool) -
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make portal-links", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("--base-url", default=os.environ.get("PORTAL_URL", "http://127.0.0.1:8080"),
                         help="the portal's public address (default $PORTAL_URL or http://127.0.0.1:8080)")
     parser.add_argument("--student", action="append", default=[], help="also make a link for this id (repeatable)")
     parser.add_argument("--renew", action="store_true", help="replace every listed student's link")
-    parser.add_argument("--db-url", help="gradebook database URL (default: SQLite in autograder/)")
-    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
-                        "or a parent of it, or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     course = course_for_command(args.course, args.db_url)
     students = students_of(course, args.student)
     if not students:
@@ -71,6 +68,3 @@ def main(argv: list[str] | None = None) -> int:
           f"its student in)")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

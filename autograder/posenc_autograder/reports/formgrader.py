@@ -8,7 +8,6 @@ runs off the right edge; here they wrap).
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import pathlib
@@ -119,12 +118,11 @@ def wait_until_up(process: subprocess.Popen, url: str, stream=sys.stderr) -> Non
         time.sleep(0.5)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="make formgrader", description=__doc__.split("\n\n")[0])
+def arguments(parser) -> None:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
-    parser.add_argument("--course", "--root", dest="course", help="course folder (default: the working directory "
-                        "or a parent of it, or $POSENC_COURSE)")
-    args = parser.parse_args(argv)
+
+
+def run_command(args) -> int:
     course = course_for_command(args.course)
     port, token = args.port or free_port(), secrets.token_hex(16)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))      # stopped by a signal: the server stops with it
@@ -144,6 +142,3 @@ def main(argv=None) -> int:
             process.terminate()
             process.wait(timeout=30)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
