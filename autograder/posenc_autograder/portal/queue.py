@@ -39,6 +39,12 @@ def claim(db) -> int | None:
             return job
 
 
+def requeue(db, attempt_id: int) -> None:
+    """A running job back to the queue (its grading failed for the grader's reasons, or its thread died)."""
+    db.execute(update(Attempt).where(Attempt.id == attempt_id, Attempt.status == "running").values(status="queued"))
+    db.commit()
+
+
 def requeue_orphans(db) -> int:
     """At start-up: jobs left running by a process that died go back to the queue (only one portal runs per
     course: the app holds a lock)."""

@@ -3,9 +3,11 @@ student's attempt, feedback or file is simply not found; every instructor URL ne
 every form carries the session's CSRF token; request bodies are capped while they stream in."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import urllib.parse
+import weakref
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -28,8 +30,16 @@ UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + 64_000     # the notebook and the mult
 UPLOAD_SUFFIX = "/upload"
 
 
+UPLOAD_CHECKS = 2                    # uploads read and checked at once (each up to the cap in memory)
+UPLOAD_WAIT_SECONDS = 30.0           # an upload waiting longer for its turn is refused as busy, using no attempt
+
+
 class BodyTooLarge(Exception):
     pass
+
+
+class UploadsBusy(Exception):
+    """Every upload checker stayed busy for UPLOAD_WAIT_SECONDS."""
 
 
 class Guard:
@@ -176,9 +186,11 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         if not isinstance(file, UploadFile):
             return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session,
                            (f"/assignments/{name}", "back"))
-        data = await file.read(uploads.MAX_UPLOAD_BYTES + 1)
-        outcome, detail = await run_in_threadpool(portal.accept_upload, session.student_id, name,
-                                                  file.filename or "", data)
+        try:
+            outcome, detail = await checked_upload(session.student_id, name, file)
+        except UploadsBusy:
+            return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this "
+                           "one was not accepted and used no attempt).", 503, session, (f"/assignments/{name}", "back"))
         if outcome == "queued":
             return RedirectResponse(f"/attempts/{detail}", status_code=303)
         if outcome == "again":
@@ -186,6 +198,22 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         status = 403 if outcome == "refused" else 400
         title = "Upload not accepted" if outcome == "refused" else "Not a notebook we can grade"
         return message(title, f"Not accepted: {detail}.", status, session, (f"/assignments/{name}", "back"))
+
+    checkers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()      # per event loop (tests run several)
+
+    async def checked_upload(student: str, name: str, file: UploadFile):
+        """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once: waiting uploads stay in
+        their spooled files, and one upload's checks never run on the event loop."""
+        checking = checkers.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(UPLOAD_CHECKS))
+        try:
+            await asyncio.wait_for(checking.acquire(), UPLOAD_WAIT_SECONDS)
+        except asyncio.TimeoutError:
+            raise UploadsBusy() from None
+        try:
+            data = await file.read(uploads.MAX_UPLOAD_BYTES + 1)
+            return await run_in_threadpool(portal.accept_upload, student, name, file.filename or "", data)
+        finally:
+            checking.release()
 
     async def own_attempt(request: Request):
         session = await student_session(request)

@@ -9,7 +9,9 @@ the feedback page and the results store (orchestration.grade.settle), and its ti
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import threading
 from typing import Callable
 
@@ -26,11 +28,17 @@ from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Student, utcnow
 from posenc_autograder.records import evidence, gradebook, nbgrader_files
-from posenc_autograder.results import NotebookResult
+from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 IDLE_POLL_SECONDS = 1.0               # a worker also wakes at once when an upload is queued in this process
+SUPERVISE_SECONDS = 1.0               # how often dead grading threads are noticed and replaced
+FAULT_PAUSE_SECONDS = 1.0             # after a fault outside any job (the database away): wait, then go on
+MAX_RUNS = 3                          # a job the grader fails on this many times is a grader error, not retried
+GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
+           f"not graded, it does not use up one of your attempts, and the instructor sees it")
 Execute = Callable[[GradingTask], Execution]
+log = logging.getLogger(__name__)
 
 
 def dask_execute(scheduler: str) -> Execute:
@@ -41,12 +49,27 @@ def dask_execute(scheduler: str) -> Execute:
     return lambda task: client.submit(execute_task, task, pure=False).result()
 
 
+class GraderFailed(Exception):
+    """The grader (not the student's code) could not grade this attempt: it is retried, up to MAX_RUNS runs."""
+
+
 class Worker:
+    """Grading threads, each taking one job at a time, and a supervisor that replaces any thread that dies.
+
+    Every step of a job (reading the upload, running it, judging, storing the executed notebook, recording the
+    result) is inside the job's own failure handling: a job that fails for the grader's reasons goes back to
+    the queue until it has run MAX_RUNS times, then is recorded as a grader error (shown so to the student and
+    the instructor; it does not use up an attempt). Runs are counted when a job is claimed, so a job that kills
+    its thread, or the whole process, is given up after MAX_RUNS as well and never blocks the queue."""
+
     def __init__(self, course: Course, sessions, jobs: int, limits: Limits = Limits(), execute: Execute = execute_task):
         self.course, self.sessions, self.jobs, self.limits, self.execute = course, sessions, jobs, limits, execute
         self.wake, self.stopping = threading.Event(), threading.Event()
         self.store_lock = threading.Lock()           # one writer for the gradebook, submitted/ and the roster
-        self.threads: list[threading.Thread] = []
+        self.threads: dict[int, threading.Thread] = {}
+        self.holding: dict[int, int] = {}            # thread slot -> the job it is grading
+        self.restarts = 0
+        self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
 
     # --- lifecycle --------------------------------------------------------------------------------
@@ -58,21 +81,48 @@ class Worker:
             pending = db.execute(select(Attempt.student_id, Attempt.assignment).where(
                 Attempt.status == "graded").distinct()).all()
         for student, assignment in pending:
-            self.store_counting(student, assignment)
+            self.store_counting_safely(student, assignment)
         return requeued
 
     def start(self) -> None:
         self.recover()
-        self.threads = [threading.Thread(target=self._loop, name=f"portal-grader-{i}", daemon=True)
-                        for i in range(self.jobs)]
-        for thread in self.threads:
-            thread.start()
+        for slot in range(self.jobs):
+            self._start_thread(slot)
+        self.supervisor = threading.Thread(target=self._supervise, name="portal-grader-supervisor", daemon=True)
+        self.supervisor.start()
+
+    def _start_thread(self, slot: int) -> None:
+        thread = threading.Thread(target=self._loop, args=(slot,), name=f"portal-grader-{slot}", daemon=True)
+        self.threads[slot] = thread
+        thread.start()
+
+    def _supervise(self) -> None:
+        while not self.stopping.wait(SUPERVISE_SECONDS):
+            self.replace_dead_threads()
+
+    def replace_dead_threads(self) -> int:
+        """Start a new thread for every grading thread that died, after putting its job back in the queue."""
+        replaced = 0
+        for slot, thread in list(self.threads.items()):
+            if thread.is_alive() or self.stopping.is_set():
+                continue
+            job = self.holding.pop(slot, None)
+            if job is not None:
+                with contextlib.suppress(Exception), self.sessions() as db:
+                    queue.requeue(db, job)
+            log.error("grading thread %s died%s; starting a new one", thread.name,
+                      f" while grading attempt {job}" if job is not None else "")
+            self._start_thread(slot)
+            self.restarts += 1
+            replaced += 1
+        return replaced
 
     def stop(self, timeout: float = 30.0) -> None:
         self.stopping.set()
         self.wake.set()
-        for thread in self.threads:
-            thread.join(timeout)
+        for thread in [*self.threads.values(), self.supervisor]:
+            if thread is not None:
+                thread.join(timeout)
 
     def notify(self) -> None:
         self.wake.set()
@@ -86,48 +136,94 @@ class Worker:
         return done
 
     def _claim(self) -> int | None:
-        with self.sessions() as db:
-            return queue.claim(db)
+        """The next job to run; jobs already run MAX_RUNS times (they killed a thread or the process) are
+        recorded as grader errors on the way, never run again."""
+        while True:
+            with self.sessions() as db:
+                job = queue.claim(db)
+                runs = db.get(Attempt, job).runs if job is not None else 0
+            if job is None or runs <= MAX_RUNS:
+                return job
+            self._give_up(job, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
 
-    def _loop(self) -> None:
+    def _loop(self, slot: int) -> None:
         while not self.stopping.is_set():
-            job = self._claim()
-            if job is None:
-                self.wake.wait(IDLE_POLL_SECONDS)
-                self.wake.clear()
-                continue
-            self.grade(job)
+            try:
+                job = self._claim()
+                if job is None:
+                    self.wake.wait(IDLE_POLL_SECONDS)
+                    self.wake.clear()
+                    continue
+                self.holding[slot] = job
+                self.grade(job)
+                self.holding.pop(slot, None)
+            except Exception:  # noqa: BLE001 - not a job's fault (grade() handles those): the database, say
+                log.exception("grading thread %s: fault outside a job; going on", slot)
+                self.stopping.wait(FAULT_PAUSE_SECONDS)
 
     # --- one job ----------------------------------------------------------------------------------
 
     def grade(self, attempt_id: int) -> None:
+        """Grade one claimed job; never raises for the job's own reasons."""
         with self.sessions() as db:
             attempt = db.get(Attempt, attempt_id)
-        submission = Submission(attempt.student_id, attempt.assignment, attempt.notebook,
-                                uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256))
-        result, executed, grader_failed = self._result(submission)
-        if executed:
-            uploads.write_durably(uploads.executed_path(self.course, attempt.student_id, attempt.assignment,
-                                                        attempt.id), executed.encode())
+        try:
+            result, executed = self._graded(attempt)
+            if executed:
+                uploads.write_durably(uploads.executed_path(self.course, attempt.student_id, attempt.assignment,
+                                                            attempt.id), encode_text(executed))
+            self._record(attempt_id, "graded", result)
+        except Exception as exc:  # noqa: BLE001 - this job's failure, retried or recorded on it alone
+            self._failed(attempt, exc)
+            return
+        self.store_counting_safely(attempt.student_id, attempt.assignment)
+
+    def _graded(self, attempt: Attempt) -> tuple[NotebookResult, str | None]:
+        """(result, executed notebook); GraderFailed (or anything else) when the grader could not grade it."""
+        submission = self._submission(attempt)
+        prepared = prepare(self.course, submission, self.limits, isolate=True)
+        if isinstance(prepared, NotebookResult):              # unreadable: nothing to run
+            return prepared, None
+        execution = self.execute(prepared)
+        if execution.failure is not None:
+            raise GraderFailed(execution.failure)
+        result = judge(self.course, submission, execution, self.limits)
+        evidence.keep_graded(self.course, submission, execution)     # the latest judged attempt, for integrity
+        return result, execution.executed_notebook
+
+    def _submission(self, attempt: Attempt) -> Submission:
+        return Submission(attempt.student_id, attempt.assignment, attempt.notebook,
+                          uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256))
+
+    def _record(self, attempt_id: int, status: str, result: NotebookResult) -> None:
         with self.sessions() as db:
             db.execute(update(Attempt).where(Attempt.id == attempt_id).values(
-                status="error" if grader_failed else "graded", finished_at=utcnow(), score=result.score,
-                max_score=result.max_score, result_json=json.dumps(result.to_json())))
+                status=status, finished_at=utcnow(), score=result.score, max_score=result.max_score,
+                result_json=json.dumps(result.to_json())))
             db.commit()
-        self.store_counting(attempt.student_id, attempt.assignment)
 
-    def _result(self, submission: Submission) -> tuple[NotebookResult, str | None, bool]:
-        """(result, executed notebook, did the grader itself fail?) — never raises."""
+    def _failed(self, attempt: Attempt, exc: Exception) -> None:
+        """Back to the queue while runs are left; then a grader error."""
+        log.warning("grading attempt %s failed on run %s: %s: %s", attempt.id, attempt.runs, type(exc).__name__,
+                    str(exc)[:300])
+        with self.sessions() as db:
+            runs = db.get(Attempt, attempt.id).runs
+            if runs < MAX_RUNS:
+                queue.requeue(db, attempt.id)
+                return
+        self._give_up(attempt.id, exc)
+
+    def _give_up(self, attempt_id: int, exc: Exception) -> None:
+        with self.sessions() as db:
+            attempt = db.get(Attempt, attempt_id)
+        log.error("attempt %s: grader error after %s runs (%s)", attempt_id, attempt.runs, type(exc).__name__)
         try:
-            prepared = prepare(self.course, submission, self.limits, isolate=True)
-            if isinstance(prepared, NotebookResult):              # unreadable: nothing to run
-                return prepared, None, False
-            execution = self.execute(prepared)
-            result = judge(self.course, submission, execution, self.limits)
-            evidence.keep_graded(self.course, submission, execution)     # the latest judged attempt, for integrity
-            return result, execution.executed_notebook, execution.failure is not None
-        except Exception as exc:  # noqa: BLE001 - one attempt's failure, reported on it
-            return grader_error(self.course, submission, exc), None, True
+            result = grader_error(self.course, self._submission(attempt), exc)
+            result.notes[-1] = Note(NoteKind.GRADER_ERROR, GAVE_UP)        # in place of the exception's name
+        except Exception:  # noqa: BLE001 - even the error's result failed: record the bare status
+            result = NotebookResult(attempt.student_id, attempt.assignment, attempt.notebook, False, [],
+                                    [Note(NoteKind.GRADER_ERROR, GAVE_UP)])
+        self._record(attempt_id, "error", result)
 
     # --- the attempt that counts --------------------------------------------------------------------
 
@@ -135,6 +231,14 @@ class Worker:
         if assignment not in self._fingerprints:
             self._fingerprints[assignment] = grader_fingerprint(self.course, assignment, self.limits)
         return self._fingerprints[assignment]
+
+    def store_counting_safely(self, student: str, assignment: str) -> None:
+        """store_counting; a failure is logged and left for the next store or restart (the attempt stays graded
+        and unstored), never raised into a grading thread."""
+        try:
+            self.store_counting(student, assignment)
+        except Exception:  # noqa: BLE001 - the gradebook step of one student, retried later
+            log.exception("storing the counting attempt of %s for %s failed", student, assignment)
 
     def store_counting(self, student: str, assignment: str) -> Attempt | None:
         """Store the attempt that counts now where `make grade` stores a submission (a no-op when it already is)."""
@@ -158,7 +262,7 @@ class Worker:
         uploads.write_durably(folder / nbgrader_files.TIMESTAMP,
                               nbgrader_files.format_timestamp(attempt.uploaded_at).encode())
         executed_file = uploads.executed_path(course, attempt.student_id, attempt.assignment, attempt.id)
-        executed = executed_file.read_text() if executed_file.is_file() else None
+        executed = executed_file.read_bytes().decode("utf-8", "replace") if executed_file.is_file() else None
         result = NotebookResult.from_json(json.loads(attempt.result_json))
         with gradebook.open_gradebook(course) as gb:
             settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), lambda: result,
@@ -173,3 +277,8 @@ class Worker:
             "source_zip": "", "sha256": attempt.sha256}
         roster.save(course, rows)
 
+
+
+def encode_text(text: str) -> bytes:
+    """UTF-8 of text that came within reach of student code: a lone surrogate becomes '?' instead of raising."""
+    return text.encode("utf-8", "replace")
