@@ -166,6 +166,12 @@ def read_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_c
     return normalise(data, max_cells)
 
 
+def valid_text(text: str) -> str:
+    """Text every later step can encode: JSON's \\ud800-style escapes can make lone surrogates, which UTF-8
+    refuses; each becomes '?'."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def normalise(data, max_cells: int = MAX_CELLS):
     """Keep only what grading reads, in the types it expects: cells with a known type, text source,
     an id, and nbgrader flags of the right types. Anything else a student (or an editor) put there,
@@ -187,7 +193,7 @@ def normalise(data, max_cells: int = MAX_CELLS):
         # Built directly: nbformat's new_*_cell validate each cell against the schema (0.1 s a notebook),
         # and what is built here is valid by construction.
         cell = nbformat.from_dict({"cell_type": raw["cell_type"], "metadata": {},
-                                   "source": source if isinstance(source, str) else ""})
+                                   "source": valid_text(source) if isinstance(source, str) else ""})
         if raw["cell_type"] == "code":
             cell.update(outputs=[], execution_count=None)
         given = raw.get("id")

@@ -321,7 +321,7 @@ def sanitise_outputs(frame: dict, limit: int) -> dict:
         if not isinstance(output, dict):
             continue
         kind = output.get("output_type")
-        if kind == "stream" and output.get("name") in OUTPUT_KINDS:
+        if kind == "stream" and isinstance(output.get("name"), str) and output["name"] in OUTPUT_KINDS:
             outputs.append({"output_type": "stream", "name": output["name"],
                             "text": _clean_text(output.get("text"), limit)})
         elif kind == "error":
@@ -354,7 +354,8 @@ class Attempt:
                 self.reader.output_bytes += sum(len(o.get("text", "")) + len(o.get("evalue", ""))
                                                 for o in self.outputs[cell]["outputs"])
         elif "result" in frame:
-            if frame["result"] in tasks and isinstance(frame.get("record"), str):
+            # A forged frame's fields may be of any JSON type: check before hashing (a list in `tasks` raises).
+            if isinstance(frame["result"], str) and frame["result"] in tasks and isinstance(frame.get("record"), str):
                 # Decoded now, one record at a time: its text is released before the next frame is read.
                 record = frame.pop("record")
                 kept = self.decode(record) if self.decode else record

@@ -1,0 +1,212 @@
+"""No upload costs the portal more than linear time or bounded memory, and no job stops grading: the structure
+scan is exact on escapes and unterminated strings, value counts are capped before parsing, a lone surrogate
+is stored, and poisoned, thread-killing and process-killing jobs end as grader errors while every other job
+is graded."""
+import json
+import random
+import threading
+import time
+
+import pytest
+from sqlalchemy import select, update
+
+from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
+from fixture_submissions import ASSIGNMENT
+from posenc_autograder.grading.execute import Execution, execute_task
+from posenc_autograder.intake.submissions import read_notebook
+from posenc_autograder.portal import queue, uploads, worker
+from posenc_autograder.portal.models import Attempt, Policy
+from posenc_autograder.portal.routes import create_app
+from posenc_autograder.sandbox import bubblewrap as sandbox
+from test_access import attempts_in
+
+
+def plain_scan(data: bytes) -> tuple[int, int, bool]:
+    """(depth, values, ends inside a string), one character at a time: the meaning json_shape must have."""
+    depth = deepest = values = run = 0
+    inside = False
+    for byte in data:
+        char = chr(byte)
+        if char == '"' and run % 2 == 0:
+            inside = not inside
+        elif not inside and char != '"':
+            if char in "[{":
+                depth, values = depth + 1, values + 1
+                deepest = max(deepest, depth)
+            elif char in "]}":
+                depth -= 1
+            elif char == ",":
+                values += 1
+        run = run + 1 if char == "\\" else 0
+    return deepest, values, inside
+
+
+def test_the_scan_agrees_with_a_plain_one_across_chunk_borders():
+    rng = random.Random(7)
+    for _ in range(3000):
+        data = bytes(rng.choice(b'[]{}",\\ab') for _ in range(rng.randint(0, 30)))
+        for chunk in (1, 2, 3, 5, 1 << 20):          # escapes and strings cut anywhere
+            shape = uploads.json_shape(data, chunk)
+            assert (shape.depth, shape.values, shape.in_string) == plain_scan(data), (data, chunk)
+
+
+def test_escaped_quotes_and_unterminated_strings_hide_their_brackets():
+    assert uploads.json_depth(b'["a\\"[[[", "b\\\\", [1]]') == 2          # \" inside, \\ closes before ", [1]
+    unterminated = b'"' + b'\\"' * 50_000 + b"[[[[[["                      # the input the old check took hours on
+    shape = uploads.json_shape(unterminated)
+    assert (shape.depth, shape.in_string) == (0, True)
+
+
+def test_too_many_values_are_refused_before_parsing(app, portal):
+    nb = json.loads(notebook_bytes())
+    nb["cells"][0]["source"] = ["a"] * (uploads.MAX_JSON_VALUES + 1)       # one cell: no cell limit applies
+    data = json.dumps(nb).encode()
+    assert uploads.json_shape(data).values > uploads.MAX_JSON_VALUES
+    answer = upload(client_for(app, portal, "alice"), data)
+    assert answer.status_code == 400 and "JSON values" in answer.text
+    assert attempts_in(portal) == 0
+
+
+def test_a_lone_surrogate_in_a_cell_is_read_as_text_every_step_can_encode(tmp_path):
+    nb = json.loads(notebook_bytes())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": "print('\\ud800')"})
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps(nb).replace("\\\\ud800", "\\ud800"))          # a JSON escape of a lone surrogate
+    source = read_notebook(path).cells[-1].source
+    assert source.encode("utf-8") == "print('?')".encode()
+
+
+class Poisoned(CountingExecute):
+    """The sandbox's stand-in, with jobs that poison what they touch: an executed notebook holding a lone
+    surrogate, an exception, or a thread killed mid-job (a BaseException nothing in the job catches)."""
+
+    def __call__(self, task):
+        super().__call__(task)
+        if "# surrogate" in task.notebook_json:
+            executed = task.notebook_json.replace("# surrogate", "# surrogate \ud800")
+            return Execution(task.key, {}, [], {}, 0.01, executed_notebook=executed)
+        if "# raises" in task.notebook_json:
+            raise RuntimeError("the grader's own bug")
+        if "# kills" in task.notebook_json:
+            raise ThreadKilled()
+        return Execution(task.key, {}, [], {}, 0.01)
+
+
+class ThreadKilled(BaseException):
+    pass
+
+
+def statuses(portal) -> dict[int, tuple[str, int]]:
+    with portal.sessions() as db:
+        return {a.id: (a.status, a.runs) for a in db.execute(select(Attempt)).scalars()}
+
+
+def wait_until_settled(portal, count: int, seconds: float = 60) -> dict:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = statuses(portal)
+        if len(found) == count and all(s in ("graded", "error") for s, _ in found.values()):
+            return found
+        time.sleep(0.05)
+    return statuses(portal)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_poison_jobs_and_killed_threads_never_stop_grading(course, monkeypatch):
+    monkeypatch.setattr(worker, "SUPERVISE_SECONDS", 0.05)
+    execute = Poisoned()
+    portal = new_portal(course, execute, jobs=2)
+    app_client = client_for(_app(portal), portal, "alice")
+    for marker in ("surrogate", "raises", "kills", "honest one", "honest two"):
+        assert upload(app_client, notebook_bytes(marker)).status_code == 303
+    portal.start()
+    try:
+        found = wait_until_settled(portal, 5)
+        assert all(thread.is_alive() for thread in portal.worker.threads.values())
+    finally:
+        portal.stop()
+    by_marker = dict(zip(("surrogate", "raises", "kills", "honest one", "honest two"), sorted(found)))
+    assert found[by_marker["surrogate"]] == ("graded", 1)             # stored, its surrogate replaced
+    assert found[by_marker["honest one"]][0] == found[by_marker["honest two"]][0] == "graded"
+    assert found[by_marker["raises"]] == ("error", worker.MAX_RUNS)   # retried, then given up
+    assert found[by_marker["kills"]][0] == "error"
+    assert portal.worker.restarts >= worker.MAX_RUNS                  # each kill replaced its thread
+    feedback = app_client.get(f"/attempts/{by_marker['raises']}/feedback").text
+    assert "does not use up one of your attempts" in feedback and "RuntimeError" not in feedback
+    executed = uploads.executed_path(course, "alice", ASSIGNMENT, by_marker["surrogate"]).read_bytes()
+    assert b"# surrogate ?" in executed
+
+
+def test_a_job_that_killed_the_process_on_its_last_run_is_not_run_again(course):
+    execute = Poisoned()
+    portal = new_portal(course, execute)
+    alice = client_for(_app(portal), portal, "alice")
+    for marker in ("kills the process", "honest"):
+        assert upload(alice, notebook_bytes(marker)).status_code == 303
+    with portal.sessions() as db:                  # as if three portals died running it: runs counted on claim
+        db.execute(update(Attempt).where(Attempt.number == 1).values(status="running", runs=worker.MAX_RUNS))
+        db.commit()
+    restarted = new_portal(course, execute)
+    restarted.start()
+    try:
+        found = wait_until_settled(restarted, 2)
+    finally:
+        restarted.stop()
+    assert found == {1: ("error", worker.MAX_RUNS + 1), 2: ("graded", 1)}
+    assert len(execute.runs) == 1                  # only the honest job ran
+
+
+def test_a_dead_threads_job_goes_back_to_the_queue(course):
+    portal = new_portal(course)
+    alice = client_for(_app(portal), portal, "alice")
+    assert upload(alice, notebook_bytes("held")).status_code == 303
+    with portal.sessions() as db:
+        job = queue.claim(db)
+    dead = threading.Thread(target=lambda: None)
+    dead.start()
+    dead.join()
+    portal.worker.threads, portal.worker.holding = {0: dead}, {0: job}
+    try:
+        assert portal.worker.replace_dead_threads() == 1          # requeued, and a new thread grades it
+        assert wait_until_settled(portal, 1)[job] == ("graded", 2)
+    finally:
+        portal.worker.stop()
+
+
+def _app(portal):
+    return create_app(portal, start_worker=False)
+
+
+FORGED_FRAMES = [{"result": ["a list"], "record": "x"}, {"result": {"a": 1}, "record": "x"},
+                 {"output": 0, "outputs": [{"output_type": "stream", "name": ["stdout"], "text": "x"}]}]
+
+
+def test_forged_frames_are_no_answer_never_the_supervisors_error():
+    reader = sandbox.ChannelReader(sandbox.Limits())
+    run = sandbox.Attempt(None, b"", [0], [], sandbox.Limits(), reader, {}, {})
+    for frame in reader.feed("".join(json.dumps(f) + "\n" for f in FORGED_FRAMES).encode()):
+        run.accept(frame, {"hidden_pe_values"})
+    assert run.results == {} and run.outputs == {0: {"outputs": [], "truncated": False}}
+
+
+FORGING_CELL = ("import json, os\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"
+                "for frame in {frames!r}:\n    os.write(fd, (json.dumps(frame) + '\\n').encode())\n")
+
+
+@pytest.mark.slow
+def test_a_forged_frame_is_the_students_attempt_and_counts(course):
+    """In the real sandbox: the attempt is graded (not a grader error) and uses up the only attempt."""
+    portal = new_portal(course, execute_task)
+    alice = client_for(_app(portal), portal, "alice")
+    nb = json.loads(notebook_bytes())
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "forge",
+                        "source": FORGING_CELL.format(frames=FORGED_FRAMES)})
+    with portal.sessions() as db:
+        db.add(Policy(assignment=ASSIGNMENT, max_attempts=1, counts="best", feedback_before="full"))
+        db.commit()
+    assert upload(alice, json.dumps(nb).encode()).status_code == 303
+    portal.worker.run_until_idle()
+    assert statuses(portal) == {1: ("graded", 1)}
+    refused = upload(alice, notebook_bytes("another"))
+    assert refused.status_code == 403 and "used all 1 attempts" in refused.text
