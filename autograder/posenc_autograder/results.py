@@ -21,6 +21,8 @@ class NoteKind(str, enum.Enum):
     GRADER_ERROR = "grader_error"        # the grader, not the student
     FIX_FIRST = "fix_first"              # one diagnosed cause explains several failures
     BROKEN_CELL = "broken_cell"          # an answer cell did not run (SyntaxError, an exception while defining)
+    RAISED_AFTER_DEFINING = "raised_after_defining"   # an answer cell defined its functions, then a later line raised
+    SKIPPED_MAGIC = "skipped_magic"      # a magic or `!cmd` the grader does not run; the rest of the cell ran
     SCORES_KEPT = "scores_kept"          # a rerun scored lower on an unchanged file; the higher scores stay
     REGRADE = "regrade"                  # a changed grader moved the score
     OTHER = "other"

@@ -15,6 +15,7 @@ import time
 import nbformat
 
 from posenc_autograder.course import grade_id, nbgrader_meta
+from posenc_autograder.grading.shared_probes import SHARED_CELL
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.bubblewrap import Limits, RunOutcome, run_job
 
@@ -148,12 +149,18 @@ def sanitise_errors(value, grader_text: str):
     return value
 
 
-def cell_label(nb, index) -> str:
-    """How the student can find a cell: its nbgrader id, or its position for cells they added."""
+def cell_label(nb, index, first_line: bool = True) -> str:
+    """How the student can find a cell: its nbgrader id, or its position and first line (a cell of the template's
+    own, such as its scratch cell, or one the student added: the grader cannot tell which, so it says neither)."""
     if index is None or not 0 <= index < len(nb.cells):
         return "a cell"
     cell_id = grade_id(nb.cells[index])
-    return f"cell '{cell_id}'" if cell_id else f"the cell you added at position {index + 1}"
+    if cell_id == SHARED_CELL:
+        return "the grader's extra calls of your functions after your last cell"
+    if cell_id:
+        return f"cell '{cell_id}'"
+    first = next((line.strip() for line in nb.cells[index].source.splitlines() if line.strip()), "")
+    return f"cell {index + 1} (the one starting `{first[:40]}`)" if first and first_line else f"cell {index + 1}"
 
 
 def visible_cell_errors(nb, hidden: set[str], grader_text: str = "") -> dict[str, str]:

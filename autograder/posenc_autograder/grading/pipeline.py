@@ -5,6 +5,7 @@ local thread or on a remote Dask worker; only plain data crosses in either direc
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import pathlib
 import re
@@ -18,10 +19,10 @@ from posenc_autograder.grading.assemble import assemble
 from posenc_autograder.checks import REGISTRY, manifest
 from posenc_autograder.checks.base import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
-from posenc_autograder.probes import codec
-from posenc_autograder.grading.execute import Execution, GradingTask
+from posenc_autograder.probes import codec, magics
+from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.grading import shared_probes
-from posenc_autograder.sandbox.bubblewrap import PROBE_PACKAGE, Limits
+from posenc_autograder.sandbox.bubblewrap import MAX_REPLAYS, PROBE_PACKAGE, Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem
 
@@ -141,9 +142,12 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
         tests.append(GradedTest(cell_id, title, True, share, points, problems,
                                 (passed, total) if check.partial else None))
     notes += _memory_note(tests, limits)
-    broken = broken_answer_cells(execution.executed_notebook)
+    errors = answer_cell_errors(execution.executed_notebook, submission.assignment)
+    broken = {e.cell_id: e.error for e in errors if not e.defined}
     tests = [_blame_broken_cells(test, broken) for test in tests]
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
+    notes += raised_after_defining_notes([e for e in errors if e.defined])
+    notes += skipped_magic_notes(execution.executed_notebook)
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
@@ -174,24 +178,104 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
                  f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
 
 
-def broken_answer_cells(executed_notebook: str | None) -> dict[str, str]:
-    """Answer cell id -> its error with the line ('SyntaxError: invalid syntax (line 3)') for each answer cell that
-    did not run to its end: the functions it should define may be missing, and that is the one cause to fix."""
+@dataclasses.dataclass(frozen=True)
+class CellError:
+    """An answer cell that raised: its error with the line, and whether every function the manifest expects of it
+    was already defined by then (a student's own check line at the end of the cell that raised)."""
+    cell_id: str
+    error: str            # 'SyntaxError: invalid syntax (line 3)', as the shell runner wrote it
+    line: int | None
+    defined: bool
+
+
+ERROR_LINE = re.compile(r"\(line (\d+)\)\Z")      # the suffix probes.shell_runner.error_text writes
+
+
+def answer_cell_errors(executed_notebook: str | None, assignment: str | None = None) -> list[CellError]:
+    """Every answer cell that did not run to its end, with its error and line."""
     if not executed_notebook:
-        return {}
-    broken = {}
+        return []
+    expected = {}
+    for entry in manifest.functions(assignment) if assignment in REGISTRY_ASSIGNMENTS else ():
+        expected.setdefault(entry.cell, set()).add(entry.defined_name)
+    found = []
     for cell in nbformat.reads(executed_notebook, as_version=4).cells:
         if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
             if error is not None:
-                broken[grade_id(cell)] = f"{error.get('ename')}: {error.get('evalue')}"
-    return broken
+                line = ERROR_LINE.search(str(error.get("evalue", "")))
+                line = int(line.group(1)) if line else None
+                defined = (error.get("ename") not in ("SyntaxError", "IndentationError", "TabError")
+                           and bool(expected.get(grade_id(cell)))
+                           and defined_before(cell.source, expected[grade_id(cell)], line))
+                found.append(CellError(grade_id(cell), f"{error.get('ename')}: {error.get('evalue')}", line, defined))
+    return found
+
+
+REGISTRY_ASSIGNMENTS = {check.assignment for check in REGISTRY.values()}
+
+
+def defined_before(source: str, names: set[str], line: int | None) -> bool:
+    """Whether the cell's top-level statements define every name in full before `line` (the line that raised)."""
+    if line is None:
+        return False
+    from IPython.core.inputtransformer2 import TransformerManager      # a cell may use magics: read it as IPython
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError):
+        return False
+    done = set()
+    for node in tree.body:
+        if node.end_lineno is not None and node.end_lineno < line:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                done.add(node.name)
+            elif isinstance(node, ast.Assign):
+                done |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names <= done
+
+
+def broken_answer_cells(executed_notebook: str | None, assignment: str | None = None) -> dict[str, str]:
+    """Answer cell id -> its error with the line ('SyntaxError: invalid syntax (line 3)') for each answer cell that
+    stopped before defining what it should: those functions are missing, and that is the one cause to fix."""
+    return {e.cell_id: e.error for e in answer_cell_errors(executed_notebook, assignment) if not e.defined}
 
 
 def broken_cell_notes(broken: dict[str, str]) -> list[Note]:
     return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({error}), so the "
                  f"functions it defines are missing or incomplete and every test of them fails until it runs")
             for cell_id, error in broken.items()]
+
+
+def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:
+    """A cell that defined all its functions and then raised (a check line of the student's own): the functions were
+    graded as defined; the line that raised is the student's to look at."""
+    return [Note(NoteKind.RAISED_AFTER_DEFINING, f"the answer cell '{e.cell_id}' defined its functions, then line "
+                 f"{e.line} raised {e.error.removesuffix(f' (line {e.line})')}; the functions were graded as defined, "
+                 f"so look at that line (a check of your own?)") for e in errors]
+
+
+SKIPPED_BECAUSE = {"!": "shell commands do not run in the grader",
+                   "%pip": "the grader installs no packages (every package the course uses is already there)",
+                   "%conda": "the grader installs no packages (every package the course uses is already there)"}
+
+
+def skipped_magic_notes(executed_notebook: str | None) -> list[Note]:
+    """One note per magic or shell command the grader skipped (probes.magics): where it is and why; the rest of its
+    cell ran."""
+    if not executed_notebook:
+        return []
+    nb = nbformat.reads(executed_notebook, as_version=4)
+    notes = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or grade_id(cell) in REGISTRY or grade_id(cell) == shared_probes.SHARED_CELL:
+            continue
+        for used in magics.skipped_in(cell.source):
+            written = cell.source.splitlines()[used.line - 1].strip()[:80]
+            why = SKIPPED_BECAUSE.get(used.magic, f"the {used.magic} magic does not run in the grader")
+            where = cell_label(nb, index, first_line=used.line > 1)
+            notes.append(Note(NoteKind.SKIPPED_MAGIC, f"line {used.line} of {where}, `{written}`, was skipped: "
+                                                      f"{why}; the rest of the cell ran"))
+    return notes
 
 
 def _test_cells(test_id: str) -> set[str]:
@@ -250,7 +334,10 @@ def _describe_events(events) -> list[str]:
                                                  "run yet score 0"))
         elif kind == "output_truncated":
             notes.append(Note(NoteKind.OUTPUT_FLOOD, f"{where} printed too much output; the rest was dropped"))
-        elif kind in ("runner_error", "too_many_replays"):
-            notes.append(Note(NoteKind.GRADER_ERROR, f"the grader could not finish running the notebook "
-                                                     f"({event.get('detail', kind)})"))
+        elif kind == "too_many_replays":
+            notes.append(Note(NoteKind.TIMEOUT, f"the notebook was run {MAX_REPLAYS + 1} times, each time without "
+                              f"the cells that had stopped it, and still did not finish; the tests that had not run "
+                              f"score 0 (look for a loop that never ends in the cells named above)"))
+        elif kind == "runner_error":
+            notes.append(Note(NoteKind.GRADER_ERROR, "the grader could not finish running the notebook"))
     return notes

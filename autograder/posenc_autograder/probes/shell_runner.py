@@ -4,7 +4,8 @@ The payload (cells, task, limits, cells to skip) arrives on standard input befor
 runs. The runner announces each cell and sends its capped output on the channel; the trusted
 supervisor outside keeps the clocks, kills the process on a time limit, and replays the notebook
 without the offending cell. No Jupyter kernel or client is started: the shell runs in this
-process, which keeps a job's start-up cost to a fraction of a second.
+process, which keeps a job's start-up cost to a fraction of a second, and is configured as ipykernel
+configures its own (kernel_shell), so a notebook that runs in Jupyter defines the same names here.
 """
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ import pathlib
 import re
 
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.text import SList
 
-from . import channel, codec, guard, runner
+from . import channel, codec, guard, magics, runner
+
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"      # ipykernel's default backend
 
 PROBE_CELL = re.compile(r"^_posenc_probe\('([A-Za-z0-9_]+)', globals\(\)\)\s*\Z", re.M)
 
@@ -76,6 +80,44 @@ def error_text(error: BaseException) -> str:
     return f"{error} (line {line})" if line else str(error)
 
 
+class KernelShell(InteractiveShell):
+    """The shell as a Jupyter kernel runs cells, without the kernel: figures go to the inline backend, which
+    needs no event loop; `!cmd` shell escapes are refused and do nothing, so the rest of the cell runs."""
+
+    def enable_gui(self, gui=None):
+        self.active_eventloop = gui           # inline figures need no GUI event loop (ipykernel runs none for them)
+
+    def system(self, cmd):
+        return None
+
+    def getoutput(self, cmd, split=True, depth=0):
+        return SList()
+
+
+def _skip(line, cell=None):
+    """What a magic the grader does not run does instead: nothing (magics.skipped_in names it to the student)."""
+    return None
+
+
+def kernel_shell() -> InteractiveShell:
+    """The shell configured as ipykernel's: the inline matplotlib backend (so `%matplotlib inline` and plt.show()
+    work), display() as a builtin, `%%capture`, `%time` and friends; figures are published as text only (the
+    grader keeps text), and every magic outside magics.RUNS is replaced by one that does nothing."""
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    shell = KernelShell.instance(colors="NoColor")
+    shell.display_formatter.active_types = ["text/plain"]
+    aliases = [name for name, _ in shell.alias_manager.aliases]   # `%ls`, `%cat`: shell commands by another name
+    shell.alias_manager.clear_aliases()
+    shell.alias_manager.default_aliases = []                      # %reset would define them again
+    for kind, registered in shell.magics_manager.magics.items():
+        for name in list(registered) + (aliases if kind == "line" else []):
+            if not magics.runs(kind, name):
+                shell.register_magic_function(_skip, magic_kind=kind, magic_name=name)
+    show_inline = shell.find_line_magic("matplotlib")
+    shell.register_magic_function(lambda line: show_inline("inline"), magic_kind="line", magic_name="matplotlib")
+    return shell
+
+
 def main(payload: dict) -> None:
     """Run every code cell not in payload['skip'], announcing each and sending its capped output."""
     runner.TASK = codec.loads(payload["task"])
@@ -85,7 +127,7 @@ def main(payload: dict) -> None:
     for folder in (work, pathlib.Path(os.environ["HOME"])):
         folder.mkdir(parents=True, exist_ok=True)
     os.chdir(work)
-    shell = InteractiveShell.instance(colors="NoColor")
+    shell = kernel_shell()
     for name in probe_modules(runner.TASK):      # every probe module loaded and kept before student code runs
         importlib.import_module(f"{__package__}.{name}")
     guard.snapshot()

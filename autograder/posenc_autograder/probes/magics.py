@@ -1,0 +1,71 @@
+"""Which IPython magics run in the grader, and where a cell uses one that does not.
+
+The shell runner (sandbox side) replaces every magic outside RUNS with one that does nothing, and refuses
+`!cmd` shell escapes the same way, so the rest of the cell still runs; the trusted side reads the same
+rule from the cell's own source (skipped_in) to tell the student which line was skipped. Nothing crosses
+from the sandbox for this: both sides apply one rule to text the trusted side already has.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+# Magics a notebook uses for its own computation or display, harmless in a sandbox without a network,
+# a terminal, a GUI or the student's files: everything else (package installs, shell commands, other
+# interpreters, files read from or written to the student's machine) is skipped.
+RUNS = {
+    "line": frozenset({
+        "matplotlib", "pylab", "time", "timeit", "prun", "precision", "config", "who", "whos", "who_ls", "reset",
+        "reset_selective", "xdel", "pprint", "xmode", "colors", "pdb", "automagic", "autocall", "doctest_mode",
+        "lsmagic", "magic", "quickref", "pinfo", "pinfo2", "pdef", "pdoc", "psource", "psearch", "load_ext",
+        "reload_ext", "unload_ext", "autoreload", "aimport", "env", "pwd", "history", "hist", "tb",
+        "alias_magic", "page"}),
+    "cell": frozenset({"time", "timeit", "capture", "prun", "writefile", "html", "HTML", "markdown", "latex",
+                       "svg", "javascript", "js"}),
+}
+SHELL_ESCAPES = ("system", "getoutput")          # `!cmd` and `x = !cmd`, as IPython's transformer writes them
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """One use of a magic the grader does not run: as written ('%pip', '%%bash', '!'), and its line in the cell."""
+    magic: str
+    line: int
+
+
+def runs(kind: str, name: str) -> bool:
+    return name in RUNS[kind]
+
+
+def skipped_in(source: str) -> list[Skipped]:
+    """Every magic or shell escape in a cell that the grader skips, in order (none for a cell that is not
+    valid IPython: it fails in Jupyter too)."""
+    from IPython.core.inputtransformer2 import TransformerManager   # trusted side only; the shell has it loaded
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        used = _ipython_call(node)
+        if used is not None and used not in found:
+            found.append(used)
+    return sorted(found, key=lambda s: s.line)
+
+
+def _ipython_call(node) -> Skipped | None:
+    """get_ipython().run_line_magic('pip', ...) and friends, when the grader skips them."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call) and getattr(node.func.value.func, "id", None) == "get_ipython"):
+        return None
+    method = node.func.attr
+    if method in SHELL_ESCAPES:
+        return Skipped("!", node.lineno)
+    kinds = {"run_line_magic": "line", "run_cell_magic": "cell"}
+    if method not in kinds or not node.args or not isinstance(node.args[0], ast.Constant):
+        return None
+    name = str(node.args[0].value)
+    if runs(kinds[method], name):
+        return None
+    return Skipped(("%%" if kinds[method] == "cell" else "%") + name, node.lineno)

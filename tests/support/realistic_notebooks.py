@@ -1,0 +1,207 @@
+"""Notebooks as students really hand them in: magics, plots, helper cells, check lines of their own that raise,
+next to correct twins without those habits and realistic mistakes. Built from the released notebook and the
+solution at test time. `measure` counts, on this set, what a student should never read (withheld messages,
+number dumps, false notes, failures with no named cause): tests/grading/test_kernel_semantics.py checks it and
+prints the figures.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pathlib
+import re
+
+import nbformat
+
+from notebook_tools import ROOT
+from posenc_autograder.checks import REGISTRY, total_points
+from posenc_autograder.course import Course, grade_id
+from posenc_autograder.devtools import bench
+from posenc_autograder.grading import pipeline
+from posenc_autograder.grading.execute import execute_task
+from posenc_autograder.intake.submissions import Submission
+from posenc_autograder.results import NoteKind, NotebookResult
+from posenc_autograder.sandbox.bubblewrap import Limits
+
+LIMITS = Limits(cell_seconds=8, notebook_seconds=40)
+
+
+@dataclasses.dataclass(frozen=True)
+class Realistic:
+    name: str
+    assignment: str
+    notebook: nbformat.NotebookNode
+    score: float | None                  # the fair score (None: whatever its twin without the habit scores)
+    twin: str | None = None              # the same notebook without the habit: it must score the same
+    note_phrases: tuple[str, ...] = ()   # phrases its notes must contain
+
+
+def solved(assignment: str) -> nbformat.NotebookNode:
+    return bench.solved(ROOT, assignment)
+
+
+def edited(nb, cell_id: str, transform) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if grade_id(cell) == cell_id:
+            cell.source = transform(cell.source)
+    return nb
+
+
+def added_after(nb, cell_id: str, *sources: str) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(nb)
+    index = next(i for i, c in enumerate(nb.cells) if grade_id(c) == cell_id)
+    nb.cells[index + 1:index + 1] = [nbformat.v4.new_code_cell(s) for s in sources]
+    return nb
+
+
+def scratch(nb, source: str) -> nbformat.NotebookNode:
+    """The template's own scratch cell (no nbgrader metadata), filled in by the student."""
+    nb = copy.deepcopy(nb)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Scratch space"))
+    cell.source += "\n" + source
+    return nb
+
+
+PLOT = ("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
+        "ax.imshow(sinusoidal_positional_encoding(50, 16), aspect='auto')\nplt.show()\n")
+
+
+def realistic_set() -> list[Realistic]:
+    pe, rope, ctx = solved("positional_encoding"), solved("rope_alibi"), solved("context_extension")
+    full_pe, full_rope, full_ctx = (total_points(a) for a in ("positional_encoding", "rope_alibi",
+                                                              "context_extension"))
+    magic_table = edited(pe, "sinusoidal_positional_encoding", lambda s: "%matplotlib inline\n" + s)
+    return [
+        Realistic("pe_plain", "positional_encoding", pe, full_pe),
+        Realistic("pe_matplotlib_inline", "positional_encoding", magic_table, full_pe, "pe_plain"),
+        Realistic("pe_plots_and_shell", "positional_encoding",
+                  scratch(added_after(magic_table, "sinusoidal_positional_encoding",
+                                      "!pip install numpy matplotlib\n%time table = sinusoidal_positional_encoding("
+                                      "100, 32)\ndisplay(table.shape)",
+                                      "%%capture captured\nprint('quiet')\n" + PLOT),
+                          "%matplotlib notebook\n" + PLOT
+                          + "files = !ls\n%timeit sinusoidal_positional_encoding(8, 4)"),
+                  full_pe, "pe_plain", ("`!pip install numpy matplotlib`", "shell commands do not run")),
+        Realistic("pe_bash_cell", "positional_encoding",
+                  added_after(pe, "sinusoidal_positional_encoding", "%%bash\nls -la\n"), full_pe, "pe_plain",
+                  ("`%%bash`",)),
+        Realistic("pe_check_line_raises", "positional_encoding",
+                  edited(edited(pe, "SinusoidalPositionalEncoding",
+                                lambda s: s + "\n\nprint(encoder.get_encoding(3))   # my own check\n"),
+                         "relative_position_matrix", lambda s: s + "\n\nassert relative_position_matrix(None, 1)\n"),
+                  full_pe, "pe_plain", ("defined its functions, then line",)),
+        Realistic("pe_helper_cells", "positional_encoding",
+                  added_after(edited(pe, "sinusoidal_positional_encoding",
+                                     lambda s: s.replace("omega = np.exp(-2.0 * i / d_model * np.log(10000.0))",
+                                                         "omega = my_frequencies(d_model)")),
+                              "self_check_helpers",
+                              "def my_frequencies(d_model):\n    i = np.arange(d_model // 2, dtype=np.float64)\n"
+                              "    return 10000.0 ** (-2 * i / d_model)\n"),
+                  full_pe),
+        Realistic("pe_sin_cos_swapped", "positional_encoding",
+                  edited(pe, "sinusoidal_positional_encoding",
+                         lambda s: s.replace("pe[:, 0::2] = np.sin", "pe[:, 0::2] = np.cos")
+                                    .replace("pe[:, 1::2] = np.cos", "pe[:, 1::2] = np.sin")), None),
+        Realistic("pe_positions_from_one", "positional_encoding",
+                  edited(pe, "sinusoidal_positional_encoding",
+                         lambda s: s.replace("np.arange(seq_len, dtype=np.float64)",
+                                             "np.arange(1, seq_len + 1, dtype=np.float64)")), None),
+        Realistic("pe_float32_module", "positional_encoding",
+                  edited(pe, "SinusoidalPositionalEncoding",
+                         lambda s: s.replace("self.pe = sinusoidal_positional_encoding(max_seq_len, d_model)",
+                                             "self.pe = sinusoidal_positional_encoding(max_seq_len, d_model)"
+                                             ".astype(np.float32)")), None),
+        Realistic("pe_extra_argument", "positional_encoding",
+                  edited(pe, "sinusoidal_positional_encoding",
+                         lambda s: s.replace("def sinusoidal_positional_encoding(seq_len, d_model):",
+                                             "def sinusoidal_positional_encoding(seq_len, d_model, base):")
+                                    .replace("np.log(10000.0)", "np.log(base)")), None),
+        Realistic("pe_learned_no_grad_attribute", "positional_encoding",
+                  edited(pe, "LearnedPositionalEncoding",
+                         lambda s: s.replace("self.grad_embedding", "self.grad_table")), None),
+        Realistic("rope_plain", "rope_alibi", rope, full_rope),
+        Realistic("rope_matplotlib_inline", "rope_alibi",
+                  edited(rope, "rope", lambda s: "%matplotlib inline\nimport matplotlib.pyplot as plt\n" + s),
+                  full_rope, "rope_plain"),
+        Realistic("ctx_plain", "context_extension", ctx, full_ctx),
+        Realistic("ctx_pip_install", "context_extension",
+                  edited(ctx, "interpolation", lambda s: "%pip install numpy\n" + s), full_ctx, "ctx_plain",
+                  ("`%pip install numpy`",)),
+    ]
+
+
+def course(tmp: pathlib.Path) -> Course:
+    """A throwaway course: the released and solution notebooks (grading one notebook needs no gradebook)."""
+    from fixture_submissions import make_course
+    return Course(make_course(tmp, registered=False))
+
+
+def grade(course: Course, case: Realistic) -> NotebookResult:
+    """One notebook through prepare, the sandbox and judge, as `make grade` grades it."""
+    folder = course.root / "realistic" / case.name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{case.assignment}.ipynb"
+    nbformat.write(case.notebook, path)
+    submission = Submission(case.name, case.assignment, case.assignment, path)
+    task = pipeline.prepare(course, submission, LIMITS, isolate=True)
+    if isinstance(task, NotebookResult):
+        return task
+    return pipeline.judge(course, submission, execute_task(task), LIMITS)
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+INTERNAL_NAMES = ("integrity_shared_probes", "too_many_replays", "runner_error", "the cell you added at position")
+
+
+def texts(result: NotebookResult) -> list[str]:
+    return [str(p) for t in result.tests for p in t.problems] + [str(n) for n in result.notes]
+
+
+def false_notes(result: NotebookResult) -> list[str]:
+    """Notes that are not true: a cell said not to have run whose tests all passed, or grader-internal names."""
+    passing = {t.cell_id for t in result.tests if t.passed}
+    wrong = []
+    for note in result.notes:
+        text = str(note)
+        if any(name in text for name in INTERNAL_NAMES):
+            wrong.append(text)
+        elif getattr(note, "kind", None) == NoteKind.BROKEN_CELL:
+            cell = re.search(r"answer cell '([^']+)'", text).group(1)
+            tests = {t.id for t in REGISTRY.values() if t.answer_cell == cell and t.assignment == result.assignment}
+            if tests and tests <= passing:
+                wrong.append(text)
+    return wrong
+
+
+def measure(results: dict[str, NotebookResult]) -> dict[str, int]:
+    """The four counts: messages withheld, messages with more than 16 numbers, false notes, failed hidden tests
+    whose problems name no cause."""
+    every = [text for r in results.values() for text in texts(r)]
+    return {"withheld": sum("message withheld" in t for t in every),
+            "over_16_numbers": sum(len(NUMBER.findall(t)) > 16 for t in every),
+            "false_notes": sum(len(false_notes(r)) for r in results.values()),
+            "failed_without_cause": sum(1 for r in results.values() for t in r.tests
+                                        if t.hidden and not t.passed and not any(getattr(p, "cause", None)
+                                                                                  for p in t.problems))}
+
+
+def main() -> None:
+    """Grade the set and print each notebook's score and the four counts (run before and after a change)."""
+    import json
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        graded_course = course(pathlib.Path(tmp) / "course")
+        results = {case.name: grade(graded_course, case) for case in realistic_set()}
+    for name, result in results.items():
+        print(f"{name}: {result.score:g}/{result.max_score:g}")
+        for text in texts(result):
+            print("   ", text[:300])
+    print(json.dumps(measure(results)))
+    if len(sys.argv) > 1:
+        pathlib.Path(sys.argv[1]).write_text(json.dumps({n: r.to_json() for n, r in results.items()}, default=str))
+
+
+if __name__ == "__main__":
+    main()
