@@ -118,6 +118,7 @@ def test_poison_jobs_and_killed_threads_never_stop_grading(course, monkeypatch):
     execute = Poisoned()
     portal = new_portal(course, execute, jobs=2)
     app_client = client_for(_app(portal), portal, "alice")
+    portal.set_policy(ASSIGNMENT, {"max_queued": 0})
     for marker in ("surrogate", "raises", "kills", "honest one", "honest two"):
         assert upload(app_client, notebook_bytes(marker)).status_code == 303
     portal.start()

@@ -84,7 +84,7 @@ def set_policy(portal, **values):
 
 
 def test_attempt_limits_are_enforced_on_the_server(alice, portal):
-    set_policy(portal, max_attempts=2)
+    set_policy(portal, max_attempts=2, max_queued=0)          # the limits here, not the queue's
     assert upload(alice, notebook_bytes("1")).status_code == 303
     assert upload(alice, notebook_bytes("2")).status_code == 303
     refused = upload(alice, notebook_bytes("3"))
@@ -129,6 +129,7 @@ def test_feedback_before_the_deadline_as_the_policy_says(alice, portal):
 
 def test_restart_with_jobs_queued_and_running_loses_none_and_grades_none_twice(course, app, portal):
     alice = client_for(app, portal, "alice")
+    set_policy(portal, max_queued=0)                      # four waiting at once
     for marker in ("a", "b", "c", "d"):
         assert upload(alice, notebook_bytes(marker)).status_code == 303
     first_run = portal.worker.execute

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine,
-                        event)
+                        delete, event, insert, inspect, select, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 ID = String(64)                      # student ids are safe ids (intake.lms.is_safe_id), far shorter than this
@@ -43,20 +43,40 @@ class SignInFailure(Base):
     at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
 
 
+# The one place the rules of an assignment without a saved policy are written (the columns' defaults, the form).
+POLICY_DEFAULTS = {"opens_at": None, "deadline": None,
+                   "grace_minutes": 0,                # after the deadline, still on time
+                   "late_days": 0,                    # then accepted, marked late (0: refused)
+                   "max_attempts": 0,                 # in all (0: no limit)
+                   "max_per_day": 20,                 # in a rolling 24 hours: one student cannot fill the queue
+                   "min_seconds_between": 0,
+                   "counts": "best",                  # best | last
+                   "feedback_before": "full",         # full | tests | none
+                   "inputs_before_deadline": False,
+                   "notebook_seconds": 120,           # one notebook's whole run in the sandbox (a cell: 30 s of it)
+                   "max_queued": 2}                   # a student's uploads waiting to be graded, all assignments
+
+
+def _rule(kind, name: str):
+    return mapped_column(kind, default=POLICY_DEFAULTS[name])
+
+
 class Policy(Base):
-    """The instructor's rules for one assignment; no row means the defaults below."""
+    """The instructor's rules for one assignment; no row means POLICY_DEFAULTS."""
     __tablename__ = "portal_policy"
     assignment: Mapped[str] = mapped_column(ID, primary_key=True)
     opens_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     deadline: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    grace_minutes: Mapped[int] = mapped_column(Integer, default=0)       # after the deadline, still on time
-    late_days: Mapped[int] = mapped_column(Integer, default=0)           # then accepted, marked late (0: refused)
-    max_attempts: Mapped[int] = mapped_column(Integer, default=0)        # 0: no limit
-    max_per_day: Mapped[int] = mapped_column(Integer, default=0)         # 0: no limit (a rolling 24 hours)
-    min_seconds_between: Mapped[int] = mapped_column(Integer, default=0)
-    counts: Mapped[str] = mapped_column(String(8), default="best")       # best | last
-    feedback_before: Mapped[str] = mapped_column(String(8), default="full")   # full | tests | none
-    inputs_before_deadline: Mapped[bool] = mapped_column(Boolean, default=False)
+    grace_minutes: Mapped[int] = _rule(Integer, "grace_minutes")
+    late_days: Mapped[int] = _rule(Integer, "late_days")
+    max_attempts: Mapped[int] = _rule(Integer, "max_attempts")
+    max_per_day: Mapped[int] = _rule(Integer, "max_per_day")
+    min_seconds_between: Mapped[int] = _rule(Integer, "min_seconds_between")
+    counts: Mapped[str] = _rule(String(8), "counts")
+    feedback_before: Mapped[str] = _rule(String(8), "feedback_before")
+    inputs_before_deadline: Mapped[bool] = _rule(Boolean, "inputs_before_deadline")
+    notebook_seconds: Mapped[int] = _rule(Integer, "notebook_seconds")
+    max_queued: Mapped[int] = _rule(Integer, "max_queued")
 
 
 class Extension(Base):
@@ -96,6 +116,16 @@ class Attempt(Base):
 STATUSES = ("queued", "running", "graded", "error")
 
 
+class SchemaVersion(Base):
+    """The version of the portal's tables in this database (one row)."""
+    __tablename__ = "portal_schema"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+
+
+SCHEMA_VERSION = 2                   # 2: portal_policy.notebook_seconds and max_queued
+
+
 def engine_for(url: str):
     """An engine on the gradebook's database. SQLite: WAL (readers never wait for the grader's writes) and a
     generous busy timeout, since the gradebook's own connections write to the same file."""
@@ -117,7 +147,36 @@ def open_database(url: str) -> sessionmaker:
     version only on an empty database) and return a session factory."""
     engine = engine_for(url)
     Base.metadata.create_all(engine)
+    migrate(engine)
     return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def migrate(engine) -> int:
+    """Bring the portal's tables of an older database up to SCHEMA_VERSION: every column the models have and
+    the table lacks is added, with its default for the rows already there (so a new column needs no
+    hand-written step); returns the version found."""
+    with engine.begin() as connection:
+        found = connection.execute(select(SchemaVersion.version)).scalar_one_or_none()
+        if found is not None and found >= SCHEMA_VERSION:
+            return found
+        inspector = inspect(connection)
+        for table in Base.metadata.sorted_tables:
+            present = {column["name"] for column in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in present:
+                    connection.execute(text(add_column(table.name, column, connection.dialect)))
+        connection.execute(delete(SchemaVersion))
+        connection.execute(insert(SchemaVersion).values(id=1, version=SCHEMA_VERSION))
+        return found or 1
+
+
+def add_column(table: str, column, dialect) -> str:
+    """ALTER TABLE ... ADD COLUMN with the model's default as the SQL default (names are the models' own)."""
+    kind = column.type.compile(dialect=dialect)
+    default = column.default.arg if column.default is not None and not callable(column.default.arg) else None
+    literal = str(default).upper() if isinstance(default, bool) else repr(default)     # TRUE/FALSE: both databases
+    clause = "" if default is None else f" DEFAULT {literal}"
+    return f"ALTER TABLE {table} ADD COLUMN {column.name} {kind}{clause}"
 
 
 def utcnow() -> dt.datetime:

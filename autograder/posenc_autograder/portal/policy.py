@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from posenc_autograder.portal.models import Attempt, Extension, Policy
+from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy
 
 COUNTS = ("best", "last")
 FEEDBACK_LEVELS = ("full", "tests", "none")    # diagnoses; pass or fail per test; nothing until the deadline
@@ -14,10 +14,8 @@ DAY = dt.timedelta(days=1)
 
 
 def defaults(assignment: str) -> Policy:
-    """No rules yet: open now, no deadline, no limits, the best attempt counts, full feedback."""
-    return Policy(assignment=assignment, opens_at=None, deadline=None, grace_minutes=0, late_days=0, max_attempts=0,
-                  max_per_day=0, min_seconds_between=0, counts="best", feedback_before="full",
-                  inputs_before_deadline=False)
+    """No rules saved yet: open now, no deadline, the rate and queue limits above, the best attempt counts."""
+    return Policy(assignment=assignment, **POLICY_DEFAULTS)
 
 
 def deadline(policy: Policy, extension: Extension | None) -> dt.datetime | None:
@@ -64,8 +62,10 @@ def attempts_left(policy: Policy, attempts: list[Attempt], now: dt.datetime) -> 
     return max(min(limits), 0) if limits else None
 
 
-def may_upload(policy: Policy, extension: Extension | None, attempts: list[Attempt], now: dt.datetime) -> Decision:
-    """May this student upload one more attempt now, and would it be late?"""
+def may_upload(policy: Policy, extension: Extension | None, attempts: list[Attempt], now: dt.datetime,
+               waiting: int = 0) -> Decision:
+    """May this student upload one more attempt now (with `waiting` of their uploads still queued or running, any
+    assignment), and would it be late?"""
     if policy.opens_at is not None and now < policy.opens_at:
         return Decision(False, reason=f"uploads open at {stamp(policy.opens_at)}")
     closing = closes_at(policy, extension)
@@ -84,6 +84,10 @@ def may_upload(policy: Policy, extension: Extension | None, attempts: list[Attem
         if now < wait_until:
             return Decision(False, reason=f"attempts must be {policy.min_seconds_between} s apart; "
                                           f"the next one is allowed at {stamp(wait_until)}")
+    if policy.max_queued and waiting >= policy.max_queued:
+        return Decision(False, reason=f"you already have {waiting} upload{'s' * (waiting != 1)} waiting to be "
+                                      f"graded; upload again when {'one of them is' if waiting > 1 else 'it is'} "
+                                      f"graded")
     return Decision(True, late=past_deadline(policy, extension, now))
 
 
@@ -98,13 +102,14 @@ def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime
 
 
 def counting_attempt(policy: Policy, attempts: list[Attempt]) -> Attempt | None:
-    """The graded attempt whose score goes to the gradebook: the best (the later one on a tie) or the last."""
+    """The graded attempt whose score goes to the gradebook: the best or the last. Among the best, an on-time
+    attempt wins over a late one (a tie must not make a student late), then the later one."""
     graded = [a for a in attempts if a.status == "graded" and a.score is not None]
     if not graded:
         return None
     if policy.counts == "last":
         return max(graded, key=lambda a: a.number)
-    return max(graded, key=lambda a: (a.score, a.number))
+    return max(graded, key=lambda a: (a.score, not a.late, a.number))
 
 
 def stamp(when: dt.datetime | None) -> str:

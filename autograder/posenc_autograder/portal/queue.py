@@ -1,7 +1,12 @@
 """The grading queue is the attempts table: a job is a row, claimed by a conditional UPDATE (so two workers
-never take the same one), and a restart puts back every job a dead process was running."""
+never take the same one), and a restart puts back every job a dead process was running.
+
+The queue is fair between students, in rounds: every student's first waiting job comes before anyone's second,
+and a student with a job running comes after those without. So a classmate waits for at most one job per
+student ahead of them, however many one student uploads (the policy also caps a student's waiting jobs)."""
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import math
 
@@ -25,13 +30,28 @@ def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size:
     return attempt
 
 
+def fair_order(db) -> list[int]:
+    """The queued jobs in the order they will be graded: by the student's jobs running, then the job's place among
+    that student's waiting jobs (rounds), then upload order."""
+    queued = db.execute(select(Attempt.id, Attempt.student_id).where(Attempt.status == "queued")
+                        .order_by(Attempt.id)).all()
+    running = collections.Counter(db.execute(select(Attempt.student_id).where(Attempt.status == "running"))
+                                  .scalars())
+    place: collections.Counter = collections.Counter()
+    ranked = []
+    for job, student in queued:
+        ranked.append((running[student], place[student], job))
+        place[student] += 1
+    return [job for *_, job in sorted(ranked)]
+
+
 def claim(db) -> int | None:
-    """Take the oldest queued job (committed as running), or None when the queue is empty."""
+    """Take the next job in fair order (committed as running), or None when the queue is empty."""
     while True:
-        job = db.execute(select(Attempt.id).where(Attempt.status == "queued").order_by(Attempt.id).limit(1)
-                         ).scalar_one_or_none()
-        if job is None:
+        order = fair_order(db)
+        if not order:
             return None
+        job = order[0]
         taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == "queued")
                            .values(status="running", started_at=utcnow(), runs=Attempt.runs + 1)).rowcount
         db.commit()
@@ -53,10 +73,10 @@ def requeue_orphans(db) -> int:
     return count
 
 
-def unpromoted(db) -> list[int]:
-    """Graded attempts whose gradebook step did not finish (the process stopped in between)."""
-    return list(db.execute(select(Attempt.id).where(Attempt.status == "graded", Attempt.promoted.is_(False))
-                           .order_by(Attempt.id)).scalars())
+def waiting_jobs(db, student: str) -> int:
+    """The student's uploads queued or running, every assignment."""
+    return db.execute(select(func.count()).select_from(Attempt).where(
+        Attempt.student_id == student, Attempt.status.in_(("queued", "running")))).scalar_one()
 
 
 def mean_job_seconds(db) -> float:
@@ -80,8 +100,8 @@ def waiting(db, attempt: Attempt, workers: int) -> tuple[int, float]:
     if attempt.status == "running":
         elapsed = (utcnow() - attempt.started_at).total_seconds() if attempt.started_at else 0.0
         return 0, max(mean - elapsed, 1.0)
-    ahead = db.execute(select(func.count()).select_from(Attempt).where(
-        Attempt.status == "queued", Attempt.id < attempt.id)).scalar_one()
+    order = fair_order(db)
+    ahead = order.index(attempt.id) if attempt.id in order else 0
     return ahead, (math.floor(ahead / max(workers, 1)) + 1) * mean
 
 

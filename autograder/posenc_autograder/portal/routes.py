@@ -276,7 +276,8 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         progress = await run_in_threadpool(portal.progress)
         return page("instructor.html", session=session, title="Instructor", p=progress,
                     assignments=portal.assignments, notice=request.query_params.get("notice", ""),
-                    counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS)
+                    counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS,
+                    limit_seconds=portal.worker.limits.notebook_seconds)
 
     async def instructor_sign_in(request: Request):
         form = await request.form(max_files=0, max_fields=4)
@@ -445,8 +446,14 @@ def policy_values(form) -> dict:
               "min_seconds_between": _whole(form, "min_seconds_between", "the time between attempts"),
               "counts": counts, "feedback_before": level,
               "inputs_before_deadline": form.get("inputs_before_deadline") == "on"}
+    for key, what in (("notebook_seconds", "the seconds a notebook may run"),
+                      ("max_queued", "uploads waiting at once")):
+        if form.get(key) is not None:                    # a form without the field keeps what is saved
+            values[key] = _whole(form, key, what)
     if values["opens_at"] and values["deadline"] and values["opens_at"] > values["deadline"]:
         raise ValueError("the opening is after the deadline")
+    if values.get("notebook_seconds") == 0:
+        raise ValueError("a notebook needs some seconds to run")
     return values
 
 

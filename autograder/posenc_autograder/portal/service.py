@@ -17,7 +17,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal import policy as rules
-from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Student, open_database, utcnow
+from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Session, Student, open_database, utcnow
 from posenc_autograder.portal.worker import Worker
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NotebookResult
@@ -146,8 +146,8 @@ class Portal:
         counting = rules.counting_attempt(policy, attempts)
         return {"name": assignment, "policy": policy, "deadline": rules.deadline(policy, extension),
                 "extended": extension is not None, "on_time_until": rules.on_time_until(policy, extension),
-                "closes_at": rules.closes_at(policy, extension), "decision": rules.may_upload(policy, extension,
-                                                                                              attempts, now),
+                "closes_at": rules.closes_at(policy, extension),
+                "decision": rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student)),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": level != "none"}
 
@@ -199,7 +199,7 @@ class Portal:
                 return "again", same
             policy, extension, attempts = self.rules_for(db, student, assignment)
             now = self.now()
-            decision = rules.may_upload(policy, extension, attempts, now)
+            decision = rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student))
             if not decision.allowed:
                 return "refused", decision.reason
             try:
@@ -217,7 +217,7 @@ class Portal:
     def set_policy(self, assignment: str, values: dict) -> None:
         with self.sessions() as db:
             current = db.get(Policy, assignment)
-            counts_before = current.counts if current else "best"
+            counts_before = current.counts if current else POLICY_DEFAULTS["counts"]
             if current is None:
                 current = rules.defaults(assignment)
                 db.add(current)

@@ -10,6 +10,7 @@ the feedback page and the results store (orchestration.grade.settle), and its ti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import threading
@@ -181,15 +182,24 @@ class Worker:
     def _graded(self, attempt: Attempt) -> tuple[NotebookResult, str | None]:
         """(result, executed notebook); GraderFailed (or anything else) when the grader could not grade it."""
         submission = self._submission(attempt)
-        prepared = prepare(self.course, submission, self.limits, isolate=True)
+        limits = self.limits_for(attempt.assignment)
+        prepared = prepare(self.course, submission, limits, isolate=True)
         if isinstance(prepared, NotebookResult):              # unreadable: nothing to run
             return prepared, None
         execution = self.execute(prepared)
         if execution.failure is not None:
             raise GraderFailed(execution.failure)
-        result = judge(self.course, submission, execution, self.limits)
+        result = judge(self.course, submission, execution, limits)
         evidence.keep_graded(self.course, submission, execution)     # the latest judged attempt, for integrity
         return result, execution.executed_notebook
+
+    def limits_for(self, assignment: str) -> Limits:
+        """The sandbox's limits, with the notebook's time as the assignment's policy states it (never longer
+        than the portal's own limit)."""
+        with self.sessions() as db:
+            policy = db.get(Policy, assignment) or rules.defaults(assignment)
+        seconds = min(policy.notebook_seconds or self.limits.notebook_seconds, self.limits.notebook_seconds)
+        return dataclasses.replace(self.limits, notebook_seconds=seconds)
 
     def _submission(self, attempt: Attempt) -> Submission:
         return Submission(attempt.student_id, attempt.assignment, attempt.notebook,

@@ -1,0 +1,99 @@
+"""A fair queue (rounds between students, a cap on a student's waiting uploads, a default rate, the notebook's
+time stated in the policy and given to the sandbox), ties to the on-time attempt, and the portal's tables
+migrated when a column is added to an existing database."""
+import json
+
+from sqlalchemy import create_engine, text
+
+from conftest import client_for, csrf_of, notebook_bytes, upload
+from fixture_submissions import ASSIGNMENT
+from posenc_autograder.portal import policy as rules
+from posenc_autograder.portal import queue
+from posenc_autograder.portal.models import SCHEMA_VERSION, Attempt, Policy, open_database
+
+
+def test_a_classmate_waits_behind_one_job_of_a_student_who_uploaded_eight(app, portal):
+    flooder, classmate = client_for(app, portal, "alice"), client_for(app, portal, "bob")
+    portal.set_policy(ASSIGNMENT, {"max_queued": 0})
+    for n in range(8):
+        assert upload(flooder, notebook_bytes(f"flood {n}")).status_code == 303
+    answer = upload(classmate, notebook_bytes("bob's only"))
+    bobs = int(answer.headers["location"].rsplit("/", 1)[1])
+    assert json.loads(classmate.get(f"/attempts/{bobs}/status.json").text)["ahead"] == 1
+    with portal.sessions() as db:
+        first = queue.claim(db)                  # alice's first: running now, so bob's is next
+        assert queue.fair_order(db)[0] == bobs
+        assert queue.claim(db) == bobs and first != bobs
+
+
+def test_a_students_waiting_uploads_are_capped_by_default(app, portal):
+    alice = client_for(app, portal, "alice")
+    for n in range(rules.defaults(ASSIGNMENT).max_queued):
+        assert upload(alice, notebook_bytes(f"waiting {n}")).status_code == 303
+    refused = upload(alice, notebook_bytes("one too many"))
+    assert refused.status_code == 403 and "waiting to be graded" in refused.text
+    portal.worker.run_until_idle()
+    assert upload(alice, notebook_bytes("one too many")).status_code == 303
+
+
+def test_the_default_policy_has_a_rate_and_states_the_notebooks_time(app, portal):
+    alice = client_for(app, portal, "alice")
+    page = alice.get(f"/assignments/{ASSIGNMENT}").text
+    defaults = rules.defaults(ASSIGNMENT)
+    assert defaults.max_per_day > 0 and f"at most {defaults.max_per_day} in 24 hours" in page
+    assert f"may run {defaults.notebook_seconds} s in the grader" in page
+
+
+def test_the_notebooks_time_in_the_policy_is_the_sandboxs_limit(app, portal):
+    alice = client_for(app, portal, "alice")
+    portal.set_policy(ASSIGNMENT, {"notebook_seconds": 45})
+    assert upload(alice, notebook_bytes("timed")).status_code == 303
+    seen = []
+    portal.worker.execute = lambda task: seen.append(task.limits["notebook_seconds"]) or _no_answers(task)
+    portal.worker.run_until_idle()
+    assert seen == [45]
+
+
+def _no_answers(task):
+    from posenc_autograder.grading.execute import Execution
+    return Execution(task.key, {}, [], {}, 0.01)
+
+
+def test_the_instructor_sets_the_time_and_the_cap_in_the_form(app, portal):
+    from test_access import instructor_client
+    teacher = instructor_client(app, portal)
+    form = {"csrf": csrf_of(teacher, "/instructor"), "counts": "best", "feedback_before": "full",
+            "notebook_seconds": "60", "max_queued": "1"}
+    assert teacher.post(f"/instructor/policy/{ASSIGNMENT}", data=form, follow_redirects=False).status_code == 303
+    with portal.sessions() as db:
+        saved = db.get(Policy, ASSIGNMENT)
+    assert (saved.notebook_seconds, saved.max_queued) == (60, 1)
+
+
+def test_a_tie_goes_to_the_on_time_attempt():
+    on_time = Attempt(number=1, status="graded", score=3.0, late=False)
+    late = Attempt(number=2, status="graded", score=3.0, late=True)
+    assert rules.counting_attempt(rules.defaults(ASSIGNMENT), [on_time, late]) is on_time
+    better_late = Attempt(number=3, status="graded", score=4.0, late=True)
+    assert rules.counting_attempt(rules.defaults(ASSIGNMENT), [on_time, late, better_late]) is better_late
+
+
+OLD_POLICY_TABLE = """CREATE TABLE portal_policy (assignment VARCHAR(64) PRIMARY KEY, opens_at DATETIME,
+    deadline DATETIME, grace_minutes INTEGER, late_days INTEGER, max_attempts INTEGER, max_per_day INTEGER,
+    min_seconds_between INTEGER, counts VARCHAR(8), feedback_before VARCHAR(8), inputs_before_deadline BOOLEAN)"""
+
+
+def test_a_database_of_the_first_schema_gains_the_new_columns_with_their_defaults(tmp_path):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with create_engine(url).begin() as connection:
+        connection.execute(text(OLD_POLICY_TABLE))
+        connection.execute(text("INSERT INTO portal_policy VALUES ('pe', NULL, NULL, 0, 0, 2, 0, 0, 'last', "
+                                "'none', 0)"))
+    sessions = open_database(url)
+    with sessions() as db:
+        kept = db.get(Policy, "pe")
+        assert (kept.max_attempts, kept.counts, kept.feedback_before) == (2, "last", "none")
+        assert (kept.notebook_seconds, kept.max_queued) == (rules.defaults("pe").notebook_seconds,
+                                                            rules.defaults("pe").max_queued)
+        assert db.execute(text("SELECT version FROM portal_schema")).scalar_one() == SCHEMA_VERSION
+    open_database(url)                                       # again: nothing left to do, nothing fails
