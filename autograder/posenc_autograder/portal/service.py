@@ -17,7 +17,8 @@ from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal import policy as rules
-from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Session, Student, open_database, utcnow
+from posenc_autograder.portal.models import (POLICY_DEFAULTS, Attempt, Extension, Policy, Session, Student,
+                                             open_database, utcnow)
 from posenc_autograder.portal.worker import Worker
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NotebookResult
