@@ -11,12 +11,13 @@ import pytest
 from sqlalchemy import select, update
 
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
-from fixture_submissions import ASSIGNMENT
+from fixture_submissions import ASSIGNMENT, NOTEBOOK
 from posenc_autograder.grading.execute import Execution, execute_task
 from posenc_autograder.intake.submissions import read_notebook
 from posenc_autograder.portal import queue, uploads, worker
 from posenc_autograder.portal.models import Attempt, Policy
 from posenc_autograder.portal.routes import create_app
+from posenc_autograder.records import evidence
 from posenc_autograder.sandbox import bubblewrap as sandbox
 from test_access import attempts_in
 
@@ -211,3 +212,20 @@ def test_a_forged_frame_is_the_students_attempt_and_counts(course):
     assert statuses(portal) == {1: ("graded", 1)}
     refused = upload(alice, notebook_bytes("another"))
     assert refused.status_code == 403 and "used all 1 attempts" in refused.text
+
+
+def test_the_integrity_evidence_follows_the_attempt_that_counts(app, portal):
+    alice = client_for(app, portal, "alice")
+    for marker in ("copied from bob", "my own template"):
+        assert upload(alice, notebook_bytes(marker)).status_code == 303
+    portal.worker.run_until_idle()
+    where = evidence.path(portal.course, ASSIGNMENT, NOTEBOOK, "alice")
+    assert "# my own template" in evidence.read(where).code          # a tie: the later one counts
+    with portal.sessions() as db:                                     # the copy turns out to score more
+        db.execute(update(Attempt).where(Attempt.number == 1).values(score=5.0))
+        db.execute(update(Attempt).values(promoted=False))
+        db.commit()
+    portal.worker.store_counting("alice", ASSIGNMENT)
+    assert "# copied from bob" in evidence.read(where).code
+    kept = [evidence.read(uploads.evidence_path(portal.course, "alice", ASSIGNMENT, n)).code for n in (1, 2)]
+    assert "# copied from bob" in kept[0] and "# my own template" in kept[1]      # every attempt's is kept

@@ -104,6 +104,11 @@ def executed_path(course: Course, student: str, assignment: str, attempt_id: int
     return folder(course, student, assignment) / f"attempt-{attempt_id}.executed.ipynb"
 
 
+def evidence_path(course: Course, student: str, assignment: str, attempt_id: int) -> pathlib.Path:
+    """The attempt's integrity evidence (records.evidence), copied where the report reads it while it counts."""
+    return folder(course, student, assignment) / f"attempt-{attempt_id}.evidence.npz"
+
+
 def store(course: Course, student: str, assignment: str, data: bytes) -> tuple[str, pathlib.Path]:
     """Check the bytes as a notebook and keep them, synced to disk; (sha256, path). Raises UnreadableNotebook
     with a message for the student."""

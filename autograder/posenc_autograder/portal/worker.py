@@ -190,7 +190,8 @@ class Worker:
         if execution.failure is not None:
             raise GraderFailed(execution.failure)
         result = judge(self.course, submission, execution, limits)
-        evidence.keep_graded(self.course, submission, execution)     # the latest judged attempt, for integrity
+        evidence.keep_graded(self.course, submission, execution,     # every attempt's, for when it counts
+                             uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id))
         return result, execution.executed_notebook
 
     def limits_for(self, assignment: str) -> Limits:
@@ -277,6 +278,7 @@ class Worker:
         with gradebook.open_gradebook(course) as gb:
             settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), lambda: result,
                    attempt.sha256, self.fingerprint(attempt.assignment), executed)
+        self._counting_evidence(attempt)
         rows = roster.load(course)
         row = rows.get((attempt.student_id, attempt.assignment)) or {"lms": "portal"}
         rows[attempt.student_id, attempt.assignment] = {
@@ -287,6 +289,15 @@ class Worker:
             "source_zip": "", "sha256": attempt.sha256}
         roster.save(course, rows)
 
+    def _counting_evidence(self, attempt: Attempt) -> None:
+        """The integrity report reads the evidence of the attempt that counts: its own, or none if it has none
+        (an unreadable notebook), never another attempt's."""
+        kept = uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id)
+        target = evidence.path(self.course, attempt.assignment, attempt.notebook, attempt.student_id)
+        if kept.is_file():
+            uploads.write_durably(target, kept.read_bytes())
+        else:
+            target.unlink(missing_ok=True)
 
 
 def encode_text(text: str) -> bytes:

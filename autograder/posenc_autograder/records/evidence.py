@@ -170,7 +170,13 @@ def compact(record: StudentRecord) -> Evidence:
                     own_keys, own_failing)
 
 
-def save(course: Course, submission, execution, variant: int | None, submitted_nb, release) -> None:
+def path(course: Course, assignment: str, notebook: str, student: str) -> pathlib.Path:
+    """Where the integrity report reads the evidence of the student's submission that counts."""
+    return folder(course, assignment, notebook) / f"{student}{SUFFIX}"
+
+
+def save(course: Course, submission, execution, variant: int | None, submitted_nb, release,
+         target: pathlib.Path | None = None) -> None:
     """Keep one graded submission's evidence (the shared set's records are its own when variants are off)."""
     observations = dict(execution.observations)
     shared = observations.pop(SHARED_CELL, None)
@@ -183,8 +189,7 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
                   for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
     record = StudentRecord(submission.student, submission.assignment, submission.notebook, variant, observations,
                            shared, student_code(submitted_nb, release) if submitted_nb is not None else "")
-    write(folder(course, submission.assignment, submission.notebook) / f"{submission.student}{SUFFIX}",
-          compact(record))
+    write(target or path(course, submission.assignment, submission.notebook, submission.student), compact(record))
 
 
 def write(target: pathlib.Path, evidence: Evidence) -> None:
@@ -233,18 +238,20 @@ def notebooks_stored(course: Course) -> list[tuple[str, str]]:
     return sorted((p.parent.name, p.name) for p in base.glob("*/*") if p.is_dir()) if base.exists() else []
 
 
-def keep_graded(course: Course, submission, execution) -> None:
-    """keep() for an execution just judged: the student's variant and the released notebook it ran.
-    Called by whoever decides which attempt counts (make grade, the portal)."""
+def keep_graded(course: Course, submission, execution, target: pathlib.Path | None = None) -> None:
+    """keep() for an execution just judged: the student's variant and the released notebook it ran. By default
+    where the report reads it (make grade: the submission is the one that counts); the portal keeps every
+    attempt's at its own `target` and copies the counting attempt's to path()."""
     keep(course, submission, execution, variants.student_variant(course, submission.student),
-         release_notebook(course, submission.assignment, submission.notebook))
+         release_notebook(course, submission.assignment, submission.notebook), target)
 
 
-def keep(course: Course, submission, execution, variant: int | None, release) -> None:
+def keep(course: Course, submission, execution, variant: int | None, release,
+         target: pathlib.Path | None = None) -> None:
     """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
     try:
         submitted = read_notebook(submission.path) if submission.path is not None else None
-        save(course, submission, execution, variant, submitted, release)
+        save(course, submission, execution, variant, submitted, release, target)
     except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
         why = str(exc) if isinstance(exc, EvidenceTooLarge) else type(exc).__name__    # never student text
         print(f"integrity evidence not kept for {submission.student}: {why}", file=sys.stderr)
