@@ -13,23 +13,27 @@ import sys
 
 import nbformat
 
-from posenc_autograder.reports import feedback, run_report as report
-from posenc_autograder.records import evidence, gradebook, nbgrader_files, results_store
-from posenc_autograder.authoring import freshness
-from posenc_autograder.course import Course, course_for_command
+from posenc_autograder.records import results_store, stamps
+from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook
-from posenc_autograder.grading.regrade import grader_fingerprint, keep_higher_scores, regrade_changes
-from posenc_autograder.orchestration.class_files import rebuild_class_files
+from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_higher_scores, regrade_changes
 from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 
+# The gradebook (nbgrader, SQLAlchemy), the reports (matplotlib) and the release check (nbgrader's
+# preprocessors) are imported where they are used: a run with nothing to grade needs none of them, and
+# importing them costs over a CPU-second.
+
 
 def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
            executed_notebook: str | None = None) -> NotebookResult:
     """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record."""
+    from posenc_autograder.records import gradebook, nbgrader_files
+    from posenc_autograder.reports import feedback
+
     previous = results_store.load(results_store.path(course, *sub.key))
     result = keep_higher_scores(result, previous, digest, fingerprint)
     change = regrade_changes(result, previous, fingerprint, digest)
@@ -69,31 +73,79 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     submissions = discover(course, assignments, students, refused)
     for reason in refused:
         print(f"Not graded: submitted/{reason}", file=sys.stderr)
+    fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
+    digests = [sha256(sub.path) if sub.path else None for sub in submissions]
+    unchanged = [not force and _stored_if_unchanged(course, sub, digest, fingerprints) is not None
+                 for sub, digest in zip(submissions, digests)]
+    if all(unchanged):
+        # Nothing to grade: the class files stand if nothing they are made from changed either.
+        stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
+        if stamp is not None and stamps.recall(course, CLASS_FILES, stamp):
+            results = [_stored_if_unchanged(course, sub, digest, fingerprints)
+                       for sub, digest in zip(submissions, digests)]
+            return sorted(results, key=lambda r: (r.student, r.assignment, r.notebook))
+    stamps.forget(course, CLASS_FILES)
+    from posenc_autograder.orchestration.class_files import rebuild_class_files
+    from posenc_autograder.records import gradebook
+
     for assignment in sorted({s.assignment for s in submissions}):
         gradebook.register(course, assignment, course.work / "release")
-    fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
     with gradebook.open_gradebook(course) as gb:
-        results = _grade_submissions(course, gb, submissions, fingerprints, jobs=jobs, isolate=isolate,
-                                     force=force, scheduler=scheduler, limits=limits, quiet=quiet)
+        results = _grade_submissions(course, gb, list(zip(submissions, digests, unchanged)), fingerprints, jobs=jobs,
+                                     isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
     rebuild_class_files(course, results_store.merged(course, results), refused)
+    stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
+    if stamp is not None:
+        stamps.remember(course, CLASS_FILES, stamp)
     # The integrity report compares every pair of students (quadratic in the class): `make integrity`.
     return results
 
 
-def _grade_submissions(course, gb, submissions, fingerprints, *, jobs, isolate, force, scheduler, limits, quiet):
+CLASS_FILES = "class-files"
+PACKAGE_FILES = "*.py"
+
+
+def _stored_if_unchanged(course: Course, sub: Submission, digest: str | None, fingerprints) -> NotebookResult | None:
+    """The stored result of this very file graded by this very grader, or None."""
+    previous = results_store.load(results_store.path(course, *sub.key))
+    if previous and digest and previous.get("sha256") == digest \
+            and previous.get("fingerprint") == fingerprints[sub.assignment]:
+        try:
+            return results_store.result_from_json(previous["result"])
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
+def class_files_stamp(course: Course, submissions, digests, fingerprints, refused) -> str | None:
+    """What the class files (grades, LMS exports, report, dashboard) are made from: the submissions and their
+    stored results, the files beside the gradebook (roster, settings, the SQLite gradebook itself, where manual
+    grades live), the files written, and the grader's code. None: a gradebook elsewhere (a server), whose
+    changes no file shows, so the class files are always written."""
+    if course.db_url is not None:
+        return None
+    stored = course.autograded.glob(f"*/*/*{results_store.SUFFIX}")
+    beside = [p for p in course.path("autograder").iterdir() if p.is_file()]
+    written = [p for p in course.reports.rglob("*") if p.is_file()] if course.reports.is_dir() else []
+    return stamps.digest([(s.key, d) for s, d in zip(submissions, digests)], fingerprints, sorted(refused),
+                         stamps.file_states([*stored, *beside, *written, course.grades_csv]),
+                         stamps.file_states(PACKAGE.rglob(PACKAGE_FILES)))
+
+
+def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, scheduler, limits, quiet):
     """Tasks are prepared as job slots free up and each execution is judged, stored and dropped as it
     finishes: the grader holds a few notebooks at a time, whatever the size of the class."""
-    progress = Progress(len(submissions), stream=None if quiet else sys.stderr)
+    from posenc_autograder.records import evidence
+
+    progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None]] = {}
 
     def tasks():
-        for sub in submissions:
-            digest = sha256(sub.path) if sub.path else None
-            previous = results_store.load(results_store.path(course, *sub.key))
-            if (not force and previous and digest and previous.get("sha256") == digest
-                    and previous.get("fingerprint") == fingerprints[sub.assignment]):
-                results.append(results_store.result_from_json(previous["result"]))  # unchanged file and grader
+        for sub, digest, unchanged in planned:
+            stored = _stored_if_unchanged(course, sub, digest, fingerprints) if unchanged else None
+            if stored is not None:
+                results.append(stored)                    # unchanged file and grader
                 progress.step(f"{sub.student} (unchanged)")
                 continue
             try:
@@ -146,6 +198,8 @@ def run_command(args) -> int:
         asked = " for the students or assignments asked" if args.student or args.assignment else ""
         print(f"nothing submitted{asked}: run make collect first (ZIP=<the LMS download>)", file=sys.stderr)
         return 1
+    from posenc_autograder.reports import feedback, run_report as report
+
     print(report.summary(course, results))
     for r in results:
         if not r.graded:
@@ -156,9 +210,28 @@ def run_command(args) -> int:
 
 def warn_if_unreleased(course: Course, assignments: list[str] | None) -> None:
     """Grading against solutions/ that exercises/ does not reflect: students hold another notebook."""
-    stale = freshness.stale_notebooks(course, assignments)
+    stale = stale_notebooks(course, assignments)
     if stale:
         print(f"Warning: exercises/ is not what solutions/ releases now ({', '.join(stale)}); students have "
               f"an older notebook than the one graded against. Run make release (and hand out the new "
               f"notebook) unless that is intended.", file=sys.stderr)
 
+
+def stale_notebooks(course: Course, assignments: list[str] | None) -> list[str]:
+    """freshness.stale_notebooks, worked out again only when a notebook or the nbgrader settings changed."""
+    inputs = [course.path(CONFIG)]
+    for folder in (SOURCE_DIRECTORY, RELEASE_DIRECTORY):
+        inputs += sorted(course.path(folder).glob("*/*.ipynb"))
+    stamp = stamps.digest(sorted(assignments or []), stamps.file_contents(inputs),
+                          stamps.file_contents([PACKAGE / "authoring" / "freshness.py"]))
+    known = stamps.recall(course, RELEASE_CHECK, stamp)
+    if isinstance(known, list):
+        return known
+    from posenc_autograder.authoring import freshness
+
+    stale = freshness.stale_notebooks(course, assignments)
+    stamps.remember(course, RELEASE_CHECK, stamp, stale)
+    return stale
+
+
+RELEASE_CHECK = "release-check"

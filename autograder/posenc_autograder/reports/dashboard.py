@@ -19,18 +19,13 @@ import re
 import statistics
 import urllib.parse
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 - after choosing the headless backend
-
-from posenc_autograder.checks import REGISTRY  # noqa: E402
-from posenc_autograder.course import Course, grade_id, nbgrader_meta  # noqa: E402
-from posenc_autograder.grading.pipeline import release_notebook  # noqa: E402
-from posenc_autograder.intake import roster  # noqa: E402
-from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256  # noqa: E402
-from posenc_autograder.reports import feedback  # noqa: E402
-from posenc_autograder.results import GradedTest, NotebookResult, NoteKind  # noqa: E402
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.course import Course, grade_id, nbgrader_meta
+from posenc_autograder.grading.pipeline import release_notebook
+from posenc_autograder.intake import roster
+from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
+from posenc_autograder.reports import feedback
+from posenc_autograder.results import GradedTest, NotebookResult, NoteKind
 
 # Kinds of note (results.NoteKind) -> why an instructor should look at the student.
 ATTENTION = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
@@ -54,10 +49,20 @@ def path(course: Course) -> pathlib.Path:
     return course.reports / "class.html"
 
 
+def _pyplot():
+    """matplotlib with its headless backend, imported when a chart is drawn (a run that writes no dashboard
+    does not pay for it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def _figure(fig, alt: str, caption: str) -> str:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
+    _pyplot().close(fig)
     data = base64.b64encode(buffer.getvalue()).decode()
     return (f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -65,7 +70,7 @@ def _figure(fig, alt: str, caption: str) -> str:
 
 def score_histogram(results: list[NotebookResult]) -> str:
     shares = [100 * r.score / r.max_score for r in results if r.graded and r.max_score]
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = _pyplot().subplots(figsize=(5, 3))
     ax.hist(shares, bins=range(0, 101, 10), color="#4c72b0", edgecolor="white")
     ax.set_xlabel("score (% of points)")
     ax.set_ylabel("notebooks")
@@ -90,7 +95,7 @@ def pass_rate_chart(rates) -> str:
     several = len({a for a, _ in rates}) > 1
     labels = [f"{a}: {t}" if several else t for a, t in rates]
     values = [100 * p / n for p, n in rates.values()]
-    fig, ax = plt.subplots(figsize=(5, max(3, 0.25 * len(labels) + 1)))
+    fig, ax = _pyplot().subplots(figsize=(5, max(3, 0.25 * len(labels) + 1)))
     ax.barh(labels[::-1], values[::-1], color="#55a868")
     ax.set_xlim(0, 100)
     ax.set_xlabel("students who passed (%)")
@@ -101,7 +106,7 @@ def pass_rate_chart(rates) -> str:
 
 def time_chart(results: list[NotebookResult]) -> str:
     seconds = sorted(r.seconds for r in results if r.graded)
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = _pyplot().subplots(figsize=(5, 3))
     ax.hist(seconds, bins=10, color="#dd8452", edgecolor="white")
     ax.set_xlabel("seconds to grade one notebook")
     ax.set_ylabel("notebooks")

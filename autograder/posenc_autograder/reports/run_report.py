@@ -12,7 +12,6 @@ import re
 
 from posenc_autograder import csvsafe
 from posenc_autograder.reports import dashboard, lms_exports
-from posenc_autograder.records import gradebook
 from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
 from posenc_autograder.results import NoteKind, NotebookResult
@@ -110,6 +109,8 @@ def visible_failures_section(results: list[NotebookResult]) -> list[str]:
 
 def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = ()) -> None:
     """`refused`: folders under submitted/ that were not read, with why (they have no result)."""
+    from posenc_autograder.records import gradebook          # nbgrader: only for the files written here
+
     finals, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
     write_grades_csv(course, results, finals, cell_scores)
     lms_exports.write_all(course, results, finals)

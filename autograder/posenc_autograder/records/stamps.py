@@ -1,0 +1,65 @@
+"""Remembering that a piece of work was done on exactly these inputs, so a rerun can skip it.
+
+A stamp is a digest of what the work read (file contents or file states, and plain values); it is kept
+in the course's work folder under the work's name. A stamp that cannot be read, or any input that
+changed, means the work is done again: skipping is only ever an optimisation.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+
+from posenc_autograder.course import Course
+
+
+def file_states(paths) -> list:
+    """(path, size, modification time in ns) of each existing regular file: cheap, and changed by any write."""
+    states = []
+    for path in sorted(map(pathlib.Path, paths)):
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        states.append((str(path), info.st_size, info.st_mtime_ns))
+    return states
+
+
+def file_contents(paths) -> list:
+    """(path, sha256) of each readable file: for inputs whose times say nothing (a git checkout)."""
+    found = []
+    for path in sorted(map(pathlib.Path, paths)):
+        try:
+            found.append((str(path), hashlib.sha256(path.read_bytes()).hexdigest()))
+        except OSError:
+            found.append((str(path), None))
+    return found
+
+
+def digest(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _file(course: Course, name: str) -> pathlib.Path:
+    return course.work / "stamps" / f"{name}.json"
+
+
+def recall(course: Course, name: str, stamp: str):
+    """What the work kept with this exact stamp (any JSON value), or None."""
+    try:
+        stored = json.loads(_file(course, name).read_text())
+    except (OSError, ValueError):
+        return None
+    return stored.get("value") if isinstance(stored, dict) and stored.get("stamp") == stamp else None
+
+
+def remember(course: Course, name: str, stamp: str, value=True) -> None:
+    target = _file(course, name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".tmp")
+    partial.write_text(json.dumps({"stamp": stamp, "value": value}))
+    partial.replace(target)
+
+
+def forget(course: Course, name: str) -> None:
+    _file(course, name).unlink(missing_ok=True)
