@@ -1,0 +1,92 @@
+"""What a run costs before it grades anything: a `make grade` with nothing new reads no gradebook, rewrites
+no class file and imports neither nbgrader nor matplotlib; and nothing imported at start-up compiles grammars
+it does not use. (The CPU figures are printed by `make bench`, never asserted here.)"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+from posenc_autograder.course import Course
+from posenc_autograder.grading import grade
+from posenc_autograder.intake import roster
+from posenc_autograder.records import gradebook
+from posenc_autograder.sandbox.bubblewrap import Limits
+
+import nbformat
+
+SRC = str(pathlib.Path(grade.__file__).parents[2])
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A class of one, graded once with the command's default limits (so the command finds it unchanged)."""
+    course = Course(make_course(tmp_path_factory.mktemp("fixed")))
+    folder = course.submitted / "solver" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
+    grade.grade_all(course, jobs=1, isolate=False, limits=Limits(), quiet=True)
+    return course
+
+
+def _class_files(course):
+    return {p: p.stat().st_mtime_ns for p in course.reports.rglob("*") if p.is_file()}
+
+
+def test_nothing_to_grade_opens_no_gradebook_and_rewrites_no_class_file(graded, monkeypatch):
+    before = _class_files(graded)
+    assert before
+    with monkeypatch.context() as patch:
+        patch.setattr(gradebook, "open_gradebook", lambda *a, **k: pytest.fail("the gradebook was opened"))
+        [result] = grade.grade_all(graded, jobs=1, isolate=False, limits=Limits(), quiet=True)
+    assert result.graded and result.score > 0
+    assert _class_files(graded) == before
+
+
+@pytest.mark.parametrize("change", ["gradebook", "roster", "class file deleted"])
+def test_a_change_the_class_files_are_made_from_writes_them_again(graded, change):
+    if change == "gradebook":                      # a manual grade entered in formgrader changes the file
+        os.utime(graded.path("autograder/gradebook.db"))
+    elif change == "roster":
+        roster.save(graded, {("solver", ASSIGNMENT): {"student_id": "solver", "assignment": ASSIGNMENT,
+                                                       "name": "Sol Ver"}})
+    else:
+        (graded.reports / "class.html").unlink()
+    before = _class_files(graded)
+    grade.grade_all(graded, jobs=1, isolate=False, limits=Limits(), quiet=True)
+    after = _class_files(graded)
+    assert (graded.reports / "class.html").is_file()
+    assert all(after[p] != mtime for p, mtime in before.items() if p.name == "class.html")
+    assert set(after) >= set(before)
+
+
+def test_the_command_with_nothing_to_grade_imports_neither_nbgrader_nor_matplotlib(graded):
+    script = ("import sys; from posenc_autograder import cli; "
+              f"status = cli.main(['grade', '--no-sandbox', '--course', {str(graded.root)!r}]); "
+              "print(status, sorted(m for m in ('nbgrader', 'matplotlib', 'lark', 'sqlalchemy') if m in sys.modules))")
+    for _ in range(2):        # the first run checks the release (nbgrader) and remembers that it did
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": SRC})
+    assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def test_the_iri_format_is_still_checked_and_its_grammar_compiled_only_then():
+    script = ("import sys, posenc_autograder, jsonschema, nbformat; compiled = 'lark' in sys.modules; "
+              "checker = jsonschema.FormatChecker(); "
+              "print(compiled, checker.conforms('https://example.org/wiki/\\u00e9t\\u00e9', 'iri'), "
+              "checker.conforms('no scheme here', 'iri'), 'lark' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "False", "True"], done.stdout + done.stderr
+
+
+def test_the_release_check_is_worked_out_again_when_a_notebook_changes(graded, capsys):
+    grade.warn_if_unreleased(graded, None)
+    assert "Warning" not in capsys.readouterr().err
+    released = graded.path("exercises") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    nb = nbformat.read(released, as_version=4)
+    nb.cells[0].source += "\nedited by hand"
+    nbformat.write(nb, released)
+    grade.warn_if_unreleased(graded, None)
+    assert f"{ASSIGNMENT}/{NOTEBOOK}.ipynb" in capsys.readouterr().err
