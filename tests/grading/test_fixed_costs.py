@@ -10,7 +10,7 @@ import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from posenc_autograder.course import Course
-from posenc_autograder.grading import grade
+from posenc_autograder.orchestration import grade
 from posenc_autograder.intake import roster
 from posenc_autograder.records import gradebook
 from posenc_autograder.sandbox.bubblewrap import Limits
