@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from conftest import CSRF, client_for, csrf_of, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import auth
-from posenc_autograder.portal.models import Attempt, Policy, Student
+from posenc_autograder.portal.models import Attempt, Policy, Session, Student
 
 ATTEMPT_URLS = ["/attempts/{id}", "/attempts/{id}/status.json", "/attempts/{id}/feedback", "/attempts/{id}/notebook"]
 INSTRUCTOR_POSTS = {"/instructor/policy/" + ASSIGNMENT: {"counts": "last", "feedback_before": "none",
@@ -121,14 +121,51 @@ def test_tokens_are_long_random_and_stored_hashed(portal):
     assert stored == [auth.digest(t) for t in tokens] and not set(stored) & set(tokens)
 
 
-def test_failed_sign_ins_are_limited_per_client(app, portal):
-    token = portal.new_link("dave")
-    client = client_for(app)
-    for i in range(auth.MAX_FAILURES):
-        assert client.get(f"/s/not-a-token-{i}").status_code == 403
-    assert client.get(f"/s/{token}").status_code == 429                     # even the right link waits now
+def test_bad_tokens_from_one_address_lock_out_no_classmate(app, portal, monkeypatch):
+    monkeypatch.setattr(auth, "MAX_ADDRESS_FAILURES", 25 + auth.MAX_FAILURES)
+    dave, erin = portal.new_link("dave"), portal.new_link("erin")
+    lab = client_for(app)                                      # one address: a campus NAT
+    for i in range(25):
+        assert lab.get(f"/s/{i:08d}-not-a-token").status_code == 403     # each a different prefix
+    assert client_for(app).get(f"/s/{erin}").status_code == 200   # a classmate behind the same NAT
+    for i in range(auth.MAX_FAILURES):                         # guesses completing dave's link's first characters
+        assert lab.get(f"/s/{dave[:auth.PREFIX_CHARACTERS]}guess{i}").status_code in (403, 429)
+    assert client_for(app).get(f"/s/{dave}").status_code == 429   # his prefix is locked, from anywhere
+    assert client_for(app).get(f"/s/{erin}").status_code == 200
+    assert lab.get("/s/one-more-bad-token").status_code == 429      # the address's own limit: not even checked
     portal.now = lambda: auth.utcnow() + auth.FAILURE_WINDOW + dt.timedelta(seconds=1)
-    assert client.get(f"/s/{token}").status_code == 200
+    assert client_for(app).get(f"/s/{dave}").status_code == 200
+
+
+def test_students_bad_tokens_do_not_lock_out_the_instructor(app, portal):
+    lab = client_for(app)
+    for i in range(auth.MAX_FAILURES * 2):
+        lab.get(f"/s/{i:08d}-bad")
+    instructor_client(app, portal)                             # signs in (asserts it)
+    for _ in range(auth.MAX_FAILURES):
+        csrf = CSRF.search(lab.get("/instructor").text).group(1)
+        lab.post("/instructor/sign-in", data={"csrf": csrf, "secret": "wrong" * 4})
+    csrf = CSRF.search(lab.get("/instructor").text).group(1)
+    secret = portal.secret_file.read_text().strip()
+    assert lab.post("/instructor/sign-in", data={"csrf": csrf, "secret": secret}).status_code == 429
+
+
+def test_a_link_from_another_site_never_silently_switches_accounts(app, portal):
+    alice = client_for(app, portal, "alice")
+    bobs_link = "/s/" + portal.new_link("bob")
+    asked = alice.get(bobs_link)                               # opened from a mail or another site
+    assert asked.status_code == 200 and "signed in as alice" in asked.text
+    assert "alice" in alice.get("/").text                      # still alice
+    forged = client_for(app)
+    forged.cookies.set("portal_session", alice.cookies.get("portal_session"))
+    assert forged.post(bobs_link, data={"csrf": "guessed"}).status_code == 403      # no SameSite=Strict cookie
+    assert "alice" in alice.get("/").text
+    csrf = CSRF.search(asked.text.split('id="confirm-sign-in"', 1)[1]).group(1)
+    switched = alice.post(bobs_link, data={"csrf": csrf}, follow_redirects=False)
+    assert switched.status_code == 303
+    assert "bob" in alice.get("/").text                        # the browser now holds bob's session
+    with portal.sessions() as db:                              # alice's old session is closed
+        assert db.get(Session, auth.digest(forged.cookies.get("portal_session"))) is None
 
 
 def test_forms_without_the_csrf_token_change_nothing(two_students, app, portal):

@@ -1,5 +1,10 @@
 """Who is asking: sign-in tokens (long random secrets, stored hashed, revocable), browser sessions, CSRF
-tokens, the instructor's secret, and a limit on failed sign-ins per client.
+tokens, the instructor's secret, and limits on failed sign-ins.
+
+Failed sign-ins are limited per account tried (a token's first characters, or the instructor) and, with a far
+higher threshold, per address. A valid student token is refused only when its own prefix is locked, so bad
+tokens from one address (a campus NAT, a lab) never lock out the other students there; past the address's
+threshold its failing sign-ins are refused without being checked or recorded.
 
 Tokens and session cookies carry 256 random bits, so a plain SHA-256 of them is enough to store: there is
 nothing to guess that a slow hash would protect.
@@ -21,7 +26,10 @@ from posenc_autograder.portal.models import Session, SignInFailure, Student, utc
 TOKEN_BYTES = 32
 SESSION_LIFETIME = dt.timedelta(days=30)
 FAILURE_WINDOW = dt.timedelta(minutes=15)
-MAX_FAILURES = 20                     # per client and window; then every sign-in from it waits
+MAX_FAILURES = 10                     # per account tried (a token prefix, the instructor) and window
+MAX_ADDRESS_FAILURES = 200            # per client address and window, all accounts: a class behind one NAT
+PREFIX_CHARACTERS = 8                 # a token's first characters name the account it tries (48 random bits)
+INSTRUCTOR = "instructor"
 SECRET_ENV, SECRET_FILE = "POSENC_PORTAL_SECRET", "autograder/portal_secret"   # the instructor's (git-ignored)
 
 
@@ -51,15 +59,33 @@ def revoke(db, student_id: str) -> bool:
     return bool(found)
 
 
-def blocked(db, client: str, now: dt.datetime) -> bool:
-    recent = select(func.count()).select_from(SignInFailure).where(SignInFailure.client == client,
-                                                                   SignInFailure.at > now - FAILURE_WINDOW)
-    return db.execute(recent).scalar_one() >= MAX_FAILURES
+def account_key(token: str | None) -> str:
+    """The account a sign-in tries: the token's prefix (a guess at completing a partly seen link shares it)."""
+    return "token:" + str(token or "")[:PREFIX_CHARACTERS]
 
 
-def record_failure(db, client: str, now: dt.datetime) -> None:
+def _failures(db, now: dt.datetime, *condition) -> int:
+    return db.execute(select(func.count()).select_from(SignInFailure).where(
+        SignInFailure.at > now - FAILURE_WINDOW, *condition)).scalar_one()
+
+
+def account_locked(db, account: str, now: dt.datetime) -> bool:
+    return _failures(db, now, SignInFailure.account == account) >= MAX_FAILURES
+
+
+def instructor_locked(db, client: str, now: dt.datetime) -> bool:
+    """Wrong instructor secrets from this address (students' bad tokens do not count; other addresses neither,
+    so no one elsewhere can lock the instructor out)."""
+    return _failures(db, now, SignInFailure.account == INSTRUCTOR, SignInFailure.client == client[:64]) >= MAX_FAILURES
+
+
+def address_over(db, client: str, now: dt.datetime) -> bool:
+    return _failures(db, now, SignInFailure.client == client[:64]) >= MAX_ADDRESS_FAILURES
+
+
+def record_failure(db, client: str, account: str, now: dt.datetime) -> None:
     db.execute(delete(SignInFailure).where(SignInFailure.at < now - FAILURE_WINDOW))
-    db.add(SignInFailure(client=client[:64], at=now))
+    db.add(SignInFailure(client=client[:64], account=account[:24], at=now))
 
 
 def student_for_token(db, token: str) -> Student | None:

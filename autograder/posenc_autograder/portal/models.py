@@ -41,6 +41,7 @@ class SignInFailure(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     client: Mapped[str] = mapped_column(String(64), index=True)
     at: Mapped[dt.datetime] = mapped_column(DateTime, index=True)
+    account: Mapped[str] = mapped_column(String(24), default="", index=True)   # what was tried (auth.account_key)
 
 
 # The one place the rules of an assignment without a saved policy are written (the columns' defaults, the form).
@@ -123,7 +124,7 @@ class SchemaVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
 
 
-SCHEMA_VERSION = 2                   # 2: portal_policy.notebook_seconds and max_queued
+SCHEMA_VERSION = 3                   # 2: portal_policy.notebook_seconds, max_queued; 3: signin_failure.account
 
 
 def engine_for(url: str):

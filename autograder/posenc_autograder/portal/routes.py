@@ -142,14 +142,36 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
                     assignments=views)
 
     async def sign_in(request: Request):
-        outcome, cookie = await run_in_threadpool(portal.sign_in, request.path_params["token"], client_of(request))
+        """GET signs in at once, unless the browser holds another account's session: then a page asks, and only
+        its form (POST, double-submit token from a SameSite=Strict cookie) replaces the session, so a link
+        opened from another site cannot silently swap accounts (login CSRF)."""
+        token, session = request.path_params["token"], await current(request)
+        confirmed = False
+        if request.method == "POST":
+            form = await request.form(max_files=0, max_fields=4)
+            presession = request.cookies.get(PRESESSION)
+            if not presession or not auth.csrf_ok(_Token(presession), form.get("csrf")):
+                return message("Form expired", "Open your sign-in link again.", 403)
+            confirmed = True
+        outcome, cookie = await run_in_threadpool(portal.sign_in, token, client_of(request), session, confirmed)
         if outcome == "blocked":
-            return message("Too many attempts", "Too many sign-in attempts failed from here; wait a quarter of an "
-                           "hour and open your link again.", 429)
+            return message("Too many attempts", "Too many sign-in attempts failed with this link or from here; "
+                           "wait a quarter of an hour and open your link again.", 429)
         if outcome == "invalid":
             return message("Link not valid", "This sign-in link is not valid (mistyped, replaced or revoked). "
                            "Ask your instructor for a new one.", 403)
-        return signed_in_redirect(cookie, request, "/")
+        if outcome == "confirm":
+            presession = auth.new_secret()
+            response = page("confirm_sign_in.html", session=session, title="Switch account?", presession=presession,
+                            who="the instructor" if session.instructor else session.student_id)
+            response.set_cookie(PRESESSION, presession, httponly=True, samesite="strict", path="/s",
+                                secure=request.url.scheme == "https")
+            return response
+        response = signed_in_redirect(cookie, request, "/")
+        if confirmed:
+            await run_in_threadpool(portal.sign_out, request.cookies.get(COOKIE))     # the replaced session ends
+            response.delete_cookie(PRESESSION, path="/s")
+        return response
 
     async def sign_out(request: Request):
         session = await current(request)
@@ -371,7 +393,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
 
     routes = [
         Route("/", home),
-        Route("/s/{token}", sign_in, name="sign_in"),
+        Route("/s/{token}", sign_in, name="sign_in", methods=["GET", "POST"]),
         Route("/sign-out", sign_out, methods=["POST"]),
         Route("/assignments/{assignment}", assignment),
         Route("/assignments/{assignment}" + UPLOAD_SUFFIX, upload, methods=["POST"]),

@@ -91,17 +91,24 @@ class Portal:
         with self.sessions() as db:
             return auth.session_for(db, cookie)
 
-    def sign_in(self, token: str, client: str) -> tuple[str, str | None]:
-        """('ok', cookie) | ('blocked', None) | ('invalid', None)."""
-        now = self.now()
+    def sign_in(self, token: str, client: str, current: Session | None = None,
+                confirmed: bool = False) -> tuple[str, str | None]:
+        """('ok', cookie) | ('blocked', None) | ('invalid', None) | ('confirm', None): the link is valid but would
+        replace the browser's session of another account (`current`), which needs the student's own click
+        (`confirmed`: the confirmation form, CSRF-checked by the route)."""
+        now, account = self.now(), auth.account_key(token)
         with self.sessions() as db:
-            if auth.blocked(db, client, now):
+            if auth.account_locked(db, account, now):
                 return "blocked", None
             student = auth.student_for_token(db, token)
             if student is None:
-                auth.record_failure(db, client, now)
+                if auth.address_over(db, client, now):
+                    return "blocked", None
+                auth.record_failure(db, client, account, now)
                 db.commit()
                 return "invalid", None
+            if current is not None and current.student_id != student.id and not confirmed:
+                return "confirm", None
             cookie = auth.open_session(db, student.id)
             db.commit()
             return "ok", cookie
@@ -109,10 +116,10 @@ class Portal:
     def instructor_sign_in(self, secret: str | None, client: str) -> tuple[str, str | None]:
         now = self.now()
         with self.sessions() as db:
-            if auth.blocked(db, client, now):
+            if auth.instructor_locked(db, client, now):
                 return "blocked", None
             if not auth.instructor_ok(self.secret_hash, secret):
-                auth.record_failure(db, client, now)
+                auth.record_failure(db, client, auth.INSTRUCTOR, now)
                 db.commit()
                 return "invalid", None
             cookie = auth.open_session(db, None, instructor=True)
