@@ -1,13 +1,24 @@
-"""Issue 24: data that crossed the sandbox boundary is never mistaken for the codec's own structures, and a
-record is counted before any object is built from it."""
-import json
+"""Data that crossed the sandbox boundary is never mistaken for the codec's own structures, and a frame is
+counted and its shapes checked before any object is built from it."""
+import struct
+import tracemalloc
 
 import numpy as np
 import pytest
 
 from posenc_autograder.grading.execute import decode_record
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits, MAX_FRAME_NODES
+from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
+
+
+def raw_frame(skeleton: bytes, arrays: bytes = b"") -> bytes:
+    """A frame as student code could write it by hand."""
+    return codec.HEADER.pack(len(skeleton), len(arrays)) + skeleton + arrays
+
+
+def read(*chunks: bytes, limit: int = Limits().max_frame_bytes) -> list:
+    reader = codec.FrameReader(limit)
+    return [f for chunk in chunks for f in reader.feed(chunk)]
 
 
 @pytest.mark.parametrize("data", [{"__ndarray_index__": 999999}, {"__ndarray_float64__": "AAAA", "shape": [9]},
@@ -18,6 +29,8 @@ def test_reserved_keys_in_data_come_back_as_data(data):
     stored = codec.dumps({"answer": data, "table": np.ones(2)}, arrays)       # the integrity store's form
     back = codec.loads(stored, dict(enumerate(arrays)))
     assert back["answer"] == data and back["table"].tolist() == [1.0, 1.0]
+    on_the_wire = codec.decode_frame(codec.frame({"answer": data, "table": np.ones(2)}))     # the channel's form
+    assert on_the_wire["answer"] == data and on_the_wire["table"].tolist() == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("forged", ['{"__ndarray_index__": 0}', '{"__ndarray_index__": 0, "x": 1}',
@@ -28,22 +41,68 @@ def test_forged_reserved_structures_are_refused(forged):
         codec.loads(forged)
 
 
+@pytest.mark.parametrize("skeleton, arrays", [
+    (b'[[], {"__ndarray_index__": 0}]', b""),                                  # no such array
+    (b'[[[1]], {"__ndarray_index__": -1}]', b"\0" * 8),                        # negative index
+    (b'[[[1]], {"__ndarray_index__": 1}]', b"\0" * 8),                         # past the table
+    (b'[[], {"__ndarray_float64__": "AAAAAAAA8D8=", "shape": [1]}]', b""),      # base64: not on the wire
+    (b'[[[1000000000]], 1]', b"\0" * 8),                                       # a shape the bytes do not hold
+    (b'[[[2]], 1]', b"\0" * 24),                                               # bytes the shapes do not use
+    (b'[[[-1, -8]], 1]', b"\0" * 8),                                           # negative dimensions
+    (b'[[[1.5]], 1]', b"\0" * 8), (b'[[["1"]], 1]', b"\0" * 8), (b'[[true], 1]', b"\0" * 8),
+    (b"[[" + b"[1]," * 33 + b"[1]], 1]", b"\0" * 8 * 33),                      # 34 arrays, wrong byte count
+    (b'[[[' + b"1," * 32 + b'1]], 1]', b"\0" * 8),                             # 33 dimensions
+    (b'{"not": "a skeleton"}', b""), (b'[[]]', b""), (b"\xff\xfe", b""), (b"[" * 100 + b"]" * 100, b""),
+])
+def test_forged_frames_are_refused(skeleton, arrays):
+    assert read(raw_frame(skeleton, arrays)) == [codec.REFUSED]
+    with pytest.raises(ValueError):
+        codec.decode_frame(raw_frame(skeleton, arrays))
+
+
+def test_a_frame_announcing_more_than_the_cap_is_skipped_without_being_kept():
+    big = codec.HEADER.pack(100, 2**40)
+    follow = codec.frame({"done": True})
+    reader = codec.FrameReader(1000)
+    tracemalloc.start()
+    try:
+        assert reader.feed(big) == [codec.REFUSED]
+        assert reader.feed(b"\0" * 2**20) == [] and len(reader.buffer) == 0     # counted down, never kept
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20 + 2**16
+    reader.skipping = 0                                                             # as if the rest had come
+    assert reader.feed(follow) == [{"done": True}]
+    assert read(struct.pack("<IQ", 2**32 - 1, 0)) == [codec.REFUSED]                # skeleton over its own cap
+
+
+def test_frames_split_anywhere_come_back_whole_and_arrays_writable():
+    value = {"result": "a", "record": {"observations": {"t": np.linspace(0, 1, 7).reshape(7, 1), "e": np.zeros(0)}}}
+    data = codec.frame(value) + codec.frame({"done": True})
+    for cut in (1, 5, 12, 13, len(data) - 1):
+        first, second = read(data[:cut], data[cut:])
+        table = first["record"]["observations"]["t"]
+        assert table.tobytes() == value["record"]["observations"]["t"].tobytes() and table.flags.writeable
+        assert second == {"done": True}
+
+
 def test_structure_counts_values_and_depth_without_building_them():
     assert codec.structure('{"a": "x\\\\\\"y,[", "b": [1, {"c": [2]}]}') == (7, 4)
     assert codec.structure("[" * 50 + "]" * 50) == (51, 50)
 
 
 def test_an_amplification_record_is_refused_before_it_is_built():
-    record = '{"observations": [' + ",".join(["[]"] * (codec.MAX_NODES + 1)) + "]}"
+    record = b'{"observations": [' + b",".join([b"[]"] * (codec.MAX_NODES + 1)) + b"]}"
     with pytest.raises(codec.TooLarge):
-        codec.loads(record)
-    assert decode_record(record) is None
-    assert decode_record('{"observations": ' + "[" * 100 + "]" * 100 + "}") is None
-    assert decode_record(codec.dumps({"observations": [[]] * 1000})) == {"observations": [[]] * 1000}
+        codec.loads(record.decode())
+    assert read(raw_frame(b'[[], {"result": "a", "record": ' + record + b"}]")) == [codec.REFUSED]
+    assert read(raw_frame(b'[[], {"record": ' + b"[" * 100 + b"]" * 100 + b"}]")) == [codec.REFUSED]
+    assert decode_record({"observations": [[]] * 1000}) == {"observations": [[]] * 1000}
 
 
-def test_frames_are_counted_before_they_are_parsed():
+def test_the_channel_reader_yields_frames_and_drops_what_is_refused():
     reader = ChannelReader(Limits())
-    big = json.dumps({"output": 1, "outputs": [{}] * MAX_FRAME_NODES}) + "\n"
-    small = json.dumps({"result": "a", "record": "[" * 10_000}) + "\n"        # a record is one string here
-    assert reader.feed((big + small).encode()) == [json.loads(small)]
+    frames = reader.feed(raw_frame(b"[" * 10_000) + codec.frame({"result": "a", "record": {"missing": "x"}})
+                         + raw_frame(b'[[], "text"]'))
+    assert frames == [{"result": "a", "record": {"missing": "x"}}]

@@ -216,7 +216,8 @@ def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_wr
     (tmp_path / "autograder/nbgrader_config.py").write_text("")
     (tmp_path / "solutions").mkdir()
     course = Course(tmp_path)
-    hostile = decode_record(wire.dumps({"observations": {"statistics": {"value": {"__ndarray_index__": 999999}}}}))
+    hostile = decode_record(wire.decode_frame(wire.frame(
+        {"observations": {"statistics": {"value": {"__ndarray_index__": 999999}}}})))
     assert hostile["observations"]["statistics"]["value"] == {"__ndarray_index__": 999999}     # data, not ours
     for student, record in (("ann", hostile), ("ben", hostile), ("cat", {"observations": {"x": {"value": 1.0}}})):
         execution = Execution((student, "a", "nb"), {"hidden_encoding_statistics": record}, [], {}, 0.0)

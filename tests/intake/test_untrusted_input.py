@@ -75,8 +75,12 @@ def test_links_fifos_and_oversized_files_are_refused_before_reading(tmp_path, wr
 
 def test_channel_reader_keeps_frames_and_drops_what_is_malformed_or_too_long():
     reader = ChannelReader(Limits(max_frame_bytes=100, channel_bytes=10_000))
-    data = (b'{"cell": 1}\n' + b"[" * 50 + b"\n" + b"\xff\xfe\n" + b'"text"\n' + b'{"cell": ' + b"9" * 500
-            + b"}\n" + b'{"done": true}\n')
+
+    def raw(skeleton: bytes) -> bytes:
+        return codec.HEADER.pack(len(skeleton), 0) + skeleton
+
+    data = (codec.frame({"cell": 1}) + raw(b"[" * 50) + raw(b"\xff\xfe") + codec.frame("text")
+            + codec.frame({"cell": int("9" * 500)}) + codec.frame({"done": True}))
     frames = [f for chunk in (data[:7], data[7:300], data[300:]) for f in reader.feed(chunk)]
     assert frames == [{"cell": 1}, {"done": True}]
     reader.feed(b"x" * 20_000)
@@ -114,8 +118,8 @@ def test_the_probes_own_messages_pass_but_their_code_does_not():
 
 
 def test_results_are_decoded_defensively_and_errors_sanitised():
-    good = codec.dumps({"observations": {"value": 1.0, "error": "E\nsecret"}})
-    results = {"a": good, "b": "[" * 100_000, "c": "{}", "d": json.dumps({"missing": 5}), "e": "not json"}
-    decoded = {k: decode_record(text) for k, text in results.items()}
+    good = {"observations": {"value": 1.0, "error": "E\nsecret"}}
+    results = {"a": good, "b": [[]] * 10, "c": {}, "d": {"missing": 5}, "e": "not a record"}
+    decoded = {k: decode_record(record) for k, record in results.items()}
     assert {k for k, v in decoded.items() if v is not None} == {"a"}
     assert decoded["a"] == {"observations": {"value": 1.0, "error": "E"}}

@@ -21,6 +21,16 @@ class Float64Looking(np.ndarray):
         return True
 '''
 
+# How student code would write frames of the channel's format (probes/codec.py) by hand: a header (skeleton
+# bytes, array bytes), a JSON skeleton [array shapes, value], then the arrays' raw bytes.
+WIRE = r'''
+import json as _json, struct
+def wire_raw(skeleton, arrays=b""):
+    return struct.pack("<IQ", len(skeleton), len(arrays)) + skeleton + arrays
+def wire(value):
+    return wire_raw(_json.dumps([[], value]).encode())
+'''
+
 ATTACKS = {
     "gradebook_sqlite": r'''
 import glob, os, sqlite3
@@ -268,20 +278,27 @@ try:
 except Exception as exc:
     print("hard link", type(exc).__name__)
 ''',
-    "forge_channel_frames": r'''
+    "forge_channel_frames": WIRE + r'''
 import json, os
 fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
 ids = ["hidden_pe_values", "hidden_pe_shape", "hidden_stats", "hidden_dot", "hidden_module"]
-frames = [{"result": i, "record": json.dumps({"observations": {"passed": True, "value": 1}})} for i in ids]
+frames = [{"result": i, "record": {"observations": {"passed": True, "value": 1}}} for i in ids]
 frames += [{"cell": 10**9},
            {"output": -1, "outputs": [{"output_type": "display_data",
                                        "data": {"text/html": "<script>alert(1)</script>"}}]},
            {"done": True}, [1, 2], "text", {"result": ["list"], "record": 5}]
 for frame in frames:
-    os.write(fd, (json.dumps(frame) + "\n").encode())
-os.write(fd, b"[" * 100000 + b"\n")                      # deep nesting
-os.write(fd, b"\xff\xfe not utf-8 \n")
-os.write(fd, b'{"cell": NaN}\n{"result": "x", "record": "' + b"A" * 40_000_000 + b'"}\n')   # over the frame cap
+    os.write(fd, wire(frame))
+os.write(fd, wire_raw(b"[" * 100000))                                       # deep nesting
+os.write(fd, wire_raw(b"\xff\xfe not utf-8 "))
+os.write(fd, wire_raw(b'[[[1000000000]], {"result": "hidden_pe_values", "record": {"__ndarray_index__": 0}}]',
+                      b"\0" * 8))                                           # a shape the bytes do not hold
+os.write(fd, wire_raw(b'[[[-1, -8]], {"result": "hidden_pe_values", "record": {"__ndarray_index__": 0}}]',
+                      b"\0" * 8))                                           # a negative shape
+os.write(fd, wire_raw(b'[[], {"result": "hidden_pe_values", "record": {"__ndarray_float64__": "AAAAAAAA8D8=",'
+                      b' "shape": [1]}}]'))                                   # base64 arrays are not on the wire
+os.write(fd, wire({"cell": float("nan")}) + wire({"result": "x", "record": "A" * 40_000_000}))   # over the cap
+os.write(fd, struct.pack("<IQ", 2**32 - 1, 2**64 - 1))                     # announces far more than a frame
 ''',
     "forge_record_and_probe_functions": r'''
 import sys
@@ -295,7 +312,7 @@ def canned(entry, namespace):
 if runner is not None:
     runner.record = canned
     runner.run = lambda cell_id, namespace: probes["channel"].send(
-        {"result": cell_id, "record": probes["codec"].dumps(canned(runner.TASK[cell_id], namespace))})
+        {"result": cell_id, "record": canned(runner.TASK[cell_id], namespace)})
 for name in ("helpers", "calls"):
     if name in probes:
         probes[name].kind_of = lambda value: {"type": "ndarray", "dtype": "float64", "shape": [1]}
@@ -314,14 +331,14 @@ sys.settrace(hook)
 sys.setprofile(hook)
 threading.settrace(hook)
 ''',
-    "forged_progress_keeps_cell_alive": r'''
+    "forged_progress_keeps_cell_alive": WIRE + r'''
 import json, os, threading, time
 fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
 def marks():
     n = 0
     while True:
         n += 1
-        os.write(fd, (json.dumps({"cell": n}) + "\n").encode())
+        os.write(fd, wire({"cell": n}))
         time.sleep(0.2)
 threading.Thread(target=marks, daemon=False).start()
 while True:
@@ -392,11 +409,11 @@ def sinusoidal_positional_encoding(seq_len, d_model):
     raise ValueError(_runner_code())
 ''',
     # Issue 24: frames of ~31 MB of empty lists inside every cap once cost the grader 2.2 GB each.
-    "amplification_frames": r'''
+    "amplification_frames": WIRE + r'''
 import json, os
 _fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
 _record = '{"observations": [' + ",".join(["[]"] * 10_000_000) + ']}'
-_frame = (json.dumps({"result": "hidden_pe_values", "record": _record}) + "\n").encode()
+_frame = wire_raw(('[[], {"result": "hidden_pe_values", "record": ' + _record + '}]').encode())
 for _ in range(8):
     _data = _frame
     while _data:

@@ -29,7 +29,8 @@ class GradingTask:
     """Everything the sandbox side needs, as plain data."""
     key: tuple[str, str, str]
     notebook_json: str                # the assembled notebook, probe cells in place
-    task_json: str                    # per probe cell: probe module, name and inputs
+    task_frame: bytes                 # per probe cell: probe module, name and inputs (codec.frame)
+    task_ids: list[str]               # the probe cells' ids: the task's keys
     probe_files: dict[str, str]       # the probes package, file name -> source
     limits: dict
     isolate: bool
@@ -53,8 +54,8 @@ def execute_task(task: GradingTask) -> Execution:
         nb = nbformat.reads(task.notebook_json, as_version=4)
         cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
         grader_text = grader_quotable(task)
-        outcome = run_job(cells, task.task_json, task.probe_files, Limits(**task.limits), isolate=task.isolate,
-                          decode=functools.partial(decode_record, grader_text=grader_text))
+        outcome = run_job(cells, task.task_frame, task.task_ids, task.probe_files, Limits(**task.limits),
+                          isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text))
         return _execution(task, nb, outcome, grader_text, time.monotonic() - started)
     except Exception as exc:  # noqa: BLE001 - the sandbox failing is reported, never fatal
         return Execution(task.key, {}, [], {}, time.monotonic() - started,
@@ -63,7 +64,7 @@ def execute_task(task: GradingTask) -> Execution:
 
 def grader_quotable(task: GradingTask) -> str:
     """The grader's text no message shown to a student may quote: the shipped probes' code and the task."""
-    return "\n".join(map(code_only, task.probe_files.values())) + task_skeleton(task.task_json)
+    return "\n".join(map(code_only, task.probe_files.values())) + codec.frame_skeleton(task.task_frame)
 
 
 def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text: str, seconds: float) -> Execution:
@@ -79,21 +80,13 @@ def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text: str, sec
     elif any(e["event"] == "kernel_died" and e.get("cell") is None for e in events):
         # No student cell had started, so the log is the grader's own: safe and useful to show.
         failure = f"the notebook's process died before running any cell: {outcome.log_tail[-500:]}"
-    return Execution(task.key, dict(outcome.results), events, visible_cell_errors(nb, _tasks(task), grader_text),
-                     seconds, failure, nbformat.writes(nb))
+    return Execution(task.key, dict(outcome.results), events,
+                     visible_cell_errors(nb, set(task.task_ids), grader_text), seconds, failure, nbformat.writes(nb))
 
 
-def _tasks(task: GradingTask) -> set[str]:
-    return set(codec.loads(task.task_json)) if task.task_json else set()
-
-
-def decode_record(text: str, grader_text: str = "") -> dict | None:
-    """One probe record, decoded (counted first: codec.MAX_NODES) and its messages cut to short lines of
-    the student's own; a forged, oversized, truncated or oddly shaped one is simply no answer (None)."""
-    try:
-        record = codec.loads(text)
-    except Exception:  # noqa: BLE001 - includes RecursionError and codec.TooLarge
-        return None
+def decode_record(record, grader_text: str = "") -> dict | None:
+    """One probe record as the channel decoded it (counted first, codec.FrameReader), its messages cut to
+    short lines of the student's own; an oddly shaped one is simply no answer (None)."""
     if isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str)):
         return sanitise_errors(record, grader_text)
     return None
@@ -117,14 +110,6 @@ def code_only(source: str) -> str:
     """The grader's code without its string literals and comments: the probes' own messages to
     students ("the function is still the template stub") may be repeated; its code may not."""
     return COMMENT.sub("", STRING_LITERAL.sub('""', source))
-
-
-ARRAY_PAYLOAD = re.compile(r'"' + codec.ARRAY_KEY + r'": "[^"]*"')
-
-
-def task_skeleton(task_json: str) -> str:
-    """The task without its arrays' base64 payloads (megabytes no message could usefully quote)."""
-    return ARRAY_PAYLOAD.sub("", task_json)
 
 
 @functools.lru_cache(maxsize=4)

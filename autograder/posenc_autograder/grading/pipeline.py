@@ -93,7 +93,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
         task[shared_probes.SHARED_CELL] = shared
-    return GradingTask(submission.key, nbformat.writes(nb), codec.dumps(task), probe_files(),
+    return GradingTask(submission.key, nbformat.writes(nb), codec.frame(task), sorted(task), probe_files(),
                        dataclasses.asdict(limits), isolate)
 
 

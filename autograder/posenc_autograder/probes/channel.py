@@ -1,18 +1,19 @@
-"""The one way out of the sandbox: newline-delimited JSON frames on an inherited pipe.
+"""The one way out of the sandbox: frames (probes/codec.py) on an inherited pipe.
 
 The supervisor owns the read end and treats every frame as untrusted (student code shares this
 process and can write frames too); nothing the sandbox writes to a file is ever read back.
 """
 from __future__ import annotations
 
-import json
 import os
+
+from . import codec
 
 FD_VARIABLE = "POSENC_CHANNEL_FD"
 
 
-def send(frame: dict) -> None:
-    data = (json.dumps(frame, allow_nan=False) + "\n").encode()
+def send(message: dict) -> None:
+    data = memoryview(codec.frame(message))
     fd = int(os.environ.get(FD_VARIABLE, "-1"))
     while data:
         data = data[os.write(fd, data):]

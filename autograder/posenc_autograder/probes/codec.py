@@ -1,9 +1,18 @@
-"""Exact JSON encoding of plain data with float64 arrays (used on both sides of the sandbox)."""
+"""Exact encoding of plain data with float64 arrays (used on both sides of the sandbox).
+
+Two forms. `dumps`/`loads`: JSON text, arrays inline as base64 or kept aside by index (the integrity
+store). `frame`/`FrameReader`: what crosses the sandbox boundary, a bounded header, a small JSON skeleton
+(arrays replaced by their index, with a table of their shapes) and then the arrays' raw little-endian
+float64 bytes. The reader checks the header, counts the skeleton and checks every shape against the
+bytes announced before it builds anything, and decodes each frame once.
+"""
 from __future__ import annotations
 
 import base64
 import json
+import math
 import re
+import struct
 
 import numpy as np
 
@@ -45,15 +54,16 @@ def _encode(value, arrays: list | None = None):
     return value
 
 
-def _decode(value, arrays=None):
+def _decode(value, arrays=None, inline=True):
     if isinstance(value, dict):
         reserved = set(value) & set(RESERVED)
         if not reserved:
-            return {(k[1:] if k.startswith(ESCAPE) else k): _decode(v, arrays) for k, v in value.items()}
+            return {(k[1:] if k.startswith(ESCAPE) else k): _decode(v, arrays, inline) for k, v in value.items()}
         # The codec's own structures, exactly; anything else holding a reserved key is forged.
-        if set(value) == {ARRAY_REF} and arrays is not None and type(value[ARRAY_REF]) is int:
+        if set(value) == {ARRAY_REF} and arrays is not None and type(value[ARRAY_REF]) is int \
+                and value[ARRAY_REF] in (arrays if isinstance(arrays, dict) else range(len(arrays))):
             return np.asarray(arrays[value[ARRAY_REF]], dtype=np.float64)
-        if set(value) == {ARRAY_KEY, "shape"} and isinstance(value[ARRAY_KEY], str) \
+        if inline and set(value) == {ARRAY_KEY, "shape"} and isinstance(value[ARRAY_KEY], str) \
                 and isinstance(value["shape"], list):
             raw = base64.b64decode(value[ARRAY_KEY].encode("ascii"), validate=True)
             shape = tuple(int(n) for n in value["shape"])
@@ -62,7 +72,7 @@ def _decode(value, arrays=None):
             return float(value[FLOAT_KEY])
         raise ValueError(f"a reserved key of the codec in data: {sorted(reserved)}")
     if isinstance(value, list):
-        return [_decode(v, arrays) for v in value]
+        return [_decode(v, arrays, inline) for v in value]
     return value
 
 
@@ -100,3 +110,120 @@ def structure(text) -> tuple[int, int]:
         if len(levels):
             deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
     return nodes, deepest
+
+
+# --- frames: what crosses the sandbox boundary ----------------------------------------------------------
+
+HEADER = struct.Struct("<IQ")       # skeleton bytes, array bytes
+MAX_SKELETON_BYTES = 16 * 2**20     # the JSON part of one frame; arrays travel outside it
+MAX_ARRAYS = 100_000                # arrays in one frame
+MAX_DIMENSIONS = 32                 # numpy's own limit
+ITEM_BYTES = 8                      # float64, little-endian: the only array type on the wire
+
+
+def frame(value) -> bytes:
+    """One frame: header, skeleton (the value with arrays replaced by their index, and the arrays' shapes),
+    then every array's bytes as they are in memory (little-endian float64, no base64)."""
+    arrays: list = []
+    body = _encode(value, arrays)
+    skeleton = json.dumps([[list(a.shape) for a in arrays], body], allow_nan=False).encode()
+    return b"".join([HEADER.pack(len(skeleton), sum(a.nbytes for a in arrays)), skeleton,
+                     *arrays])            # C-contiguous "<f8": their buffers, joined as they are
+
+
+def frame_skeleton(data: bytes) -> str:
+    """The skeleton text of a frame this side made itself (the task): its structure without array bytes."""
+    size, _ = HEADER.unpack_from(data)
+    return data[HEADER.size:HEADER.size + size].decode()
+
+
+def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
+    """One whole frame (bytes) back to its value; raises ValueError (TooLarge) on anything malformed."""
+    reader = FrameReader(len(data), max_nodes, max_depth)
+    frames = reader.feed(data)
+    if len(frames) != 1 or reader.pending or frames[0] is REFUSED:
+        raise ValueError("not exactly one well-formed frame")
+    return frames[0]
+
+
+REFUSED = object()                   # what FrameReader.feed yields for a frame it dropped
+
+
+class FrameReader:
+    """Splits a byte stream into frames and decodes each once, within caps checked before any allocation:
+    a frame's total size against `max_frame_bytes` from its header alone, its skeleton's values and depth
+    counted on its bytes, every array's shape against the bytes announced. A frame over a cap is skipped
+    without being kept; a malformed one is dropped; both yield REFUSED."""
+
+    def __init__(self, max_frame_bytes: int, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
+        self.max_frame_bytes, self.max_nodes, self.max_depth = max_frame_bytes, max_nodes, max_depth
+        self.buffer, self.skipping = bytearray(), 0
+
+    @property
+    def pending(self) -> int:
+        return len(self.buffer) + self.skipping
+
+    def feed(self, data) -> list:
+        frames = []
+        view = memoryview(data)
+        while len(view):
+            if self.skipping:                        # the rest of an oversized frame, counted, never kept
+                dropped = min(self.skipping, len(view))
+                self.skipping -= dropped
+                view = view[dropped:]
+                continue
+            if len(self.buffer) < HEADER.size:
+                need = HEADER.size - len(self.buffer)
+                self.buffer += view[:need]
+                view = view[need:]
+                if len(self.buffer) < HEADER.size:
+                    break
+            skeleton_bytes, array_bytes = HEADER.unpack_from(self.buffer)
+            total = HEADER.size + skeleton_bytes + array_bytes
+            if skeleton_bytes > MAX_SKELETON_BYTES or total > self.max_frame_bytes:
+                self.skipping = skeleton_bytes + array_bytes
+                self.buffer.clear()
+                frames.append(REFUSED)
+                continue
+            need = total - len(self.buffer)
+            self.buffer += view[:need]
+            view = view[need:]
+            if len(self.buffer) < total:
+                break
+            frames.append(self._decode(skeleton_bytes, array_bytes))
+            self.buffer.clear()
+        return frames
+
+    def _decode(self, skeleton_bytes: int, array_bytes: int):
+        try:
+            text = bytes(self.buffer[HEADER.size:HEADER.size + skeleton_bytes])
+            nodes, depth = structure(text)
+            if nodes > self.max_nodes or depth > self.max_depth:
+                return REFUSED
+            shapes, body = _skeleton(json.loads(text))
+            if sum(math.prod(shape) for shape in shapes) * ITEM_BYTES != array_bytes:
+                return REFUSED
+            payload = bytearray(memoryview(self.buffer)[HEADER.size + skeleton_bytes:])     # one copy, writable
+            arrays, offset = [], 0
+            for shape in shapes:
+                count = math.prod(shape)
+                arrays.append(np.frombuffer(payload, dtype="<f8", count=count, offset=offset).reshape(shape))
+                offset += count * ITEM_BYTES
+            return _decode(body, arrays, inline=False)
+        except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
+            return REFUSED
+
+
+def _skeleton(parsed) -> tuple[list[tuple[int, ...]], object]:
+    """([shape, ...], body) from a parsed skeleton; ValueError unless every shape is a short list of
+    non-negative integers."""
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], list)
+            and len(parsed[0]) <= MAX_ARRAYS):
+        raise ValueError("not a frame skeleton")
+    shapes = []
+    for shape in parsed[0]:
+        if not (isinstance(shape, list) and len(shape) <= MAX_DIMENSIONS
+                and all(type(n) is int and n >= 0 for n in shape)):
+            raise ValueError("not an array shape")
+        shapes.append(tuple(shape))
+    return shapes, parsed[1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import channel, codec, guard
+from . import channel, guard
 
 TASK: dict = {}          # cell id -> task entry, set by shell_runner before any cell runs
 
@@ -25,5 +25,5 @@ def record(entry: dict, namespace: dict) -> dict:
 
 
 def run(cell_id: str, namespace: dict) -> None:
-    channel.send({"result": cell_id, "record": codec.dumps(record(TASK[cell_id], namespace))})
+    channel.send({"result": cell_id, "record": record(TASK[cell_id], namespace)})     # arrays as raw bytes
     print(f"{cell_id}: answers recorded for grading")

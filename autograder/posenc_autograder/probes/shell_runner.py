@@ -118,9 +118,9 @@ def kernel_shell() -> InteractiveShell:
     return shell
 
 
-def main(payload: dict) -> None:
+def main(payload: dict, task_frame: bytes) -> None:
     """Run every code cell not in payload['skip'], announcing each and sending its capped output."""
-    runner.TASK = codec.loads(payload["task"])
+    runner.TASK = codec.decode_frame(task_frame)
     max_output = int(payload["limits"]["max_cell_output_bytes"])
     skip = set(payload["skip"])
     work = pathlib.Path(os.environ["POSENC_WORK_DIR"])

@@ -8,8 +8,9 @@ with the grader package hidden, /proc read-only, and size-capped tmpfs for /tmp 
 host sockets, no /run, /var, home folders, course folder, gradebook or other students.
 
 Nothing passes through the host's file system. The notebook, task and limits go in on standard
-input; announcements, outputs and results come out as frames on an inherited pipe
-(probes/channel.py) that the supervisor reads with byte caps. The supervisor keeps both clocks.
+input (a JSON header, then the task as a codec frame); announcements, outputs and results come out as
+codec frames on an inherited pipe (probes/channel.py) that the supervisor reads with byte caps, each
+checked before it is built and decoded once. The supervisor keeps both clocks.
 """
 from __future__ import annotations
 
@@ -149,11 +150,15 @@ def plain_command() -> list[str]:
     return [sys.executable, "-I", "-c", BOOTSTRAP]
 
 
-# Runs first in the sandbox: read the payload from stdin, make the shipped probe sources importable
-# from memory (nothing is written to disk), then hand over to the shell runner.
+# Runs first in the sandbox: read the payload from stdin (its header's length, the header, then the task
+# frame), make the shipped probe sources importable from memory (nothing is written to disk), then hand
+# over to the shell runner.
+HEADER_LENGTH_BYTES = 4
 BOOTSTRAP = f"""
 import importlib.abc, importlib.util, json, sys
-payload = json.loads(sys.stdin.buffer.read())
+stdin = sys.stdin.buffer
+payload = json.loads(stdin.read(int.from_bytes(stdin.read({HEADER_LENGTH_BYTES}), "little")))
+task_frame = stdin.read()
 sys.stdin.close()
 files = payload.pop("probe_files")
 class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -168,7 +173,7 @@ class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(files[short + ".py"], "{PROBE_PACKAGE}/" + short + ".py", "exec"), module.__dict__)
 sys.meta_path.insert(0, ShippedProbes())
 from {PROBE_PACKAGE}.shell_runner import main
-main(payload)
+main(payload, task_frame)
 """
 
 
@@ -257,16 +262,17 @@ class RunOutcome:
     finished: bool                     # the last attempt ran to the end of the notebook
     wall_seconds: float
     log_tail: str                      # the runner's own stdout/stderr: shown only when no student code ran
-    results: dict[str, object]         # hidden cell id -> the probe's record (codec text, untrusted), or
+    results: dict[str, object]         # hidden cell id -> the probe's record (decoded, untrusted), or
                                        # what run_job's `decode` made of it as it arrived
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
 
 
 class ChannelReader:
-    """Splits the channel into frames, within the job's byte budgets; every frame is untrusted."""
+    """Splits the channel into decoded frames, within the job's byte budgets; every frame is untrusted."""
 
     def __init__(self, limits: Limits):
-        self.limits, self.buffer, self.total, self.dropping = limits, bytearray(), 0, False
+        self.limits, self.total = limits, 0
+        self.frames = codec.FrameReader(limits.max_frame_bytes)
         self.output_bytes = 0            # output text kept so far, all attempts
 
     @property
@@ -275,34 +281,7 @@ class ChannelReader:
 
     def feed(self, data: bytes) -> list[dict]:
         self.total += len(data)
-        frames = []
-        while data:
-            newline = data.find(b"\n")
-            piece, data = (data, b"") if newline < 0 else (data[:newline], data[newline + 1:])
-            if not self.dropping:
-                self.buffer += piece
-            if len(self.buffer) > self.limits.max_frame_bytes:     # an endless line: drop it to its end
-                self.buffer.clear()
-                self.dropping = True
-            if newline >= 0:
-                if not self.dropping:
-                    frames.append(_parse_frame(bytes(self.buffer)))
-                self.buffer.clear()
-                self.dropping = False
-        return [f for f in frames if f is not None]
-
-
-MAX_FRAME_NODES = 1000                # values in one frame (a record travels inside it as one string)
-MAX_FRAME_DEPTH = 8
-
-
-def _parse_frame(line: bytes) -> dict | None:
-    """The frame, or None: counted before it is built, so a frame of 32 MiB of `[]` costs no gigabytes."""
-    try:
-        frame = codec.loads(line.decode("utf-8"), max_nodes=MAX_FRAME_NODES, max_depth=MAX_FRAME_DEPTH)
-    except (ValueError, RecursionError, UnicodeDecodeError):
-        return None
-    return frame if isinstance(frame, dict) else None
+        return [f for f in self.frames.feed(data) if isinstance(f, dict)]
 
 
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -355,8 +334,7 @@ class Attempt:
                                                 for o in self.outputs[cell]["outputs"])
         elif "result" in frame:
             # A forged frame's fields may be of any JSON type: check before hashing (a list in `tasks` raises).
-            if isinstance(frame["result"], str) and frame["result"] in tasks and isinstance(frame.get("record"), str):
-                # Decoded now, one record at a time: its text is released before the next frame is read.
+            if isinstance(frame["result"], str) and frame["result"] in tasks and isinstance(frame.get("record"), dict):
                 record = frame.pop("record")
                 kept = self.decode(record) if self.decode else record
                 if kept is None:
@@ -443,14 +421,15 @@ def _feed(stream, payload: bytes) -> None:
         pass
 
 
-def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, str], limits: Limits,
+def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files: dict[str, str], limits: Limits,
             isolate: bool = True, decode=None) -> RunOutcome:
     """Run the cells under the supervisor: skip-and-replay cells that time out or kill the process.
-    decode(record text) -> what to keep of a result as it arrives (None: nothing); default the text."""
+    task_frame: the task (codec.frame), task_ids: its keys. decode(record) -> what to keep of a result as it
+    arrives (None: nothing); default the record as decoded."""
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
-    tasks = set(json.loads(task_json)) if task_json else set()
+    tasks = set(task_ids)
     events, skip, finished = [], [], False
     results, outputs, reader = {}, {}, ChannelReader(limits)
     seccomp = filter_program() if isolate else None
@@ -459,8 +438,9 @@ def run_job(notebook_cells: list[dict], task_json: str, probe_files: dict[str, s
     try:
         with _scratch_dirs(isolate) as (work, home):
             for _ in range(MAX_REPLAYS + 1):
-                payload = json.dumps({"cells": notebook_cells, "task": task_json, "probe_files": probe_files,
-                                      "limits": limits.for_runner(), "skip": skip}).encode()
+                header = json.dumps({"cells": notebook_cells, "probe_files": probe_files,
+                                     "limits": limits.for_runner(), "skip": skip}).encode()
+                payload = b"".join([len(header).to_bytes(HEADER_LENGTH_BYTES, "little"), header, task_frame])
                 attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, skip, limits,
                                   reader, results, outputs, decode)
                 ending, cell = attempt.run(deadline, tasks, seccomp, groups)
