@@ -17,6 +17,7 @@ from posenc_autograder.intake.submissions import read_notebook
 from posenc_autograder.portal import queue, uploads, worker
 from posenc_autograder.portal.models import Attempt, Policy
 from posenc_autograder.portal.routes import create_app
+from posenc_autograder.probes import codec
 from posenc_autograder.records import evidence
 from posenc_autograder.sandbox import bubblewrap as sandbox
 from test_access import attempts_in
@@ -180,20 +181,21 @@ def _app(portal):
     return create_app(portal, start_worker=False)
 
 
-FORGED_FRAMES = [{"result": ["a list"], "record": "x"}, {"result": {"a": 1}, "record": "x"},
+FORGED_FRAMES = [{"result": ["a list"], "record": {"missing": "x"}}, {"result": {"a": 1}, "record": {"missing": "x"}},
                  {"output": 0, "outputs": [{"output_type": "stream", "name": ["stdout"], "text": "x"}]}]
 
 
 def test_forged_frames_are_no_answer_never_the_supervisors_error():
     reader = sandbox.ChannelReader(sandbox.Limits())
     run = sandbox.Attempt(None, b"", [0], [], sandbox.Limits(), reader, {}, {})
-    for frame in reader.feed("".join(json.dumps(f) + "\n" for f in FORGED_FRAMES).encode()):
+    for frame in reader.feed(b"".join(codec.frame(f) for f in FORGED_FRAMES)):
         run.accept(frame, {"hidden_pe_values"})
     assert run.results == {} and run.outputs == {0: {"outputs": [], "truncated": False}}
 
 
-FORGING_CELL = ("import json, os\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"
-                "for frame in {frames!r}:\n    os.write(fd, (json.dumps(frame) + '\\n').encode())\n")
+FORGING_CELL = ("import json, os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"      # the channel's frames
+                "for frame in {frames!r}:\n    skeleton = json.dumps([[], frame]).encode()\n"
+                "    os.write(fd, struct.pack('<IQ', len(skeleton), 0) + skeleton)\n")
 
 
 @pytest.mark.slow
