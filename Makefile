@@ -103,7 +103,7 @@ lint: $(STAMP)
 test-fast: lint
 	$(PY) -m pytest -q -m "not book and not browser and not postgres and not slow"
 
-## mutate: mutants of reference.py graded by the hidden tests; prints the mutation score and the survivors
+## mutate: mutants of each assignment's reference.py graded by the hidden tests; prints the mutation score and the survivors
 mutate: $(STAMP)
 	$(PY) -m posenc_autograder mutate
 

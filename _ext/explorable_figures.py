@@ -13,7 +13,9 @@ import json
 import pathlib
 
 import numpy as np
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.positional_encoding import reference as pe_ref
+from posenc_autograder.checks.rope_alibi import reference as rope_ref
+from posenc_autograder.checks.context_extension import reference as stretch_ref
 
 CONSTANTS = pathlib.Path(__file__).resolve().parents[1] / "_static" / "explorables" / "constants.json"
 
@@ -71,45 +73,46 @@ def _largest_pair(d_model: int, pair: int) -> int:
 
 
 def _pe_heatmap(figure, s):
-    return {"table": ref.sinusoidal_positional_encoding(figure["positions"], s["d_model"], s["base"])}
+    return {"table": pe_ref.sinusoidal_positional_encoding(figure["positions"], s["d_model"], s["base"])}
 
 
 def _wavelengths(figure, s):
     pair = _largest_pair(s["d_model"], s["pair"])
-    table = ref.sinusoidal_positional_encoding(figure["positions"], s["d_model"], s["base"])
-    return {"wavelengths": 2 * np.pi / ref.angular_frequencies(s["d_model"], s["base"]),
+    table = pe_ref.sinusoidal_positional_encoding(figure["positions"], s["d_model"], s["base"])
+    return {"wavelengths": 2 * np.pi / pe_ref.angular_frequencies(s["d_model"], s["base"]),
             "pair": pair, "column": table[:, 2 * pair]}
 
 
 def _pair_rotation(figure, s):
     d_model, pair, pos, k = figure["d_model"], s["pair"], s["position"], s["offset"]
     base = constants()["default_base"]
-    table = ref.sinusoidal_positional_encoding(figure["positions"], d_model, base)
-    M = ref.rotation_matrix_for_offset(d_model, k, base)
+    table = pe_ref.sinusoidal_positional_encoding(figure["positions"], d_model, base)
+    M = pe_ref.rotation_matrix_for_offset(d_model, k, base)
     block = M[2 * pair:2 * pair + 2, 2 * pair:2 * pair + 2]
     start = table[pos, 2 * pair:2 * pair + 2]
-    return {"angle": ref.angular_frequencies(d_model, base)[pair] * k, "block": block, "start": start,
+    return {"angle": pe_ref.angular_frequencies(d_model, base)[pair] * k, "block": block, "start": start,
             "rotated": block @ start, "target": table[pos + k, 2 * pair:2 * pair + 2],
-            "error": ref.reconstruction_error(M, table, k)}
+            "error": pe_ref.reconstruction_error(M, table, k)}
 
 
 def _dot_distance(figure, s):
-    table = ref.sinusoidal_positional_encoding(figure["max_distance"] + 1, s["d_model"], s["base"])
-    return {"dot": ref.dot_product_distance(table)[0]}
+    table = pe_ref.sinusoidal_positional_encoding(figure["max_distance"] + 1, s["d_model"], s["base"])
+    return {"dot": pe_ref.dot_product_distance(table)[0]}
 
 
 def _rope_shift(figure, s):
     vectors = inputs("rope-shift")
     n = figure["positions"]
     positions = np.arange(s["shift"], s["shift"] + n)
-    queries = ref.apply_rope(np.repeat(vectors["query"][None], n, axis=0), positions, s["base"])
-    keys = ref.apply_rope(np.repeat(vectors["key"][None], n, axis=0), positions, s["base"])
+    queries = rope_ref.apply_rope(np.repeat(vectors["query"][None], n, axis=0), positions, s["base"])
+    keys = rope_ref.apply_rope(np.repeat(vectors["key"][None], n, axis=0), positions, s["base"])
     return {"scores": queries @ keys.T}
 
 
 def _alibi_heads(figure, s):
     query = min(s["query"], figure["positions"] - 1)
-    return {"slopes": ref.alibi_slopes(s["heads"]), "row": ref.alibi_bias(s["heads"], figure["positions"])[:, query, :]}
+    return {"slopes": rope_ref.alibi_slopes(s["heads"]),
+            "row": rope_ref.alibi_bias(s["heads"], figure["positions"])[:, query, :]}
 
 
 def _order_sensitivity(figure, s):
@@ -117,13 +120,13 @@ def _order_sensitivity(figure, s):
     ids = np.array(figure["ids"])
     length = len(ids)
     permutation = (np.arange(length) + s["rotation"]) % length
-    pe = ref.sinusoidal_positional_encoding(length, figure["d_model"], constants()["default_base"])
+    pe = pe_ref.sinusoidal_positional_encoding(length, figure["d_model"], constants()["default_base"])
 
     def gap(scale):
         """||out(permuted sentence)[t] - out(sentence)[permutation[t]]|| for every token t."""
         def attend(order):
             X = weights["embedding"][ids[order]] + scale * pe
-            return ref.self_attention(X, weights["W_q"], weights["W_k"], weights["W_v"])
+            return pe_ref.self_attention(X, weights["W_q"], weights["W_k"], weights["W_v"])
         return np.linalg.norm(attend(permutation) - attend(np.arange(length))[permutation], axis=1)
 
     return {"permutation": permutation, "with_pe": gap(s["scale"]), "without_pe": gap(0.0)}
@@ -132,14 +135,15 @@ def _order_sensitivity(figure, s):
 def _stretched_frequencies(figure, method, scale):
     """Each method's new omega_i' for a head stretched from train_len to scale * train_len tokens (Ch 12)."""
     d, base, L = figure["head_dim"], figure["base"], figure["train_len"]
-    omega = ref.angular_frequencies(d, base)
+    omega = pe_ref.angular_frequencies(d, base)
     rules = {
         "none": lambda: omega,
         # m -> m L / L' for every position: the same angles as every frequency times L / L'
-        "position interpolation": lambda: omega * ref.interpolated_positions(1.0, L, scale * L),
-        "NTK-aware": lambda: ref.angular_frequencies(d, ref.ntk_scaled_base(base, scale, d)),
-        "YaRN": lambda: ref.yarn_frequencies(d, base, scale, L, figure["yarn"]["alpha"], figure["yarn"]["beta"]),
-        "Llama 3.1": lambda: ref.llama31_frequencies(d, base, scale, figure["llama31"]["low_freq_factor"],
+        "position interpolation": lambda: omega * stretch_ref.interpolated_positions(1.0, L, scale * L),
+        "NTK-aware": lambda: pe_ref.angular_frequencies(d, stretch_ref.ntk_scaled_base(base, scale, d)),
+        "YaRN": lambda: stretch_ref.yarn_frequencies(d, base, scale, L, figure["yarn"]["alpha"],
+                                                     figure["yarn"]["beta"]),
+        "Llama 3.1": lambda: stretch_ref.llama31_frequencies(d, base, scale, figure["llama31"]["low_freq_factor"],
                                                      figure["llama31"]["high_freq_factor"], L),
     }
     return rules[method]()
@@ -147,14 +151,14 @@ def _stretched_frequencies(figure, method, scale):
 
 def _stretched_angles(figure, s):
     L, target = figure["train_len"], s["scale"] * figure["train_len"]
-    omega = ref.angular_frequencies(figure["head_dim"], figure["base"])
+    omega = pe_ref.angular_frequencies(figure["head_dim"], figure["base"])
     stretched = _stretched_frequencies(figure, s["method"], s["scale"])
-    trained, after = ref.max_angle_seen(omega, L), ref.max_angle_seen(stretched, target)
+    trained, after = stretch_ref.max_angle_seen(omega, L), stretch_ref.max_angle_seen(stretched, target)
     # A pair that saw only an arc (less than a full turn) meets unseen directions past its largest trained angle.
     unseen = (trained < 2 * np.pi) & (after > trained * (1 + figure["rounding_margin"]))
-    return {"frequencies": stretched, "trained": trained, "before": ref.max_angle_seen(omega, target),
+    return {"frequencies": stretched, "trained": trained, "before": stretch_ref.max_angle_seen(omega, target),
             "after": after, "unseen": unseen,
-            "attention_scale": ref.yarn_attention_scale(s["scale"]) if s["method"] == "YaRN" else 1.0}
+            "attention_scale": stretch_ref.yarn_attention_scale(s["scale"]) if s["method"] == "YaRN" else 1.0}
 
 
 COMPUTE = {"pe-heatmap": _pe_heatmap, "wavelengths": _wavelengths, "pair-rotation": _pair_rotation,

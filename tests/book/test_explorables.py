@@ -2,8 +2,8 @@
 
 Each control is moved to several settings and what the figure plots, read from
 `window.posencExplorables[name].data()`, is compared with the reference implementation at the same
-settings (_ext/explorable_figures.py, which calls posenc_autograder.checks.reference). Also: keyboard
-operation and an accessible name for every control, no console errors, no request outside the
+settings (_ext/explorable_figures.py, which calls each assignment's checks/<assignment>/reference.py).
+Also: keyboard operation and an accessible name for every control, no console errors, no request outside the
 book, a 375 px wide layout, the static image for readers without JavaScript, and screenshots of
 every figure at two settings under _build/screenshots/explorables/.
 """
@@ -18,7 +18,7 @@ from book_pages import ROOT, SMALL_COUNT, numbers, open_page
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import explorable_figures as figures  # noqa: E402
-from posenc_autograder.checks import reference as ref  # noqa: E402
+from posenc_autograder.checks.positional_encoding import reference as pe_ref  # noqa: E402
 
 TOLERANCE = 1e-9          # the formulas are exact; only rounding differs between JavaScript and numpy
 PHONE_WIDTH = 375
@@ -154,7 +154,7 @@ def test_alt_text_numbers_are_parameters_of_the_figure():
 
 
 def test_shared_constants_agree_with_the_reference():
-    assert figures.constants()["default_base"] == ref.DEFAULT_BASE
+    assert figures.constants()["default_base"] == pe_ref.DEFAULT_BASE
     for name in figures.figure_names():
         for key, control in figures.spec(name)["controls"].items():
             assert control.get("label"), f"{name}.{key} has no label"
@@ -393,7 +393,7 @@ def test_the_stretched_angles_reference_catches_the_wrong_ntk_base():
     settings = {"method": "NTK-aware", "scale": 16}
     figure = figures.spec(STRETCHED)
     data = {key: value.tolist() for key, value in figures.expected(STRETCHED, settings).items()}
-    wrong = ref.angular_frequencies(figure["head_dim"], figure["base"] * settings["scale"])
+    wrong = pe_ref.angular_frequencies(figure["head_dim"], figure["base"] * settings["scale"])
     data["frequencies"] = wrong.tolist()
     with pytest.raises(AssertionError, match="differs from the reference"):
         compare(STRETCHED, data, settings)

@@ -142,8 +142,8 @@ def test_every_judge_fails_answers_with_a_case_missing(cell_id):
 # --- diagnoses are right or silent (issue 13) ------------------------------------------------------
 
 def test_each_known_table_mistake_gets_exactly_its_own_diagnosis():
-    from posenc_autograder.checks import reference as ref
-    from posenc_autograder.checks.diagnosis import diagnose_pe_table, pe_mistakes
+    from posenc_autograder.checks.positional_encoding import reference as ref
+    from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table, pe_mistakes
     for seq_len, d_model in ((7, 10), (60, 34)):
         for explanation, table in pe_mistakes(seq_len, d_model).items():
             assert explanation in diagnose_pe_table(table, seq_len, d_model)
@@ -151,8 +151,8 @@ def test_each_known_table_mistake_gets_exactly_its_own_diagnosis():
 
 
 def test_float32_diagnosis_names_the_measured_error_and_nothing_else_gets_it():
-    from posenc_autograder.checks import reference as ref
-    from posenc_autograder.checks.diagnosis import diagnose_pe_table
+    from posenc_autograder.checks.positional_encoding import reference as ref
+    from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table
     table = ref.sinusoidal_positional_encoding(60, 34)
     as_float32 = table.astype(np.float32).astype(np.float64)
     error = np.abs(as_float32 - table).max()
@@ -162,8 +162,8 @@ def test_float32_diagnosis_names_the_measured_error_and_nothing_else_gets_it():
 
 @pytest.mark.parametrize("shape", [(5, 8), (3, 7, 8)])
 def test_each_known_attention_mistake_gets_exactly_its_own_diagnosis(shape):
-    from posenc_autograder.checks import reference as ref
-    from posenc_autograder.checks.diagnosis import OVERFLOW, attention_mistakes, diagnose_attention
+    from posenc_autograder.checks.positional_encoding import reference as ref
+    from posenc_autograder.checks.positional_encoding.diagnosis import OVERFLOW, attention_mistakes, diagnose_attention
     rng = np.random.default_rng(0)
     X, W = rng.normal(size=shape), [rng.normal(scale=0.5, size=(8, 6)) for _ in range(3)]
     for explanation, wrong in attention_mistakes(X, W).items():
@@ -200,8 +200,8 @@ def test_run_report_lists_each_students_failed_visible_checks():
 
 
 def test_each_known_rotation_mistake_gets_its_own_diagnosis():
-    from posenc_autograder.checks import reference as ref
-    from posenc_autograder.checks.diagnosis import diagnose_rotation
+    from posenc_autograder.checks.positional_encoding import reference as ref
+    from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
     d, k = 12, 5
     exact = ref.rotation_matrix_for_offset(d, k)
     half = d // 2

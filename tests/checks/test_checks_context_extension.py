@@ -12,7 +12,7 @@ import pytest
 from context_extension_variants import CONTEXT_ALTERNATIVES, CONTEXT_MISTAKES
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.context_extension import reference as ref
 from posenc_autograder.checks.context_extension.parts import DIAGNOSES, LLAMA31
 from posenc_autograder.course import grade_id
 

@@ -1,18 +1,16 @@
-"""The hidden tests, tested by mutation: a fixed sample of reference.py's mutants (all of them: `make mutate`)."""
-import pathlib
-
+"""The hidden tests, tested by mutation: a fixed sample of the references' mutants (all of them: `make mutate`)."""
 import numpy as np
 import pytest
 
 from notebook_tools import ROOT
 from posenc_autograder.devtools import mutate
-from posenc_autograder.checks import reference
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.notebook import run_check
 
 SAMPLE = 60
-SOURCE = pathlib.Path(reference.__file__).read_text()
+SOURCES = mutate.reference_sources()
+SOURCE = SOURCES["posenc_autograder/checks/positional_encoding/reference.py"]
 
 
 @pytest.fixture(scope="module")
@@ -20,16 +18,18 @@ def verdicts():
     return mutate.run(Course(ROOT), sample=SAMPLE, out=None)
 
 
-def test_the_unmutated_reference_passes_every_hidden_test():
-    namespace = mutate.student_namespace(mutate.solution_source(Course(ROOT)), mutate.mutant_module(SOURCE, None))
+@pytest.mark.parametrize("file", sorted(SOURCES))
+def test_the_unmutated_reference_passes_every_hidden_test(file):
+    namespace = mutate.student_namespace(mutate.solution_source(Course(ROOT)),
+                                         mutate.mutant_module(SOURCES[file], None))
     assert {cid: problems for cid in REGISTRY if (problems := run_check(cid, namespace))} == {}
 
 
 def test_mutants_cover_every_kind_of_change():
-    changes = [m.change for m in mutate.mutants(SOURCE)]
+    changes = [m.change for source in SOURCES.values() for m in mutate.mutants(source)]
     for kind in ("`np.sin`: cos", "`np.max`: min", ": Sub", ": LtE", "drop `", "upper +1", ": UAdd"):
         assert any(kind in change for change in changes), kind
-    assert len({(m.line, m.change) for m in mutate.mutants(SOURCE)}) > 300
+    assert len({(file, m.line, m.change) for file, source in SOURCES.items() for m in mutate.mutants(source)}) > 300
 
 
 def test_sampled_non_equivalent_mutants_are_killed(verdicts):

@@ -84,7 +84,7 @@ for root in ("/work", "/root", "/home", "/tmp", "/srv"):
     found += glob.glob(f"{root}/**/reference.py", recursive=True)
 print("found", found)
 try:
-    reference = importlib.import_module("posenc_autograder.checks.reference")
+    reference = importlib.import_module("posenc_autograder.checks.positional_encoding.reference")
     sinusoidal_positional_encoding = reference.sinusoidal_positional_encoding
     dot_product_distance = reference.dot_product_distance
 except ImportError as exc:
@@ -252,7 +252,7 @@ print("grader files", hits[:20])
 def sinusoidal_positional_encoding(seq_len, d_model):
     import importlib
     return importlib.import_module(
-        "posenc_autograder.checks.reference").sinusoidal_positional_encoding(seq_len, d_model)
+        "posenc_autograder.checks.positional_encoding.reference").sinusoidal_positional_encoding(seq_len, d_model)
 ''',
     # --- the supervisor's channels and files -----------------------------------------------------
     "control_files_as_links_and_fifos": r'''

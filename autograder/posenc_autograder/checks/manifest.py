@@ -22,7 +22,7 @@ class StudentFunction:
     cell: str                          # grade_id of the answer cell that defines it
     contract: Callable[[], dict] | None = None   # the contracts test's call (call() or method_call())
     stand_ins: Callable[[], dict] | None = None  # the student functions it calls -> stand-in spec, for that call
-    reference: str | None = None       # its name in checks/reference.py when it differs; "" for none
+    reference: str | None = None       # its name in the assignment's reference.py when it differs; "" for none
 
     @property
     def defined_name(self) -> str:

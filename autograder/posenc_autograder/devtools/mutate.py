@@ -1,14 +1,14 @@
-"""`make mutate`: how good are the hidden tests? Mutants of reference.py, graded like students.
+"""`make mutate`: how good are the hidden tests? Mutants of each assignment's reference, graded like students.
 
-    python -m posenc_autograder.mutate [--sample N] [--course PATH]
+    python -m posenc_autograder mutate [--sample N] [--course PATH]
 
-Each mutant changes one thing in reference.py's syntax tree (an operator, a comparison, a constant,
-a slice bound, sin for cos, max for min, a sign, a dropped statement). It stands in for a student:
+Each mutant changes one thing in the syntax tree of one assignment's reference.py (an operator, a comparison,
+a constant, a slice bound, sin for cos, max for min, a sign, a dropped statement). It stands in for a student:
 the solution notebooks' functions are replaced by the mutant's, and every hidden test of the
 course grades them (the judges keep the real reference). A mutant whose functions answer a broad
 battery of calls on the student-facing API exactly as the original does is *equivalent* (it
-changed nothing the spec can see) and is left out of the score. Printed: killed / non-equivalent
-and every surviving mutant.
+changed nothing the spec can see; the battery is each assignment's mutation_battery.py) and is left out of
+the score. Printed: killed / non-equivalent and every surviving mutant.
 """
 from __future__ import annotations
 
@@ -24,21 +24,26 @@ from typing import Callable, Iterator
 import nbformat
 import numpy as np
 
-from posenc_autograder.checks import reference
-from posenc_autograder.checks import ASSIGNMENT_PACKAGES, REGISTRY, manifest
+from posenc_autograder.checks import ASSIGNMENT_PACKAGES, PART_MODULES, REGISTRY, manifest
 from posenc_autograder.course import Course, course_for_command, nbgrader_meta
 from posenc_autograder.notebook import run_check
 from posenc_autograder.probes.calls import contract_target
 from posenc_autograder.probes.helpers import argument, to_plain
 
-def student_api() -> dict[str, str]:
-    """Student-facing name -> its reference.py name, from every assignment's manifest (functions without a
-    reference function are left as the solution wrote them)."""
+def reference_sources() -> dict[str, str]:
+    """Each assignment's reference module (checks/<assignment>/reference.py): path in the package -> source."""
+    modules = [module for module in PART_MODULES if module.__name__.endswith(".reference")]
+    return {module.__name__.replace(".", "/") + ".py": pathlib.Path(module.__file__).read_text() for module in modules}
+
+
+def student_api(module: dict) -> dict[str, str]:
+    """Student-facing name -> its name in a reference module's namespace, from every assignment's manifest
+    (functions the module does not define or import are left as the solution wrote them)."""
     api = {}
     for package in ASSIGNMENT_PACKAGES:
         for entry in manifest.functions(package.__name__.rsplit(".", 1)[-1]):
             name = entry.reference if entry.reference is not None else entry.defined_name
-            if name and hasattr(reference, name):
+            if name and name in module:
                 api[entry.defined_name] = name
     return api
 
@@ -59,6 +64,7 @@ class Mutant:
     line: int
     change: str                                  # what was changed, as code: "old -> new"
     apply: Callable[[ast.Module], None]          # edits a fresh copy of the tree in place
+    file: str = ""                               # the reference module it mutates
 
 
 def _node_at(tree: ast.Module, index: int) -> ast.AST:
@@ -111,7 +117,7 @@ def _candidate_edits(node: ast.AST) -> Iterator[tuple[str, Callable[[ast.AST], N
                         lambda n, f=field, i=i: getattr(n, f).__setitem__(i, ast.Pass())
 
 
-def mutants(source: str) -> list[Mutant]:
+def mutants(source: str, file: str = "") -> list[Mutant]:
     tree = ast.parse(source)
     found = []
     for index, node in enumerate(ast.walk(tree)):
@@ -120,7 +126,7 @@ def mutants(source: str) -> list[Mutant]:
         for new, edit in _candidate_edits(node):
             old = ast.unparse(node).splitlines()[0] if isinstance(node, ast.expr) else ""
             change = new if new.startswith("drop") else f"`{old}`: {new}"
-            found.append(Mutant(len(found), getattr(node, "lineno", 0), change, _edit(index, edit)))
+            found.append(Mutant(len(found), getattr(node, "lineno", 0), change, _edit(index, edit), file))
     return found
 
 
@@ -151,74 +157,17 @@ def student_namespace(solution: str, module: dict) -> dict:
     """The solutions, with the student-facing functions taken from the (mutated) reference module."""
     namespace: dict = {"__name__": "__student__"}
     exec(compile(solution, "<solutions>", "exec"), namespace)  # noqa: S102 - the course's own solutions
-    namespace.update({student: module[ref_name] for student, ref_name in student_api().items()})
+    namespace.update({student: module[ref_name] for student, ref_name in student_api(module).items()})
     return namespace
 
 
 # --- equivalence on the spec: a battery of calls on the student-facing API -----------------------
 
-def _normal(seed, *shape):
-    return np.random.default_rng(seed).normal(size=shape)
-
-
-def _learned_passes(ns, max_len, d, seed):
-    layer = ns["LearnedPositionalEncoding"](max_len, d, rng=np.random.default_rng(seed))
-    out = [layer.embedding.copy()]
-    for batch, length in ((1, max_len), (3, max_len // 2), (2, 1)):
-        X = _normal(seed + length, batch, length, d)
-        out += [layer.forward(X), layer.backward(_normal(seed + 100 + length, batch, length, d)),
-                layer.grad_embedding.copy()]
-    return out
-
-
-def _sinusoidal_module(ns, max_len, d, length):
-    module = ns["SinusoidalPositionalEncoding"](max_len, d)
-    return [module.get_encoding(length), module.forward(_normal(length, 2, length, d))]
-
-
-def _window(ns, first, length, d, noise=0.0):
-    return ns["sinusoidal_positional_encoding"](first + length, d)[first:] + noise * _normal(first, length, d)
-
-
 def spec_battery() -> list[Callable[[dict], object]]:
-    """Calls of the student-facing API over the spec's domain, broader than the hidden tests' inputs.
-
-    Only inputs the spec defines: valid ones, and the errors it asks for (odd widths, L > L_max);
-    what a function does with an input the spec leaves open (a negative offset) is no mistake."""
-    calls = []
-    for L, d in ((1, 2), (3, 4), (17, 10), (64, 64), (300, 8), (5, 3)):
-        calls.append(lambda ns, L=L, d=d: ns["sinusoidal_positional_encoding"](L, d))
-    for max_len, d, length in ((40, 6, 40), (40, 6, 13), (10, 4, 11), (9, 5, 1)):
-        calls.append(lambda ns, a=(max_len, d, length): _sinusoidal_module(ns, *a))
-    for max_len, d, seed in ((8, 4, 1), (30, 10, 2), (5, 3, 3)):
-        calls.append(lambda ns, a=(max_len, d, seed): _learned_passes(ns, *a))
-    calls.append(lambda ns: ns["LearnedPositionalEncoding"](4, 2).forward(np.zeros((1, 5, 2))))
-    calls.append(lambda ns: ns["LearnedPositionalEncoding"](7, 3).embedding.shape)      # rng is optional
-    for first, length, d, k, noise in ((0, 30, 8, 1, 0), (11, 40, 12, 7, 0), (3, 25, 6, 24, 0), (5, 30, 8, 3, 1e-3),
-                                       (0, 10, 4, 0, 0)):
-        calls.append(lambda ns, a=(first, length, d, noise), k=k: ns["relative_position_matrix"](_window(ns, *a), k))
-    for seed, shape in ((1, (7, 3)), (2, (1, 4)), (3, (20, 20))):
-        pe = _normal(seed, *shape)
-        calls += [lambda ns, pe=pe: ns["dot_product_distance"](pe), lambda ns, pe=pe: ns["encoding_statistics"](pe)]
-    calls += [lambda ns: ns["encoding_statistics"](np.array([[1.0, -1.0], [0.25, 0.0]])),
-              lambda ns: ns["encoding_statistics"](np.array([[1.5, -0.5]]))]
-    for seed, shape, scale in ((4, (6, 8), 1), (5, (2, 3, 5, 8), 1), (6, (4, 8), 500)):
-        W = [_normal(seed + i, 8, 6) for i in range(3)]
-        calls.append(lambda ns, X=scale * _normal(seed, *shape), W=W: ns["self_attention"](X, *W))
-        calls.append(lambda ns, X=_normal(seed, 2, 5, 8), W=W: ns["encode_and_attend"](
-            X, *W, encoder=ns["SinusoidalPositionalEncoding"](5, 8)))
-    for d, base in ((2, 1e4), (12, 1e4), (8, 123.0), (7, 1e4)):
-        calls.append(lambda ns, d=d, base=base: ns["rope_frequencies"](d, base))
-    for seed, shape, positions, base in ((7, (4, 6), [0, 1, 2, 3], 1e4), (8, (2, 3, 8), [5, 0, 9], 77.0),
-                                         (9, (3, 4), [-2, 40, 1], 1e4)):
-        calls.append(lambda ns, x=_normal(seed, *shape), p=np.array(positions), b=base: ns["apply_rope"](x, p, b))
-        calls.append(lambda ns, x=_normal(seed, len(positions), shape[-1]), p=np.array(positions): ns["rope_scores"](
-            x, x + 1, p, p[::-1].copy()))
-    for n in (1, 2, 3, 5, 8, 12, 16, 24):
-        calls.append(lambda ns, n=n: ns["alibi_slopes"](n))
-    for heads, length in ((1, 1), (3, 4), (8, 9)):
-        calls.append(lambda ns, h=heads, L=length: ns["alibi_bias"](h, L))
-    return calls + _context_extension_battery() + manifest_battery()
+    """Calls of the student-facing API over the spec's domain, broader than the hidden tests' inputs: each
+    assignment's mutation_battery.battery(), then every manifest function on its contracts call."""
+    return [call for module in PART_MODULES if module.__name__.endswith(".mutation_battery")
+            for call in module.battery()] + manifest_battery()
 
 
 def manifest_battery() -> list[Callable[[dict], object]]:
@@ -237,31 +186,6 @@ def _called(ns: dict, name: str, c: dict):
     if c.get("attribute"):
         return target
     return target(*[argument(a) for a in c["args"]], **{k: argument(v) for k, v in c["kwargs"].items()})
-
-
-def _context_extension_battery() -> list[Callable[[dict], object]]:
-    """The bonus context_extension's functions, including the errors ntk_scaled_base promises."""
-    calls = []
-    for positions, train, target in ((np.arange(10), 4, 8), (np.array([3, 7, 1000]), 1000, 3000), (np.arange(5), 5, 5)):
-        calls.append(lambda ns, a=(positions, train, target): ns["interpolated_positions"](*a))
-    for args in ((1e4, 4.0, 64), (1e4, 1.0, 8), (1e6, 64.0, 256), (1e4, 2.0, 4), (1e4, 2.0, 7), (1e4, 2.0, 2),
-                 (1e4, 0.5, 64)):
-        calls.append(lambda ns, a=args: ns["ntk_scaled_base"](*a))
-    for args, kwargs in (((8, 1e4, 4.0, 64), {}), ((64, 1e4, 8.0, 2048), {}), ((32, 1e4, 1.0, 128), {}),
-                         ((64, 1e4, 2.0, 4096), {"alpha": 2.0, "beta": 16.0}), ((128, 5e5, 16.0, 8192), {})):
-        calls.append(lambda ns, a=args, k=kwargs: ns["yarn_frequencies"](*a, **k))
-    for scale in (1.0, 3.0, 40.0):
-        calls.append(lambda ns, s=scale: ns["yarn_attention_scale"](s))
-    for args in ((128, 5e5, 8.0, 1.0, 4.0, 8192), (64, 1e4, 4.0, 2.0, 8.0, 4096), (16, 1e4, 8.0, 1.0, 4.0, 64)):
-        calls.append(lambda ns, a=args: ns["llama31_frequencies"](*a))
-    frequencies, positions = _normal(10, 4) ** 2, np.array([0.0, 3.0, -5.0, 41.5])
-    calls += [lambda ns: ns["rotation_angles"](frequencies, positions),
-              lambda ns: ns["max_angle_seen"](frequencies, 17)]
-    for seed, length, scale in ((11, 6, 1.0), (12, 9, 1.3), (13, 4, 1.0)):
-        q, k, angles = _normal(seed, length, 8), _normal(seed + 1, length, 8), _normal(seed + 2, length, 4) * 3
-        calls.append(lambda ns, a=(q * (1 + 20 * (seed == 13)), k, angles), s=scale: ns["stretched_attention"](
-            *a, attention_scale=s))
-    return calls
 
 
 def _outcome(call, namespace):
@@ -308,19 +232,19 @@ def judge_mutant(mutant: Mutant, source: str, solution: str, battery, expected) 
 
 
 def run(course: Course, sample: int | None = None, out=sys.stdout) -> list[Verdict]:
-    source = pathlib.Path(reference.__file__).read_text()
+    sources = reference_sources()
     solution = solution_source(course)
     battery = spec_battery()
-    original = student_namespace(solution, mutant_module(source, None))
-    expected = [_outcome(call, original) for call in battery]
-    chosen = mutants(source)
+    expected = {file: [_outcome(call, student_namespace(solution, mutant_module(source, None))) for call in battery]
+                for file, source in sources.items()}
+    chosen = [mutant for file, source in sources.items() for mutant in mutants(source, file)]
     if sample:
         chosen = chosen[:: max(1, len(chosen) // sample)][:sample]
     verdicts = []
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for mutant in chosen:
-            verdicts.append(judge_mutant(mutant, source, solution, battery, expected))
+            verdicts.append(judge_mutant(mutant, sources[mutant.file], solution, battery, expected[mutant.file]))
     if out is not None:
         print(summary(verdicts), file=out)
     return verdicts
@@ -329,11 +253,11 @@ def run(course: Course, sample: int | None = None, out=sys.stdout) -> list[Verdi
 def summary(verdicts: list[Verdict]) -> str:
     counts = {s: sum(v.status == s for v in verdicts) for s in ("killed", "survived", "equivalent", "broken")}
     scored = counts["killed"] + counts["survived"]
-    lines = [f"mutants of reference.py: {len(verdicts)} ({counts['equivalent']} equivalent on the spec, "
+    lines = [f"mutants of the references: {len(verdicts)} ({counts['equivalent']} equivalent on the spec, "
              f"{counts['broken']} do not load)",
              f"mutation score: {counts['killed']} / {scored} non-equivalent mutants killed"
              + (f" ({100 * counts['killed'] / scored:.1f} %)" if scored else "")]
-    lines += [f"  survived: #{v.mutant.number} line {v.mutant.line}: {v.mutant.change}"
+    lines += [f"  survived: {v.mutant.file} #{v.mutant.number} line {v.mutant.line}: {v.mutant.change}"
               for v in verdicts if v.status == "survived"]
     return "\n".join(lines)
 

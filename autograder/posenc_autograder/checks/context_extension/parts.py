@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.context_extension import reference as ref
 from posenc_autograder.checks.base import HiddenTest, call, call_label, calling, compare, each_case, expect_error, \
     normal, with_cause
 from posenc_autograder.checks.context_extension.manifest import FUNCTIONS

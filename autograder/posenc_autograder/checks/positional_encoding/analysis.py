@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks import reference as ref
-from posenc_autograder.checks.diagnosis import diagnose_rotation
+from posenc_autograder.checks.positional_encoding import reference as ref
+from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, call, calling, compare, each_case, mismatch,
                                            normal, number, observed_array, problems_of, require_shape, value_of)

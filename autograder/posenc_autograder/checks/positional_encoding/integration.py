@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks import variants
-from posenc_autograder.checks.diagnosis import diagnose_attention
+from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_attention
 from posenc_autograder.checks.manifest import projection_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
                                                           probe_learned_forward, probe_learned_init)
 from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, compare, each_case,

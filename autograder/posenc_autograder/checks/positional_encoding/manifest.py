@@ -2,7 +2,7 @@
 (see checks/manifest.py)."""
 from __future__ import annotations
 
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.base import call, normal
 from posenc_autograder.checks.manifest import (ARRAY, BOOL, FLOAT, StudentFunction, method_call, projection_stand_in,
                                               table_stand_in)

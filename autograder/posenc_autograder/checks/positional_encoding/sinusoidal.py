@@ -5,8 +5,8 @@ import functools
 
 import numpy as np
 
-from posenc_autograder.checks import reference as ref
-from posenc_autograder.checks.diagnosis import diagnose_pe_table
+from posenc_autograder.checks.positional_encoding import reference as ref
+from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table
 from posenc_autograder.checks.manifest import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class

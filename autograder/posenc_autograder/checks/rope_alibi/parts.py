@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks import reference as ref
+from posenc_autograder.checks.rope_alibi import reference as ref
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.base import (HiddenTest, against_any, call, call_label, calling, compare, each_case,
                                           expect_error, extended, mismatch, normal)
