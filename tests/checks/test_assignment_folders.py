@@ -18,7 +18,8 @@ def test_importing_every_reference_loads_no_hidden_test():
             + "print(json.dumps(sorted(m for m in sys.modules if m.startswith('posenc_autograder'))))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                        check=True).stdout)
-    packages = ["posenc_autograder", "posenc_autograder.checks"] + [f"posenc_autograder.checks.{a}" for a in ASSIGNMENTS]
+    packages = ["posenc_autograder", "posenc_autograder.checks"]
+    packages += [f"posenc_autograder.checks.{a}" for a in ASSIGNMENTS]
     assert loaded == sorted(packages + REFERENCES)
 
 
