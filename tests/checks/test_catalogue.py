@@ -1,18 +1,16 @@
-"""The mistake catalogue of every assignment, graded in-process as `make grade` grades (issue 22: one setup).
+"""The mistake catalogue of every assignment, graded in-process as `make grade` grades.
 
 Each mistake fails exactly the hidden tests it names, with its diagnosis in its own test, and loses the points
 worked out by hand when the catalogue states them; each correct alternative keeps full marks.
 """
 import pytest
 
-from context_extension_variants import CONTEXT_ALTERNATIVES, CONTEXT_MISTAKES
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks.catalogue import catalogues
 from posenc_autograder.notebook import graded_in_process
-from student_variants import ALTERNATIVES, MISTAKES, ROPE_ALTERNATIVES, ROPE_MISTAKES
 
-CATALOGUES = {"positional_encoding": (MISTAKES, ALTERNATIVES), "rope_alibi": (ROPE_MISTAKES, ROPE_ALTERNATIVES),
-              "context_extension": (CONTEXT_MISTAKES, CONTEXT_ALTERNATIVES)}
+CATALOGUES = catalogues()            # every assignment folder's catalogue.py, found as the hidden tests are
 SOLUTIONS = {assignment: implementation_source(solution_notebook(assignment)) for assignment in CATALOGUES}
 MISTAKE_CASES = [(assignment, mistake) for assignment, (mistakes, _) in CATALOGUES.items() for mistake in mistakes]
 ALTERNATIVE_CASES = [(assignment, name) for assignment, (_, alternatives) in CATALOGUES.items()

@@ -7,7 +7,7 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.base import compare, mismatch
 from posenc_autograder.notebook import graded_in_process, record_in_process, run_check
 from posenc_autograder.probes import codec
-from student_variants import MISTAKES
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 SOLUTION = implementation_source(solution_notebook("positional_encoding"))
 CORE_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional_encoding"]
@@ -178,7 +178,7 @@ def test_each_known_attention_mistake_gets_exactly_its_own_diagnosis(shape):
 def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
     from posenc_autograder.grading.pipeline import fix_this_first
     from posenc_autograder.results import GradedTest
-    from student_variants import FLOAT32_TABLE
+    from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE
     failed = failures(namespace_from(SOLUTION, FLOAT32_TABLE))
     tests = [GradedTest(cid, cid, True, 0.0, 1.0, problems) for cid, problems in failed.items()]
     [note] = fix_this_first(tests)
@@ -231,7 +231,7 @@ def test_value_tests_judge_a_float32_return_at_float32_precision_and_a_float64_o
 def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_still_gets_one():
     from posenc_autograder.grading.pipeline import fix_this_first
     from posenc_autograder.results import GradedTest
-    from student_variants import FLOAT32_TABLE
+    from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE
     notes = {}
     float32_return = next(m.code for m in MISTAKES if m.name == "float32 table")
     for name, code in (("return", float32_return), ("computation", FLOAT32_TABLE)):
@@ -243,10 +243,9 @@ def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_stil
 
 
 def test_the_readme_counts_the_whole_catalogue():
-    from context_extension_variants import CONTEXT_ALTERNATIVES, CONTEXT_MISTAKES
     from notebook_tools import ROOT
-    from student_variants import ALTERNATIVES, ROPE_ALTERNATIVES, ROPE_MISTAKES
+    from posenc_autograder.checks.catalogue import catalogues
     readme = " ".join((ROOT / "README.md").read_text().split())
-    mistakes = len(MISTAKES) + len(ROPE_MISTAKES) + len(CONTEXT_MISTAKES)
-    alternatives = len(ALTERNATIVES) + len(ROPE_ALTERNATIVES) + len(CONTEXT_ALTERNATIVES)
+    mistakes = sum(len(m) for m, _ in catalogues().values())
+    alternatives = sum(len(a) for _, a in catalogues().values())
     assert f"({mistakes} catalogued mistakes and {alternatives} correct alternative implementations" in readme

@@ -9,7 +9,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from context_extension_variants import CONTEXT_ALTERNATIVES, CONTEXT_MISTAKES
+from posenc_autograder.checks.context_extension.catalogue import (ALTERNATIVES as CONTEXT_ALTERNATIVES,
+                                                                  MISTAKES as CONTEXT_MISTAKES)
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.context_extension import reference as ref

@@ -3,7 +3,8 @@ import pytest
 
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
-from student_variants import ROPE_ALTERNATIVES, ROPE_MISTAKES, ROPE_UNFINISHED
+from posenc_autograder.checks.rope_alibi.catalogue import (ALTERNATIVES as ROPE_ALTERNATIVES,
+                                                           MISTAKES as ROPE_MISTAKES, UNFINISHED as ROPE_UNFINISHED)
 
 SOLUTION = implementation_source(solution_notebook("rope_alibi"))
 CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "rope_alibi"]

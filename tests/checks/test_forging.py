@@ -15,7 +15,7 @@ from posenc_autograder.checks import REGISTRY, manifest
 from posenc_autograder.notebook import graded_in_process
 from posenc_autograder.probes import guard
 from hostile_notebooks import ATTACKS, LYING_SUBCLASS
-from student_variants import FLOAT32_TABLE, MISTAKES, learned_variant
+from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE, MISTAKES, learned_variant
 
 FIND_PROBES = '''
 import sys

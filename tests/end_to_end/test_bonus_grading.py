@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from context_extension_variants import CONTEXT_MISTAKES
+from posenc_autograder.checks.context_extension.catalogue import MISTAKES as CONTEXT_MISTAKES
 from fixture_submissions import make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder.checks import total_points
@@ -14,7 +14,7 @@ from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
 from posenc_autograder.course import Course, grade_id
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
-from student_variants import ROPE_MISTAKES
+from posenc_autograder.checks.rope_alibi.catalogue import MISTAKES as ROPE_MISTAKES
 
 BONUS = ("rope_alibi", "context_extension")
 ANSWER_CELL = {function.name: function.cell for function in FUNCTIONS}

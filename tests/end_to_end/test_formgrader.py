@@ -15,7 +15,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import gradebook
 from posenc_autograder.sandbox.bubblewrap import Limits
-from student_variants import MISTAKES
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 SWAPPED = next(m for m in MISTAKES if m.name == "sin and cos swapped")
 SHOTS = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"

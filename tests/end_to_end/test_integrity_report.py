@@ -15,7 +15,7 @@ from posenc_autograder.checks.base import SHOWN_INPUT_NUMBERS
 from posenc_autograder.integrity import report, text
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes import codec
-from student_variants import MISTAKES
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 SEEDS = [variants.seed_for(b"many-seeds", f"student{i}") for i in range(30)]
 ALL_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional_encoding"]

@@ -1,7 +1,8 @@
 """Every hidden test, by its nbgrader cell id: the TESTS list of each module of each assignment's subpackage.
 
-A subpackage per assignment (checks/<assignment>/): its manifest, a module per part, and its reference (a leaf
-the book imports too); the shared machinery (base, contracts, diagnosis, variants) sits beside them. Adding a
+A subpackage per assignment (checks/<assignment>/): its manifest, a module per part, its reference (a leaf the
+book imports too), diagnoses, catalogue and mutation battery; the shared machinery (base, contracts, diagnosis,
+variants, catalogue) sits beside them. Adding a
 module (or a HiddenTest to one) is all it takes, then `make release` writes the notebooks' hidden cells, the
 test plan and the README's totals.
 
@@ -15,6 +16,9 @@ import importlib
 import pkgutil
 
 DISCOVERED = ("ASSIGNMENT_PACKAGES", "PART_MODULES", "REGISTRY")
+# An assignment's modules that hold no hidden test: its trusted reference, its diagnoses, its catalogue of mistakes
+# and alternatives (the tests' and `make bench-scale`'s), the calls `make mutate` judges equivalence on.
+NOT_PARTS = ("reference", "diagnosis", "catalogue", "mutation_battery")
 
 
 @functools.cache
@@ -23,7 +27,8 @@ def _discovered() -> dict:
     packages = [importlib.import_module(f"{__name__}.{info.name}")
                 for info in pkgutil.iter_modules(__path__) if info.ispkg]
     parts = [importlib.import_module(f"{package.__name__}.{info.name}")
-             for package in packages for info in pkgutil.iter_modules(package.__path__) if not info.ispkg]
+             for package in packages for info in pkgutil.iter_modules(package.__path__)
+             if not info.ispkg and info.name not in NOT_PARTS]
     return {"ASSIGNMENT_PACKAGES": packages, "PART_MODULES": parts, "REGISTRY": registry(*parts)}
 
 

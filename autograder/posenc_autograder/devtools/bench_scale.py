@@ -1,6 +1,6 @@
 """`make bench-scale N="100 300 1000"`: a generated class of each size graded by `make grade`, then `make integrity`.
 
-The class comes from the mistake catalogue (tests/support/student_variants.py): about 60 % correct
+The class comes from the mistake catalogue (checks/positional_encoding/catalogue.py): about 60 % correct
 with stylistic variations (the catalogue's alternative ways, a helper of their own), 25 % with one of
 three common mistakes, 10 % untouched, 5 % verbatim copies of a classmate. Each command runs as the
 instructor runs it (a subprocess, 2 jobs); its process tree (grader and sandboxes) is sampled for
@@ -32,8 +32,7 @@ SAMPLE_SECONDS = 0.2
 
 
 def catalogue(source_root: pathlib.Path):
-    sys.path.insert(0, str(source_root / "tests" / "support"))
-    from student_variants import ALTERNATIVES, MISTAKES         # the course's catalogue, kept with its tests
+    from posenc_autograder.checks.positional_encoding.catalogue import ALTERNATIVES, MISTAKES
     from posenc_autograder.checks import REGISTRY
     mistakes = [m for m in MISTAKES if REGISTRY[m.failing_check].assignment == ASSIGNMENT]
     return [ALTERNATIVES[name] for name in sorted(ALTERNATIVES)], mistakes

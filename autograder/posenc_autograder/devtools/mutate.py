@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import importlib.util
 import math
 import pathlib
 import sys
@@ -24,15 +25,21 @@ from typing import Callable, Iterator
 import nbformat
 import numpy as np
 
-from posenc_autograder.checks import ASSIGNMENT_PACKAGES, PART_MODULES, REGISTRY, manifest
+from posenc_autograder.checks import ASSIGNMENT_PACKAGES, REGISTRY, manifest
 from posenc_autograder.course import Course, course_for_command, nbgrader_meta
 from posenc_autograder.notebook import run_check
 from posenc_autograder.probes.calls import contract_target
 from posenc_autograder.probes.helpers import argument, to_plain
 
+def assignment_modules(name: str) -> list:
+    """checks/<assignment>/<name>.py of every assignment that has one."""
+    names = [f"{package.__name__}.{name}" for package in ASSIGNMENT_PACKAGES]
+    return [importlib.import_module(n) for n in names if importlib.util.find_spec(n) is not None]
+
+
 def reference_sources() -> dict[str, str]:
     """Each assignment's reference module (checks/<assignment>/reference.py): path in the package -> source."""
-    modules = [module for module in PART_MODULES if module.__name__.endswith(".reference")]
+    modules = assignment_modules("reference")
     return {module.__name__.replace(".", "/") + ".py": pathlib.Path(module.__file__).read_text() for module in modules}
 
 
@@ -166,8 +173,7 @@ def student_namespace(solution: str, module: dict) -> dict:
 def spec_battery() -> list[Callable[[dict], object]]:
     """Calls of the student-facing API over the spec's domain, broader than the hidden tests' inputs: each
     assignment's mutation_battery.battery(), then every manifest function on its contracts call."""
-    return [call for module in PART_MODULES if module.__name__.endswith(".mutation_battery")
-            for call in module.battery()] + manifest_battery()
+    return [call for module in assignment_modules("mutation_battery") for call in module.battery()] + manifest_battery()
 
 
 def manifest_battery() -> list[Callable[[dict], object]]:

@@ -1,4 +1,4 @@
-"""Catalogued mistakes and correct alternatives for the bonus assignment context_extension.
+"""The context_extension assignment's catalogue: mistakes and correct alternatives (see checks/catalogue.py).
 
 Each mistake replaces one function of the solution; since each function is judged alone, it fails its own
 hidden test only (a wrong return type, the contracts test only), with the points worked out from its cases.
@@ -6,7 +6,7 @@ hidden test only (a wrong return type, the contracts test only), with the points
 import dataclasses
 
 from posenc_autograder.checks import REGISTRY
-from student_variants import Mistake, contract_rule
+from posenc_autograder.checks.catalogue import Mistake, contract_rule
 
 PI = "def interpolated_positions(positions, train_len, target_len):\n    {body}\n"
 NTK = ("def ntk_scaled_base(base, scale, head_dim):\n"
@@ -47,7 +47,7 @@ RAMP = "gamma = np.clip((turns - alpha) / (beta - alpha), 0, 1)\n    "
 LLAMA_WEIGHT = ("w = (original_max_position / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)\n"
                 "    ")
 
-CONTEXT_MISTAKES = [
+MISTAKES = [
     Mistake("positions multiplied by the scale", PI.format(body="return np.asarray(positions, float) * target_len / "
                                                                 "train_len"),
             "hidden_interpolated_positions", "multiplied by target_len / train_len"),
@@ -165,10 +165,10 @@ def _points_lost(mistake: Mistake) -> float:
     return stated + (CONTRACT_CASE if value_tests and CONTRACTS in mistake.failing else 0.0)
 
 
-CONTEXT_MISTAKES = [dataclasses.replace(m, points_lost=_points_lost(m))
-                    for m in contract_rule(CONTEXT_MISTAKES, CONTRACTS)]
+MISTAKES = [dataclasses.replace(m, points_lost=_points_lost(m))
+           for m in contract_rule(MISTAKES, CONTRACTS)]
 
-CONTEXT_ALTERNATIVES = {
+ALTERNATIVES = {
     "interpolation as a division by the scale": PI.format(
         body="return np.asarray(positions, dtype=float) / (target_len / train_len)"),
     "NTK base in log space with math": NTK.format(

@@ -1,0 +1,106 @@
+"""Adding an assignment touches its own folder (checks/<name>/), its solution notebook and the table of contents:
+in a copy of the course and of the grader package, a small fourth assignment is added that way, released with
+`make release`, and graded with `make grade` (no sandbox: the notebooks are ours). Nothing else is edited."""
+import csv
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+import posenc_autograder
+from fixture_submissions import make_course
+from notebook_tools import ROOT
+from posenc_autograder.devtools.bench import solved
+
+NAME = "scaling"
+FILES = {
+    "__init__.py": "",
+    "reference.py": '''"""Trusted reference of the scaling assignment."""
+import numpy as np
+
+
+def scaled_positions(positions, factor):
+    return np.asarray(positions, dtype=np.float64) * factor
+''',
+    "manifest.py": '''"""The scaling assignment's student functions."""
+from posenc_autograder.checks.base import call
+from posenc_autograder.checks.manifest import ARRAY, StudentFunction
+
+FUNCTIONS = (StudentFunction("scaled_positions", ("positions", "factor"), ARRAY, cell="scaling",
+                             contract=lambda: call([0.0, 1.0, 2.0], 2.0)),)
+''',
+    "parts.py": '''"""Hidden tests of the scaling assignment."""
+from posenc_autograder.checks.base import HiddenTest, call, call_label, calling, compare, each_case
+from posenc_autograder.checks.scaling import reference as ref
+from posenc_autograder.probes.helpers import call_each
+
+CASES = [call([0.0, 1.0, 2.0], 2.0), call([3.0, 5.0, 7.0, 11.0], 0.5)]
+
+
+def judge(inputs, obs):
+    return each_case(lambda case, record: compare(record, ref.scaled_positions(*case["args"]),
+                                                  call_label("scaled_positions", case), 1e-12),
+                     inputs["groups"]["values"], obs["values"])
+
+
+TESTS = [HiddenTest(id="hidden_scaled_positions", assignment="scaling", title="positions scaled by a factor",
+                    points=2, answer_cell="scaling", subjects=("scaled_positions",), partial=True,
+                    inputs=lambda: calling("scaled_positions", values=CASES), probe=call_each, judge=judge)]
+''',
+}
+ANSWER = "def scaled_positions(positions, factor):\n    ### BEGIN SOLUTION\n    {body}\n    ### END SOLUTION"
+RIGHT = "return np.asarray(positions, dtype=np.float64) * factor"
+
+
+def solution_notebook() -> nbformat.NotebookNode:
+    answer = nbformat.v4.new_code_cell(ANSWER.format(body=RIGHT))
+    answer.metadata["nbgrader"] = {"grade": False, "grade_id": "scaling", "locked": False, "schema_version": 3,
+                                   "solution": True, "task": False}
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Scaling positions"),
+                                           nbformat.v4.new_code_cell("import numpy as np"), answer])
+
+
+def run(course: pathlib.Path, package_parent: pathlib.Path, *command: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(package_parent), "POSENC_COURSE": str(course)}
+    return subprocess.run([sys.executable, "-m", "posenc_autograder", *command, "--course", str(course)],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.mark.slow
+def test_a_fourth_assignment_in_its_own_folder_is_discovered_released_and_graded(tmp_path):
+    course = make_course(tmp_path / "course")
+    shutil.copy(ROOT / "autograder" / "test_plan.csv", course / "autograder")
+    shutil.copy(ROOT / "_toc.yml", course)
+    packages = tmp_path / "packages"
+    shutil.copytree(pathlib.Path(posenc_autograder.__file__).parent, packages / "posenc_autograder",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    folder = packages / "posenc_autograder" / "checks" / NAME           # 1. the assignment's own folder
+    folder.mkdir()
+    for name, text in FILES.items():
+        (folder / name).write_text(text)
+    (course / "solutions" / NAME).mkdir()                              # 2. its solution notebook
+    nbformat.write(solution_notebook(), course / "solutions" / NAME / f"{NAME}.ipynb")
+    with open(course / "_toc.yml", "a") as toc:                        # 3. the table of contents
+        toc.write(f"  - file: exercises/{NAME}/{NAME}\n")
+
+    released = run(course, packages, "release")
+    assert released.returncode == 0, released.stderr
+    assert "hidden_scaled_positions" in (course / "exercises" / NAME / f"{NAME}.ipynb").read_text()
+    good = solved(course, NAME)
+    for student, body in (("alice", RIGHT), ("bob", "return np.asarray(positions, dtype=np.float64) + factor")):
+        notebook = good if student == "alice" else solved(course, NAME)
+        for cell in notebook.cells:
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "scaling":
+                cell.source = ANSWER.format(body=body)
+        (course / "autograder" / "submitted" / student / NAME).mkdir(parents=True)
+        nbformat.write(notebook, course / "autograder" / "submitted" / student / NAME / f"{NAME}.ipynb")
+
+    graded = run(course, packages, "grade", "--no-sandbox", "--jobs", "1", "--assignment", NAME)
+    assert graded.returncode == 0, graded.stderr
+    rows = {r["student"]: r for r in csv.DictReader(open(course / "autograder" / "reports" / "grades.csv"))
+            if r["assignment"] == NAME}
+    assert {s: (r["score"], r["max_score"]) for s, r in rows.items()} == {"alice": ("2", "2"), "bob": ("0", "2")}
