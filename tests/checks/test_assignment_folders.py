@@ -14,12 +14,12 @@ REFERENCES = [f"posenc_autograder.checks.{a}.reference" for a in ASSIGNMENTS]
 
 
 def test_importing_every_reference_loads_no_hidden_test():
-    code = ("import json, sys\n" + "".join(f"import {name}\n" for name in REFERENCES)
-            + "print(json.dumps(sorted(m for m in sys.modules if m.startswith('posenc_autograder'))))")
+    ours = "sorted(m for m in sys.modules if m.startswith('posenc_autograder'))"
+    code = (f"import json, sys, posenc_autograder\nbefore = {ours}\n" + "".join(f"import {n}\n" for n in REFERENCES)
+            + f"print(json.dumps(sorted(set({ours}) - set(before))))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                        check=True).stdout)
-    packages = ["posenc_autograder", "posenc_autograder.checks"]
-    packages += [f"posenc_autograder.checks.{a}" for a in ASSIGNMENTS]
+    packages = ["posenc_autograder.checks"] + [f"posenc_autograder.checks.{a}" for a in ASSIGNMENTS]
     assert loaded == sorted(packages + REFERENCES)
 
 
