@@ -1,7 +1,9 @@
 """A fair queue (rounds between students, a cap on a student's waiting uploads, a default rate, the notebook's
 time stated in the policy and given to the sandbox), ties to the on-time attempt, and the portal's tables
 migrated when a column is added to an existing database."""
+import datetime as dt
 import json
+import re
 
 from sqlalchemy import create_engine, text
 
@@ -97,3 +99,32 @@ def test_a_database_of_the_first_schema_gains_the_new_columns_with_their_default
                                                             rules.defaults("pe").max_queued)
         assert db.execute(text("SELECT version FROM portal_schema")).scalar_one() == SCHEMA_VERSION
     open_database(url)                                       # again: nothing left to do, nothing fails
+
+
+STUDENT_URLS = ["/", f"/assignments/{ASSIGNMENT}", "/attempts/{id}", "/attempts/{id}/feedback"]
+
+
+def score_traces(client, attempt_id: int) -> list[str]:
+    """Every place a page or the status JSON shows a score, points, case counts or which attempt counts."""
+    found = []
+    for url in STUDENT_URLS:
+        text = client.get(url.format(id=attempt_id)).text
+        found += [f"{url}: {mark}" for mark in (r"\d / \d", 'class="tag">counts', "Score:", r"\d/\d+ cases passed")
+                  if re.search(mark, text)]
+    status = json.loads(client.get(f"/attempts/{attempt_id}/status.json").text)
+    found += [f"status.json: {key}" for key in ("score", "max_score") if status[key] is not None]
+    return found
+
+
+def test_hidden_scores_leave_no_trace_on_any_page_or_json(app, portal):
+    alice = client_for(app, portal, "alice")
+    assert upload(alice, notebook_bytes("graded")).status_code == 303
+    portal.worker.run_until_idle()
+    deadline = {"deadline": dt.datetime(2100, 1, 1)}
+    portal.set_policy(ASSIGNMENT, {**deadline, "feedback_before": "full"})
+    assert len(score_traces(alice, 1)) >= 4            # shown: the check sees them
+    portal.set_policy(ASSIGNMENT, {**deadline, "feedback_before": "none"})
+    assert score_traces(alice, 1) == []
+    portal.set_policy(ASSIGNMENT, {**deadline, "feedback_before": "tests", "points_before_deadline": False})
+    assert score_traces(alice, 1) == []
+    assert "failed" in alice.get("/attempts/1/feedback").text               # pass or fail per test still shows

@@ -54,6 +54,7 @@ POLICY_DEFAULTS = {"opens_at": None, "deadline": None,
                    "counts": "best",                  # best | last
                    "feedback_before": "full",         # full | tests | none
                    "inputs_before_deadline": False,
+                   "points_before_deadline": True,   # with pass or fail per test: also points and case counts
                    "notebook_seconds": 120,           # one notebook's whole run in the sandbox (a cell: 30 s of it)
                    "max_queued": 2}                   # a student's uploads waiting to be graded, all assignments
 
@@ -76,6 +77,7 @@ class Policy(Base):
     counts: Mapped[str] = _rule(String(8), "counts")
     feedback_before: Mapped[str] = _rule(String(8), "feedback_before")
     inputs_before_deadline: Mapped[bool] = _rule(Boolean, "inputs_before_deadline")
+    points_before_deadline: Mapped[bool] = _rule(Boolean, "points_before_deadline")
     notebook_seconds: Mapped[int] = _rule(Integer, "notebook_seconds")
     max_queued: Mapped[int] = _rule(Integer, "max_queued")
 
@@ -124,7 +126,8 @@ class SchemaVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
 
 
-SCHEMA_VERSION = 3                   # 2: portal_policy.notebook_seconds, max_queued; 3: signin_failure.account
+# 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline
+SCHEMA_VERSION = 4
 
 
 def engine_for(url: str):

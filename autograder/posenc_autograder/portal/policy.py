@@ -96,6 +96,14 @@ def feedback_level(policy: Policy, extension: Extension | None, now: dt.datetime
     return "full" if past_deadline(policy, extension, now) else policy.feedback_before
 
 
+def scores_visible(policy: Policy, extension: Extension | None, now: dt.datetime) -> bool:
+    """May the student see points now (scores, per-test points, case counts, and which attempt counts, since
+    that is an ordering by score)? After the deadline, with full feedback, or with pass or fail per test when
+    the instructor shows points with it."""
+    level = feedback_level(policy, extension, now)
+    return level == "full" or (level == "tests" and bool(policy.points_before_deadline))
+
+
 def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime) -> bool:
     """A failed test's own inputs: after the deadline, or before it when the instructor allows."""
     return past_deadline(policy, extension, now) or bool(policy.inputs_before_deadline)

@@ -266,12 +266,16 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
             return not_signed_in()
         if found is None or found.status not in ("graded", "error"):
             return not_found(session)
-        result, level, inputs = await run_in_threadpool(portal.feedback, found)
+        result, level, inputs, points = await run_in_threadpool(portal.feedback, found)
         if level == "none":
             return message("Feedback after the deadline", "Your notebook was graded. Your instructor shows the score "
                            "and the feedback after the deadline.", 200, session,
                            (f"/assignments/{found.assignment}", "back"))
-        return HTMLResponse(pages.feedback_page(result, level, inputs, f"/assignments/{found.assignment}"),
+        back = f"/assignments/{found.assignment}"
+        if not points:                       # pass or fail per test, nothing counted: the portal's own page
+            return page("pass_fail.html", session=session, title=f"Attempt {found.number}", back=back,
+                        result=pages.visible_result(result, level, inputs))
+        return HTMLResponse(pages.feedback_page(result, level, inputs, back),
                             headers={"content-security-policy": pages.REPORT_CSP})
 
     async def attempt_notebook(request: Request):
@@ -468,6 +472,8 @@ def policy_values(form) -> dict:
               "min_seconds_between": _whole(form, "min_seconds_between", "the time between attempts"),
               "counts": counts, "feedback_before": level,
               "inputs_before_deadline": form.get("inputs_before_deadline") == "on"}
+    if form.get("points_before_deadline") is not None:    # a select: a form without it keeps what is saved
+        values["points_before_deadline"] = form.get("points_before_deadline") == "yes"
     for key, what in (("notebook_seconds", "the seconds a notebook may run"),
                       ("max_queued", "uploads waiting at once")):
         if form.get(key) is not None:                    # a form without the field keeps what is saved

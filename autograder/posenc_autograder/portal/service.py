@@ -157,7 +157,7 @@ class Portal:
                 "closes_at": rules.closes_at(policy, extension),
                 "decision": rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student)),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
-                "counting": counting, "scores_shown": level != "none"}
+                "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now)}
 
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""
@@ -169,19 +169,19 @@ class Portal:
         with self.sessions() as db:
             ahead, wait = queue.waiting(db, attempt, self.worker.jobs)
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
-        shown = rules.feedback_level(policy, extension, self.now()) != "none" and attempt.status == "graded"
+        shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == "graded"
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late}
 
-    def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool]:
-        """(result, level, inputs shown) for a graded attempt, as the policy allows now."""
+    def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool]:
+        """(result, level, inputs shown, points shown) for a graded attempt, as the policy allows now."""
         with self.sessions() as db:
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
         now = self.now()
         return (NotebookResult.from_json(json.loads(attempt.result_json)), rules.feedback_level(policy, extension, now),
-                rules.inputs_visible(policy, extension, now))
+                rules.inputs_visible(policy, extension, now), rules.scores_visible(policy, extension, now))
 
     # --- uploads ------------------------------------------------------------------------------------
 
