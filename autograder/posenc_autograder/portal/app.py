@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import sys
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from posenc_autograder.course import course_for_command
 from posenc_autograder.grading.executors import default_jobs
@@ -20,6 +22,47 @@ from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal, PortalBusy
 from posenc_autograder.portal.worker import dask_execute
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
+
+
+REQUEST_HEAD_SECONDS = 20.0          # a connection must send a request's line and headers within this
+KEEP_ALIVE_SECONDS = 5
+
+
+class SlowClientProtocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline for each request's head: a client that opens connections and
+    sends headers a byte at a time (slowloris) is cut off by the server itself, no proxy needed. Slow bodies are
+    cut off by routes.Guard."""
+
+    _head_timer = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._expect_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._expect_head()
+
+    def connection_lost(self, exc) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _expect_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(REQUEST_HEAD_SECONDS, self._head_overdue)
+
+    def _head_overdue(self) -> None:
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():    # no whole request head yet
+            self.transport.close()
+
+
+def server_config(app, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(app, host=host, port=port, proxy_headers=True, http=SlowClientProtocol,
+                          timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                          forwarded_allow_ips=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+                          access_log=False, log_level="warning")   # no access log: sign-in paths hold tokens
 
 
 def refuse_root(allow_root: bool) -> str | None:
@@ -53,9 +96,7 @@ def run_command(args) -> int:
     secret_at = portal.secret_file or "$POSENC_PORTAL_SECRET"
     print(f"Portal on {where} ({portal.worker.jobs} grading sandboxes). Instructor: {where}/instructor "
           f"(secret in {secret_at}); students' links: `make portal-links`.", flush=True)
-    config = uvicorn.Config(create_app(portal), host=args.host, port=args.port, proxy_headers=True,
-                            forwarded_allow_ips=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
-                            access_log=False, log_level="warning")   # no access log: sign-in paths hold tokens
+    config = server_config(create_app(portal), args.host, args.port)
     try:
         portal.acquire_lock()
     except PortalBusy as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import urllib.parse
 import weakref
 
@@ -28,14 +29,28 @@ COOKIE, PRESESSION = "portal_session", "portal_presession"
 FORM_BYTES = 64_000                           # any request but an upload
 UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + 64_000     # the notebook and the multipart envelope
 UPLOAD_SUFFIX = "/upload"
+log = logging.getLogger(__name__)
 
 
 UPLOAD_CHECKS = 2                    # uploads read and checked at once (each up to the cap in memory)
 UPLOAD_WAIT_SECONDS = 30.0           # an upload waiting longer for its turn is refused as busy, using no attempt
 
 
+MAX_ID = 2**63 - 1                   # the largest id a database integer column holds
+BODY_IDLE_SECONDS = 30.0             # a request body that stalls this long is cut off (slow clients)
+BODY_SECONDS = {True: 600.0, False: 30.0}       # a whole body, upload or not (20 MB at 0.3 MB/s fits)
+
+
+NOTICES = {"policy-saved": "The policy was saved.", "extension-saved": "The extension was saved.",
+           "link-revoked": "The sign-in link was revoked; the student's open sessions have ended."}
+
+
 class BodyTooLarge(Exception):
     pass
+
+
+class RequestTimeout(Exception):
+    """The client sent its request body too slowly."""
 
 
 class UploadsBusy(Exception):
@@ -43,8 +58,9 @@ class UploadsBusy(Exception):
 
 
 class Guard:
-    """ASGI middleware: caps request bodies (by Content-Length at once, and while streaming), and adds the
-    security headers to every response."""
+    """ASGI middleware around everything the app answers: caps request bodies (by Content-Length at once, and
+    while streaming), cuts off bodies that stall or take too long, turns any unhandled error into a plain 500
+    page, and adds the security headers to every response, errors included."""
 
     def __init__(self, app):
         self.app = app
@@ -52,37 +68,63 @@ class Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = UPLOAD_BYTES if scope["path"].endswith(UPLOAD_SUFFIX) else FORM_BYTES
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            return await _send_too_large(send)
-        seen = 0
-
-        async def bounded_receive():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise BodyTooLarge()
-            return message
+        uploading = scope["path"].endswith(UPLOAD_SUFFIX)
+        limit = UPLOAD_BYTES if uploading else FORM_BYTES
+        started = False
 
         async def with_headers(message):
+            nonlocal started
             if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                present = {name.lower() for name, _ in headers}
-                if b"content-security-policy" not in present:
-                    headers.append((b"content-security-policy", pages.PORTAL_CSP.encode()))
-                headers += [(k.encode(), v.encode()) for k, v in pages.HEADERS.items() if k.encode() not in present]
-                message = {**message, "headers": headers}
+                started = True
+                message = {**message, "headers": secure_headers(message.get("headers", []))}
             await send(message)
 
-        await self.app(scope, bounded_receive, with_headers)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            return await send_page(with_headers, 413, "File too large", _too_large_text())
+        try:
+            await self.app(scope, bounded(receive, limit, BODY_SECONDS[uploading]), with_headers)
+        except Exception:  # noqa: BLE001 - logged; the client gets a plain page, never a traceback
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await send_page(with_headers, 500, "Something went wrong", "The portal could not answer this "
+                                "request. Try again; if it keeps happening, tell your instructor.")
 
 
-async def _send_too_large(send):
-    body = pages.render("message.html", title="File too large", text=_too_large_text(), link=None, signed_in=False,
-                        csrf="").encode()
-    await send({"type": "http.response.start", "status": 413, "headers": [
+def bounded(receive, limit: int, seconds: float):
+    """`receive` with the body capped at `limit` bytes and cut off when it stalls or takes too long in all."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    seen, finished = 0, False
+
+    async def bounded_receive():
+        nonlocal seen, finished
+        if finished:                               # the body is in: waiting for a disconnect is not a stall
+            return await receive()
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            message = await asyncio.wait_for(receive(), max(min(BODY_IDLE_SECONDS, left), 0.001))
+        except asyncio.TimeoutError:
+            raise RequestTimeout() from None
+        seen += len(message.get("body", b""))
+        finished = not message.get("more_body", False)
+        if seen > limit:
+            raise BodyTooLarge()
+        return message
+
+    return bounded_receive
+
+
+def secure_headers(headers) -> list:
+    headers = list(headers)
+    present = {name.lower() for name, _ in headers}
+    if b"content-security-policy" not in present:
+        headers.append((b"content-security-policy", pages.PORTAL_CSP.encode()))
+    return headers + [(k.encode(), v.encode()) for k, v in pages.HEADERS.items() if k.encode() not in present]
+
+
+async def send_page(send, status: int, title: str, text: str):
+    body = pages.render("message.html", title=title, text=text, link=None, signed_in=False, csrf="").encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
@@ -192,7 +234,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
             return not_found(session)
         view = await run_in_threadpool(portal.assignment_view, session.student_id, name)
         return page("assignment.html", session=session, title=name, a=view,
-                    notice=request.query_params.get("notice", ""))
+                    notice=notice_of(request))
 
     async def upload(request: Request):
         session = await student_session(request)
@@ -241,7 +283,10 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         session = await student_session(request)
         if session is None:
             return None, None
-        found = await run_in_threadpool(portal.attempt, session.student_id, request.path_params["attempt_id"])
+        attempt_id = request.path_params["attempt_id"]
+        if not 0 < attempt_id <= MAX_ID:                     # no database integer holds it: no such attempt
+            return session, None
+        found = await run_in_threadpool(portal.attempt, session.student_id, attempt_id)
         return session, found
 
     async def attempt(request: Request):
@@ -301,7 +346,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
             return response
         progress = await run_in_threadpool(portal.progress)
         return page("instructor.html", session=session, title="Instructor", p=progress,
-                    assignments=portal.assignments, notice=request.query_params.get("notice", ""),
+                    assignments=portal.assignments, notice=notice_of(request),
                     counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS,
                     limit_seconds=portal.worker.limits.notebook_seconds)
 
@@ -334,6 +379,11 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
     def saved(notice: str) -> RedirectResponse:
         return RedirectResponse("/instructor?" + urllib.parse.urlencode({"notice": notice}), status_code=303)
 
+    def notice_of(request: Request) -> str:
+        """The sentence for a notice code in the URL; any other text there is not shown (no one can make the
+        portal say their words through a link)."""
+        return NOTICES.get(request.query_params.get("notice", ""), "")
+
     async def set_policy(request: Request):
         form, refusal = await instructor_form(request)
         if refusal:
@@ -346,7 +396,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         except ValueError as exc:
             return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
         await run_in_threadpool(portal.set_policy, name, values)
-        return saved(f"policy of {name} saved")
+        return saved("policy-saved")
 
     async def set_extension(request: Request):
         form, refusal = await instructor_form(request)
@@ -360,7 +410,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         if name not in portal.assignments or not await run_in_threadpool(portal.set_extension, student, name,
                                                                          deadline):
             return message("Not saved", "No such student or assignment.", 400, None, ("/instructor", "back"))
-        return saved(f"extension for {student} saved")
+        return saved("extension-saved")
 
     async def revoke(request: Request):
         form, refusal = await instructor_form(request)
@@ -369,7 +419,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
         student = str(form.get("student", ""))
         if not await run_in_threadpool(portal.revoke, student):
             return message("Not found", "No such student.", 404, None, ("/instructor", "back"))
-        return saved(f"link of {student} revoked")
+        return saved("link-revoked")
 
     async def new_link(request: Request):
         form, refusal = await instructor_form(request)
@@ -419,6 +469,9 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
     async def too_large(request: Request, exc: Exception):
         return message("File too large", _too_large_text(), 413)
 
+    async def too_slow(request: Request, exc: Exception):
+        return message("Too slow", "The request arrived too slowly and was cut off; try again.", 408)
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if start_worker:
@@ -429,7 +482,8 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
             if start_worker:
                 await run_in_threadpool(portal.stop)
 
-    app = Starlette(routes=routes, exception_handlers={BodyTooLarge: too_large}, lifespan=lifespan)
+    app = Starlette(routes=routes, exception_handlers={BodyTooLarge: too_large, RequestTimeout: too_slow},
+                    lifespan=lifespan)
     app.add_middleware(Guard)
     return app
 

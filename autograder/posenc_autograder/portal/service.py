@@ -13,7 +13,7 @@ import threading
 
 from sqlalchemy import select
 
-from posenc_autograder.course import Course
+from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal import policy as rules
@@ -26,11 +26,19 @@ from posenc_autograder.results import NotebookResult
 LOCK_FILE = "portal.lock"              # in the course's work folder: one portal per course
 
 
+def released_assignments(course: Course) -> list[str]:
+    """Assignments whose every notebook is released (in exercises/, written by `make release`): a draft in
+    solutions/ is neither listed nor open to uploads."""
+    release = course.path(RELEASE_DIRECTORY)
+    return [a for a in course.assignments()
+            if course.notebooks(a) and all((release / a / f"{n}.ipynb").is_file() for n in course.notebooks(a))]
+
+
 def database(course: Course, register: bool = True):
     """The portal's session factory on the gradebook's database. The gradebook's tables come first (nbgrader
     stamps its schema version only on an empty database), so every assignment is registered before."""
     if register:
-        for assignment in course.assignments():
+        for assignment in released_assignments(course):
             gradebook.register(course, assignment, course.work / "release")
     return open_database(course.gradebook_url)
 
@@ -42,7 +50,7 @@ class PortalBusy(Exception):
 class Portal:
     def __init__(self, course: Course, *, jobs: int, worker_options: dict | None = None, register: bool = True):
         self.course = course
-        self.assignments = course.assignments()
+        self.assignments = released_assignments(course)
         self.sessions = database(course, register)
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
         secret, self.secret_file = auth.instructor_secret(course)

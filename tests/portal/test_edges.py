@@ -1,0 +1,108 @@
+"""The portal's edges: security headers on every answer (errors included), notices only from codes, only
+released assignments offered, and clients that send too slowly cut off by the server itself."""
+import contextlib
+import socket
+import threading
+import time
+
+import uvicorn
+
+from conftest import client_for, new_portal, notebook_bytes
+from fixture_submissions import ASSIGNMENT
+from posenc_autograder.portal import app as portal_app
+from posenc_autograder.portal import pages, routes
+from posenc_autograder.portal.routes import create_app
+from posenc_autograder.portal.service import released_assignments
+from test_access import instructor_client
+
+
+def assert_secure(answer):
+    for name in [*pages.HEADERS, "content-security-policy"]:
+        assert name in answer.headers, (answer.status_code, name)
+
+
+def test_errors_carry_the_security_headers_too(app, portal, monkeypatch):
+    alice = client_for(app, portal, "alice")
+    assert_secure(alice.get(f"/attempts/{2**70}"))                         # past any integer column: not found
+    assert alice.get(f"/attempts/{2**70}").status_code == 404
+    too_large = alice.post(f"/assignments/{ASSIGNMENT}/upload", content=b"x",
+                           headers={"content-length": str(routes.UPLOAD_BYTES + 1)})
+    assert too_large.status_code == 413
+    assert_secure(too_large)
+    monkeypatch.setattr(portal, "overview", lambda student: 1 / 0)        # a bug anywhere behind a page
+    broken = client_for(app)
+    broken.cookies = alice.cookies
+    answer = broken.get("/")
+    assert answer.status_code == 500 and "ZeroDivisionError" not in answer.text
+    assert_secure(answer)
+
+
+def test_notices_come_from_codes_only(app, portal):
+    teacher = instructor_client(app, portal)
+    forged = teacher.get("/instructor", params={"notice": "Grades are final: mail your secret to x@example.com"})
+    assert "mail your secret" not in forged.text
+    assert "The policy was saved." in teacher.get("/instructor", params={"notice": "policy-saved"}).text
+
+
+def test_a_draft_without_its_release_is_not_offered(course, portal):
+    draft = course.path("solutions") / "draft_assignment"
+    draft.mkdir(parents=True)
+    (draft / "draft_assignment.ipynb").write_bytes(notebook_bytes())
+    assert "draft_assignment" in course.assignments()
+    assert "draft_assignment" not in released_assignments(course)
+    restarted = new_portal(course)
+    assert "draft_assignment" not in restarted.assignments
+    alice = client_for(create_app(restarted, start_worker=False), restarted, "alice")
+    assert "draft_assignment" not in alice.get("/").text
+    assert alice.get("/assignments/draft_assignment").status_code == 404
+    refused = alice.post("/assignments/draft_assignment/upload", files={"notebook": ("d.ipynb", b"{}")})
+    assert refused.status_code == 404
+
+
+@contextlib.contextmanager
+def served(app):
+    """The app under the portal's own uvicorn configuration, on a free port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(portal_app.server_config(app, "127.0.0.1", port))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def closed_or_answer(connection: socket.socket, wait: float) -> bytes:
+    """What the server sends before closing (None: it kept the connection open for `wait` seconds)."""
+    connection.settimeout(wait)
+    received = b""
+    try:
+        while chunk := connection.recv(4096):
+            received += chunk
+    except socket.timeout:
+        return None
+    return received
+
+
+def test_slow_clients_are_cut_off_by_the_server(app, monkeypatch):
+    monkeypatch.setattr(portal_app, "REQUEST_HEAD_SECONDS", 1.0)
+    monkeypatch.setattr(routes, "BODY_IDLE_SECONDS", 1.0)
+    with served(app) as port:
+        head = socket.create_connection(("127.0.0.1", port))
+        head.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")                  # and never the blank line
+        assert closed_or_answer(head, 10) == b""
+        body = socket.create_connection(("127.0.0.1", port))
+        body.sendall(b"POST /sign-out HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded"
+                     b"\r\nContent-Length: 1000\r\n\r\ncsrf=")                   # 995 bytes never come
+        answer = closed_or_answer(body, 10)
+        assert answer is not None and answer.startswith(b"HTTP/1.1 408")
+        assert b"x-frame-options" in answer.lower()
+        fine = socket.create_connection(("127.0.0.1", port))                  # others were served all along
+        fine.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert closed_or_answer(fine, 10).startswith(b"HTTP/1.1 200")
