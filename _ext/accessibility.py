@@ -1,4 +1,4 @@
-"""Markup fixes for readers of assistive technology (axe-core's WCAG 2.1 AA rules; tests/test_browser.py).
+"""Markup fixes for readers of assistive technology (axe-core's WCAG 2.1 AA rules; tests/book/test_browser.py).
 
 - The theme's search button is named "Search" while it shows "Search Ctrl+K" (WCAG 2.5.3, label in
   name): templates/search-button-field.html overrides the theme's component, so templates/ goes first.

@@ -2,7 +2,7 @@
 
 The page's JavaScript (_static/explorables/explorables.js) computes the same quantities in the
 reader's browser. This module is the Python side of that pair: the Sphinx extension draws the
-static fallback images from it, and tests/test_explorables.py compares the browser's numbers with
+static fallback images from it, and tests/book/test_explorables.py compares the browser's numbers with
 it. Settings, sizes and seeds come from _static/explorables/constants.json, the one source both
 sides read; `expected` returns the same keys as `window.posencExplorables[name].data()`.
 """

@@ -65,7 +65,7 @@ def test_probes_import_nothing_of_the_grader():
             assert all(n.split(".")[0] in allowed for n in names), (path.name, names)
 
 
-# --- non-finite answers fail (issue 12 item 6): NaN and Inf are never "close enough" ------------
+# --- non-finite answers fail: NaN and Inf are never "close enough" ------------
 
 def test_a_table_with_one_inf_and_one_nan_fails_and_says_so():
     bad_table = ("_right = sinusoidal_positional_encoding\n"
@@ -139,7 +139,7 @@ def test_every_judge_fails_answers_with_a_case_missing(cell_id):
     assert test.verdict({"observations": _without_last_case(record["observations"])}), cell_id
 
 
-# --- diagnoses are right or silent (issue 13) ------------------------------------------------------
+# --- diagnoses are right or silent ------------------------------------------------------
 
 def test_each_known_table_mistake_gets_exactly_its_own_diagnosis():
     from posenc_autograder.checks.positional_encoding import reference as ref
@@ -215,7 +215,7 @@ def test_each_known_rotation_mistake_gets_its_own_diagnosis():
     assert diagnose_rotation(exact, d, k) is None
 
 
-# --- one cause charged once (issue 13): a float32 return costs the contracts test only ---------------------
+# --- one cause charged once: a float32 return costs the contracts test only ---------------------
 
 def test_value_tests_judge_a_float32_return_at_float32_precision_and_a_float64_one_exactly():
     expected = np.sin(np.arange(1.0, 199.0)).reshape(9, 22)

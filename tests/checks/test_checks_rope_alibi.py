@@ -34,7 +34,7 @@ def test_every_hidden_test_has_a_catalogued_mistake_and_every_diagnosis_a_mistak
         m.feedback_phrase in text for m in ROPE_MISTAKES)] == [], phrases
 
 
-# --- partial credit (issue 13): independent cases earn their share, rounded down to a half point ----------
+# --- partial credit: independent cases earn their share, rounded down to a half point ----------
 
 def test_independent_cases_earn_their_share_of_the_points():
     from posenc_autograder.notebook import record_in_process
@@ -52,7 +52,7 @@ def test_a_test_whose_cases_are_not_independent_stays_all_or_nothing():
     assert not test.partial and test.points_for(9, 10) == 0.0 and test.points_for(10, 10) == test.points
 
 
-# --- the visible checks name each known mistake in the hidden tests' words (issue 13) ----------------------
+# --- the visible checks name each known mistake in the hidden tests' words ----------------------
 
 def _assertion_text(check) -> str:
     with pytest.raises(AssertionError) as failure:

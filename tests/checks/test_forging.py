@@ -1,4 +1,4 @@
-"""Forging attempts score exactly what their honest twins score (issue 23).
+"""Forging attempts score exactly what their honest twins score.
 
 Each attempt is an honest notebook (its twin) plus code that tries to change what the grader sees: probe
 functions and the record function replaced, numpy and builtins patched, an ndarray subclass that lies about

@@ -1,4 +1,4 @@
-"""Hostile notebooks and files gain no point, change no other grade and cannot stop the run (issue 12).
+"""Hostile notebooks and files gain no point, change no other grade and cannot stop the run.
 
 One class is graded with two honest students (one full marks, one untouched), every attack in
 hostile_notebooks.py, and student folders with hostile names. Then each promise of the README's
@@ -165,7 +165,7 @@ def final_scores(course, student, assignment):
 
 
 def test_the_integrity_report_reads_every_attacker_back(attacked_class):
-    """Issue 24: evidence posing as the codec's own structures (or an amplified frame) never switches the
+    """Evidence posing as the codec's own structures (or an amplified frame) never switches the
     copying report off for the class."""
     from posenc_autograder.integrity import report
     course, _, _, _ = attacked_class

@@ -33,8 +33,9 @@ def test_unknown_assignment_is_refused(tmp_path):
 
 
 def test_grade_says_what_went_wrong_and_a_fifo_blocks_nothing(tmp_path, capsys):
-    """Issue 25.1/25.2 and 24.6 in one class run (no sandbox: the notebooks are ours): nothing collected yet,
-    a stale release, a FIFO named timestamp.txt, and a notebook that cannot be graded."""
+    """What `make grade` says, and what a hostile folder cannot block, in one class run (no sandbox: the
+    notebooks are ours): nothing collected yet, a stale release, a FIFO named timestamp.txt, and a notebook that
+    cannot be graded."""
     course = Course(make_course(tmp_path / "course"))
     root = ["--course", str(course.root), "--no-sandbox", "--jobs", "1"]
     assert cli.main(["grade", *root]) == 1

@@ -1,4 +1,4 @@
-"""`make grade` end to end on three notebooks, variants on then off (~20 s): the wiring of issue 18."""
+"""`make grade` end to end on three notebooks, variants on then off (~20 s): the variants wired through grading."""
 import nbformat
 import pytest
 

@@ -204,7 +204,7 @@ def test_evidence_is_stored_compact_bounded_and_read_back_exactly(tmp_path, caps
 
 
 def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_written(tmp_path, capsys):
-    """Issue 24: a corrupt file, or a stored answer posing as the codec's own array reference, once switched
+    """A corrupt file, or a stored answer posing as the codec's own array reference, once switched
     the whole report off (exit 0, last week's page left in place)."""
     from posenc_autograder.course import Course
     from posenc_autograder.grading.execute import Execution, decode_record

@@ -1,4 +1,4 @@
-"""A grader failure on one submission costs that submission only (issue 12, item 3).
+"""A grader failure on one submission costs that submission only.
 
 The judge and the preparation are made to fail for one student, as a hostile notebook that found a
 bug in them would; the run must finish, grade the others, and store a 'not graded' result with

@@ -1,4 +1,4 @@
-"""A broken answer cell is named once, with its error and line, and "Fix this first" leads with it (issue 23).
+"""A broken answer cell is named once, with its error and line, and "Fix this first" leads with it.
 
 For every answer cell of every assignment, a syntax error and an indentation error: the error text the shell
 runner sends (probes.shell_runner.error_text) on the cell's output, then what pipeline.judge makes of it.

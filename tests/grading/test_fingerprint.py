@@ -1,4 +1,4 @@
-"""Issue 24: the grader fingerprint covers every module that decides a score, by package."""
+"""The grader fingerprint covers every module that decides a score, by package."""
 import shutil
 
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 24, item 1: who a file belongs to, and when it was handed in, come only from the part of its name
+"""Who a file belongs to, and when it was handed in, come only from the part of its name
 the LMS generates. One zip per trick a student can play with the name of a file they upload."""
 import io
 

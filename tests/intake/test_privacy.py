@@ -1,4 +1,4 @@
-"""Issue 25, item 5: everything that holds students' names, LMS ids, code, grades or feedback is ignored by
+"""Everything that holds students' names, LMS ids, code, grades or feedback is ignored by
 git, and what the instructor must commit is not. Paths come from the grader's own definitions."""
 import subprocess
 

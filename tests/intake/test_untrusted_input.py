@@ -1,4 +1,4 @@
-"""The boundaries where student data enters trusted code, unit by unit (issue 12, items 2, 3 and 7).
+"""The boundaries where student data enters trusted code, unit by unit.
 
 Fast: no sandbox is started. The end-to-end attacks are in test_attacks.py.
 """

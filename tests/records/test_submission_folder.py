@@ -1,4 +1,4 @@
-"""Issue 24, item 6: every file in a student's submission folder is opened with lstat checks and
+"""Every file in a student's submission folder is opened with lstat checks and
 O_NOFOLLOW|O_NONBLOCK and never written through: a FIFO or a link named timestamp.txt (a `cp -a` or
 `rsync -a` hand-in) neither blocks grading nor redirects a write. SIGALRM turns a hang into a failure."""
 import datetime as dt

@@ -1,4 +1,4 @@
-"""Issue 25, items 1-3: what `make collect` took from an LMS goes back to it. Each download the collect tests
+"""What `make collect` took from an LMS goes back to it. Each download the collect tests
 parse (lms_zips) is collected, given feedback pages, and returned: the bundle's names must be read by the
 LMS's own rule as the same people and submissions; an ungraded student is blank, and `make uncollect`
 removes every trace of a student."""

@@ -2,7 +2,7 @@
 
 `ATTACKS` are code cells added to the untouched template (worth 0), so any point one earns is a
 point gained by the attack. `HOSTILE_FILES` are submissions that are hostile as files (links,
-FIFOs, broken or enormous notebooks). `CLASSES` files each attack under the class of issue 12 it
+FIFOs, broken or enormous notebooks). `CLASSES` files each attack under the threat class it
 belongs to. The grader must leave each at 0 and every other grade, file and the run itself intact.
 """
 from __future__ import annotations
@@ -394,7 +394,7 @@ def sinusoidal_positional_encoding(seq_len, d_model):
 def dot_product_distance(pe):
     raise ValueError(_grader_text()[2000:4000])
 ''',
-    # Issue 24: the grader-quote rule covered hidden tests only; this answer raises only under a visible check.
+    # The grader-quote rule covered hidden tests only; this answer raises only under a visible check.
     "leak_grader_code_through_visible_checks": r'''
 import gc, inspect, numpy as np
 def _runner_code():
@@ -408,7 +408,7 @@ def sinusoidal_positional_encoding(seq_len, d_model):
         return np.zeros((seq_len, d_model))
     raise ValueError(_runner_code())
 ''',
-    # Issue 24: frames of ~31 MB of empty lists inside every cap once cost the grader 2.2 GB each.
+    # Frames of ~31 MB of empty lists inside every cap once cost the grader 2.2 GB each.
     "amplification_frames": WIRE + r'''
 import json, os
 _fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
@@ -419,7 +419,7 @@ for _ in range(8):
     while _data:
         _data = _data[os.write(_fd, _data):]
 ''',
-    # Issue 24: an answer posing as the codec's own array reference, read back by the integrity store.
+    # An answer posing as the codec's own array reference, read back by the integrity store.
     "reserved_codec_keys": r'''
 def encoding_statistics(pe):
     return {"__ndarray_index__": 999999, "~x": {"__float__": "nan"}, "__ndarray_float64__": "AAAA"}

@@ -56,7 +56,7 @@ def encoding_statistics(pe):
 '''
 
 
-# Two more students' own ways, for the evasions of issue 24: a copy run through exec("..."), and a group
+# Two more students' own ways, for two evasions: a copy run through exec("..."), and a group
 # of four verbatim copies (with a rare mistake: the scores scaled by the length, not the width).
 OWN_WORK_B = """
 def relative_position_matrix(pe, offset):

@@ -1,6 +1,6 @@
 """The test plan: one row per spec bullet, naming the hidden test cells that grade it.
 
-`python -m posenc_autograder.plan` prints the CSV committed as autograder/test_plan.csv.
+`make release` writes it as autograder/test_plan.csv (committed).
 """
 from __future__ import annotations
 
@@ -30,6 +30,3 @@ def render_plan_csv() -> str:
     writer.writerows(plan_rows())
     return out.getvalue()
 
-
-if __name__ == "__main__":
-    print(render_plan_csv(), end="")

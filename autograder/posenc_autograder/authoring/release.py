@@ -1,6 +1,6 @@
 """`make release`: hidden-test cells and the test plan written from the HiddenTest objects, then exercises/.
 
-    python -m posenc_autograder.release [--course PATH] [--check]
+    python -m posenc_autograder release [--course PATH] [--check]
 
 For every HiddenTest the solution notebook gets one cell whose title, points and metadata come
 from the object (a new test's cell goes after the tests of its answer cell; a cell whose test was

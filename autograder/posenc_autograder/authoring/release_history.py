@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
-import sys
 
 import nbformat
 
@@ -65,14 +64,3 @@ def earlier_cells(course: Course, assignment: str, notebook: str) -> dict[str, l
                 found.setdefault(cell_id, []).append(cell)
     return found
 
-
-def main(argv=None) -> int:
-    course = Course()
-    written = [p for a in course.assignments() for p in record(course, a)]
-    for path in written:
-        print(f"recorded release: {path.relative_to(course.root)} (commit it)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

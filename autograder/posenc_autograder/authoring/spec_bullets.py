@@ -40,7 +40,7 @@ SPEC_BULLETS = {
     "integration.forward_with_attention": ("Integration",
                                            "SinusoidalPositionalEncoding wired into attention is order sensitive"),
     "integration.attention": ("Integration", "The self-attention module itself is correct"),
-    # context_extension (issue 27): stretching a RoPE model's context
+    # context_extension: stretching a RoPE model's context
     "stretch.shapes": ("Context extension", "Shapes and dtypes for several head dimensions"),
     "stretch.errors": ("Context extension", "Errors for bad arguments (odd or too small head_dim, scale below 1)"),
     "stretch.pi": ("Context extension", "Position interpolation: positions scaled into the training range, the "

@@ -37,7 +37,7 @@ class HiddenTest:
     probe: Callable[[dict, dict], Observations]       # sandbox side: probe(namespace, inputs)
     judge: Callable[[dict, Observations], Problems]   # trusted side: judge(inputs, observations)
     inputs: Callable[[], dict] = dict                 # trusted side: plain data for both halves
-    bullets: tuple[str, ...] = ()    # ids from posenc_autograder.spec_bullets
+    bullets: tuple[str, ...] = ()    # ids from posenc_autograder.authoring.spec_bullets
     partial: bool = False            # independent cases (sizes, offsets, head counts): points in proportion
     subjects: tuple[str, ...] = ()   # the manifest's functions whose values it judges (checks/<assignment>/manifest.py)
     depends: tuple[str, ...] = ()    # student functions its subjects call, replaced by the probe with stand-ins

@@ -6,7 +6,7 @@ deterministic). The secret is the instructor's (POSENC_VARIANT_SECRET) or genera
 into a git-ignored file beside the gradebook. VARIANTS=0 gives every student the course-wide inputs.
 
 Only random *values* vary: shapes, sizes and the special cases a test builds stay as the notebook
-states them, so every variant exercises the same properties (tests/test_integrity.py checks this).
+states them, so every variant exercises the same properties (tests/end_to_end/test_integrity_report.py checks this).
 """
 from __future__ import annotations
 

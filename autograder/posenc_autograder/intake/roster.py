@@ -36,8 +36,3 @@ def load(course: Course) -> dict[tuple[str, str], dict]:
 
 def save(course: Course, rows: dict[tuple[str, str], dict]) -> pathlib.Path:
     return csvsafe.write(path(course), FIELDS, [rows[k] for k in sorted(rows)])
-
-
-def for_assignment(course: Course, assignment: str) -> dict[str, dict]:
-    """student id -> roster row, for one assignment."""
-    return {student: row for (student, a), row in load(course).items() if a == assignment}

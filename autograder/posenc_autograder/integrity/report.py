@@ -3,7 +3,7 @@
 For the instructor only: it decides nothing and none of it reaches a student's feedback. The page
 is self-contained (no scripts, no external files) and everything that came from a student is escaped.
 
-    python -m posenc_autograder.integrity.report [--course DIR]
+    python -m posenc_autograder integrity [--course DIR]
 """
 from __future__ import annotations
 
