@@ -249,3 +249,13 @@ def test_the_readme_counts_the_whole_catalogue():
     mistakes = sum(len(m) for m, _ in catalogues().values())
     alternatives = sum(len(a) for _, a in catalogues().values())
     assert f"({mistakes} catalogued mistakes and {alternatives} correct alternative implementations" in readme
+
+
+def test_one_class_named_problem_where_judges_meet_it():
+    """checks.base's Problem is the results' Problem (a sentence with its cause); what the readers raise at a
+    judge is another class, Rejected."""
+    from posenc_autograder import results
+    from posenc_autograder.checks import base
+    assert base.Problem is results.Problem and not issubclass(base.Rejected, str)
+    said = base.problems_of(lambda: base.as_array("text", "f(3)"))
+    assert said == ["f(3) should be a numpy array of numbers, got str"]

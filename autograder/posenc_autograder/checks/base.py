@@ -19,7 +19,7 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.probes import codec
-from posenc_autograder.results import Problem as ResultProblem
+from posenc_autograder.results import Problem
 
 Observations = dict
 Problems = list
@@ -78,7 +78,7 @@ class HiddenTest:
             inputs = self.plain_inputs(variant)
             extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
-                return [p if isinstance(p, ResultProblem) else str(p)
+                return [p if isinstance(p, Problem) else str(p)
                         for p in self.judge(inputs, copy.deepcopy(record["observations"]), **extra)]
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
@@ -182,26 +182,27 @@ def call_label(function: str, record: dict) -> str:
 
 # --- reading observations (judge side) ---------------------------------------------------------
 
-class Problem(Exception):
-    """Raised by the readers below; the message is written for the student."""
+class Rejected(Exception):
+    """An observed answer the readers below cannot accept, raised with the sentence for the student (judges turn
+    it into a results.Problem: the one class of that name)."""
 
 
 def value_of(record: dict, what: str):
-    """The value of an attempt() record; a Problem when the call raised."""
+    """The value of an attempt() record; Rejected when the call raised."""
     if "error" in record:
-        raise Problem(f"{what} raised {record['error']}")
+        raise Rejected(f"{what} raised {record['error']}")
     return record["value"]
 
 
 def as_array(value, what: str, *, finite: bool = True) -> np.ndarray:
-    """An observed value as a float array; non-finite entries are a Problem unless the spec allows them."""
+    """An observed value as a float array; non-finite entries are Rejected unless the spec allows them."""
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise Problem(f"{what} should be a numpy array of numbers, got {type(value).__name__}") from None
+        raise Rejected(f"{what} should be a numpy array of numbers, got {type(value).__name__}") from None
     if finite and not np.all(np.isfinite(array)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise Problem(f"{what} contains NaN or Inf (first at index {bad})")
+        raise Rejected(f"{what} contains NaN or Inf (first at index {bad})")
     return array
 
 
@@ -209,12 +210,12 @@ def require_shape(array: np.ndarray, expected: tuple, what: str) -> np.ndarray:
     expected = tuple(expected)
     if array.shape != expected:
         hint = " (it looks transposed)" if array.shape == tuple(reversed(expected)) and len(expected) > 1 else ""
-        raise Problem(f"{what} has shape {array.shape}, expected {expected}{hint}")
+        raise Rejected(f"{what} has shape {array.shape}, expected {expected}{hint}")
     return array
 
 
 def observed_array(record: dict, what: str, shape: tuple | None = None) -> np.ndarray:
-    """The float array a call returned: a Problem if it raised, is not an array, has another shape or NaN/Inf."""
+    """The float array a call returned: Rejected if it raised, is not an array, has another shape or NaN/Inf."""
     array = as_array(value_of(record, what), what)
     return array if shape is None else require_shape(array, shape, what)
 
@@ -250,13 +251,13 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     """The first problem of an observed array against its expected value, with a diagnosis when one fits."""
     try:
         array = as_array(value_of(record, what), what, finite=False)
-    except Problem as problem:
+    except Rejected as problem:
         return str(problem)
     try:
         as_array(array, what)                   # NaN and Inf fail, yet the diagnosis may still explain them
         require_shape(array, expected.shape, what)
         problem = mismatch(array, expected, atol, what, record.get("dtype"))
-    except Problem as shape_problem:
+    except Rejected as shape_problem:
         problem = str(shape_problem)
     if problem is None:
         return None
@@ -267,10 +268,10 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
 LIKELY_CAUSE = "Likely cause: "
 
 
-def with_cause(problem: str, explanation: str) -> ResultProblem:
+def with_cause(problem: str, explanation: str) -> Problem:
     """The problem followed by its diagnosed cause, in the words feedback uses, with the cause kept as data
     (what "Fix this first" and the dashboard group by)."""
-    return ResultProblem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation)
+    return Problem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation)
 
 
 def against_any(problem: Callable[..., str | None], *expectations) -> str | None:
@@ -316,9 +317,9 @@ def number(value, what: str) -> float:
     try:
         result = float(value)
     except (TypeError, ValueError):
-        raise Problem(f"{what} should be a number, got {type(value).__name__}") from None
+        raise Rejected(f"{what} should be a number, got {type(value).__name__}") from None
     if not math.isfinite(result):
-        raise Problem(f"{what} is {result}, expected a finite number")
+        raise Rejected(f"{what} is {result}, expected a finite number")
     return result
 
 
@@ -347,7 +348,7 @@ def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
 def extended(problem: str, more: str) -> str:
     """The problem with `more` appended, its diagnosed cause kept."""
     cause = getattr(problem, "cause", None)
-    return ResultProblem(str(problem) + more, cause) if cause else str(problem) + more
+    return Problem(str(problem) + more, cause) if cause else str(problem) + more
 
 
 def _arrays_and_numbers(case) -> list:
@@ -381,12 +382,12 @@ def inputs_shown(case) -> str:
 
 
 def problems_of(*checks) -> list[str]:
-    """Run each zero-argument check; keep the problems: a returned string or a raised Problem."""
+    """Run each zero-argument check; keep the problems: a returned string or a raised Rejected."""
     found = []
     for check in checks:
         try:
             problem = check()
-        except Problem as exc:
+        except Rejected as exc:
             problem = str(exc)
         if isinstance(problem, str):
             found.append(problem)

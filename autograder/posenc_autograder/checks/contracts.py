@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.base import HiddenTest, Problem, each_case
+from posenc_autograder.checks.base import HiddenTest, Rejected, each_case
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction
 from posenc_autograder.probes.calls import contract_each
 
@@ -63,7 +63,7 @@ def changed_arguments(sent: dict, record: dict) -> list[int]:
     """Indices of the array arguments that came back (record["arguments"]) other than they were sent."""
     back = record.get("arguments")
     if not isinstance(back, list) or len(back) != len(sent["args"]):
-        raise Problem("the grader did not receive the arguments back, so this test could not be judged; run the "
+        raise Rejected("the grader did not receive the arguments back, so this test could not be judged; run the "
                       "notebook from the top without changing the grader's code")
     changed = []
     for index, (before, after) in enumerate(zip(sent["args"], back)):
@@ -80,7 +80,7 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
     if "error" in record:
         return f"{name} raised {record['error']}, so its return type could not be checked"
     if "kind" not in record:
-        raise Problem(f"the grader received no answer for {name}")
+        raise Rejected(f"the grader received no answer for {name}")
     problem = kind_problem(record["kind"], promised, name)
     changed = changed_arguments(sent, record) if not sent.get("attribute") else []
     if changed and problem is None:

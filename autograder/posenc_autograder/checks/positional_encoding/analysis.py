@@ -6,7 +6,7 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, call, calling, compare, each_case, mismatch,
+from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, call, calling, compare, each_case, mismatch,
                                            normal, number, observed_array, problems_of, require_shape, value_of)
 
 ASSIGNMENT = "positional_encoding"
@@ -27,10 +27,10 @@ def _rotation_inputs():
 
 
 def _rotation(record, what):
-    """(M, error) returned by relative_position_matrix; a Problem when it is not such a pair."""
+    """(M, error) returned by relative_position_matrix; Rejected when it is not such a pair."""
     value = value_of(record, what)
     if not isinstance(value, list) or len(value) != 2:
-        raise Problem(f"{what} should return a pair (M, error), got {type(value).__name__}")
+        raise Rejected(f"{what} should return a pair (M, error), got {type(value).__name__}")
     return as_array(value[0], f"M from {what}"), number(value[1], f"the error returned by {what}")
 
 

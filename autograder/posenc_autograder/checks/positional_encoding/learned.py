@@ -6,7 +6,7 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
                                                           probe_learned_forward, probe_learned_init)
-from posenc_autograder.checks.base import (HiddenTest, Problem, as_array, compare, each_case,
+from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, compare, each_case,
                                           expect_error, mismatch, normal, observed_array, problems_of, require_shape,
                                           value_of, with_cause)
 
@@ -31,7 +31,7 @@ def _judge_init(inputs, obs):
     try:
         table, same_seed, other_seed = (require_shape(as_array(t, what), (inputs["max_seq_len"], inputs["d_model"]),
                                                       what) for t in obs["tables"])
-    except Problem as problem:
+    except Rejected as problem:
         return [str(problem)]
     problems = []
     mean, std = float(table.mean()), float(table.std())
@@ -86,7 +86,7 @@ def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
                 f"{tuple(table_shape)}, with zero rows for positions that were not used")
     try:
         problem = mismatch(require_shape(grad, expected.shape, what), expected, 1e-10, what)
-    except Problem as shape_problem:
+    except Rejected as shape_problem:
         return str(shape_problem)
     if problem is None:
         return None
@@ -117,7 +117,7 @@ def _judge_backward(inputs, obs):
                                            "(it should be grad_output passed through unchanged)", 1e-12))
     try:
         grad = as_array(value_of(obs["grad_embedding"], "reading grad_embedding"), "grad_embedding")
-    except Problem as problem:
+    except Rejected as problem:
         return problems + [str(problem)]
     problem = _grad_problem(grad, upstream, table_shape)
     return problems + ([problem] if problem else [])
@@ -139,7 +139,7 @@ def _judge_accumulation(inputs, obs):
     table_shape = (inputs["max_seq_len"], inputs["d_model"])
     try:
         single, batch4, shorter = (as_array(g, "grad_embedding") for g in obs["grads"])
-    except Problem as problem:
+    except Rejected as problem:
         return [str(problem)]
     (_, row), (_, rows), (_, short_upstream) = inputs["passes"]
     problems = []

@@ -10,7 +10,7 @@ from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_t
 from posenc_autograder.checks.manifest import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.base import (HiddenTest, Problem, against_any, call, call_label, calling, compare,
+from posenc_autograder.checks.base import (HiddenTest, Rejected, against_any, call, call_label, calling, compare,
                                           each_case, expect_error, mismatch, normal, observed_array, problems_of)
 
 ASSIGNMENT = "positional_encoding"
@@ -61,7 +61,7 @@ def _judge_unique(inputs, obs):
     what = call_label(PE_FN, c)
     try:
         table, second = (observed_array(r, what, (seq_len, d_model)) for r in obs["tables"])
-    except Problem as problem:
+    except Rejected as problem:
         return [str(problem)]
     problems = []
     squared = (table ** 2).sum(axis=1)
@@ -97,7 +97,7 @@ def _judge_frequency(inputs, obs):
     seq_len, d_model = c["args"]
     try:
         table = observed_array(obs["tables"][0], call_label(PE_FN, c), (seq_len, d_model))
-    except Problem as problem:
+    except Rejected as problem:
         return [str(problem)]
     problems = []
     fast, slow = table[:, 0].var(), table[:, d_model - 2].var()
