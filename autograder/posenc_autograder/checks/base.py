@@ -63,11 +63,17 @@ class HiddenTest:
     def task_entry(self, variant: int | None = None) -> dict:
         """What the sandbox needs to run the probe: its module in the probes package, its name, the inputs."""
         return {"module": self.probe.__module__.rsplit(".", 1)[-1], "probe": self.probe.__name__,
-                "data": self.variant_inputs(variant)}
+                "data": self.plain_inputs(variant)}
 
     def plain_inputs(self, variant: int | None = None) -> dict:
-        """The inputs exactly as the probe receives them: through the codec, as in the sandbox."""
-        return codec.loads(codec.dumps(self.variant_inputs(variant)))
+        """The inputs exactly as the probe receives them: through the channel's codec, as in the sandbox. Built
+        once per (test, variant) for prepare and the judge alike, and kept as the frame's bytes (which nothing
+        can change), so every caller gets its own copy."""
+        return codec.decode_frame(self.inputs_frame(variant))
+
+    def inputs_frame(self, variant: int | None = None) -> bytes:
+        """The inputs as the channel's codec sends them (built once per test and variant, then kept)."""
+        return _inputs_frame(self, variant)
 
     def verdict(self, record: dict, variant: int | None = None, verdicts: dict | None = None) -> list[str]:
         """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...});
@@ -106,6 +112,14 @@ class HiddenTest:
         if passed >= total:
             return float(self.points)
         return math.floor(2 * self.points * passed / total) / 2 if self.partial else 0.0
+
+
+INPUTS_KEPT = 128      # (test, variant) inputs kept encoded: every test of the notebooks in flight, several variants
+
+
+@functools.lru_cache(maxsize=INPUTS_KEPT)
+def _inputs_frame(test: HiddenTest, variant: int | None) -> bytes:
+    return codec.frame(test.variant_inputs(variant))
 
 
 @dataclasses.dataclass

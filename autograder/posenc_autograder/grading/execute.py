@@ -45,6 +45,7 @@ class Execution:
     seconds: float
     failure: str | None = None        # the job itself could not run
     executed_notebook: str | None = None
+    failed: dict[str, bool] | None = None    # hidden test id -> failed on the student's own inputs (set by the judge)
 
 
 def execute_task(task: GradingTask) -> Execution:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.probes import codec
 
 SHARED_CELL = "integrity_shared_probes"    # the probe cell appended to every assembled notebook
 
@@ -15,7 +14,7 @@ def varies(cell_id: str) -> bool:
     """Whether students get different inputs for this test (random values drawn per variant). When they
     do not, a student's own run already is their run on the course-wide inputs."""
     test = REGISTRY[cell_id]
-    return codec.dumps(test.variant_inputs(None)) != codec.dumps(test.variant_inputs(1))
+    return test.inputs_frame(None) != test.inputs_frame(1)
 
 
 def shared_probe_entry(task: dict) -> dict | None:

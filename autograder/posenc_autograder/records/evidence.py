@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import pathlib
 import sys
 
@@ -40,6 +39,7 @@ class StudentRecord:
     own: dict            # cell id -> probe record on the student's own inputs
     shared: dict         # cell id -> probe record on the course-wide inputs
     code: str            # what the student wrote, starter code included
+    failed: dict | None = None    # cell id -> the judge's verdict on `own` (failed), when the judge ran
 
 
 def folder(course: Course, assignment: str, notebook: str) -> pathlib.Path:
@@ -101,26 +101,47 @@ def unfinished(answer) -> bool:
     return isinstance(answer, dict) and str(answer.get("error", "")).startswith(NOT_EVIDENCE)
 
 
-def _rounded(value, offset: float):
-    """Plain data with every float rounded to KEPT_BITS significant bits on a grid moved by `offset` steps."""
+def _rounded(array: np.ndarray, offset: float) -> np.ndarray:
+    """Every float rounded to KEPT_BITS significant bits on a grid moved by `offset` steps."""
+    array = np.where(np.abs(array) < 1e-300, 0.0, array)     # an ulp from zero is zero
+    mantissa, exponent = np.frexp(array)
+    kept = np.ldexp(np.rint(mantissa * 2.0 ** KEPT_BITS + offset) - offset, exponent - KEPT_BITS) + 0.0
+    return np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array))
+
+
+def _digest(digest, value, offset: float) -> None:
+    """Feed an answer to the digest: its structure, its plain values and its floats' rounded bytes, each
+    tagged with its kind and length so that no two different answers feed the same bytes."""
     if isinstance(value, dict):
-        return {k: _rounded(v, offset) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_rounded(v, offset) for v in value]
-    if isinstance(value, (float, np.ndarray)):
+        digest.update(b"{%d;" % len(value))
+        for key in sorted(value, key=str):
+            _text(digest, str(key))
+            _digest(digest, value[key], offset)
+    elif isinstance(value, (list, tuple)):
+        digest.update(b"[%d;" % len(value))
+        for item in value:
+            _digest(digest, item, offset)
+    elif isinstance(value, np.ndarray) or (isinstance(value, float) and not isinstance(value, bool)):
         array = np.asarray(value, dtype=np.float64)
-        array = np.where(np.abs(array) < 1e-300, 0.0, array)     # an ulp from zero is zero
-        mantissa, exponent = np.frexp(array)
-        kept = np.ldexp(np.rint(mantissa * 2.0 ** KEPT_BITS + offset) - offset, exponent - KEPT_BITS) + 0.0
-        kept = np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array))
-        return {"shape": list(array.shape), "bytes": kept.tobytes().hex()} if array.ndim else float(kept)
-    return value
+        digest.update(b"a%s;" % ",".join(map(str, array.shape)).encode())
+        digest.update(np.ascontiguousarray(_rounded(array, offset), dtype="<f8").tobytes())
+    else:
+        _text(digest, f"{type(value).__name__}:{value!r}")
+
+
+def _text(digest, text: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
+    digest.update(b"s%d;" % len(data) + data)
 
 
 def answer_keys(answer) -> list[str]:
     """Two digests of an answer, one per rounding grid: answers a few ulps apart share at least one."""
-    return [hashlib.blake2b(json.dumps(_rounded(answer, offset), sort_keys=True).encode(), digest_size=10)
-            .hexdigest() for offset in (0.0, 0.5)]
+    keys = []
+    for offset in (0.0, 0.5):
+        digest = hashlib.blake2b(digest_size=10)
+        _digest(digest, answer, offset)
+        keys.append(digest.hexdigest())
+    return keys
 
 
 def describe(answer) -> str:
@@ -144,6 +165,15 @@ def _judged(probe_record) -> bool:
     return isinstance(probe_record, dict) and "observations" in probe_record
 
 
+def _failed(record: StudentRecord, check, probe_record: dict, shared: bool) -> bool:
+    """Whether the answers in probe_record fail the test: the judge's verdict where it judged these very
+    records (the student's own, and the shared set's when it is their own run), else judged here."""
+    same_run = not shared or record.variant is None or not varies(check.id)
+    if same_run and record.failed is not None and check.id in record.failed:
+        return record.failed[check.id]
+    return bool(check.verdict(probe_record, None if shared else record.variant))
+
+
 def compact(record: StudentRecord) -> Evidence:
     """The report's evidence from a full record: digests of every answer on the shared set (descriptions
     for failed tests), digests of the values on the student's own inputs, and the whole records only of
@@ -153,7 +183,7 @@ def compact(record: StudentRecord) -> Evidence:
         check = REGISTRY.get(cell_id)
         if check is None or not _judged(probe_record):
             continue
-        failed = bool(check.verdict(probe_record, None))
+        failed = _failed(record, check, probe_record, shared=True)
         answers += [Answer(cell_id, where, answer_keys(answer), failed, describe(answer) if failed else "")
                     for where, answer in leaves(probe_record["observations"]) if not unfinished(answer)]
     own_keys, own_failing = {}, {}
@@ -164,7 +194,7 @@ def compact(record: StudentRecord) -> Evidence:
         own_keys[cell_id] = sorted({key for _, answer in leaves(probe_record["observations"])
                                     if not (isinstance(answer, dict) and "error" in answer)
                                     for key in answer_keys(answer)})
-        if check.verdict(probe_record, record.variant):
+        if _failed(record, check, probe_record, shared=False):
             own_failing[cell_id] = probe_record
     return Evidence(record.student, record.assignment, record.notebook, record.variant, record.code, answers,
                     own_keys, own_failing)
@@ -188,7 +218,8 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
         shared = {cell_id: shared[cell_id] if varies(cell_id) else own
                   for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
     record = StudentRecord(submission.student, submission.assignment, submission.notebook, variant, observations,
-                           shared, student_code(submitted_nb, release) if submitted_nb is not None else "")
+                           shared, student_code(submitted_nb, release) if submitted_nb is not None else "",
+                           getattr(execution, "failed", None))
     write(target or path(course, submission.assignment, submission.notebook, submission.student), compact(record))
 
 
