@@ -12,6 +12,7 @@ from sqlalchemy import select, update
 
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
+from posenc_autograder.devtools import portal_load
 from posenc_autograder.grading.execute import Execution, execute_task
 from posenc_autograder.intake.submissions import read_notebook
 from posenc_autograder.portal import queue, uploads, worker
@@ -231,3 +232,15 @@ def test_the_integrity_evidence_follows_the_attempt_that_counts(app, portal):
     assert "# copied from bob" in evidence.read(where).code
     kept = [evidence.read(uploads.evidence_path(portal.course, "alice", ASSIGNMENT, n)).code for n in (1, 2)]
     assert "# copied from bob" in kept[0] and "# my own template" in kept[1]      # every attempt's is kept
+
+
+def test_the_load_tests_hostile_files_meet_the_checks_they_aim_at(tmp_path):
+    honest = notebook_bytes()
+    freezer = portal_load.hostile_file("freezer", honest, 1)
+    assert uploads.json_shape(freezer).in_string and freezer.count(b'\\"') == 1_000_000   # what froze the regex
+    assert "JSON values" in uploads.problem(portal_load.hostile_file("oversized", honest, 1))
+    assert "larger than" in uploads.problem(portal_load.hostile_file("oversized", honest, 2))
+    poison = tmp_path / "poison.ipynb"
+    poison.write_bytes(portal_load.hostile_file("poison", honest, 1))
+    assert b"\\ud800" in poison.read_bytes()
+    read_notebook(poison).cells[-1].source.encode("utf-8")              # readable, and encodable everywhere

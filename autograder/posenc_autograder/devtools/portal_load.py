@@ -2,15 +2,21 @@
 
 A scratch copy of the course, a real portal (`python -m posenc_autograder portal`, its own process, grading in
 the sandbox) and N simulated students who each sign in by link, upload their own notebook at a moment spread
-over the rush, poll the status until it is graded and fetch the feedback. Run once on SQLite and once on a
-temporary PostgreSQL server. Prints, per database: time to feedback for one notebook on the idle portal,
-throughput, the 50th and 95th percentile upload-to-feedback time, the longest queue wait shown to a student,
-and the portal's peak memory (its own process, and with its sandboxes). Stops by itself (--timeout).
+over the rush, poll the status until it is graded and fetch the feedback. Each rush runs twice: the honest
+class alone, then the same class with hostile students mixed in (HOSTILE: poisoned notebooks, a freezer's
+unterminated strings of escaped quotes, flooders uploading as fast as the policy lets them, oversized files, a
+forged sandbox frame, slowloris connections). Run on SQLite and on a temporary PostgreSQL server. Prints, per
+database and rush: time to feedback for one notebook on the idle portal, throughput, the honest students'
+50th and 95th percentile upload-to-feedback time and how many of their uploads were graded, the longest queue
+wait shown, the portal's peak memory (its own process, and with its sandboxes), what the hostile students got,
+and the ratio of the honest p95 with them to without. Stops by itself (--timeout).
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import json
 import os
 import pathlib
 import random
@@ -34,6 +40,8 @@ from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
 POLL_SECONDS = 1.0
+HOSTILE = {"poison": 2, "freezer": 2, "flooder": 2, "oversized": 2, "forger": 1, "slowloris": 1}   # students
+ATTACK_EVERY = 3.0                    # seconds between one hostile student's attacks during the rush
 
 
 class MemoryWatch:
@@ -114,21 +122,95 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
             "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic()}
 
 
-async def rush(base: str, links: list[str], files: list[bytes], spread: float, timeout: float) -> list[dict]:
+async def rush(base: str, links: list[str], files: list[bytes], spread: float, timeout: float,
+               hostile: list[tuple[str, str]] = ()) -> tuple[list[dict], collections.Counter]:
+    """The honest students' outcomes, and what the hostile ones (kind, link) got, counted by answer."""
     deadline = time.monotonic() + timeout
     rng = random.Random(29)
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    clients = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits) for _ in links]
+    clients = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits) for _ in [*links, *hostile]]
+    outcomes: collections.Counter = collections.Counter()
     try:
-        tasks = [one_student(c, link, data, rng.uniform(0, spread), deadline)
-                 for c, link, data in zip(clients, links, files)]
-        return await asyncio.gather(*tasks)
+        honest = [one_student(c, link, data, rng.uniform(0, spread), deadline)
+                  for c, link, data in zip(clients, links, files)]
+        attacks = [attacker(kind, c, link, files[0], spread, outcomes)
+                   for c, (kind, link) in zip(clients[len(links):], hostile)]
+        results = await asyncio.gather(*honest, *attacks)
+        return results[:len(links)], outcomes
     finally:
         await asyncio.gather(*(c.aclose() for c in clients))
 
 
+# --- hostile students ------------------------------------------------------------------------------
+
+def with_cell(data: bytes, source: str) -> bytes:
+    nb = json.loads(data)
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                        "source": source})
+    return json.dumps(nb).encode()           # a lone surrogate travels as its JSON escape, \ud800
+
+
+FORGED_FRAME = ("import json, os\nos.write(int(os.environ['POSENC_CHANNEL_FD']), "
+                "(json.dumps({'result': ['x'], 'record': 'y'}) + '\\n').encode())\n")
+
+
+def hostile_file(kind: str, honest: bytes, n: int) -> bytes:
+    """The n-th file a hostile student of this kind sends."""
+    if kind == "poison":
+        return with_cell(honest, f"text = '\ud800 {n}'")
+    if kind == "freezer":
+        return b'"' + b'\\"' * 1_000_000 + str(n).encode()             # 2 MB: an unterminated string
+    if kind == "oversized":
+        return b'{"cells": [' + b"1," * 9_900_000 if n % 2 else b"x" * 21_000_000   # values past the cap; bytes
+    if kind == "forger":
+        return with_cell(honest, FORGED_FRAME + f"# {n}")
+    return with_cell(honest, f"# flood {n}")
+
+
+async def attacker(kind: str, client: httpx.AsyncClient, link: str, honest: bytes, spread: float,
+                   outcomes: collections.Counter) -> None:
+    """Attack every ATTACK_EVERY seconds through the rush; count each answer (status code) by kind."""
+    if kind == "slowloris":
+        return await slowloris(client, spread, outcomes)
+    with contextlib.suppress(httpx.HTTPError):
+        await client.get(link)
+    ends, n = time.monotonic() + spread, 0
+    while time.monotonic() < ends:
+        n += 1
+        try:
+            page = (await client.get(f"/assignments/{ASSIGNMENT}")).text
+            csrf = page.split(CSRF_MARK, 1)[1].split('"', 1)[0]
+            answer = await client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
+                                       files={"notebook": (f"{NOTEBOOK}.ipynb", hostile_file(kind, honest, n))})
+            outcomes[f"{kind} {answer.status_code}"] += 1
+        except (httpx.HTTPError, IndexError) as exc:
+            outcomes[f"{kind} {type(exc).__name__}"] += 1
+        await asyncio.sleep(ATTACK_EVERY / 6 if kind == "flooder" else ATTACK_EVERY)
+
+
+async def slowloris(client: httpx.AsyncClient, spread: float, outcomes: collections.Counter) -> None:
+    """Open connections that send a request head a byte at a time; count how they end."""
+    host, port = client.base_url.host, client.base_url.port
+
+    async def one():
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for byte in b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 10_000:
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(1.0)
+                if reader.at_eof():
+                    break
+            outcomes["slowloris cut off" if reader.at_eof() else "slowloris held"] += 1
+        except OSError:
+            outcomes["slowloris cut off"] += 1
+        finally:
+            writer.close()
+    await asyncio.wait_for(asyncio.gather(*(one() for _ in range(20)), return_exceptions=True), spread + 60)
+
+
 def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float, timeout: float,
-             db_url: str | None) -> dict:
+             db_url: str | None, hostile: bool = False) -> dict:
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="posenc-portal-load-"))
     try:
         course = make_class(source_root, scratch / "course", 0)
@@ -136,9 +218,13 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
             course = type(course)(course.root, db_url)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        names = {f"student{i:03d}": "" for i in range(students + 1)}
+        kinds = [kind for kind, count in HOSTILE.items() for _ in range(count)] if hostile else []
+        names = {f"student{i:03d}": "" for i in range(students + 1)} | {f"hostile{i:02d}": "" for i in
+                                                                         range(len(kinds))}
         rows = make_links(database(course), names, base, renew=True)      # registers the assignment first
-        links = [r["link"][len(base):] for r in rows]
+        by_student = {r["student_id"]: r["link"][len(base):] for r in rows}
+        links = [by_student[f"student{i:03d}"] for i in range(students + 1)]
+        attackers = [(kind, by_student[f"hostile{i:02d}"]) for i, kind in enumerate(kinds)]
         files = notebooks(source_root, students + 1)
         command = [sys.executable, "-m", "posenc_autograder", "portal", "--course", str(course.root), "--port",
                    str(port), "--jobs", str(jobs)] + (["--db-url", db_url] if db_url else []) \
@@ -147,9 +233,9 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
         try:
             _wait_until_up(base, server)
             watch = MemoryWatch(server.pid)
-            idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0]
+            idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0][0]
             started = time.monotonic()
-            results = asyncio.run(rush(base, links[1:], files[1:], spread, timeout))
+            results, attacks = asyncio.run(rush(base, links[1:], files[1:], spread, timeout, attackers))
             watch.stop()
         finally:
             server.terminate()
@@ -165,7 +251,7 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 "p50": statistics.median(seconds) if seconds else None,
                 "p95": seconds[max(int(round(0.95 * len(seconds))) - 1, 0)] if seconds else None,
                 "shown_wait": max((r["shown_wait"] for r in done), default=0.0),
-                "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20}
+                "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20, "attacks": dict(sorted(attacks.items()))}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -185,11 +271,25 @@ def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) ->
 def report(label: str, figures: dict) -> str:
     def num(value, form="{:.1f}"):
         return "n/a" if value is None else form.format(value)
-    return (f"{label:<10} {figures['graded']}/{figures['students']} graded ({figures['errors']} grader errors) in "
-            f"{figures['wall']:.0f} s: {figures['per_minute']:.0f} notebooks/min; upload to feedback "
-            f"p50 {num(figures['p50'])} s, p95 {num(figures['p95'])} s (idle portal, one notebook: "
-            f"{num(figures['idle_seconds'])} s); longest queue wait shown {figures['shown_wait']:.0f} s; peak "
-            f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes")
+    lines = [f"{label:<22} honest: {figures['graded']}/{figures['students']} graded "
+             f"({100 * figures['graded'] / figures['students']:.0f} %, {figures['errors']} grader errors) in "
+             f"{figures['wall']:.0f} s: {figures['per_minute']:.0f} notebooks/min; upload to feedback "
+             f"p50 {num(figures['p50'])} s, p95 {num(figures['p95'])} s (idle portal, one notebook: "
+             f"{num(figures['idle_seconds'])} s); longest queue wait shown {figures['shown_wait']:.0f} s; peak "
+             f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes"]
+    if figures["attacks"]:
+        lines.append(f"{'':<22} hostile students got: " + ", ".join(f"{k} x{v}" for k, v in figures["attacks"].items()))
+    return "\n".join(lines)
+
+
+def both_rushes(label: str, run) -> None:
+    """The honest rush, then the same with hostile students; the ratio of the honest p95s."""
+    clean = run(False)
+    print(report(f"{label}", clean), flush=True)
+    rough = run(True)
+    print(report(f"{label} + hostile", rough), flush=True)
+    if clean["p95"] and rough["p95"]:
+        print(f"{'':<22} honest p95 with hostile students / without: {rough['p95'] / clean['p95']:.2f}", flush=True)
 
 
 def arguments(parser) -> None:
@@ -204,12 +304,15 @@ def run_command(args) -> int:
     jobs = args.jobs or len(os.sched_getaffinity(0))
     print(f"{args.students} students, uploads spread over {args.spread:.0f} s, {jobs} grading sandboxes, "
           f"{os.cpu_count()} cores", flush=True)
+    print(f"hostile students mixed into the second rush: {', '.join(f'{n} {k}' for k, n in HOSTILE.items())}",
+          flush=True)
     if args.database in ("sqlite", "both"):
-        print(report("SQLite", run_once(source_root, args.students, jobs, args.spread, args.timeout, None)),
-              flush=True)
+        both_rushes("SQLite", lambda hostile: run_once(source_root, args.students, jobs, args.spread, args.timeout,
+                                                       None, hostile))
     if args.database in ("postgresql", "both"):
-        with postgres_server(max_connections=200) as url:
-            print(report("PostgreSQL", run_once(source_root, args.students, jobs, args.spread, args.timeout, url)),
-                  flush=True)
+        def on_postgres(hostile: bool) -> dict:
+            with postgres_server(max_connections=200) as url:        # a fresh database for each rush
+                return run_once(source_root, args.students, jobs, args.spread, args.timeout, url, hostile)
+        both_rushes("PostgreSQL", on_postgres)
     return 0
 
