@@ -106,3 +106,13 @@ def test_slow_clients_are_cut_off_by_the_server(app, monkeypatch):
         fine = socket.create_connection(("127.0.0.1", port))                  # others were served all along
         fine.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert closed_or_answer(fine, 10).startswith(b"HTTP/1.1 200")
+
+
+def test_every_url_is_a_plain_module_level_handler(app):
+    """Handlers read the portal from the app's state, so each can be read, imported and tested on its own."""
+    for route in app.routes:
+        if route.path == "/static":
+            continue
+        endpoint = route.endpoint
+        assert getattr(routes, endpoint.__name__) is endpoint, route.path
+    assert app.state.portal is not None

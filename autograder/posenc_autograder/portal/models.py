@@ -6,6 +6,7 @@ Times are naive UTC, as nbgrader stores them.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 
 from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine,
                         delete, event, insert, inspect, select, text)
@@ -89,6 +90,19 @@ class Extension(Base):
     deadline: Mapped[dt.datetime] = mapped_column(DateTime)
 
 
+class Status(enum.StrEnum):
+    """Where an attempt is: waiting, being graded, graded, or the grader failed on it (stored as the text)."""
+    QUEUED = "queued"
+    RUNNING = "running"
+    GRADED = "graded"
+    ERROR = "error"
+
+
+STATUSES = tuple(Status)
+WAITING = (Status.QUEUED, Status.RUNNING)
+FINISHED = (Status.GRADED, Status.ERROR)
+
+
 class Attempt(Base):
     """One accepted upload: its file, its place in the queue and, once graded, its result.
 
@@ -106,7 +120,7 @@ class Attempt(Base):
     size: Mapped[int] = mapped_column(Integer)
     uploaded_at: Mapped[dt.datetime] = mapped_column(DateTime)
     late: Mapped[bool] = mapped_column(Boolean, default=False)
-    status: Mapped[str] = mapped_column(String(8), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(8), default=Status.QUEUED.value, index=True)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     runs: Mapped[int] = mapped_column(Integer, default=0)          # times a worker started it (restarts show here)
@@ -114,9 +128,6 @@ class Attempt(Base):
     max_score: Mapped[float | None] = mapped_column(Float)
     result_json: Mapped[str | None] = mapped_column(Text)
     promoted: Mapped[bool] = mapped_column(Boolean, default=False)  # stored in the gradebook as the one that counts
-
-
-STATUSES = ("queued", "running", "graded", "error")
 
 
 class SchemaVersion(Base):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy
+from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Status
 
 COUNTS = ("best", "last")
 FEEDBACK_LEVELS = ("full", "tests", "none")    # diagnoses; pass or fail per test; nothing until the deadline
@@ -48,7 +48,7 @@ class Decision:
 
 def counted(attempts: list[Attempt]) -> list[Attempt]:
     """Attempts that use up the allowance: every accepted upload except those the grader itself failed on."""
-    return [a for a in attempts if a.status != "error"]
+    return [a for a in attempts if a.status != Status.ERROR]
 
 
 def attempts_left(policy: Policy, attempts: list[Attempt], now: dt.datetime) -> int | None:
@@ -112,7 +112,7 @@ def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime
 def counting_attempt(policy: Policy, attempts: list[Attempt]) -> Attempt | None:
     """The graded attempt whose score goes to the gradebook: the best or the last. Among the best, an on-time
     attempt wins over a late one (a tie must not make a student late), then the later one."""
-    graded = [a for a in attempts if a.status == "graded" and a.score is not None]
+    graded = [a for a in attempts if a.status == Status.GRADED and a.score is not None]
     if not graded:
         return None
     if policy.counts == "last":

@@ -12,7 +12,7 @@ import math
 
 from sqlalchemy import func, select, update
 
-from posenc_autograder.portal.models import Attempt, utcnow
+from posenc_autograder.portal.models import WAITING, Attempt, Status, utcnow
 
 RECENT_JOBS = 20                      # grading times averaged for the wait a student is shown
 DEFAULT_JOB_SECONDS = 5.0
@@ -24,7 +24,7 @@ def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size:
     number = db.execute(select(func.coalesce(func.max(Attempt.number), 0)).where(
         Attempt.student_id == student, Attempt.assignment == assignment)).scalar_one() + 1
     attempt = Attempt(student_id=student, assignment=assignment, notebook=notebook, number=number, sha256=sha256,
-                      size=size, uploaded_at=now, late=late, status="queued", runs=0, promoted=False)
+                      size=size, uploaded_at=now, late=late, status=Status.QUEUED, runs=0, promoted=False)
     db.add(attempt)
     db.flush()
     return attempt
@@ -33,9 +33,9 @@ def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size:
 def fair_order(db) -> list[int]:
     """The queued jobs in the order they will be graded: by the student's jobs running, then the job's place among
     that student's waiting jobs (rounds), then upload order."""
-    queued = db.execute(select(Attempt.id, Attempt.student_id).where(Attempt.status == "queued")
+    queued = db.execute(select(Attempt.id, Attempt.student_id).where(Attempt.status == Status.QUEUED)
                         .order_by(Attempt.id)).all()
-    running = collections.Counter(db.execute(select(Attempt.student_id).where(Attempt.status == "running"))
+    running = collections.Counter(db.execute(select(Attempt.student_id).where(Attempt.status == Status.RUNNING))
                                   .scalars())
     place: collections.Counter = collections.Counter()
     ranked = []
@@ -52,8 +52,8 @@ def claim(db) -> int | None:
         if not order:
             return None
         job = order[0]
-        taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == "queued")
-                           .values(status="running", started_at=utcnow(), runs=Attempt.runs + 1)).rowcount
+        taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == Status.QUEUED)
+                           .values(status=Status.RUNNING, started_at=utcnow(), runs=Attempt.runs + 1)).rowcount
         db.commit()
         if taken:
             return job
@@ -61,14 +61,15 @@ def claim(db) -> int | None:
 
 def requeue(db, attempt_id: int) -> None:
     """A running job back to the queue (its grading failed for the grader's reasons, or its thread died)."""
-    db.execute(update(Attempt).where(Attempt.id == attempt_id, Attempt.status == "running").values(status="queued"))
+    db.execute(update(Attempt).where(Attempt.id == attempt_id, Attempt.status == Status.RUNNING)
+               .values(status=Status.QUEUED))
     db.commit()
 
 
 def requeue_orphans(db) -> int:
     """At start-up: jobs left running by a process that died go back to the queue (only one portal runs per
     course: the app holds a lock)."""
-    count = db.execute(update(Attempt).where(Attempt.status == "running").values(status="queued")).rowcount
+    count = db.execute(update(Attempt).where(Attempt.status == Status.RUNNING).values(status=Status.QUEUED)).rowcount
     db.commit()
     return count
 
@@ -76,7 +77,7 @@ def requeue_orphans(db) -> int:
 def waiting_jobs(db, student: str) -> int:
     """The student's uploads queued or running, every assignment."""
     return db.execute(select(func.count()).select_from(Attempt).where(
-        Attempt.student_id == student, Attempt.status.in_(("queued", "running")))).scalar_one()
+        Attempt.student_id == student, Attempt.status.in_(WAITING))).scalar_one()
 
 
 def mean_job_seconds(db) -> float:
@@ -89,15 +90,15 @@ def mean_job_seconds(db) -> float:
 def poll_seconds(status: str, wait: float) -> float:
     """How soon a page should ask again: often while running, rarely while far back in the queue (a class of
     pollers must not cost the portal more than its grading)."""
-    return 1.0 if status == "running" else min(max(wait / 4, 1.0), 10.0)
+    return 1.0 if status == Status.RUNNING else min(max(wait / 4, 1.0), 10.0)
 
 
 def waiting(db, attempt: Attempt, workers: int) -> tuple[int, float]:
     """(jobs ahead of this one, estimated seconds until it is graded)."""
-    if attempt.status not in ("queued", "running"):
+    if attempt.status not in WAITING:
         return 0, 0.0
     mean = mean_job_seconds(db)
-    if attempt.status == "running":
+    if attempt.status == Status.RUNNING:
         elapsed = (utcnow() - attempt.started_at).total_seconds() if attempt.started_at else 0.0
         return 0, max(mean - elapsed, 1.0)
     order = fair_order(db)

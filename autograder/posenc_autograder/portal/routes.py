@@ -1,11 +1,14 @@
-"""The portal's URLs (Starlette). Every student URL finds its data through the signed-in student, so another
-student's attempt, feedback or file is simply not found; every instructor URL needs the instructor's session;
-every form carries the session's CSRF token; request bodies are capped while they stream in."""
+"""The portal's URLs (Starlette), as plain module-level handlers reading the portal from the app's state.
+Every student URL finds its data through the signed-in student (the `student_page` and `own_attempt`
+decorators), so another student's attempt, feedback or file is simply not found; every instructor URL needs
+the instructor's session (`instructor_page`, `instructor_form`, which also checks the CSRF token); request
+bodies are capped, and cut off when too slow, while they stream in (Guard)."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import datetime as dt
+import functools
 import logging
 import urllib.parse
 import weakref
@@ -21,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.portal import auth, pages, uploads
 from posenc_autograder.portal import policy as rules
+from posenc_autograder.portal.models import FINISHED
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.reports import dashboard
@@ -135,342 +139,402 @@ def _too_large_text() -> str:
             f"(Kernel > Restart & Clear Output), save, and upload it again.")
 
 
-def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
-    """The ASGI application; `start_worker=False` serves pages only (tests drive the worker themselves)."""
+# --- answers every handler uses ------------------------------------------------------------------------
 
-    def page(name: str, status: int = 200, request: Request | None = None, session=None, **context) -> HTMLResponse:
-        return HTMLResponse(pages.render(name, signed_in=session is not None,
-                                         csrf=session.csrf if session else "", **context), status_code=status)
+def portal_of(request: Request) -> Portal:
+    return request.app.state.portal
 
-    def message(title: str, text: str, status: int, session=None, link: tuple[str, str] | None = None):
-        return page("message.html", status, session=session, title=title, text=text, link=link)
 
-    async def current(request: Request):
-        return await run_in_threadpool(portal.session, request.cookies.get(COOKIE))
+def page(name: str, status: int = 200, session=None, **context) -> HTMLResponse:
+    return HTMLResponse(pages.render(name, signed_in=session is not None, csrf=session.csrf if session else "",
+                                     **context), status_code=status)
 
-    async def student_session(request: Request):
+
+def message(title: str, text: str, status: int, session=None, link: tuple[str, str] | None = None):
+    return page("message.html", status, session=session, title=title, text=text, link=link)
+
+
+def not_signed_in(session=None):
+    return message("Not signed in", "Open the sign-in link your instructor sent you.", 403, session)
+
+
+def not_found(session=None):
+    return message("Not found", "There is nothing here for you.", 404, session, ("/", "your assignments"))
+
+
+def instructor_only():
+    return message("Instructor only", "Sign in as the instructor first.", 403, None, ("/instructor", "sign in"))
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def notice_of(request: Request) -> str:
+    """The sentence for a notice code in the URL; any other text there is not shown (no one can make the portal
+    say their words through a link)."""
+    return NOTICES.get(request.query_params.get("notice", ""), "")
+
+
+def saved(notice: str) -> RedirectResponse:
+    return RedirectResponse("/instructor?" + urllib.parse.urlencode({"notice": notice}), status_code=303)
+
+
+def signed_in_redirect(cookie: str, request: Request, to: str) -> RedirectResponse:
+    response = RedirectResponse(to, status_code=303)
+    response.set_cookie(COOKIE, cookie, max_age=int(auth.SESSION_LIFETIME.total_seconds()), httponly=True,
+                        samesite="lax", secure=request.url.scheme == "https", path="/")
+    return response
+
+
+def set_presession(response: Response, request: Request, presession: str, path: str) -> Response:
+    """The double-submit token of a form shown before any session, as a SameSite=Strict cookie."""
+    response.set_cookie(PRESESSION, presession, httponly=True, samesite="strict", path=path,
+                        secure=request.url.scheme == "https")
+    return response
+
+
+def presession_ok(request: Request, form) -> bool:
+    presession = request.cookies.get(PRESESSION)
+    return bool(presession) and auth.csrf_ok(_Token(presession), form.get("csrf"))
+
+
+async def current(request: Request):
+    return await run_in_threadpool(portal_of(request).session, request.cookies.get(COOKIE))
+
+
+# --- who may: decorators the handlers are wrapped in --------------------------------------------------
+
+def student_page(handler):
+    """handler(request, session) for a signed-in student; anyone else is told to sign in."""
+    @functools.wraps(handler)
+    async def wrapped(request: Request):
         session = await current(request)
-        return session if session is not None and session.student_id is not None else None
+        if session is None or session.student_id is None:
+            return not_signed_in()
+        return await handler(request, session)
+    return wrapped
 
-    async def instructor_session(request: Request):
-        session = await current(request)
-        return session if session is not None and session.instructor else None
 
-    def signed_in_redirect(cookie: str, request: Request, to: str) -> RedirectResponse:
-        response = RedirectResponse(to, status_code=303)
-        response.set_cookie(COOKIE, cookie, max_age=int(auth.SESSION_LIFETIME.total_seconds()), httponly=True,
-                            samesite="lax", secure=request.url.scheme == "https", path="/")
-        return response
-
-    def not_signed_in(session=None):
-        return message("Not signed in", "Open the sign-in link your instructor sent you.", 403, session)
-
-    def not_found(session=None):
-        return message("Not found", "There is nothing here for you.", 404, session, ("/", "your assignments"))
-
-    def client_of(request: Request) -> str:
-        return request.client.host if request.client else "unknown"
-
-    # --- students -------------------------------------------------------------------------------------
-
-    async def home(request: Request):
-        session = await current(request)
-        if session is not None and session.instructor:
-            return RedirectResponse("/instructor", status_code=303)
-        if session is None:
-            return page("welcome.html", title="Sign in")
-        views = await run_in_threadpool(portal.overview, session.student_id)
-        return page("home.html", session=session, title="Your assignments", student=session.student_id,
-                    assignments=views)
-
-    async def sign_in(request: Request):
-        """GET signs in at once, unless the browser holds another account's session: then a page asks, and only
-        its form (POST, double-submit token from a SameSite=Strict cookie) replaces the session, so a link
-        opened from another site cannot silently swap accounts (login CSRF)."""
-        token, session = request.path_params["token"], await current(request)
-        confirmed = False
-        if request.method == "POST":
-            form = await request.form(max_files=0, max_fields=4)
-            presession = request.cookies.get(PRESESSION)
-            if not presession or not auth.csrf_ok(_Token(presession), form.get("csrf")):
-                return message("Form expired", "Open your sign-in link again.", 403)
-            confirmed = True
-        outcome, cookie = await run_in_threadpool(portal.sign_in, token, client_of(request), session, confirmed)
-        if outcome == "blocked":
-            return message("Too many attempts", "Too many sign-in attempts failed with this link or from here; "
-                           "wait a quarter of an hour and open your link again.", 429)
-        if outcome == "invalid":
-            return message("Link not valid", "This sign-in link is not valid (mistyped, replaced or revoked). "
-                           "Ask your instructor for a new one.", 403)
-        if outcome == "confirm":
-            presession = auth.new_secret()
-            response = page("confirm_sign_in.html", session=session, title="Switch account?", presession=presession,
-                            who="the instructor" if session.instructor else session.student_id)
-            response.set_cookie(PRESESSION, presession, httponly=True, samesite="strict", path="/s",
-                                secure=request.url.scheme == "https")
-            return response
-        response = signed_in_redirect(cookie, request, "/")
-        if confirmed:
-            await run_in_threadpool(portal.sign_out, request.cookies.get(COOKIE))     # the replaced session ends
-            response.delete_cookie(PRESESSION, path="/s")
-        return response
-
-    async def sign_out(request: Request):
-        session = await current(request)
-        form = await request.form(max_files=0, max_fields=4)
-        if not auth.csrf_ok(session, form.get("csrf")):
-            return message("Form expired", "Reload the page and try again.", 403, session)
-        await run_in_threadpool(portal.sign_out, request.cookies.get(COOKIE))
-        response = message("Signed out", "You are signed out. Open your sign-in link to come back.", 200)
-        response.delete_cookie(COOKIE, path="/")
-        return response
-
-    async def assignment(request: Request):
-        session = await student_session(request)
+def released_assignment(handler):
+    """handler(request, session, name) for an assignment the portal offers; any other name is not found."""
+    @functools.wraps(handler)
+    async def wrapped(request: Request, session):
         name = request.path_params["assignment"]
-        if session is None:
-            return not_signed_in()
-        if name not in portal.assignments:
+        if name not in portal_of(request).assignments:
             return not_found(session)
-        view = await run_in_threadpool(portal.assignment_view, session.student_id, name)
-        return page("assignment.html", session=session, title=name, a=view,
-                    notice=notice_of(request))
+        return await handler(request, session, name)
+    return wrapped
 
-    async def upload(request: Request):
-        session = await student_session(request)
-        name = request.path_params["assignment"]
-        if session is None:
-            return not_signed_in()
-        if name not in portal.assignments:
-            return not_found(session)
-        form = await request.form(max_files=1, max_fields=4)
-        if not auth.csrf_ok(session, form.get("csrf")):
-            return message("Form expired", "Reload the page and upload again.", 403, session)
-        file = form.get("notebook")
-        if not isinstance(file, UploadFile):
-            return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session,
-                           (f"/assignments/{name}", "back"))
-        try:
-            outcome, detail = await checked_upload(session.student_id, name, file)
-        except UploadsBusy:
-            return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this "
-                           "one was not accepted and used no attempt).", 503, session, (f"/assignments/{name}", "back"))
-        if outcome == "queued":
-            return RedirectResponse(f"/attempts/{detail}", status_code=303)
-        if outcome == "again":
-            return RedirectResponse(f"/attempts/{detail}?again=1", status_code=303)
-        status = 403 if outcome == "refused" else 400
-        title = "Upload not accepted" if outcome == "refused" else "Not a notebook we can grade"
-        return message(title, f"Not accepted: {detail}.", status, session, (f"/assignments/{name}", "back"))
 
-    checkers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()      # per event loop (tests run several)
+def own_attempt(handler):
+    """handler(request, session, attempt) for one of the student's own attempts; another's is not found."""
+    @functools.wraps(handler)
+    async def wrapped(request: Request, session):
+        found = await find_own_attempt(request, session)
+        return not_found(session) if found is None else await handler(request, session, found)
+    return wrapped
 
-    async def checked_upload(student: str, name: str, file: UploadFile):
-        """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once: waiting uploads stay in
-        their spooled files, and one upload's checks never run on the event loop."""
-        checking = checkers.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(UPLOAD_CHECKS))
-        try:
-            await asyncio.wait_for(checking.acquire(), UPLOAD_WAIT_SECONDS)
-        except asyncio.TimeoutError:
-            raise UploadsBusy() from None
-        try:
-            data = await file.read(uploads.MAX_UPLOAD_BYTES + 1)
-            return await run_in_threadpool(portal.accept_upload, student, name, file.filename or "", data)
-        finally:
-            checking.release()
 
-    async def own_attempt(request: Request):
-        session = await student_session(request)
-        if session is None:
-            return None, None
-        attempt_id = request.path_params["attempt_id"]
-        if not 0 < attempt_id <= MAX_ID:                     # no database integer holds it: no such attempt
-            return session, None
-        found = await run_in_threadpool(portal.attempt, session.student_id, attempt_id)
-        return session, found
+async def find_own_attempt(request: Request, session):
+    attempt_id = request.path_params["attempt_id"]
+    if not 0 < attempt_id <= MAX_ID:                     # no database integer holds it: no such attempt
+        return None
+    return await run_in_threadpool(portal_of(request).attempt, session.student_id, attempt_id)
 
-    async def attempt(request: Request):
-        session, found = await own_attempt(request)
-        if session is None:
-            return not_signed_in()
-        if found is None:
-            return not_found(session)
-        status = await run_in_threadpool(portal.status, found)
-        return page("attempt.html", session=session, title=f"Attempt {found.number}", attempt=found, s=status,
-                    again=request.query_params.get("again") == "1")
 
-    async def attempt_status(request: Request):
-        session, found = await own_attempt(request)
-        if found is None:
-            return JSONResponse({"error": "not found"}, status_code=403 if session is None else 404)
-        return JSONResponse(await run_in_threadpool(portal.status, found))
+async def instructor_session(request: Request):
+    session = await current(request)
+    return session if session is not None and session.instructor else None
 
-    async def attempt_feedback(request: Request):
-        session, found = await own_attempt(request)
-        if session is None:
-            return not_signed_in()
-        if found is None or found.status not in ("graded", "error"):
-            return not_found(session)
-        result, level, inputs, points = await run_in_threadpool(portal.feedback, found)
-        if level == "none":
-            return message("Feedback after the deadline", "Your notebook was graded. Your instructor shows the score "
-                           "and the feedback after the deadline.", 200, session,
-                           (f"/assignments/{found.assignment}", "back"))
-        back = f"/assignments/{found.assignment}"
-        if not points:                       # pass or fail per test, nothing counted: the portal's own page
-            return page("pass_fail.html", session=session, title=f"Attempt {found.number}", back=back,
-                        result=pages.visible_result(result, level, inputs))
-        return HTMLResponse(pages.feedback_page(result, level, inputs, back),
-                            headers={"content-security-policy": pages.REPORT_CSP})
 
-    async def attempt_notebook(request: Request):
-        session, found = await own_attempt(request)
-        if session is None:
-            return not_signed_in()
-        if found is None:
-            return not_found(session)
-        path = uploads.path(portal.course, found.student_id, found.assignment, found.sha256)
-        data = await run_in_threadpool(path.read_bytes)
-        return Response(data, media_type="application/x-ipynb+json", headers={
-            "content-disposition": f'attachment; filename="{found.notebook}-attempt-{found.number}.ipynb"'})
+def instructor_page(handler):
+    """handler(request, session) for the instructor; anyone else is told to sign in as the instructor."""
+    @functools.wraps(handler)
+    async def wrapped(request: Request):
+        session = await instructor_session(request)
+        return instructor_only() if session is None else await handler(request, session)
+    return wrapped
 
-    # --- the instructor ------------------------------------------------------------------------------
 
-    async def instructor(request: Request):
+def instructor_form(handler):
+    """handler(request, form) for a form the instructor sent with the session's CSRF token."""
+    @functools.wraps(handler)
+    async def wrapped(request: Request):
         session = await instructor_session(request)
         if session is None:
-            presession = auth.new_secret()
-            response = page("instructor_signin.html", title="Instructor sign-in", presession=presession)
-            response.set_cookie(PRESESSION, presession, httponly=True, samesite="strict", path="/instructor",
-                                secure=request.url.scheme == "https")
-            return response
-        progress = await run_in_threadpool(portal.progress)
-        return page("instructor.html", session=session, title="Instructor", p=progress,
-                    assignments=portal.assignments, notice=notice_of(request),
-                    counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS,
-                    limit_seconds=portal.worker.limits.notebook_seconds)
-
-    async def instructor_sign_in(request: Request):
-        form = await request.form(max_files=0, max_fields=4)
-        presession = request.cookies.get(PRESESSION)
-        if not presession or not auth.csrf_ok(_Token(presession), form.get("csrf")):
-            return message("Form expired", "Reload the sign-in page and try again.", 403)
-        outcome, cookie = await run_in_threadpool(portal.instructor_sign_in, form.get("secret"), client_of(request))
-        if outcome == "blocked":
-            return message("Too many attempts", "Too many sign-in attempts failed from here; wait a quarter of an "
-                           "hour.", 429)
-        if outcome == "invalid":
-            return message("Wrong secret", "That is not the instructor's secret.", 403, None,
-                           ("/instructor", "try again"))
-        response = signed_in_redirect(cookie, request, "/instructor")
-        response.delete_cookie(PRESESSION, path="/instructor")
-        return response
-
-    async def instructor_form(request: Request):
-        session = await instructor_session(request)
-        if session is None:
-            return None, message("Instructor only", "Sign in as the instructor first.", 403, None,
-                                 ("/instructor", "sign in"))
+            return instructor_only()
         form = await request.form(max_files=0, max_fields=32)
         if not auth.csrf_ok(session, form.get("csrf")):
-            return None, message("Form expired", "Reload the page and try again.", 403, session)
-        return form, None
+            return message("Form expired", "Reload the page and try again.", 403, session)
+        return await handler(request, form)
+    return wrapped
 
-    def saved(notice: str) -> RedirectResponse:
-        return RedirectResponse("/instructor?" + urllib.parse.urlencode({"notice": notice}), status_code=303)
 
-    def notice_of(request: Request) -> str:
-        """The sentence for a notice code in the URL; any other text there is not shown (no one can make the
-        portal say their words through a link)."""
-        return NOTICES.get(request.query_params.get("notice", ""), "")
+# --- students ------------------------------------------------------------------------------------------
 
-    async def set_policy(request: Request):
-        form, refusal = await instructor_form(request)
-        if refusal:
-            return refusal
-        name = request.path_params["assignment"]
-        if name not in portal.assignments:
-            return message("Not found", "No such assignment.", 404)
-        try:
-            values = policy_values(form)
-        except ValueError as exc:
-            return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
-        await run_in_threadpool(portal.set_policy, name, values)
-        return saved("policy-saved")
+async def home(request: Request):
+    session = await current(request)
+    if session is not None and session.instructor:
+        return RedirectResponse("/instructor", status_code=303)
+    if session is None:
+        return page("welcome.html", title="Sign in")
+    views = await run_in_threadpool(portal_of(request).overview, session.student_id)
+    return page("home.html", session=session, title="Your assignments", student=session.student_id,
+                assignments=views)
 
-    async def set_extension(request: Request):
-        form, refusal = await instructor_form(request)
-        if refusal:
-            return refusal
-        name, student = form.get("assignment"), form.get("student", "")
-        try:
-            deadline = parse_time(form.get("deadline"), "the extended deadline")
-        except ValueError as exc:
-            return message("Not saved", f"The extension was not saved: {exc}.", 400, None, ("/instructor", "back"))
-        if name not in portal.assignments or not await run_in_threadpool(portal.set_extension, student, name,
-                                                                         deadline):
-            return message("Not saved", "No such student or assignment.", 400, None, ("/instructor", "back"))
-        return saved("extension-saved")
 
-    async def revoke(request: Request):
-        form, refusal = await instructor_form(request)
-        if refusal:
-            return refusal
-        student = str(form.get("student", ""))
-        if not await run_in_threadpool(portal.revoke, student):
-            return message("Not found", "No such student.", 404, None, ("/instructor", "back"))
-        return saved("link-revoked")
+async def sign_in(request: Request):
+    """GET signs in at once, unless the browser holds another account's session: then a page asks, and only its
+    form (POST, double-submit token from a SameSite=Strict cookie) replaces the session, so a link opened from
+    another site cannot silently swap accounts (login CSRF)."""
+    token, session = request.path_params["token"], await current(request)
+    confirmed = request.method == "POST"
+    if confirmed and not presession_ok(request, await request.form(max_files=0, max_fields=4)):
+        return message("Form expired", "Open your sign-in link again.", 403)
+    outcome, cookie = await run_in_threadpool(portal_of(request).sign_in, token, client_of(request), session,
+                                              confirmed)
+    if outcome == "blocked":
+        return message("Too many attempts", "Too many sign-in attempts failed with this link or from here; wait "
+                       "a quarter of an hour and open your link again.", 429)
+    if outcome == "invalid":
+        return message("Link not valid", "This sign-in link is not valid (mistyped, replaced or revoked). Ask "
+                       "your instructor for a new one.", 403)
+    if outcome == "confirm":
+        presession = auth.new_secret()
+        return set_presession(page("confirm_sign_in.html", session=session, title="Switch account?",
+                                   presession=presession, who="the instructor" if session.instructor
+                                   else session.student_id), request, presession, "/s")
+    response = signed_in_redirect(cookie, request, "/")
+    if confirmed:
+        await run_in_threadpool(portal_of(request).sign_out, request.cookies.get(COOKIE))   # the replaced session
+        response.delete_cookie(PRESESSION, path="/s")
+    return response
 
-    async def new_link(request: Request):
-        form, refusal = await instructor_form(request)
-        if refusal:
-            return refusal
-        student = str(form.get("student", ""))
-        if not is_safe_id(student):
-            return message("Not saved", "Not a safe student id.", 400, None, ("/instructor", "back"))
-        token = await run_in_threadpool(portal.new_link, student)
-        link = str(request.url_for("sign_in", token=token))
-        return message("New sign-in link", f"Send this link to {student} (it is shown once; earlier links of "
-                       f"theirs no longer work): {link}", 200, None, ("/instructor", "back"))
 
-    async def progress_json(request: Request):
-        if await instructor_session(request) is None:
-            return JSONResponse({"error": "instructor only"}, status_code=403)
-        progress = await run_in_threadpool(portal.progress)
-        return JSONResponse({"counts": progress["counts"], "rows": progress["rows"]})
+async def sign_out(request: Request):
+    session = await current(request)
+    form = await request.form(max_files=0, max_fields=4)
+    if not auth.csrf_ok(session, form.get("csrf")):
+        return message("Form expired", "Reload the page and try again.", 403, session)
+    await run_in_threadpool(portal_of(request).sign_out, request.cookies.get(COOKIE))
+    response = message("Signed out", "You are signed out. Open your sign-in link to come back.", 200)
+    response.delete_cookie(COOKIE, path="/")
+    return response
 
-    async def class_dashboard(request: Request):
-        if await instructor_session(request) is None:
-            return message("Instructor only", "Sign in as the instructor first.", 403, None, ("/instructor", "sign in"))
-        page_text = await run_in_threadpool(write_class_files, portal)
-        return HTMLResponse(page_text, headers={"content-security-policy": pages.REPORT_CSP})
 
-    routes = [
-        Route("/", home),
-        Route("/s/{token}", sign_in, name="sign_in", methods=["GET", "POST"]),
-        Route("/sign-out", sign_out, methods=["POST"]),
-        Route("/assignments/{assignment}", assignment),
-        Route("/assignments/{assignment}" + UPLOAD_SUFFIX, upload, methods=["POST"]),
-        Route("/attempts/{attempt_id:int}", attempt),
-        Route("/attempts/{attempt_id:int}/status.json", attempt_status),
-        Route("/attempts/{attempt_id:int}/feedback", attempt_feedback),
-        Route("/attempts/{attempt_id:int}/notebook", attempt_notebook),
-        Route("/instructor", instructor),
-        Route("/instructor/sign-in", instructor_sign_in, methods=["POST"]),
-        Route("/instructor/policy/{assignment}", set_policy, methods=["POST"]),
-        Route("/instructor/extension", set_extension, methods=["POST"]),
-        Route("/instructor/revoke", revoke, methods=["POST"]),
-        Route("/instructor/link", new_link, methods=["POST"]),
-        Route("/instructor/progress.json", progress_json),
-        Route("/instructor/dashboard", class_dashboard),
-        Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
-    ]
+@student_page
+@released_assignment
+async def assignment(request: Request, session, name: str):
+    view = await run_in_threadpool(portal_of(request).assignment_view, session.student_id, name)
+    return page("assignment.html", session=session, title=name, a=view, notice=notice_of(request))
 
-    async def too_large(request: Request, exc: Exception):
-        return message("File too large", _too_large_text(), 413)
 
-    async def too_slow(request: Request, exc: Exception):
-        return message("Too slow", "The request arrived too slowly and was cut off; try again.", 408)
+@student_page
+@released_assignment
+async def upload(request: Request, session, name: str):
+    form = await request.form(max_files=1, max_fields=4)
+    if not auth.csrf_ok(session, form.get("csrf")):
+        return message("Form expired", "Reload the page and upload again.", 403, session)
+    back = (f"/assignments/{name}", "back")
+    file = form.get("notebook")
+    if not isinstance(file, UploadFile):
+        return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session, back)
+    try:
+        outcome, detail = await checked_upload(request, session.student_id, name, file)
+    except UploadsBusy:
+        return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this one "
+                       "was not accepted and used no attempt).", 503, session, back)
+    if outcome == "queued":
+        return RedirectResponse(f"/attempts/{detail}", status_code=303)
+    if outcome == "again":
+        return RedirectResponse(f"/attempts/{detail}?again=1", status_code=303)
+    status = 403 if outcome == "refused" else 400
+    title = "Upload not accepted" if outcome == "refused" else "Not a notebook we can grade"
+    return message(title, f"Not accepted: {detail}.", status, session, back)
+
+
+async def checked_upload(request: Request, student: str, name: str, file: UploadFile):
+    """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once: waiting uploads stay in their
+    spooled files, and one upload's checks never run on the event loop."""
+    checkers = request.app.state.checkers                  # per event loop (tests run several)
+    checking = checkers.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(UPLOAD_CHECKS))
+    try:
+        await asyncio.wait_for(checking.acquire(), UPLOAD_WAIT_SECONDS)
+    except asyncio.TimeoutError:
+        raise UploadsBusy() from None
+    try:
+        data = await file.read(uploads.MAX_UPLOAD_BYTES + 1)
+        return await run_in_threadpool(portal_of(request).accept_upload, student, name, file.filename or "", data)
+    finally:
+        checking.release()
+
+
+@student_page
+@own_attempt
+async def attempt(request: Request, session, found):
+    status = await run_in_threadpool(portal_of(request).status, found)
+    return page("attempt.html", session=session, title=f"Attempt {found.number}", attempt=found, s=status,
+                again=request.query_params.get("again") == "1")
+
+
+async def attempt_status(request: Request):
+    """The live status as JSON (the page's script polls it): errors as JSON too."""
+    session = await current(request)
+    if session is None or session.student_id is None:
+        return JSONResponse({"error": "not signed in"}, status_code=403)
+    found = await find_own_attempt(request, session)
+    if found is None:
+        return JSONResponse({"error": "not found"}, status_code=404)
+    return JSONResponse(await run_in_threadpool(portal_of(request).status, found))
+
+
+@student_page
+@own_attempt
+async def attempt_feedback(request: Request, session, found):
+    if found.status not in FINISHED:
+        return not_found(session)
+    result, level, inputs, points = await run_in_threadpool(portal_of(request).feedback, found)
+    back = f"/assignments/{found.assignment}"
+    if level == "none":
+        return message("Feedback after the deadline", "Your notebook was graded. Your instructor shows the score "
+                       "and the feedback after the deadline.", 200, session, (back, "back"))
+    if not points:                       # pass or fail per test, nothing counted: the portal's own page
+        return page("pass_fail.html", session=session, title=f"Attempt {found.number}", back=back,
+                    result=pages.visible_result(result, level, inputs))
+    return HTMLResponse(pages.feedback_page(result, level, inputs, back),
+                        headers={"content-security-policy": pages.REPORT_CSP})
+
+
+@student_page
+@own_attempt
+async def attempt_notebook(request: Request, session, found):
+    path = uploads.path(portal_of(request).course, found.student_id, found.assignment, found.sha256)
+    data = await run_in_threadpool(path.read_bytes)
+    return Response(data, media_type="application/x-ipynb+json", headers={
+        "content-disposition": f'attachment; filename="{found.notebook}-attempt-{found.number}.ipynb"'})
+
+
+# --- the instructor ------------------------------------------------------------------------------------
+
+async def instructor(request: Request):
+    session = await instructor_session(request)
+    if session is None:
+        presession = auth.new_secret()
+        return set_presession(page("instructor_signin.html", title="Instructor sign-in", presession=presession),
+                              request, presession, "/instructor")
+    portal = portal_of(request)
+    progress = await run_in_threadpool(portal.progress)
+    return page("instructor.html", session=session, title="Instructor", p=progress, assignments=portal.assignments,
+                notice=notice_of(request), counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS,
+                limit_seconds=portal.worker.limits.notebook_seconds)
+
+
+async def instructor_sign_in(request: Request):
+    form = await request.form(max_files=0, max_fields=4)
+    if not presession_ok(request, form):
+        return message("Form expired", "Reload the sign-in page and try again.", 403)
+    outcome, cookie = await run_in_threadpool(portal_of(request).instructor_sign_in, form.get("secret"),
+                                              client_of(request))
+    if outcome == "blocked":
+        return message("Too many attempts", "Too many sign-in attempts failed from here; wait a quarter of an "
+                       "hour.", 429)
+    if outcome == "invalid":
+        return message("Wrong secret", "That is not the instructor's secret.", 403, None, ("/instructor", "try again"))
+    response = signed_in_redirect(cookie, request, "/instructor")
+    response.delete_cookie(PRESESSION, path="/instructor")
+    return response
+
+
+@instructor_form
+async def set_policy(request: Request, form):
+    name = request.path_params["assignment"]
+    if name not in portal_of(request).assignments:
+        return message("Not found", "No such assignment.", 404)
+    try:
+        values = policy_values(form)
+    except ValueError as exc:
+        return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
+    await run_in_threadpool(portal_of(request).set_policy, name, values)
+    return saved("policy-saved")
+
+
+@instructor_form
+async def set_extension(request: Request, form):
+    portal, name, student = portal_of(request), form.get("assignment"), form.get("student", "")
+    try:
+        deadline = parse_time(form.get("deadline"), "the extended deadline")
+    except ValueError as exc:
+        return message("Not saved", f"The extension was not saved: {exc}.", 400, None, ("/instructor", "back"))
+    if name not in portal.assignments or not await run_in_threadpool(portal.set_extension, student, name, deadline):
+        return message("Not saved", "No such student or assignment.", 400, None, ("/instructor", "back"))
+    return saved("extension-saved")
+
+
+@instructor_form
+async def revoke(request: Request, form):
+    if not await run_in_threadpool(portal_of(request).revoke, str(form.get("student", ""))):
+        return message("Not found", "No such student.", 404, None, ("/instructor", "back"))
+    return saved("link-revoked")
+
+
+@instructor_form
+async def new_link(request: Request, form):
+    student = str(form.get("student", ""))
+    if not is_safe_id(student):
+        return message("Not saved", "Not a safe student id.", 400, None, ("/instructor", "back"))
+    token = await run_in_threadpool(portal_of(request).new_link, student)
+    link = str(request.url_for("sign_in", token=token))
+    return message("New sign-in link", f"Send this link to {student} (it is shown once; earlier links of theirs "
+                   f"no longer work): {link}", 200, None, ("/instructor", "back"))
+
+
+async def progress_json(request: Request):
+    if await instructor_session(request) is None:
+        return JSONResponse({"error": "instructor only"}, status_code=403)
+    progress = await run_in_threadpool(portal_of(request).progress)
+    return JSONResponse({"counts": progress["counts"], "rows": progress["rows"]})
+
+
+@instructor_page
+async def class_dashboard(request: Request, session):
+    page_text = await run_in_threadpool(write_class_files, portal_of(request))
+    return HTMLResponse(page_text, headers={"content-security-policy": pages.REPORT_CSP})
+
+
+async def too_large(request: Request, exc: Exception):
+    return message("File too large", _too_large_text(), 413)
+
+
+async def too_slow(request: Request, exc: Exception):
+    return message("Too slow", "The request arrived too slowly and was cut off; try again.", 408)
+
+
+ROUTES = [
+    Route("/", home),
+    Route("/s/{token}", sign_in, name="sign_in", methods=["GET", "POST"]),
+    Route("/sign-out", sign_out, methods=["POST"]),
+    Route("/assignments/{assignment}", assignment),
+    Route("/assignments/{assignment}" + UPLOAD_SUFFIX, upload, methods=["POST"]),
+    Route("/attempts/{attempt_id:int}", attempt),
+    Route("/attempts/{attempt_id:int}/status.json", attempt_status),
+    Route("/attempts/{attempt_id:int}/feedback", attempt_feedback),
+    Route("/attempts/{attempt_id:int}/notebook", attempt_notebook),
+    Route("/instructor", instructor),
+    Route("/instructor/sign-in", instructor_sign_in, methods=["POST"]),
+    Route("/instructor/policy/{assignment}", set_policy, methods=["POST"]),
+    Route("/instructor/extension", set_extension, methods=["POST"]),
+    Route("/instructor/revoke", revoke, methods=["POST"]),
+    Route("/instructor/link", new_link, methods=["POST"]),
+    Route("/instructor/progress.json", progress_json),
+    Route("/instructor/dashboard", class_dashboard),
+    Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
+]
+
+
+def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
+    """The ASGI application on this portal (the handlers read it from the app's state); `start_worker=False`
+    serves pages only (tests drive the worker themselves)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -482,8 +546,9 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
             if start_worker:
                 await run_in_threadpool(portal.stop)
 
-    app = Starlette(routes=routes, exception_handlers={BodyTooLarge: too_large, RequestTimeout: too_slow},
+    app = Starlette(routes=ROUTES, exception_handlers={BodyTooLarge: too_large, RequestTimeout: too_slow},
                     lifespan=lifespan)
+    app.state.portal, app.state.checkers = portal, weakref.WeakKeyDictionary()
     app.add_middleware(Guard)
     return app
 

@@ -17,7 +17,7 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal import policy as rules
-from posenc_autograder.portal.models import (POLICY_DEFAULTS, Attempt, Extension, Policy, Session, Student,
+from posenc_autograder.portal.models import (POLICY_DEFAULTS, Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
 from posenc_autograder.portal.worker import Worker
 from posenc_autograder.records import gradebook
@@ -177,7 +177,7 @@ class Portal:
         with self.sessions() as db:
             ahead, wait = queue.waiting(db, attempt, self.worker.jobs)
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
-        shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == "graded"
+        shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == Status.GRADED
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
@@ -298,5 +298,5 @@ class Portal:
                              "max_score": counting.max_score if counting else None,
                              "late": bool(counting and counting.late), "signed_in": student.token_hash is not None,
                              "extension": rules.stamp(extensions.get((student.id, assignment)))})
-        return {"counts": {s: counts.get(s, 0) for s in ("queued", "running", "graded", "error")}, "rows": rows,
+        return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}

@@ -27,7 +27,7 @@ from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
-from posenc_autograder.portal.models import Attempt, Policy, Student, utcnow
+from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
 from posenc_autograder.records import evidence, gradebook, nbgrader_files
 from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder.sandbox.bubblewrap import Limits
@@ -80,7 +80,7 @@ class Worker:
         with self.sessions() as db:
             requeued = queue.requeue_orphans(db)
             pending = db.execute(select(Attempt.student_id, Attempt.assignment).where(
-                Attempt.status == "graded").distinct()).all()
+                Attempt.status == Status.GRADED).distinct()).all()
         for student, assignment in pending:
             self.store_counting_safely(student, assignment)
         return requeued
@@ -173,7 +173,7 @@ class Worker:
             if executed:
                 uploads.write_durably(uploads.executed_path(self.course, attempt.student_id, attempt.assignment,
                                                             attempt.id), encode_text(executed))
-            self._record(attempt_id, "graded", result)
+            self._record(attempt_id, Status.GRADED, result)
         except Exception as exc:  # noqa: BLE001 - this job's failure, retried or recorded on it alone
             self._failed(attempt, exc)
             return
@@ -206,7 +206,7 @@ class Worker:
         return Submission(attempt.student_id, attempt.assignment, attempt.notebook,
                           uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256))
 
-    def _record(self, attempt_id: int, status: str, result: NotebookResult) -> None:
+    def _record(self, attempt_id: int, status: Status, result: NotebookResult) -> None:
         with self.sessions() as db:
             db.execute(update(Attempt).where(Attempt.id == attempt_id).values(
                 status=status, finished_at=utcnow(), score=result.score, max_score=result.max_score,
@@ -234,7 +234,7 @@ class Worker:
         except Exception:  # noqa: BLE001 - even the error's result failed: record the bare status
             result = NotebookResult(attempt.student_id, attempt.assignment, attempt.notebook, False, [],
                                     [Note(NoteKind.GRADER_ERROR, GAVE_UP)])
-        self._record(attempt_id, "error", result)
+        self._record(attempt_id, Status.ERROR, result)
 
     # --- the attempt that counts --------------------------------------------------------------------
 
