@@ -1,11 +1,21 @@
-"""`make bench`: the same class graded by stock sequential `nbgrader autograde` and by `make grade`.
+"""`make bench`: the same class graded by stock sequential `nbgrader autograde` and by `make grade`, then CPU
+seconds per phase per notebook for each assignment beside the floor, all measured in the same run.
 
-Prints wall times, time per notebook, their ratio, and the time of the hidden tests alone.
+Prints wall times and their ratio, CPU per notebook (stock's and ours), the phases (grading/costs.py), the
+floor (the hidden checks in a warm process on the solution: the student's code on the spec-sized inputs,
+the reference and the comparisons), a sandbox that runs no cell, and `make grade` with nothing to grade.
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import pathlib
+import resource
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -13,11 +23,14 @@ import nbformat
 
 from posenc_autograder.records import gradebook
 from posenc_autograder.checks import hidden_tests
+from posenc_autograder.checks.base import function_verdicts
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
+from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs
+from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.orchestration.grade import grade_all
-from posenc_autograder.notebook import run_check
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox.bubblewrap import Limits, run_job
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 
@@ -32,83 +45,154 @@ def solved(course_root: pathlib.Path, assignment: str = ASSIGNMENT) -> nbformat.
     return release
 
 
-def make_class(source_root: pathlib.Path, root: pathlib.Path, students: int) -> Course:
+def make_class(source_root: pathlib.Path, root: pathlib.Path, students: int, assignment: str = ASSIGNMENT,
+               untouched_every: int = 3) -> Course:
+    """A course with `students` submissions of one assignment: the solution, and every `untouched_every`-th
+    the released notebook as handed out (0: none)."""
     for folder in (SOURCE_DIRECTORY, RELEASE_DIRECTORY):
         shutil.copytree(source_root / folder, root / folder)
     (root / "autograder").mkdir()
     shutil.copy(source_root / "autograder" / "nbgrader_config.py", root / "autograder")
     course = Course(root)
-    good = solved(source_root)
-    stub = nbformat.read(source_root / RELEASE_DIRECTORY / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    good = solved(source_root, assignment)
+    stub = nbformat.read(source_root / RELEASE_DIRECTORY / assignment / f"{assignment}.ipynb", as_version=4)
     for i in range(students):
-        folder = course.submitted / f"student{i:03d}" / ASSIGNMENT
+        folder = course.submitted / f"student{i:03d}" / assignment
         folder.mkdir(parents=True)
-        nbformat.write(good if i % 3 else stub, folder / f"{NOTEBOOK}.ipynb")
+        untouched = untouched_every and i % untouched_every == 0
+        nbformat.write(stub if untouched else good, folder / f"{assignment}.ipynb")
     return course
 
 
-def time_stock(course: Course) -> float:
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_stock(course: Course) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of stock `nbgrader autograde` (it waits for its kernels: their CPU counts)."""
     run_nbgrader(course.root, "generate_assignment", ASSIGNMENT, "--force", "--log-level=ERROR",
                  f"--CourseDirectory.release_directory={course.root / 'stock-release'}", home=course.root,
                  check=True, capture_output=True)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     run_nbgrader(course.root, "autograde", ASSIGNMENT, "--force", "--log-level=ERROR", home=course.root,
                  check=True, capture_output=True)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, children_cpu() - cpu
 
 
-def time_hidden_tests(source_root: pathlib.Path, repeats: int = 3) -> float:
-    """Seconds to run every hidden check of one notebook in-process on a correct answer."""
+def floor_cpu(source_root: pathlib.Path, assignment: str = ASSIGNMENT, repeats: int = 3) -> float:
+    """The floor: CPU seconds, in a warm process, of every hidden test's probe on the solution (the student's
+    code on the spec-sized inputs) and its judge (the reference and the comparisons); inputs built beforehand,
+    nothing encoded, no guard. Best of `repeats`."""
     namespace: dict = {}
-    for cell in solved(source_root).cells:
-        if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
-            exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own solution
+    with contextlib.redirect_stdout(io.StringIO()):          # the solution's own prints
+        for cell in solved(source_root, assignment).cells:
+            if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
+                exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own solution
+    tests = hidden_tests(assignment)
+    inputs = {test.id: test.plain_inputs() for test in tests}
     best = float("inf")
     for _ in range(repeats):
-        started = time.perf_counter()
-        for test in hidden_tests(ASSIGNMENT):
-            assert run_check(test.id, namespace) == [], test.id
-        best = min(best, time.perf_counter() - started)
+        started = time.process_time()
+        problems = {test.id: test.judge(inputs[test.id], test.probe(namespace, inputs[test.id]))
+                    for test in tests if not test.reads_verdicts}
+        verdicts = function_verdicts(tests, {cid: (found, 1, 1) for cid, found in problems.items()})
+        problems.update({test.id: test.judge(inputs[test.id], test.probe(namespace, inputs[test.id]),
+                                             verdicts=verdicts) for test in tests if test.reads_verdicts})
+        best = min(best, time.process_time() - started)
+        assert not any(problems.values()), {cid: found for cid, found in problems.items() if found}
     return best
 
 
+def empty_job_cpu(repeats: int = 5) -> float:
+    """CPU seconds of a sandbox that runs one empty cell: bubblewrap, the interpreter, numpy, IPython, the shell."""
+    runs = [run_job([{"cell_type": "code", "source": ""}], codec.frame({}), [], probe_files(), Limits()).cpu_seconds
+            for _ in range(repeats)]
+    return statistics.median(runs)
+
+
+def phase_costs(course: Course, jobs: int) -> tuple[dict[str, float], float, float, int]:
+    """Grade the class: (CPU seconds per phase, the run's whole CPU (grader and sandboxes), wall seconds,
+    notebooks graded)."""
+    costs.reset()
+    started, cpu = time.perf_counter(), own_cpu()
+    results = grade_all(course, jobs=jobs, limits=Limits(), quiet=True)
+    wall, spent = time.perf_counter() - started, own_cpu() - cpu
+    phases = costs.taken()
+    return phases, spent + phases["sandbox"], wall, len(results)
+
+
+def nothing_to_grade_cpu(course: Course) -> float:
+    """CPU seconds of the whole `make grade` command when nothing changed (run twice: the first one may check
+    the release once and remember it)."""
+    command = [sys.executable, "-m", "posenc_autograder", "grade", "--course", str(course.root)]
+    for _ in range(2):
+        cpu = children_cpu()
+        subprocess.run(command, capture_output=True, check=False)
+    return children_cpu() - cpu
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min)"
+
+
 def arguments(parser) -> None:
-    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--students", type=int, default=60, help="the stock comparison's class")
+    parser.add_argument("--per-assignment", type=int, default=12, help="correct notebooks graded per assignment "
+                        "for the CPU phases")
+
+
+BONUS = ("rope_alibi", "context_extension")
 
 
 def run_command(args) -> int:
     source_root = Course().root
     jobs = args.jobs or default_jobs()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, {load()} at the start")
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
         stock_course = make_class(source_root, pathlib.Path(tmp) / "stock", args.students)
         ours_course = make_class(source_root, pathlib.Path(tmp) / "ours", args.students)
-        bare_course = make_class(source_root, pathlib.Path(tmp) / "bare", args.students)
-        stock = time_stock(stock_course)
+        stock, stock_cpu = time_stock(stock_course)
         # Stock's clock starts after generate_assignment has registered the assignment; so does ours.
         started = time.perf_counter()
-        for course in (ours_course, bare_course):
-            gradebook.register(course, ASSIGNMENT, course.work / "release")
-        register = (time.perf_counter() - started) / 2
-        started = time.perf_counter()
-        results = grade_all(ours_course, jobs=jobs, limits=Limits(), quiet=True)
-        ours = time.perf_counter() - started
-        started = time.perf_counter()
-        grade_all(Course(ours_course.root), jobs=jobs, limits=Limits(), quiet=True, force=False)
-        cached = time.perf_counter() - started
-        # The same run without bubblewrap and limits: what the isolation costs.
-        started = time.perf_counter()
-        grade_all(bare_course, jobs=jobs, isolate=False, limits=Limits(), quiet=True)
-        bare = time.perf_counter() - started
-    hidden = time_hidden_tests(source_root)
+        gradebook.register(ours_course, ASSIGNMENT, ours_course.work / "release")
+        register = time.perf_counter() - started
+        _, ours_cpu, ours, _ = phase_costs(ours_course, jobs)
+        idle = nothing_to_grade_cpu(ours_course)
+        tables = {}
+        for assignment in (ASSIGNMENT, *BONUS):
+            course = make_class(source_root, pathlib.Path(tmp) / f"correct-{assignment}", args.per_assignment,
+                                assignment, untouched_every=0)
+            gradebook.register(course, assignment, course.work / "release")
+            tables[assignment] = phase_costs(course, jobs)
+    start = empty_job_cpu()
+    floors = {assignment: floor_cpu(source_root, assignment) for assignment in tables}
     n = args.students
-    print(f"notebooks graded:                       {n} ({sum(r.score > 0 for r in results)} with points)")
-    print(f"stock nbgrader autograde, sequential:   {stock:7.1f} s  ({stock / n:.2f} s per notebook)")
-    print(f"make grade, sandboxed, {jobs} parallel jobs: {ours:7.1f} s  ({ours / n:.2f} s per notebook)")
-    print(f"speed-up over stock:                    {stock / ours:7.2f}x")
-    print(f"make grade without the sandbox:         {bare:7.1f} s  ({bare / n:.2f} s per notebook;"
-          f" sandbox overhead {100 * (ours - bare) / bare:+.0f}%)")
-    print(f"make grade again, nothing changed:      {cached:7.1f} s")
-    print(f"registering the assignment, once a term: {register:6.1f} s  (before either clock, as for stock)")
-    print(f"hidden tests alone, per notebook:       {hidden:7.3f} s")
+    print(f"\nThe class: {n} notebooks of {ASSIGNMENT} (every third untouched), {jobs} jobs")
+    print(f"stock nbgrader autograde, sequential: {stock:7.1f} s wall  {stock_cpu / n:6.3f} CPU-s a notebook")
+    print(f"make grade, sandboxed:                {ours:7.1f} s wall  {ours_cpu / n:6.3f} CPU-s a notebook")
+    print(f"make grade is faster than stock:      {stock / ours:7.2f}x wall, {stock_cpu / ours_cpu:.2f}x CPU "
+          f"(goal: 8x wall)")
+    print(f"make grade with nothing to grade:     {idle:7.2f} CPU-s, the whole command (goal: under 1)")
+    print(f"registering the assignment:           {register:7.1f} s (once a term, before either clock)")
+    print(f"\nCPU seconds per correct notebook, {args.per_assignment} graded per assignment, {jobs} jobs:")
+    width = max(map(len, tables)) + 2
+    print(f"{'phase':<34}" + "".join(f"{a:>{width}}" for a in tables))
+    rows = {phase: {a: t[0][phase] / t[3] for a, t in tables.items()} for phase in costs.PHASES}
+    rows["  of which a sandbox that runs no cell"] = {a: start for a in tables}
+    rows["the run's own (class files, threads)"] = {a: (t[1] - sum(t[0].values())) / t[3] for a, t in tables.items()}
+    rows["total"] = {a: t[1] / t[3] for a, t in tables.items()}
+    rows["floor (checks in a warm process)"] = floors
+    rows["total / floor"] = {a: rows["total"][a] / floors[a] for a in tables}
+    for phase, values in rows.items():
+        print(f"{phase:<34}" + "".join(f"{values[a]:>{width}.3f}" for a in tables))
+    print("goals: total <= 0.25 (positional_encoding), <= 0.10 (bonus assignments)")
+    print(f"\n{load()} at the end; grader peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f}"
+          f" GiB (make bench-scale: in class size)")
     return 0
-

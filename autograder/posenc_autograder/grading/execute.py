@@ -46,18 +46,22 @@ class Execution:
     failure: str | None = None        # the job itself could not run
     executed_notebook: str | None = None
     failed: dict[str, bool] | None = None    # hidden test id -> failed on the student's own inputs (set by the judge)
+    sandbox_cpu: float = 0.0          # CPU seconds of the sandboxed processes (costs.py; never graded)
+    supervise_cpu: float = 0.0        # CPU seconds of this side's work for the job: the supervisor and decoding
 
 
 def execute_task(task: GradingTask) -> Execution:
     """Run the task; any exception becomes this job's failure, never the run's."""
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.thread_time()
     try:
         nb = nbformat.reads(task.notebook_json, as_version=4)
         cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
         grader_text = grader_quotable(task)
         outcome = run_job(cells, task.task_frame, task.task_ids, task.probe_files, Limits(**task.limits),
                           isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text))
-        return _execution(task, nb, outcome, grader_text, time.monotonic() - started)
+        execution = _execution(task, nb, outcome, grader_text, time.monotonic() - started)
+        execution.sandbox_cpu, execution.supervise_cpu = outcome.cpu_seconds, time.thread_time() - cpu
+        return execution
     except Exception as exc:  # noqa: BLE001 - the sandbox failing is reported, never fatal
         return Execution(task.key, {}, [], {}, time.monotonic() - started,
                          f"the grader could not run this notebook ({type(exc).__name__}: {str(exc)[:300]})")

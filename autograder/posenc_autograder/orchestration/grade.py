@@ -10,11 +10,13 @@ Exit status: 0 when every submission was graded (possibly with problems worth re
 from __future__ import annotations
 
 import sys
+import time
 
 import nbformat
 
 from posenc_autograder.records import results_store, stamps
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
+from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook
 from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_higher_scores, regrade_changes
@@ -149,7 +151,8 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
                 progress.step(f"{sub.student} (unchanged)")
                 continue
             try:
-                prepared = prepare(course, sub, limits, isolate)
+                with costs.timed("prepare"):
+                    prepared = prepare(course, sub, limits, isolate)
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             if isinstance(prepared, NotebookResult):
@@ -162,14 +165,28 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
     executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
         sub, digest = pending.pop(execution.key)
-        judged = settle(course, gb, sub, lambda execution=execution: judge(course, sub, execution, limits), digest,
-                        fingerprints[sub.assignment], execution.executed_notebook)
+        costs.add("sandbox", execution.sandbox_cpu)
+        costs.add("supervise", execution.supervise_cpu)
+        with costs.timed("store"):                # the judge's share is moved to its own phase below
+            judged = settle(course, gb, sub, lambda execution=execution: _judged(course, sub, execution, limits),
+                            digest, fingerprints[sub.assignment], execution.executed_notebook)
         results.append(judged)
-        evidence.keep_graded(course, sub, execution)
+        with costs.timed("evidence"):
+            evidence.keep_graded(course, sub, execution)
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
     return results
+
+
+def _judged(course, sub, execution, limits) -> NotebookResult:
+    started = time.thread_time()
+    try:
+        return judge(course, sub, execution, limits)
+    finally:
+        spent = time.thread_time() - started
+        costs.add("judge", spent)
+        costs.add("store", -spent)
 
 
 def arguments(parser) -> None:

@@ -180,12 +180,13 @@ main(payload, task_frame)
 # --- limits ------------------------------------------------------------------------------------
 
 def _cgroup_dirs(name: str) -> list[pathlib.Path]:
-    """pids/memory cgroups for one job, on cgroup v2 or v1, where this process may create them."""
+    """pids/memory (and CPU accounting) cgroups for one job, on cgroup v2 or v1, where this process may create them."""
     base = pathlib.Path("/sys/fs/cgroup")
     controllers = base / "cgroup.controllers"
     if controllers.exists() and "pids" in controllers.read_text().split():
         return [base / name]
-    return [base / kind / name for kind in ("pids", "memory") if (base / kind / "tasks").exists()]
+    # cpuacct only counts (the job's CPU for `make bench`); pids and memory limit.
+    return [base / kind / name for kind in ("pids", "memory", "cpuacct") if (base / kind / "tasks").exists()]
 
 
 def limited_command(command: list[str], limits: Limits, cgroups: list[pathlib.Path]) -> list[str]:
@@ -219,6 +220,20 @@ def _make_cgroups(limits: Limits) -> list[pathlib.Path]:
                 except OSError:
                     pass
     return made
+
+
+def _cgroup_cpu_seconds(groups) -> float | None:
+    """CPU the job's processes used, as its cgroup counted it (v1 cpuacct, v2 cpu.stat); None: not counted."""
+    for group in groups:
+        try:
+            if (group / "cpuacct.usage").exists():
+                return int((group / "cpuacct.usage").read_text()) / 1e9
+            if (group / "cpu.stat").exists():
+                usage = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+                return int(usage["usage_usec"]) / 1e6
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
 
 
 def process_limit_enforced() -> bool:
@@ -265,6 +280,7 @@ class RunOutcome:
     results: dict[str, object]         # hidden cell id -> the probe's record (decoded, untrusted), or
                                        # what run_job's `decode` made of it as it arrived
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
+    cpu_seconds: float = 0.0           # the sandboxes' CPU (user + system), every attempt, as the kernel counted it
 
 
 class ChannelReader:
@@ -318,6 +334,7 @@ class Attempt:
         self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
+        self.cpu_seconds = 0.0
 
     def accept(self, frame: dict, tasks: set[str]) -> None:
         if "cell" in frame:
@@ -367,12 +384,12 @@ class Attempt:
         try:
             return self._watch(process, channel_r, deadline, tasks)
         finally:
-            if process.poll() is None:
+            if not _exited(process):
                 try:
                     os.killpg(process.pid, signal.SIGKILL)
                 except OSError:
                     pass
-            process.wait()
+            self.cpu_seconds = _reap(process)
             for group in cgroups:
                 _kill_cgroup(group)
             process.stdout.close()
@@ -396,7 +413,7 @@ class Attempt:
                     if self.reader.over_budget:
                         return "flood", self.current
             now = time.monotonic()
-            if exited_at is None and process.poll() is not None:
+            if exited_at is None and _exited(process):
                 exited_at = now
             if exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE_SECONDS):
                 return ("finished" if self.done else "died"), self.current
@@ -404,6 +421,25 @@ class Attempt:
                 return "notebook_time_limit", self.current
             if self.current is not None and now - self.since > self.limits.cell_seconds:
                 return "cell_timeout", self.current
+
+
+def _exited(process: subprocess.Popen) -> bool:
+    """Whether the process has ended, without reaping it: its CPU account is read when _reap does."""
+    try:
+        return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _reap(process: subprocess.Popen) -> float:
+    """Wait for the process; the CPU it and every descendant it waited for used (bwrap waits for the sandbox)."""
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    except ChildProcessError:                     # already reaped (by poll): no account left to read
+        process.wait()
+        return 0.0
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
 
 
 def launcher(limits: Limits, isolate: bool, work: str, home: str):
@@ -434,7 +470,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
     results, outputs, reader = {}, {}, ChannelReader(limits)
     seccomp = filter_program() if isolate else None
     groups = _make_cgroups(limits)
-    log = b""
+    log, cpu = b"", 0.0
     try:
         with _scratch_dirs(isolate) as (work, home):
             for _ in range(MAX_REPLAYS + 1):
@@ -444,6 +480,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                 attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, skip, limits,
                                   reader, results, outputs, decode)
                 ending, cell = attempt.run(deadline, tasks, seccomp, groups)
+                cpu += attempt.cpu_seconds
                 log = bytes(attempt.log) if attempt.current is None else log
                 if ending == "finished":
                     finished = True
@@ -458,10 +495,12 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                 skip.append(cell)
             else:
                 events.append({"event": "too_many_replays", "cell": None})
+        counted = _cgroup_cpu_seconds(groups)
+        cpu = cpu if counted is None else counted       # the cgroup also counts what bwrap did not wait for
     finally:
         _remove_cgroups(groups)
     return RunOutcome(events, finished, time.monotonic() - started, log.decode("utf-8", "replace"),
-                      results, outputs)
+                      results, outputs, cpu)
 
 
 @contextlib.contextmanager
