@@ -6,7 +6,9 @@ local thread or on a remote Dask worker; only plain data crosses in either direc
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
+import functools
 import pathlib
 import re
 
@@ -57,7 +59,34 @@ def probe_cell_source(cell_id: str, title: str) -> str:
 
 
 def release_notebook(course: Course, assignment: str, notebook: str):
-    return nbformat.read(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb", as_version=4)
+    """The released notebook (a copy of its own for each caller): parsed once while the file is unchanged."""
+    path = course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb"
+    state = path.stat()
+    return copy.deepcopy(_parsed_file(str(path), state.st_mtime_ns, state.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_file(path: str, mtime_ns: int, size: int):
+    return nbformat.read(path, as_version=4)
+
+
+def submitted_notebook(path: pathlib.Path):
+    """read_notebook for a submission, parsed once while the file is unchanged (prepare and the evidence both
+    read it; the few in flight are kept). Callers must not change it."""
+    state = path.lstat()
+    return _parsed_submission(str(path), state.st_mtime_ns, state.st_size, state.st_ino)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_submission(path: str, mtime_ns: int, size: int, inode: int):
+    return read_notebook(pathlib.Path(path))
+
+
+@functools.lru_cache(maxsize=8)
+def executed(executed_notebook: str):
+    """The executed notebook the sandbox side sent back, parsed once for the judge's readers and the autograded
+    notebook (keyed by the text itself). Callers must not change it."""
+    return nbformat.reads(executed_notebook, as_version=4)
 
 
 def probe_files() -> dict[str, str]:
@@ -71,7 +100,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
     if submission.path is None:
         return not_graded(submission, cells, submission.notes)
     try:
-        student_nb = read_notebook(submission.path)
+        student_nb = copy.deepcopy(submitted_notebook(submission.path))       # assemble() changes its cells
     except UnreadableNotebook as exc:
         return not_graded(submission, cells,
                           submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
@@ -200,7 +229,7 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
     for entry in manifest.functions(assignment) if assignment in REGISTRY_ASSIGNMENTS else ():
         expected.setdefault(entry.cell, set()).add(entry.defined_name)
     found = []
-    for cell in nbformat.reads(executed_notebook, as_version=4).cells:
+    for cell in executed(executed_notebook).cells:
         if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
             if error is not None:
@@ -265,7 +294,7 @@ def skipped_magic_notes(executed_notebook: str | None) -> list[Note]:
     cell ran."""
     if not executed_notebook:
         return []
-    nb = nbformat.reads(executed_notebook, as_version=4)
+    nb = executed(executed_notebook)
     notes = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or grade_id(cell) in REGISTRY or grade_id(cell) == shared_probes.SHARED_CELL:

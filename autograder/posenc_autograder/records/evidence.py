@@ -16,9 +16,8 @@ import numpy as np
 from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.probes import codec
-from posenc_autograder.intake.submissions import read_notebook
 from posenc_autograder.checks import variants
-from posenc_autograder.grading.pipeline import release_notebook
+from posenc_autograder.grading.pipeline import release_notebook, submitted_notebook
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
 
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
@@ -281,7 +280,7 @@ def keep(course: Course, submission, execution, variant: int | None, release,
          target: pathlib.Path | None = None) -> None:
     """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
     try:
-        submitted = read_notebook(submission.path) if submission.path is not None else None
+        submitted = submitted_notebook(submission.path) if submission.path is not None else None
         save(course, submission, execution, variant, submitted, release, target)
     except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
         why = str(exc) if isinstance(exc, EvidenceTooLarge) else type(exc).__name__    # never student text

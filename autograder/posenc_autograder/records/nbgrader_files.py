@@ -20,6 +20,7 @@ from nbgrader.utils import parse_utc
 
 from posenc_autograder.course import Course, grade_id
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
+from posenc_autograder.grading.pipeline import executed
 from posenc_autograder.grading.shared_probes import SHARED_CELL
 
 TIMESTAMP = "timestamp.txt"
@@ -114,7 +115,7 @@ def diagnosis_text(test) -> str:
 def autograded_notebook(executed_json: str | None, release, result) -> nbformat.NotebookNode:
     """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
     # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
-    nb = nbformat.reads(executed_json, as_version=4) if executed_json else copy.deepcopy(release)
+    nb = copy.deepcopy(executed(executed_json)) if executed_json else copy.deepcopy(release)   # parsed once a run
     released = {grade_id(c): c for c in release.cells if grade_id(c)}
     tests = {t.cell_id: t for t in result.tests}
     nb.cells = [c for c in nb.cells if grade_id(c) != SHARED_CELL]     # the integrity probes are not the student's

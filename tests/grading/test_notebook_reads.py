@@ -1,0 +1,53 @@
+"""Each notebook is parsed once and written once on its way through a run: the released notebook once per run,
+the student's once (prepare and the evidence share it), the executed one once (the judge's readers and the
+autograded notebook share it), and nbformat's writer once per text that leaves a stage."""
+import collections
+
+import nbformat
+import pytest
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+from posenc_autograder.course import Course
+from posenc_autograder.grading import pipeline
+from posenc_autograder.intake import submissions
+from posenc_autograder.orchestration import class_files, grade
+from posenc_autograder.sandbox.bubblewrap import Limits
+
+STUDENTS = ("ann", "ben", "cat")
+
+
+@pytest.fixture
+def course(tmp_path):
+    course = Course(make_course(tmp_path / "course"))
+    for student in STUDENTS:
+        folder = course.submitted / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
+    return course
+
+
+def test_a_run_parses_and_writes_each_notebook_once(course, monkeypatch):
+    calls = collections.Counter()
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    for name in ("read", "reads", "write", "writes"):
+        monkeypatch.setattr(nbformat, name, counted(name, getattr(nbformat, name)))
+    monkeypatch.setattr(pipeline, "read_notebook", counted("submission", submissions.read_notebook))
+    monkeypatch.setattr(class_files, "rebuild_class_files", lambda *a, **k: None)     # the dashboard reads its own
+    for cache in (pipeline._parsed_file, pipeline._parsed_submission, pipeline.executed):
+        cache.cache_clear()
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=Limits(cell_seconds=20, notebook_seconds=60),
+                              quiet=True)
+    assert [r.student for r in results if r.graded and r.score > 0] == list(STUDENTS)
+    n = len(STUDENTS)
+    assert calls["submission"] == n                       # prepare; the evidence reads the same parse
+    # nbformat.read and .write call reads and writes themselves: those calls are counted once, as files
+    assert calls["reads"] - calls["read"] == 2 * n        # the assembled notebook on the sandbox side, the executed one
+    assert calls["writes"] - calls["write"] == 2 * n      # the assembled notebook, the executed one
+    assert calls["write"] == n                            # the autograded notebook
+    assert calls["read"] <= 2                             # the released notebook; the gradebook's registration check
