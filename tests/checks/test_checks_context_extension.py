@@ -14,6 +14,7 @@ from posenc_autograder.checks.context_extension.catalogue import (ALTERNATIVES a
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.context_extension import reference as ref
+from posenc_autograder.checks.context_extension.layers import GEMMA3, LAYER_DIAGNOSES, layer_rotation_angles
 from posenc_autograder.checks.context_extension.parts import DIAGNOSES, LLAMA31
 from posenc_autograder.course import grade_id
 
@@ -30,13 +31,14 @@ def test_catalogue_covers_every_test_and_every_diagnosis():
     assert len(CONTEXT_MISTAKES) >= 12 and len(CONTEXT_ALTERNATIVES) >= 4
     assert {m.failing_check for m in CONTEXT_MISTAKES} == set(CHECKS)
     phrases = [m.feedback_phrase for m in CONTEXT_MISTAKES]
-    assert [key for key, text in DIAGNOSES.items() if not any(p in text for p in phrases)] == []
+    diagnoses = {**DIAGNOSES, **LAYER_DIAGNOSES}
+    assert [key for key, text in diagnoses.items() if not any(p in text for p in phrases)] == []
 
 
 # --- the visible checks: same words, every failure reported, a summary that fails ----------------------
 
 VISIBLE = ("test_interpolation_visible", "test_yarn_visible", "test_llama_visible", "test_angles_visible",
-           "test_attention_visible")
+           "test_attention_visible", "test_layers_visible")
 
 
 def visible(ns) -> tuple[dict, str | None]:
@@ -61,6 +63,7 @@ def test_the_notebook_names_the_known_mistakes_in_the_hidden_tests_words():
     named.discard("non-finite")
     named.add(ns["ntk_mistakes"](1e4, 2.0, 8)["non-finite"])
     assert named == set(DIAGNOSES.values()) - {DIAGNOSES["index_ramp"]}
+    assert set(ns["layer_mistakes"](*GEMMA3)) == set(LAYER_DIAGNOSES.values())
 
 
 @pytest.mark.parametrize("mistake", [m for m in CONTEXT_MISTAKES if "index" not in m.name], ids=lambda m: m.name)
@@ -72,7 +75,7 @@ def test_visible_checks_report_each_mistake_and_the_summary_fails(mistake):
 
 @pytest.mark.parametrize("name", sorted(CONTEXT_ALTERNATIVES))
 def test_visible_checks_pass_every_alternative(name):
-    assert visible(quiet_namespace(CONTEXT_ALTERNATIVES[name])) == ({f"Part {i}": [] for i in range(1, 6)}, None)
+    assert visible(quiet_namespace(CONTEXT_ALTERNATIVES[name])) == ({f"Part {i}": [] for i in range(1, 7)}, None)
 
 
 def test_a_stub_fails_its_part_and_the_others_still_run():
@@ -146,3 +149,15 @@ def test_attention_entropy_at_four_times_the_length_stays_in_band():
         far, near = normalised_entropy(weights, np.arange(48, 64)), normalised_entropy(training, np.arange(1, 16))
         assert abs(far - near) < 0.15
     assert np.all(np.isfinite(ref.stretched_attention(*cases[-1]["args"])))
+
+
+def test_gemma3_layers_by_hand():
+    """Gemma 3's configuration: layers 5 and 11 of twelve are global; pair 0 (frequency 1) of a local layer turns
+    1,023 radians at most (window 1,024), of a global layer 131,071 / 8; the slowest global pair is slower than
+    the slowest local one by the bases' ratio 100 to the power 126/128, and by the factor 8."""
+    angles = layer_rotation_angles(*GEMMA3)
+    assert angles.shape == (12, 64)
+    assert [layer for layer in range(12) if angles[layer, 0] != 1023.0] == [5, 11]
+    assert angles[5, 0] == 131_071 / 8
+    ratio = (angles[0, -1] / 1023) / (angles[5, -1] / 131_071)
+    assert math.isclose(ratio, 100 ** (126 / 128) * 8, rel_tol=1e-12)

@@ -58,4 +58,7 @@ SPEC_BULLETS = {
     "stretch.integration": ("Context extension", "Attention at four times the training length stays finite, its "
                                                  "entropy (divided by log of the keys seen) within 0.15 of the "
                                                  "in-training value"),
+    "stretch.layers": ("Context extension", "Local/global layers (Gemma 3): each layer's largest angle per pair, "
+                                            "local layers capped by the window and the input, the factor on "
+                                            "global layers only"),
 }

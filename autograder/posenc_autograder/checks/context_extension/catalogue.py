@@ -43,6 +43,25 @@ def attention(rotate=ROTATE, scale="attention_scale ** 2", sqrt="", mask=MASK, s
     return ATTENTION.format(rotate=rotate, scale=scale, sqrt=sqrt, mask=mask, softmax=softmax)
 
 
+LAYERS = ("def layer_rotation_angles(head_dim, n_layers, global_every, local_base, global_base, global_factor,\n"
+          "                          window, length):\n"
+          "    if head_dim % 2:\n        raise ValueError('head_dim')\n"
+          "    layers = np.arange(n_layers)\n"
+          "    is_global = {is_global}\n"
+          "    local = base_freqs(head_dim, {local_base}) * {local_offset}{local_factor}\n"
+          "    wide = base_freqs(head_dim, {global_base}) {global_op} global_factor * {global_offset}\n"
+          "    return np.where(is_global[:, None], wide[None, :], local[None, :])\n"
+          "def base_freqs(head_dim, base):\n"
+          "    return base ** (-np.arange(0, head_dim, 2) / head_dim)\n")
+
+
+def layers(is_global="(layers + 1) % global_every == 0", local_base="local_base", global_base="global_base",
+           local_offset="(min(window, length) - 1)", local_factor="", global_op="/", global_offset="(length - 1)"):
+    return LAYERS.format(is_global=is_global, local_base=local_base, global_base=global_base,
+                         local_offset=local_offset, local_factor=local_factor, global_op=global_op,
+                         global_offset=global_offset)
+
+
 RAMP = "gamma = np.clip((turns - alpha) / (beta - alpha), 0, 1)\n    "
 LLAMA_WEIGHT = ("w = (original_max_position / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)\n"
                 "    ")
@@ -134,6 +153,21 @@ MISTAKES = [
     Mistake("attention: naive softmax overflows", attention(softmax="w = np.exp(scores)\n"
                                                                     "    return w / w.sum(axis=1, keepdims=True)"),
             "hidden_stretched_attention", "subtract each row's maximum"),
+    Mistake("layers: local layers not capped by the window", layers(local_offset="(length - 1)"),
+            "hidden_layer_rotation_angles", "keys lie within its window"),
+    Mistake("layers: window not capped by a shorter input", layers(local_offset="(window - 1)"),
+            "hidden_layer_rotation_angles", "the input is shorter than the window"),
+    Mistake("layers: offsets W and L instead of W - 1 and L - 1",
+            layers(local_offset="min(window, length)", global_offset="length"),
+            "hidden_layer_rotation_angles", "not W"),
+    Mistake("layers: factor on local layers too", layers(local_factor=" / global_factor"),
+            "hidden_layer_rotation_angles", "only global layers are interpolated"),
+    Mistake("layers: the first of each group global", layers(is_global="layers % global_every == 0"),
+            "hidden_layer_rotation_angles", "not the first"),
+    Mistake("layers: bases swapped", layers(local_base="global_base", global_base="local_base"),
+            "hidden_layer_rotation_angles", "the bases are swapped"),
+    Mistake("layers: factor multiplied", layers(global_op="*"),
+            "hidden_layer_rotation_angles", "multiplied by the factor"),
     Mistake("frequencies returned as a list", "_yarn = yarn_frequencies\n"
                                               "def yarn_frequencies(*args, **kwargs):\n"
                                               "    return list(_yarn(*args, **kwargs))\n",
@@ -152,9 +186,14 @@ PARTIAL_POINTS_LOST = {
     "frequencies returned as a list": 0.5, "NTK base as a numpy array": 0.5,   # 1 of 8 contracts
     "attention: scale applied once": 0.5, "attention: naive softmax overflows": 0.5,
     "attention: no sqrt(d)": 2.5,                         # the saturated large-logit case passes
+    # layer_rotation_angles: 6 value cases and 1 error case, 3 points. Only the fifth case (300 tokens, window
+    # 512) is shorter than its window; only the sixth (3 layers, one global in 4) has no global layer.
+    "layers: local layers not capped by the window": 2.5,  # wrong in 5 cases: 2 of 7 pass, 6/7 -> 0.5 kept
+    "layers: window not capped by a shorter input": 0.5,   # wrong in the fifth only: 6 of 7, 18/7 -> 2.5 kept
+    "layers: factor multiplied": 2.5,                      # the sixth has no global layer: 2 of 7 pass
 }
 CONTRACTS = "hidden_context_extension_contracts"
-CONTRACT_CASE = 0.5          # one function's case of the contracts test: 2 points over 8 functions, to a half point
+CONTRACT_CASE = 0.5          # one function's case of the contracts test: 2 points over 9 functions, to a half point
 
 
 def _points_lost(mistake: Mistake) -> float:
@@ -195,6 +234,19 @@ def llama31_frequencies(head_dim, base, factor, low_freq_factor, high_freq_facto
     "angles with einsum": "def rotation_angles(frequencies, positions):\n"
                           "    return np.einsum('m,i->mi', np.asarray(positions, float),\n"
                           "                     np.asarray(frequencies, float))\n",
+    "layers one by one, as a configuration is read": '''
+def layer_rotation_angles(head_dim, n_layers, global_every, local_base, global_base, global_factor, window, length):
+    if head_dim % 2:
+        raise ValueError("odd head_dim")
+    pairs = np.arange(head_dim // 2)
+    rows = []
+    for layer in range(n_layers):
+        if (layer + 1) % global_every == 0:
+            rows.append((length - 1) / (global_factor * global_base ** (2 * pairs / head_dim)))
+        else:
+            rows.append((min(window, length) - 1) * local_base ** (-2.0 * pairs / head_dim))
+    return np.array(rows, dtype=float).reshape(n_layers, head_dim // 2)
+''',
     "attention with complex numbers, as Meta's code": '''
 def stretched_attention(q, k, angles, attention_scale=1.0):
     turn = np.exp(1j * angles)

@@ -77,26 +77,26 @@ def _close(actual: np.ndarray, wrong) -> bool:
     return actual.shape == wrong.shape and bool(np.allclose(actual, wrong, rtol=1e-9, atol=1e-12))
 
 
-def _diagnose(known: dict):
+def _diagnose(known: dict, diagnoses: dict = DIAGNOSES):
     """A diagnose() for compare: the first named mistake whose answer the student's array matches."""
-    return lambda actual: next((DIAGNOSES[key] for key, wrong in known.items() if _close(actual, wrong)), None)
+    return lambda actual: next((diagnoses[key] for key, wrong in known.items() if _close(actual, wrong)), None)
 
 
 def _tolerance(expected) -> float:
     return 1e-10 * max(1.0, float(np.max(np.abs(expected))))
 
 
-def _values(function, group, expected, mistakes):
-    """The judge of a value group: expected(*args, **kwargs) and mistakes(*args, **kwargs) (named wrong answers)
-    for every call. A number returned as a one-element array is judged as the number: its type is the
-    contracts test's to charge."""
+def _values(function, group, expected, mistakes, diagnoses: dict = DIAGNOSES):
+    """The judge of a value group: expected(*args, **kwargs) and mistakes(*args, **kwargs) (named wrong answers,
+    keys of `diagnoses`) for every call. A number returned as a one-element array is judged as the number: its
+    type is the contracts test's to charge."""
     def judge(inputs, obs):
         def problem(case, record):
             want = expected(*case["args"], **case["kwargs"])
             if np.ndim(want) == 0 and "value" in record and np.size(record["value"]) == 1:
                 record = {**record, "value": np.reshape(record["value"], ())}
             return compare(record, np.asarray(want, dtype=np.float64), call_label(function, case), _tolerance(want),
-                           diagnose=_diagnose(mistakes(*case["args"], **case["kwargs"])))
+                           diagnose=_diagnose(mistakes(*case["args"], **case["kwargs"]), diagnoses))
         return each_case(problem, inputs["groups"][group], obs[group])
     return judge
 
