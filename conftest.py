@@ -6,7 +6,8 @@ mirroring the grader package's folders. `make test` runs them all.
 """
 import pytest
 
-BY_FIXTURE = {"book_build": "book", "browser": "browser", "postgres_url": "postgres"}
+BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollbars": "browser",
+              "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
 
 

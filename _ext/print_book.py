@@ -24,6 +24,24 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAGE = "index.html"
 PDF_NAME = "posenc-course.pdf"      # intro.md links it under this name
+# The intro's link to the PDF, as intro.md writes it, and what stands in its place while there is no PDF.
+PDF_LINK = f'<a class="reader-pdf" href="{PDF_NAME}">PDF</a>'
+NO_PDF_YET = '<span class="reader-pdf">PDF</span>'
+
+
+def link_pdf(html_dir: pathlib.Path) -> None:
+    """The intro links the PDF only while the PDF is there: `make book` alone makes none (Sphinx calls this when
+    it has written the pages), `make pdf` does (print_book calls it when the PDF is written)."""
+    intro = html_dir / "intro.html"
+    if not intro.exists():
+        return
+    text = intro.read_text()
+    if (html_dir / PDF_NAME).exists():
+        linked = text.replace(NO_PDF_YET, PDF_LINK)
+    else:
+        linked = text.replace(PDF_LINK, NO_PDF_YET)
+    if linked != text:
+        intro.write_text(linked)
 PAPER = {"format": "A4", "margin": {"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"}}
 FOOTER = ('<div style="font-size: 8px; width: 100%; text-align: center; color: #555;">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
@@ -92,14 +110,15 @@ def print_book(singlehtml: pathlib.Path, folder: pathlib.Path, browser=None) -> 
     with serve(singlehtml) as base:
         if browser is not None:
             print_page(browser, f"{base}/{PAGE}", target)
-            return target
-        from playwright.sync_api import sync_playwright
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                print_page(chromium, f"{base}/{PAGE}", target)
-            finally:
-                chromium.close()
+        else:
+            from playwright.sync_api import sync_playwright
+            with sync_playwright() as playwright:
+                chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    print_page(chromium, f"{base}/{PAGE}", target)
+                finally:
+                    chromium.close()
+    link_pdf(folder)
     return target
 
 

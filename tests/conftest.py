@@ -61,11 +61,26 @@ def site(book_build):
 
 
 @pytest.fixture(scope="session")
-def browser():
+def playwright_driver():
+    """The one Playwright of the session (its sync API refuses a second)."""
     if not pathlib.Path(CHROMIUM).exists():
         pytest.fail("Chromium is missing: `make test` installs it (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_driver):
+    chromium = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture(scope="session")
+def browser_with_scrollbars(playwright_driver):
+    """Chromium as Windows and most desktops show pages: Playwright's headless default, --hide-scrollbars, left out."""
+    chromium = playwright_driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                                 ignore_default_args=["--hide-scrollbars"])
+    yield chromium
+    chromium.close()

@@ -21,6 +21,16 @@ def test_book_builds_without_warnings(book_build):
 KERNEL_SHUTDOWN_NOISE = re.compile(r"ERROR:tornado\.general:Uncaught exception in ZMQStream callback")
 
 
+def test_the_intro_links_the_pdf_only_when_it_exists(book_build):
+    """After `make book` alone there is no PDF, and the intro's "PDF" is no link (a dead link before); after
+    `make pdf` (which the PDF tests run, maybe before this one) it links the file."""
+    _, html = book_build
+    intro = (html / "intro.html").read_text()
+    linked = 'class="reader-pdf" href="posenc-course.pdf"' in intro
+    assert linked == (html / "posenc-course.pdf").exists()
+    assert linked or '<span class="reader-pdf">PDF</span>' in intro
+
+
 def test_every_toc_entry_is_a_page(book_build, repo_root):
     _, html = book_build
     missing = [f for f in toc_files(repo_root) if not (html / f"{f}.html").exists()]

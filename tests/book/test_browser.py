@@ -305,3 +305,52 @@ def test_internal_links_resolve(site, book_pdf):
             elif target.fragment and file in parsed and target.fragment not in parsed[file].ids:
                 broken.append(f"{path.relative_to(html_dir.resolve())}: {href} (no such anchor)")
     assert broken == []
+
+
+# Inline formulas whose content is wider than their box: in a browser that draws scrollbars each one shows a
+# scrollbar under the formula (span.math scrolls sideways, for the long ones on a phone).
+OVERFLOWING_INLINE_MATH = """() => [...document.querySelectorAll("article span.math")]
+    .filter(s => s.scrollWidth > s.clientWidth)
+    .map(s => `${s.textContent.trim().slice(0, 40)} (${s.scrollWidth} px in ${s.clientWidth})`)"""
+SCROLLBAR_WIDTH = """() => { const box = document.createElement("div");
+    box.style.cssText = "overflow: scroll; width: 100px; height: 100px; position: absolute";
+    document.body.append(box); const width = box.offsetWidth - box.clientWidth; box.remove(); return width; }"""
+
+
+def test_inline_formulas_fit_their_box_with_scrollbars_shown(site, browser_with_scrollbars, pages):
+    """At desktop width, in a browser that draws scrollbars (checked first), no inline formula is wider than its
+    box: none shows a scrollbar under itself."""
+    base, _ = site
+    overflowing = {}
+    for name in pages:
+        page, _ = open_page(browser_with_scrollbars, f"{base}/{name}.html")
+        assert page.evaluate(SCROLLBAR_WIDTH) > 0, "this browser hides scrollbars: the test would see nothing"
+        if found := page.evaluate(OVERFLOWING_INLINE_MATH):
+            overflowing[name] = found
+        page.close()
+    assert overflowing == {}
+
+
+def test_the_inline_formula_check_can_fail(site, browser_with_scrollbars, pages):
+    """Without the fix in reader.css (MathJax's hidden copy for screen readers at its full width), most inline
+    formulas of the sinusoidal chapter overflow their box, and the same check finds them."""
+    base, _ = site
+    page, _ = open_page(browser_with_scrollbars, f"{base}/chapters/02_sinusoidal.html")
+    page.add_style_tag(content="mjx-assistive-mml { max-width: none !important; }")
+    assert len(page.evaluate(OVERFLOWING_INLINE_MATH)) > 10
+    page.close()
+
+
+def test_pages_opened_as_files_log_no_errors(site, browser, pages):
+    """`make book` prints a file:// address to open: there, too, no page logs an error (the theme's icon fonts,
+    fetched in CORS mode, used to fail on every page) and the icons are drawn."""
+    _, html_dir = site
+    found = {}
+    for name in (pages[0], "chapters/02_sinusoidal", pages[-1]):
+        page, problems = open_page(browser, (html_dir / f"{name}.html").as_uri())
+        icon_font = page.evaluate("""() => document.fonts.check('900 16px "Font Awesome 6 Free"')""")
+        if problems or not icon_font:
+            found[name] = problems + ([] if icon_font else ["the icon font did not load"])
+        page.close()
+    assert found == {}
+

@@ -102,3 +102,11 @@ def test_formulas_are_typeset_and_figures_keep_their_alt_text(printed):
     alts = {squeezed(a) for a in structure_alts(reader.trailer["/Root"]["/StructTreeRoot"], [])}
     assert contents.alts and all(a.strip() for a in contents.alts), "an image without alt text in the book"
     assert [a for a in contents.alts if squeezed(a) not in alts] == []
+
+
+def test_the_intro_links_the_pdf_once_it_is_printed(book_pdf):
+    """`make pdf` writes the PDF beside the HTML pages and turns the intro's word "PDF" into a link to it."""
+    pdf, _ = book_pdf
+    intro = (pdf.parent / "intro.html").read_text()
+    assert f'<a class="reader-pdf" href="{pdf.name}">PDF</a>' in intro and pdf.stat().st_size > 0
+
