@@ -11,7 +11,18 @@
     box.classList.toggle("reader-more-left", hidden > SLACK && box.scrollLeft > 1);
     box.classList.toggle("reader-more-right", hidden > SLACK && box.scrollLeft < hidden - 1);
   }
-  const markAll = () => document.querySelectorAll(SCROLLING).forEach(mark);
+  // An inline formula whose glyphs overhang its box by a fraction of a pixel or a few (a radical, an italic
+  // letter) would draw a scrollbar under itself in browsers that show scrollbars: widen its box by the overhang.
+  // A formula wider than that really is too long for the column (on a phone) and keeps its scroll box.
+  function fit(formula) {
+    formula.style.paddingRight = "";
+    const overhang = formula.scrollWidth - formula.clientWidth;
+    if (overhang > 0 && overhang <= SLACK) formula.style.paddingRight = `${overhang}px`;
+  }
+  const markAll = () => {
+    document.querySelectorAll("span.math").forEach(fit);
+    document.querySelectorAll(SCROLLING).forEach(mark);
+  };
 
   document.addEventListener("scroll", (event) => {
     if (event.target instanceof Element && event.target.matches(SCROLLING)) mark(event.target);
@@ -19,6 +30,8 @@
   window.addEventListener("resize", markAll);
   window.addEventListener("load", () => {
     const typeset = window.MathJax && MathJax.startup ? MathJax.startup.promise : Promise.resolve();
-    typeset.then(markAll);     // MathJax draws the formulas after the page has loaded
+    // MathJax draws the formulas after the page has loaded, and their glyphs take their final widths once its
+    // fonts have loaded
+    typeset.then(() => document.fonts.ready).then(markAll);
   });
 })();

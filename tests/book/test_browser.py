@@ -312,6 +312,8 @@ def test_internal_links_resolve(site, book_pdf):
 OVERFLOWING_INLINE_MATH = """() => [...document.querySelectorAll("article span.math")]
     .filter(s => s.scrollWidth > s.clientWidth)
     .map(s => `${s.textContent.trim().slice(0, 40)} (${s.scrollWidth} px in ${s.clientWidth})`)"""
+# MathJax's glyphs take their final widths when its fonts have loaded (reader.js fits the formulas then).
+FONTS_LOADED = "() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => r(true))))"
 SCROLLBAR_WIDTH = """() => { const box = document.createElement("div");
     box.style.cssText = "overflow: scroll; width: 100px; height: 100px; position: absolute";
     document.body.append(box); const width = box.offsetWidth - box.clientWidth; box.remove(); return width; }"""
@@ -324,6 +326,7 @@ def test_inline_formulas_fit_their_box_with_scrollbars_shown(site, browser_with_
     overflowing = {}
     for name in pages:
         page, _ = open_page(browser_with_scrollbars, f"{base}/{name}.html")
+        page.evaluate(FONTS_LOADED)
         assert page.evaluate(SCROLLBAR_WIDTH) > 0, "this browser hides scrollbars: the test would see nothing"
         if found := page.evaluate(OVERFLOWING_INLINE_MATH):
             overflowing[name] = found
@@ -336,6 +339,7 @@ def test_the_inline_formula_check_can_fail(site, browser_with_scrollbars, pages)
     formulas of the sinusoidal chapter overflow their box, and the same check finds them."""
     base, _ = site
     page, _ = open_page(browser_with_scrollbars, f"{base}/chapters/02_sinusoidal.html")
+    page.evaluate(FONTS_LOADED)
     page.add_style_tag(content="mjx-assistive-mml { max-width: none !important; }")
     assert len(page.evaluate(OVERFLOWING_INLINE_MATH)) > 10
     page.close()
