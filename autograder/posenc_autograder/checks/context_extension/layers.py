@@ -2,7 +2,8 @@
 rope_local_base_freq, rope_theta, sliding_window and linear rope_scaling on global layers) read as the largest
 rotation angle each pair of each layer meets.
 
-The reference is here, not in checks/reference.py: it is this part's only function.
+The reference of this part's one function is here, beside its mistakes (the manifest marks it as having no
+reference for mutation testing).
 """
 from __future__ import annotations
 
