@@ -35,7 +35,8 @@ STATIC = "explorables"          # folder under _static
 FALLBACK = f"{STATIC}/fallback"
 CLASS = "explorable"
 # What the static images are drawn from: a newer one redraws them.
-SOURCES = (figures.CONSTANTS, pathlib.Path(__file__), *(pathlib.Path(m.__file__) for m in (figures, figures.ref)))
+SOURCES = (figures.CONSTANTS, pathlib.Path(__file__),
+           *(pathlib.Path(m.__file__) for m in (figures, figures.pe_ref, figures.rope_ref, figures.stretch_ref)))
 
 
 class ExplorableDirective(SphinxDirective):
