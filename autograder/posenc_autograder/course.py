@@ -4,8 +4,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import contextlib
 import subprocess
 import sys
+import warnings
 
 COURSE_ID = "posenc-course"
 COURSE_ENV = "POSENC_COURSE"           # names the course folder when not running inside it
@@ -125,3 +127,24 @@ def run_nbgrader(course_root: pathlib.Path, *args: str, home: pathlib.Path | Non
         {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     return subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=pathlib.Path(course_root) / "autograder",
                           env=env, **options)
+
+
+# --- nbgrader's gradebook of this course ------------------------------------------------------
+
+def _venv_tools_on_path() -> None:
+    """nbgrader's Gradebook runs `alembic` by name to migrate the database: find it in this environment."""
+    tools = str(pathlib.Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
+
+
+@contextlib.contextmanager
+def open_gradebook(course: Course):
+    _venv_tools_on_path()
+    from nbgrader.api import Gradebook          # not at import: most commands never open the gradebook
+    # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are noise, not problems.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", module="nbgrader")
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        with Gradebook(course.gradebook_url, course_id=COURSE_ID) as gb:
+            yield gb

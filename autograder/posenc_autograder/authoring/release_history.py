@@ -33,19 +33,26 @@ def read_only_cells(nb) -> list[dict]:
     return cells
 
 
-def record(course: Course, assignment: str) -> list[pathlib.Path]:
-    """Store the current release of every notebook of the assignment (no-op when already stored)."""
-    written = []
-    for path in sorted((course.path(RELEASE_DIRECTORY) / assignment).glob("*.ipynb")):
+def pending(course: Course, assignment: str, released: pathlib.Path) -> dict[pathlib.Path, str]:
+    """history file -> its text, for each notebook released in `released` that is not recorded yet."""
+    found = {}
+    for path in sorted(released.glob("*.ipynb")):
         entry = {"assignment": assignment, "notebook": path.stem,
                  "cells": read_only_cells(nbformat.read(path, as_version=4))}
         text = json.dumps(entry, indent=1, sort_keys=True) + "\n"
         target = folder(course, assignment) / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
-            written.append(target)
-    return written
+            found[target] = text
+    return found
+
+
+def record(course: Course, assignment: str) -> list[pathlib.Path]:
+    """Store the current release of every notebook of the assignment (no-op when already stored)."""
+    written = pending(course, assignment, course.path(RELEASE_DIRECTORY) / assignment)
+    for target, text in written.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return list(written)
 
 
 def earlier_cells(course: Course, assignment: str, notebook: str) -> dict[str, list[dict]]:

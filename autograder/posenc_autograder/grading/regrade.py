@@ -62,16 +62,29 @@ def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: st
 def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str,
                     digest: str | None = None) -> Note | None:
     """Per test, how the score moved since the last grading by another grader (None: nothing moved), and why:
-    the grader changed, or the student also resubmitted (then the new file may be what moved it)."""
+    the grader changed (a test added, removed or re-pointed by a release is named as such), or the student also
+    resubmitted (then the new file may be what moved it)."""
     if previous is None or previous.get("fingerprint") == fingerprint:
         return None
-    before = {t["cell_id"]: t["points"] for t in previous["result"]["tests"]}
-    moved = [f"{t.cell_id} {before[t.cell_id]:g} → {t.points:g}" for t in result.tests
-             if t.cell_id in before and before[t.cell_id] != t.points]
+    before = {t["cell_id"]: t for t in previous["result"]["tests"]}
+    now = {t.cell_id for t in result.tests}
+    moved = [_test_change(t, before.get(t.cell_id)) for t in result.tests]
+    moved = [m for m in moved if m] + [f"{cell} removed ({old['points']:g}/{old['max_points']:g} gone)"
+                                       for cell, old in before.items() if cell not in now]
     if not moved:
         return None
-    total = sum(before.values())
+    total = sum(t["points"] for t in before.values())
     why = ("resubmitted, and graded by a changed grader (checks, limits or released notebook)"
            if digest is not None and previous.get("sha256") not in (None, digest)
            else "regraded with a changed grader (checks, limits or released notebook), same file")
     return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; total {total:g} → {result.score:g}")
+
+
+def _test_change(test, old: dict | None) -> str | None:
+    """How one test's score moved: new, re-pointed, or scored differently (None: unchanged)."""
+    if old is None:
+        return f"{test.cell_id} new ({test.points:g}/{test.max_points:g})"
+    if old["max_points"] != test.max_points:
+        return (f"{test.cell_id} now out of {test.max_points:g} (was {old['max_points']:g}): "
+                f"{old['points']:g} → {test.points:g}")
+    return f"{test.cell_id} {old['points']:g} → {test.points:g}" if old["points"] != test.points else None

@@ -4,10 +4,7 @@ Only `auto_score` is written, so manual grades entered in formgrader survive eve
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import pathlib
-import sys
 import warnings
 
 import nbformat
@@ -15,7 +12,8 @@ from nbgrader.api import (Assignment, BaseCell, Grade, Gradebook, MissingEntry, 
                           SubmittedAssignment, SubmittedNotebook)
 from sqlalchemy import update
 
-from posenc_autograder.course import COURSE_ID, Course, grade_id, nbgrader_meta, run_nbgrader
+from posenc_autograder.authoring import cell_definitions
+from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
 
 
 def graded_cells(notebook_path: pathlib.Path) -> dict[str, float]:
@@ -23,48 +21,23 @@ def graded_cells(notebook_path: pathlib.Path) -> dict[str, float]:
     return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if nbgrader_meta(c).get("grade")}
 
 
-def _venv_tools_on_path() -> None:
-    """nbgrader's Gradebook runs `alembic` by name to migrate the database: find it in this environment."""
-    tools = str(pathlib.Path(sys.executable).parent)
-    if tools not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
-
-
-@contextlib.contextmanager
-def open_gradebook(course: Course):
-    _venv_tools_on_path()
-    # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are noise, not problems.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", module="nbgrader")
-        warnings.filterwarnings("ignore", message=".*not in session.*")
-        with Gradebook(course.gradebook_url, course_id=COURSE_ID) as gb:
-            yield gb
-
-
 def is_registered(course: Course, assignment: str) -> bool:
-    """True when the gradebook knows every graded cell of the assignment with its current points."""
+    """True when the gradebook knows exactly the graded cells of the assignment, with their current points."""
     with open_gradebook(course) as gb:
         for notebook in course.notebooks(assignment):
-            for cell_id, points in graded_cells(course.source_notebook(assignment, notebook)).items():
-                try:
-                    if gb.find_grade_cell(cell_id, notebook, assignment).max_score != points:
-                        return False
-                except MissingEntry:
-                    return False
+            definition = cell_definitions.read_definition(gb, assignment, notebook)
+            if definition is None or definition.points() != graded_cells(course.source_notebook(assignment, notebook)):
+                return False
     return True
 
 
-def register(course: Course, assignment: str, scratch: pathlib.Path) -> None:
-    """Let nbgrader record the assignment's cells (generate_assignment, released into a scratch folder)."""
+def register(course: Course, assignment: str, scratch: pathlib.Path) -> list[cell_definitions.Migration]:
+    """Record the assignment's cells as solutions/ defines them now: nbgrader writes the definition into a
+    scratch gradebook and the course's is migrated to it in place (submissions and manual grades kept)."""
     if is_registered(course, assignment):
-        return
-    scratch.mkdir(parents=True, exist_ok=True)
-    result = run_nbgrader(course.root, "generate_assignment", assignment, "--force", "--log-level=ERROR",
-                          f"--CourseDirectory.release_directory={scratch}",
-                          f"--CourseDirectory.db_url={course.gradebook_url}", f"--CourseDirectory.root={course.root}",
-                          home=scratch, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"nbgrader could not register '{assignment}':\n{result.stdout}\n{result.stderr}")
+        return []
+    definitions = cell_definitions.built_definitions(course, assignment, course.root, scratch)
+    return cell_definitions.migrate_all(course, {assignment: definitions})
 
 
 def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float],

@@ -1,0 +1,179 @@
+"""The gradebook's definition of each notebook's cells, changed in place when a release adds, removes or
+re-points cells while submissions exist.
+
+nbgrader records every released notebook's cells (grade, solution, task and source cells) and refuses to add
+or remove any once a submission exists. Changing the hidden tests mid-term needs exactly that, so the grader
+does it itself: nbgrader writes the new definition into a fresh, empty gradebook (`built_definitions`), and
+`migrate` makes the course's gradebook hold the same definition in one transaction. Grades and comments of
+cells that stay, manual grades among them, submissions, students and every other table (the portal's) are
+left as they are; a new cell gets a blank grade (and comment) in every existing submission, as nbgrader's
+add_submission would have made; a removed cell's grades go with it, and the manual grades among them are named.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+from nbgrader.api import (Comment, Grade, GradeCell, Gradebook, MissingEntry, Notebook, SolutionCell,
+                          SourceCell, TaskCell)
+
+from posenc_autograder.course import COURSE_ID, Course, open_gradebook, run_nbgrader
+
+# kind -> (model, the fields nbgrader keeps for it, whether a submission holds a grade / a comment for it)
+KINDS = {
+    "grade": (GradeCell, ("max_score", "cell_type"), True, False),
+    "solution": (SolutionCell, (), False, True),
+    "task": (TaskCell, ("max_score", "cell_type"), True, True),
+    "source": (SourceCell, ("cell_type", "locked", "source", "checksum"), False, False),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Definition:
+    """One notebook's cells as nbgrader records them: (kind, cell name) -> fields."""
+    kernelspec: str
+    cells: dict[tuple[str, str], dict]
+
+    def points(self) -> dict[str, float]:
+        return {name: fields["max_score"] for (kind, name), fields in self.cells.items() if kind == "grade"}
+
+
+@dataclasses.dataclass
+class Migration:
+    """What migrate changed in one notebook's definition (graded cells only: the others carry no points)."""
+    assignment: str
+    notebook: str
+    added: dict[str, float] = dataclasses.field(default_factory=dict)
+    removed: dict[str, float] = dataclasses.field(default_factory=dict)
+    repointed: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    submissions: int = 0
+    lost_manual_grades: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
+
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.repointed)
+
+    def lines(self) -> list[str]:
+        where = f"{self.assignment}/{self.notebook}"
+        lines = [f"{where}: new test {cell} ({points:g} points)" for cell, points in self.added.items()]
+        lines += [f"{where}: test {cell} removed (it was worth {points:g})" for cell, points in self.removed.items()]
+        lines += [f"{where}: {cell} {old:g} → {new:g} points" for cell, (old, new) in self.repointed.items()]
+        lines += [f"{where}: the manual grade {score:g} of {student} on the removed cell {cell} is gone with it "
+                  f"(enter it again on another cell in formgrader if it should count)"
+                  for student, cell, score in self.lost_manual_grades]
+        return lines
+
+
+def read_definition(gb: Gradebook, assignment: str, notebook: str) -> Definition | None:
+    try:
+        nb = gb.find_notebook(notebook, assignment)
+    except MissingEntry:
+        return None
+    return Definition(nb.kernelspec, {key: {f: getattr(cell, f) for f in KINDS[key[0]][1]}
+                                      for key, cell in _cells(nb).items()})
+
+
+def _cells(nb: Notebook) -> dict[tuple[str, str], object]:
+    cells = {}
+    for kind in KINDS:
+        cells.update({(kind, cell.name): cell for cell in getattr(nb, f"{kind}_cells")})
+    return cells
+
+
+def built_definitions(course: Course, assignment: str, source_root: pathlib.Path, scratch: pathlib.Path
+                      ) -> dict[str, Definition]:
+    """notebook -> the definition nbgrader records for source_root/solutions/<assignment>, written into a fresh
+    gradebook under scratch (nothing of the course's is touched). RuntimeError with nbgrader's words if it fails."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    database = scratch / "definitions.db"
+    database.unlink(missing_ok=True)
+    result = run_nbgrader(course.root, "generate_assignment", assignment, "--force", "--log-level=ERROR",
+                          f"--CourseDirectory.release_directory={scratch / 'exercises'}",
+                          f"--CourseDirectory.db_url=sqlite:///{database}", f"--CourseDirectory.root={source_root}",
+                          home=scratch, capture_output=True, text=True)
+    if result.returncode != 0:
+        said = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+        raise RuntimeError(f"nbgrader could not release '{assignment}':\n{said}")
+    with Gradebook(f"sqlite:///{database}", course_id=COURSE_ID) as gb:
+        found = {nb.name: read_definition(gb, assignment, nb.name) for nb in gb.find_assignment(assignment).notebooks}
+    return found
+
+
+def migrate(gb: Gradebook, assignment: str, notebook: str, target: Definition) -> Migration:
+    """Make the gradebook's definition of the notebook equal `target`, in the session (the caller commits)."""
+    migration = Migration(assignment, notebook)
+    nb = _notebook(gb, assignment, notebook)
+    submissions = list(nb.submissions)
+    migration.submissions = len(submissions)
+    current = _cells(nb)
+    old_points = {name: cell.max_score for (kind, name), cell in current.items() if kind == "grade"}
+    for key in sorted(set(current) - set(target.cells)):
+        _remove(gb, key, current[key], migration)
+    for key, fields in target.cells.items():
+        if key in current:
+            for field, value in fields.items():
+                setattr(current[key], field, value)
+        else:
+            _add(gb, nb, key, fields, submissions)
+    nb.kernelspec = target.kernelspec
+    new_points = target.points()
+    migration.added = {c: p for c, p in new_points.items() if c not in old_points}
+    migration.removed = {c: p for c, p in old_points.items() if c not in new_points}
+    migration.repointed = {c: (old_points[c], p) for c, p in new_points.items()
+                           if c in old_points and old_points[c] != p}
+    gb.db.flush()
+    return migration
+
+
+def _notebook(gb: Gradebook, assignment: str, notebook: str) -> Notebook:
+    try:
+        return gb.find_notebook(notebook, assignment)
+    except MissingEntry:
+        pass
+    owner = gb.update_or_create_assignment(assignment)      # a new assignment has no grades to keep
+    nb = Notebook(name=notebook, assignment=owner)
+    gb.db.add(nb)
+    gb.db.flush()
+    return nb
+
+
+def _remove(gb: Gradebook, key: tuple[str, str], cell, migration: Migration) -> None:
+    kind, name = key
+    model, _, graded, commented = KINDS[kind]
+    if graded:
+        for grade in gb.db.query(Grade).filter(Grade.cell_id == cell.id):
+            if grade.manual_score is not None:
+                migration.lost_manual_grades.append((grade.notebook.student.id, name, grade.manual_score))
+            gb.db.delete(grade)
+    if commented:
+        for comment in gb.db.query(Comment).filter(Comment.cell_id == cell.id):
+            gb.db.delete(comment)
+    gb.db.delete(cell)
+
+
+def _add(gb: Gradebook, nb: Notebook, key: tuple[str, str], fields: dict, submissions) -> None:
+    kind, name = key
+    model, _, graded, commented = KINDS[kind]
+    cell = model(name=name, notebook=nb, **fields)
+    gb.db.add(cell)
+    gb.db.flush()
+    for submitted in submissions:          # as nbgrader's add_submission makes them for a new submission
+        if graded:
+            gb.db.add(Grade(cell_id=cell.id, notebook=submitted))
+        if commented:
+            gb.db.add(Comment(cell_id=cell.id, notebook=submitted))
+
+
+def migrate_all(course: Course, definitions: dict[str, dict], *, commit: bool = True
+                ) -> list[Migration]:
+    """assignment -> notebook -> Definition, made the gradebook's in one transaction (commit=False: a dry run
+    that says what would change and rolls back)."""
+    with open_gradebook(course) as gb:
+        try:
+            migrations = [migrate(gb, assignment, notebook, definition)
+                          for assignment, notebooks in sorted(definitions.items())
+                          for notebook, definition in sorted(notebooks.items())]
+        except Exception:
+            gb.db.rollback()
+            raise
+        gb.db.commit() if commit else gb.db.rollback()
+    return migrations
