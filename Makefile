@@ -6,8 +6,9 @@ STAMP  := $(VENV)/.requirements-installed
 BOOK_HTML := _build/html/index.html
 # nbgrader runs helpers (alembic) by name, so the venv's bin must come first on PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+.DEFAULT_GOAL := help
 
-.PHONY: book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links bench-portal system-packages install clean
+.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +16,12 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+## help: this list (also plain `make`): every target with what it does, from the Makefile's own `## target:` lines
+help:
+	@awk 'match($$0, /^## [a-z-]+: /) { name = substr($$0, 4, RLENGTH - 5); \
+	  printf "  make %-15s %s\n", name, substr($$0, RLENGTH + 1) }' $(firstword $(MAKEFILE_LIST))
+
+## install: the virtual environment .venv with everything requirements.txt names (every target does it first)
 install: $(STAMP)
 
 ## book: build the Jupyter Book into _build/html (warnings are errors) and say what to open
@@ -33,7 +40,7 @@ pdf: $(STAMP) system-packages
 serve: $(STAMP)
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
-## release: write hidden-test cells and test_plan.csv from the HiddenTest objects, then exercises/ from solutions/
+## release: hidden-test cells, test_plan.csv, README totals and exercises/ from the HiddenTest objects, all or nothing; the gradebook follows (grades kept)
 release: $(STAMP)
 	$(PY) -m posenc_autograder release
 
@@ -107,5 +114,6 @@ test-fast: lint
 mutate: $(STAMP)
 	$(PY) -m posenc_autograder mutate
 
+## clean: remove the built book and the test cache (never the gradebook, submissions or reports)
 clean:
 	rm -rf _build .pytest_cache

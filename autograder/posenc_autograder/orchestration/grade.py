@@ -208,6 +208,12 @@ def run_command(args) -> int:
             print("Warning: no writable cgroup pids controller here, so the number of processes a "
                   "submission starts is not capped; a fork bomb is stopped only at the notebook time limit. "
                   "Grade as root on a host with cgroups (v1 or v2) to cap it.", file=sys.stderr)
+    from posenc_autograder.reports import roster_check
+    unknown = roster_check.unknown_students(course, args.student)
+    for finding in unknown:
+        print(f"error: {finding.text(course)}", file=sys.stderr)
+    if unknown:
+        return 1
     warn_if_unreleased(course, args.assignment)
     results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,
                         assignments=args.assignment, students=args.student, scheduler=args.scheduler)
@@ -218,11 +224,19 @@ def run_command(args) -> int:
     from posenc_autograder.reports import feedback, run_report as report
 
     print(report.summary(course, results))
+    print_findings(course, roster_check.class_findings(course, results_store.stored_results(course)))
     for r in results:
         if not r.graded:
             print(f"Not graded: {r.student}, {r.assignment}/{r.notebook}.ipynb: {feedback.not_graded_reason(r)}",
                   file=sys.stderr)
     return 0 if all(r.graded for r in results) else 1
+
+
+def print_findings(course: Course, findings) -> None:
+    """What the grade files leave out, with the fix (the roster, lms.toml)."""
+    if findings:
+        print("\nLeft out of the LMS files until fixed (then make feedback writes them again):", file=sys.stderr)
+        print("\n".join(f"  - {finding.text(course)}" for finding in findings), file=sys.stderr)
 
 
 def warn_if_unreleased(course: Course, assignments: list[str] | None) -> None:

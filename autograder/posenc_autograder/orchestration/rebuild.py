@@ -8,8 +8,7 @@ import sys
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.progress import Progress
 from posenc_autograder.records import gradebook, results_store
-from posenc_autograder.intake import roster
-from posenc_autograder.reports import feedback, lms_bundles, lms_exports
+from posenc_autograder.reports import feedback, lms_bundles, roster_check
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 
 
@@ -34,11 +33,10 @@ def run_command(args) -> int:
     print("Writing the grade files, the run report and the class dashboard ...", file=sys.stderr, flush=True)
     rebuild_class_files(course)
     print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")
-    unnamed = lms_exports.unnamed_canvas_columns(course, {a for (_, a), r in roster.load(course).items()
-                                                          if r["lms"] == "canvas"})
-    if unnamed:
-        print(f"Canvas will add a new column for {', '.join(unnamed)}: give its assignment id in "
-              f"{lms_exports.LMS_SETTINGS} (the number at the end of the assignment's address in Canvas)")
+    findings = roster_check.class_findings(course, results_store.stored_results(course))
+    if findings:
+        print("Left out of the LMS files until fixed (then make feedback again):")
+        print("\n".join(f"  - {finding.text(course)}" for finding in findings))
     bundles = lms_bundles.write(course, results_store.stored_results(course))
     if bundles:
         print("Feedback for each LMS to take back (Canvas: Re-upload submissions; Moodle: Upload multiple "

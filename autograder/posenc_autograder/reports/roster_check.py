@@ -1,0 +1,82 @@
+"""What the grade files would leave out, said to the instructor with the fix (`make grade`, `make feedback`).
+
+The LMS files are written from the roster (autograder/roster.csv, by `make collect`) joined with the graded
+submissions: a student on one side only is missing from them. So is a Canvas column whose assignment id
+autograder/lms.toml does not give (Canvas then adds a new column). An unknown --student is caught before grading.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+
+from posenc_autograder.course import Course
+from posenc_autograder.intake import roster
+from posenc_autograder.reports import lms_exports
+
+
+class Gap(enum.Enum):
+    NO_SUBMISSION = "no_submission"        # a roster row, no submission folder
+    NO_ROSTER_ROW = "no_roster_row"        # a graded submission the roster does not list
+    NO_CANVAS_ID = "no_canvas_id"          # lms.toml gives no Canvas assignment id
+    UNKNOWN_STUDENT = "unknown_student"    # --student names nobody under submitted/
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    gap: Gap
+    student: str = ""
+    assignment: str = ""
+    closest: str = ""          # the likely intended id, when one is close
+
+    def text(self, course: Course) -> str:
+        roster_file = roster.ROSTER_FILE
+        maybe = f" (did you mean '{self.closest}'?)" if self.closest else ""
+        if self.gap is Gap.NO_SUBMISSION:
+            return (f"{roster_file} lists '{self.student}' for {self.assignment}, but nothing of theirs is in "
+                    f"autograder/submitted/{self.student}/{self.assignment}/, so no grade goes back for them{maybe}: "
+                    f"correct the id in {roster_file} if it is mistyped, else collect their submission again "
+                    f"(make collect ZIP=...) or remove the row (make uncollect STUDENT={self.student} "
+                    f"ASSIGNMENT={self.assignment})")
+        if self.gap is Gap.NO_ROSTER_ROW:
+            return (f"'{self.student}' was graded for {self.assignment} but {roster_file} has no row for them, so "
+                    f"the LMS files leave them out{maybe}: correct the student id in {roster_file} if it is "
+                    f"mistyped there, or collect their submission with make collect so the row is written")
+        if self.gap is Gap.NO_CANVAS_ID:
+            return (f"Canvas will add a new column for {self.assignment} instead of filling its own: give its "
+                    f"assignment id in {lms_exports.LMS_SETTINGS} (the number at the end of the assignment's "
+                    f"address in Canvas)")
+        return (f"no submission of '{self.student}' under autograder/submitted/{maybe}: check the id "
+                f"(the folder names there are the student ids), or collect it first (make collect ZIP=...)")
+
+
+def _closest(name: str, candidates) -> str:
+    found = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+    return found[0] if found else ""
+
+
+def class_findings(course: Course, results) -> list[Finding]:
+    """Roster rows without a submission and submissions without a roster row (only for assignments the roster
+    covers: a class placed in submitted/ by hand has no LMS to return to), and Canvas columns without an id."""
+    people = roster.load(course)
+    graded = {(r.student, r.assignment) for r in results}
+    covered = {assignment for _, assignment in people}
+    findings = []
+    for student, assignment in sorted(set(people) - graded):
+        if not (course.submitted / student / assignment).is_dir():
+            others = {s for s, a in graded - set(people) if a == assignment}
+            findings.append(Finding(Gap.NO_SUBMISSION, student, assignment, _closest(student, others)))
+    for student, assignment in sorted(graded - set(people)):
+        if assignment in covered:
+            others = {s for s, a in set(people) - graded if a == assignment}
+            findings.append(Finding(Gap.NO_ROSTER_ROW, student, assignment, _closest(student, others)))
+    canvas = {a for (_, a), row in people.items() if row.get("lms") == "canvas"}
+    findings += [Finding(Gap.NO_CANVAS_ID, assignment=a) for a in lms_exports.unnamed_canvas_columns(course, canvas)]
+    return findings
+
+
+def unknown_students(course: Course, students: list[str] | None) -> list[Finding]:
+    """--student ids with no folder under submitted/, each with the closest one there."""
+    present = {p.name for p in course.submitted.iterdir() if p.is_dir()} if course.submitted.is_dir() else set()
+    return [Finding(Gap.UNKNOWN_STUDENT, student, closest=_closest(student, present))
+            for student in students or () if student not in present]
