@@ -76,7 +76,7 @@ uncollect: $(STAMP)
 portal: $(STAMP)
 	$(PY) -m posenc_autograder portal --port $(or $(PORT),8080) --jobs $(JOBS) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(DB_URL),--db-url $(DB_URL)) $(PORTAL_ARGS)
 
-## portal-links: autograder/reports/portal-links.csv, a sign-in link per roster student (PORTAL_URL=https://..., STUDENTS="id ..." adds ids, RENEW=1 replaces them)
+## portal-links: autograder/reports/portal-links.csv, every valid sign-in link, new ones for new students marked (PORTAL_URL=https://..., STUDENTS="id ..." adds ids, RENEW=1 replaces them)
 portal-links: $(STAMP)
 	$(PY) -m posenc_autograder portal-links $(if $(PORTAL_URL),--base-url $(PORTAL_URL)) $(foreach s,$(STUDENTS),--student $(s)) $(if $(RENEW),--renew) $(if $(DB_URL),--db-url $(DB_URL))
 

@@ -1,11 +1,15 @@
 """`make portal-links`: a sign-in link for every student of the roster, as a CSV to paste into an LMS message.
 
-Tokens are stored hashed, so a link can be shown only when it is made: students who already have one are
-listed without a link unless --renew replaces theirs (their old link then stops working).
+Tokens are stored hashed, so the database cannot show a link again: the CSV (autograder/reports/, readable by
+its owner only) is where every link lives. Each run keeps the links of the file before it that still sign their
+student in, adds links for students who have none, and marks which are new; so the class can be sent its links
+again without renewing them. --renew replaces the links of the students listed (their old ones stop working).
 """
 from __future__ import annotations
 
+import csv
 import os
+import pathlib
 import sys
 
 from sqlalchemy import select
@@ -19,7 +23,8 @@ from posenc_autograder.portal.models import Student
 from posenc_autograder.portal.service import database
 
 LINKS_FILE = "portal-links.csv"          # in autograder/reports/ (git-ignored), readable by its owner only
-FIELDS = ["student_id", "name", "link"]
+FIELDS = ["student_id", "name", "link", "new"]
+NO_LINK = "(issued earlier, not in this file; --renew replaces it)"
 
 
 def students_of(course, extra: list[str]) -> dict[str, str]:
@@ -29,18 +34,31 @@ def students_of(course, extra: list[str]) -> dict[str, str]:
     return {s: n for s, n in sorted(found.items()) if is_safe_id(s)}
 
 
-def make_links(sessions, students: dict[str, str], base_url: str, renew: bool) -> list[dict]:
-    rows = []
+def make_links(sessions, students: dict[str, str], base_url: str, renew: bool,
+               known: dict[str, str] | None = None) -> list[dict]:
+    """A row per student: the link of `known` (student id -> earlier link) while it still signs them in, else a
+    new one for a student without a token (or every student, with renew)."""
+    rows, known = [], known or {}
     with sessions() as db:
-        holding = set(db.execute(select(Student.id).where(Student.token_hash.is_not(None))).scalars())
+        holding = dict(db.execute(select(Student.id, Student.token_hash).where(Student.token_hash.is_not(None))).all())
         for student, name in students.items():
             if student in holding and not renew:
-                rows.append({"student_id": student, "name": name, "link": "(issued earlier; --renew replaces it)"})
+                earlier = known.get(student, "")
+                valid = auth.digest(earlier.rsplit("/s/", 1)[-1]) == holding[student] if "/s/" in earlier else False
+                rows.append({"student_id": student, "name": name, "link": earlier if valid else NO_LINK, "new": "no"})
                 continue
-            rows.append({"student_id": student, "name": name,
+            rows.append({"student_id": student, "name": name, "new": "yes",
                          "link": f"{base_url.rstrip('/')}/s/{auth.issue_token(db, student, name)}"})
         db.commit()
     return rows
+
+
+def earlier_links(target: pathlib.Path) -> dict[str, str]:
+    """student id -> the link the last run's file gave them ({} without a file)."""
+    if not target.is_file():
+        return {}
+    with open(target, newline="") as src:
+        return {row.get("student_id", ""): row.get("link", "") for row in csv.DictReader(src)}
 
 
 def arguments(parser) -> None:
@@ -52,19 +70,20 @@ def arguments(parser) -> None:
 
 def run_command(args) -> int:
     course = course_for_command(args.course, args.db_url)
-    students = students_of(course, args.student)
+    target = course.reports / LINKS_FILE
+    known = earlier_links(target)
+    students = students_of(course, args.student + sorted(known))       # a student added by id stays listed
     if not students:
         print("No students: `make collect` fills autograder/roster.csv, or name them with --student ID",
               file=sys.stderr)
         return 1
-    rows = make_links(database(course), students, args.base_url, args.renew)
-    target = course.reports / LINKS_FILE
+    rows = make_links(database(course), students, args.base_url, args.renew, known)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.touch(mode=0o600, exist_ok=True)
     target.chmod(0o600)
     csvsafe.write(target, FIELDS, rows)
-    made = sum(r["link"].startswith("http") for r in rows)
-    print(f"{made} new sign-in link(s) for {len(rows)} student(s) in {target} (keep it private: each link signs "
-          f"its student in)")
+    made, kept = sum(r["new"] == "yes" for r in rows), sum(r["new"] == "no" and r["link"] != NO_LINK for r in rows)
+    print(f"{made} new sign-in link(s) and {kept} earlier one(s) still valid, for {len(rows)} student(s), in {target} "
+          f"(keep it private: each link signs its student in; column new=yes marks whom to send one)")
     return 0
 
