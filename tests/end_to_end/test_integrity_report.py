@@ -161,6 +161,23 @@ def test_the_page_is_self_contained_and_escapes_student_text(analysis):
     assert page.index("gus · hal") < page.index("ada · bob") < page.index("eli · fay")
 
 
+def _marked(column: str) -> str:
+    return " ".join(re.findall(r"<mark>(.*?)</mark>", column, re.S))
+
+
+def test_the_copied_parts_are_marked_in_both_columns_and_the_starter_code_is_not(analysis):
+    found, _ = analysis
+    page = report.page([found])
+    section = page[page.index("id='pair"):]
+    section = section[section.index("ada and bob"):]
+    ada, bob = re.findall(r"<pre>(.*?)</pre>", section, re.S)[:2]
+    assert "rate = 1.0 / np.power(10000.0, 2.0 * pair / d_model)" in _marked(ada)     # ada's own code
+    assert "freq = 1.0 / np.power(10000.0, 2.0 * k / d_model)" in _marked(bob)        # the same, renamed
+    assert "# my solution, part" not in _marked(bob)                                  # bob's added comments
+    first_solution_line = SOLUTION.strip().splitlines()[0]
+    assert first_solution_line not in _marked(ada) and first_solution_line not in _marked(bob)
+
+
 def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs():
     attention = REGISTRY["hidden_self_attention"]
     ns = namespace_from(SOLUTION, next(m.code for m in MISTAKES if m.name == "no 1/sqrt(d_k) scaling"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import html
+import re
 import sys
 
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
@@ -90,11 +91,30 @@ td,th{border:1px solid #ccc;padding:.35rem .5rem;vertical-align:top;text-align:l
 max-height:30rem;font-size:12px}mark{background:#ffe08a}.note{color:#555}.skipped{color:#a00}"""
 
 
+# A line holding nothing but a comment or blanks (copydetect does not compare them).
+NOT_COMPARED_LINE = re.compile(r"^[ \t]*(#[^\n]*)?$\n?", re.M)
+
+
+def _copied_ranges(code: str, ranges) -> list[tuple[int, int]]:
+    """copydetect's copied character ranges, less the comment and blank lines inside them: a range runs from the
+    first copied token to the last, across any comment a student added between (which was not copied)."""
+    marks = sorted(zip(*[list(map(int, r)) for r in ranges])) if ranges is not None and len(ranges[0]) else []
+    pieces = []
+    for start, end in marks:
+        at = start
+        for line in NOT_COMPARED_LINE.finditer(code, start, end):
+            if code[at:line.start()].strip():
+                pieces.append((at, line.start()))
+            at = max(at, line.end())
+        if code[at:end].strip():
+            pieces.append((at, end))
+    return pieces
+
+
 def _highlighted(code: str, ranges) -> str:
     """The code, escaped, with the copied ranges marked."""
-    marks = sorted(zip(*[list(map(int, r)) for r in ranges])) if ranges is not None and len(ranges[0]) else []
     out, at = [], 0
-    for start, end in marks:
+    for start, end in _copied_ranges(code, ranges):
         start = max(start, at)
         if start >= end:
             continue
