@@ -295,7 +295,8 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
         "student_id": student, "assignment": assignment, "lms": entry.lms, "lms_user_id": entry.lms_user_id,
         "name": entry.name, "submitted_at": stamp.isoformat(), "late": "yes" if entry.late else "no",
         "attempt": attempt_label(entry), "file_name": " ".join(sorted(data)),
-        "source_zip": source, "sha256": digest, "lms_prefix": entry.prefix}
+        "source_zip": source, "sha256": digest, "lms_prefix": entry.prefix,
+        "extension": before.get("extension", "") if before else ""}        # the instructor's, kept
 
 
 def arguments(parser) -> None:

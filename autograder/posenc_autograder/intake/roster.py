@@ -13,7 +13,7 @@ from posenc_autograder.course import Course
 
 ROSTER_FILE = "autograder/roster.csv"
 FIELDS = ["student_id", "assignment", "lms", "lms_user_id", "name", "submitted_at", "late", "attempt",
-          "file_name", "source_zip", "sha256", "lms_prefix"]
+          "file_name", "source_zip", "sha256", "lms_prefix", "extension"]  # extension: a later deadline, ISO 8601
 
 
 def path(course: Course) -> pathlib.Path:

@@ -48,7 +48,9 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     nbformat.write(nbgrader_files.autograded_notebook(
         executed_notebook, release_notebook(course, sub.assignment, sub.notebook), result),
         course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
-    feedback.write(result, course.feedback, gradebook.cell_scores(gb, *sub.key))
+    from posenc_autograder.reports import late_policy
+    feedback.write(result, course.feedback, gradebook.cell_scores(gb, *sub.key),
+                   late_policy.Deadlines(course).lateness(sub.student, sub.assignment))
     results_store.save(course, result, digest, fingerprint)
     return result
 

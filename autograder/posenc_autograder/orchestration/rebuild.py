@@ -8,7 +8,7 @@ import sys
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.progress import Progress
 from posenc_autograder.records import gradebook, results_store
-from posenc_autograder.reports import feedback, lms_bundles, roster_check
+from posenc_autograder.reports import feedback, late_policy, lms_bundles, roster_check
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 
 
@@ -17,10 +17,12 @@ def rebuild(course: Course, stream=None) -> list[pathlib.Path]:
     written = []
     results = results_store.stored_results(course)
     progress = Progress(len(results), stream=stream)
+    deadlines = late_policy.Deadlines(course)
     with gradebook.open_gradebook(course) as gb:
         for result in results:
             scores = gradebook.cell_scores(gb, result.student, result.assignment, result.notebook)
-            written.append(feedback.write(result, course.feedback, scores))
+            written.append(feedback.write(result, course.feedback, scores,
+                                          deadlines.lateness(result.student, result.assignment)))
             progress.step(f"{result.student}/{result.assignment}")
     return written
 

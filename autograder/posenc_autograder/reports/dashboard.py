@@ -232,7 +232,8 @@ def score_cell(result: NotebookResult, finals: dict) -> str:
     return f"{final:g} / {maximum:g}{automatic}"
 
 
-def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None) -> str:
+def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None,
+           lateness: dict | None = None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
     (student, assignment) -> (score, max) from the gradebook, manual grades included."""
     e = html.escape
@@ -254,6 +255,8 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
     for r in results:
         person = people.get((r.student, r.assignment), {})
         late = "<span class='late'>late</span>" if person.get("late") == "yes" else ""
+        if (lateness or {}).get((r.student, r.assignment)):
+            late = f"<span class='late'>late: −{lateness[r.student, r.assignment].percent:g}% (late policy)</span>"
         student_rows.append(
             f"<tr><td>{e(r.student)}</td><td>{e(person.get('name', ''))}</td><td>{e(r.assignment)}</td>"
             f"<td>{score_cell(r, finals)}</td>"
@@ -285,7 +288,8 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
 
 
 def write(course: Course, results: list[NotebookResult], refused: list[str] = (),
-          finals: dict | None = None) -> pathlib.Path:
+          finals: dict | None = None, lateness: dict | None = None) -> pathlib.Path:
+    """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time."""
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused, finals))
+    path(course).write_text(render(course, results, refused, finals, lateness))
     return path(course)

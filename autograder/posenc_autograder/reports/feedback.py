@@ -19,8 +19,9 @@ th { text-align: left; background: #f4f4f4; } .pass { color: #1a7f37; } .fail { 
 """
 
 
-def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None) -> str:
-    """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points."""
+def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None, late=None) -> str:
+    """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points;
+    `late` (late_policy.Lateness) says what the late policy deducts."""
     e = html.escape
     scores = scores or {}
     rows = []
@@ -41,6 +42,8 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
     score = (f"<b>Score: {total:g} / {result.max_score:g}</b> (automatic grading; an instructor may still adjust it)."
              if result.graded else f"<b>Not graded: {e(not_graded_reason(result))}</b> No score was given; "
                                    f"your instructor has been told.")
+    if late is not None and result.graded:
+        score += f"</p><p class='late'>{e(late.sentence(total, result.max_score))}"
     notes_block = f"<h2>What happened while grading</h2><ul class='notes'>{notes}</ul>" if notes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Feedback: {e(result.assignment)}</title>
@@ -67,8 +70,8 @@ def path(feedback_root: pathlib.Path, result: NotebookResult) -> pathlib.Path:
     return feedback_root / result.student / result.assignment / f"{result.notebook}.html"
 
 
-def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None) -> pathlib.Path:
+def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None, late=None) -> pathlib.Path:
     page = path(feedback_root, result)
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render(result, scores))
+    page.write_text(render(result, scores, late))
     return page

@@ -11,7 +11,7 @@ import pathlib
 import re
 
 from posenc_autograder import csvsafe
-from posenc_autograder.reports import dashboard, lms_exports
+from posenc_autograder.reports import dashboard, late_policy, lms_exports
 from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
 from posenc_autograder.results import NoteKind, NotebookResult
@@ -50,21 +50,27 @@ def test_columns(results: list[NotebookResult]) -> list[str]:
     return columns
 
 
-def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict, cell_scores: dict) -> pathlib.Path:
-    """Final scores (manual grades included) per student and assignment, with each test's points,
-    the submission time and the late flag from the roster (`finals`, `cell_scores`: gradebook.class_scores)."""
-    people = roster.load(course)
+def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict, cell_scores: dict,
+                     before_late: dict | None = None, lateness: dict | None = None) -> pathlib.Path:
+    """Final scores (manual grades and the late policy included) per student and assignment, with each test's
+    points, the submission time, the late flag from the roster and the late penalty (`finals`, `cell_scores`:
+    gradebook.class_scores, `finals` after late_policy.apply; `before_late`: the gradebook's finals)."""
+    people, before_late, lateness = roster.load(course), before_late or finals, lateness or {}
     rows = []
     for r in results:
         score, max_score = finals[r.student, r.assignment]
         cells = cell_scores.get((r.student, r.assignment, r.notebook), {})
         person = people.get((r.student, r.assignment), {})
+        late = lateness.get((r.student, r.assignment))
         rows.append({"student": r.student, "name": person.get("name", ""), "lms_user_id": person.get("lms_user_id", ""),
                      "assignment": r.assignment, "score": score if r.graded else "", "max_score": max_score,
                      "status": "graded" if r.graded else "not graded",
                      "submitted_at": person.get("submitted_at", ""), "late": person.get("late", ""),
+                     "late_penalty_percent": late.percent if late else 0,
+                     "score_before_late_penalty": before_late[r.student, r.assignment][0] if r.graded else "",
                      **{f"{r.assignment}:{t.cell_id}": cells.get(t.cell_id, (t.points, False))[0] for t in r.tests}})
-    fields = ["student", "name", "lms_user_id", "assignment", "score", "max_score", "status", "submitted_at", "late"]
+    fields = ["student", "name", "lms_user_id", "assignment", "score", "max_score", "status", "submitted_at", "late",
+              "late_penalty_percent", "score_before_late_penalty"]
     return csvsafe.write(course.grades_csv, fields + test_columns(results), rows)
 
 
@@ -111,11 +117,13 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: list[s
     """`refused`: folders under submitted/ that were not read, with why (they have no result)."""
     from posenc_autograder.records import gradebook          # nbgrader: only for the files written here
 
-    finals, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
-    write_grades_csv(course, results, finals, cell_scores)
+    before_late, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
+    lateness = late_policy.Deadlines(course).class_lateness(before_late)
+    finals = late_policy.apply(before_late, lateness)
+    write_grades_csv(course, results, finals, cell_scores, before_late, lateness)
     lms_exports.write_all(course, results, finals)
     write_run_report(course, results)
-    dashboard.write(course, results, refused, finals)
+    dashboard.write(course, results, refused, finals, lateness)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:

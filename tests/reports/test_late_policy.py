@@ -1,0 +1,111 @@
+"""The late policy of autograder/course.toml: per day or hour, capped, after a grace period; applied to the score in
+every grades file, shown on the feedback page and the dashboard; extensions from the roster or the portal honoured."""
+import csv
+import datetime as dt
+import io
+
+import pytest
+
+from fixture_submissions import make_course
+from lms_zips import CANVAS, NB, make_zip, roster_rows
+from posenc_autograder import cli, settings
+from posenc_autograder.course import Course
+from posenc_autograder.intake import roster
+from posenc_autograder.intake.collect import collect
+from posenc_autograder.portal import models
+from posenc_autograder.records import gradebook, results_store
+from posenc_autograder.results import GradedTest, NotebookResult
+
+UTC = dt.timezone.utc
+DEADLINE = dt.datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
+POLICY = settings.LatePolicy(DEADLINE, per="day", penalty=10, cap=50, grace_minutes=15)
+
+
+@pytest.mark.parametrize("after, percent", [
+    (dt.timedelta(minutes=15), 0),                      # within the grace period
+    (dt.timedelta(minutes=16), 10),                     # one started day
+    (dt.timedelta(days=2, minutes=16), 30),             # three started days
+    (dt.timedelta(days=9), 50),                         # capped
+    (-dt.timedelta(days=1), 0),                         # early
+])
+def test_percent_per_started_day_after_the_grace_period_capped(after, percent):
+    assert POLICY.percent_off(DEADLINE + after) == percent
+
+
+def test_per_hour_and_an_extension_moves_the_deadline():
+    hourly = settings.LatePolicy(DEADLINE, per="hour", penalty=2, cap=100)
+    assert hourly.percent_off(DEADLINE + dt.timedelta(hours=5, minutes=1)) == 12
+    assert POLICY.percent_off(DEADLINE + dt.timedelta(days=2), DEADLINE + dt.timedelta(days=3)) == 0
+
+
+@pytest.mark.parametrize("table, says", [
+    ('per = "week"', 'write "day" or "hour"'),
+    ('deadline = "2026-12-01T17:00:00"', "has no UTC offset"),
+    ("penalty = 150", "a number from 0 to 100"),
+    ("penalty_per_day = 5", "unknown keys"),
+])
+def test_a_wrong_setting_names_the_key_and_the_fix(tmp_path, table, says):
+    course = Course(make_course(tmp_path / "course"))
+    course.path(settings.SETTINGS_FILE).write_text(f"[late.{NB}]\n{table}\n")
+    with pytest.raises(settings.SettingsError, match=says):
+        settings.load(course)
+
+
+@pytest.fixture
+def late_class(tmp_path):
+    """A Canvas class graded 4 points each: one student on time, one 2 days 16 minutes late, one as late with an
+    extension in the roster, one as late with an extension granted in the portal."""
+    course = Course(make_course(tmp_path / "course"))
+    assert collect(course, make_zip(tmp_path / "canvas.zip", CANVAS), NB, out=io.StringIO()) == 0
+    students = sorted(roster_rows(course))
+    course.path(settings.SETTINGS_FILE).write_text(
+        f'[late.{NB}]\ndeadline = "{DEADLINE.isoformat()}"\nper = "day"\npenalty = 10\ncap = 50\ngrace_minutes = 15\n')
+    late = (DEADLINE + dt.timedelta(days=2, minutes=16)).isoformat()
+    rows = roster.load(course)
+    for student, submitted, extension in zip(students, (DEADLINE.isoformat(), late, late),
+                                             ("", "", (DEADLINE + dt.timedelta(days=3)).isoformat())):
+        rows[student, NB].update(submitted_at=submitted, extension=extension)
+    roster.save(course, rows)
+    with gradebook.open_gradebook(course) as gb:
+        for student in students:
+            gradebook.record_scores(gb, student, NB, NB, {"hidden_pe_values": 4.0})
+    for student in students:
+        results_store.save(course, NotebookResult(student, NB, NB, True, [
+            GradedTest("hidden_pe_values", "values", True, 4.0, 4.0, [])], []), None, "grader")
+    return course, students
+
+
+def _csv(path):
+    with open(path, newline="") as src:
+        return list(csv.DictReader(src))
+
+
+def test_the_penalty_is_in_every_grades_file_on_the_feedback_page_and_the_dashboard(late_class):
+    course, (on_time, late, extended) = late_class
+    assert cli.main(["feedback", "--course", str(course.root)]) == 0
+    grades = {r["student"]: r for r in _csv(course.grades_csv)}
+    assert (grades[on_time]["score"], grades[on_time]["late_penalty_percent"]) == ("4", "0")
+    assert (grades[late]["score"], grades[late]["late_penalty_percent"]) == ("2.8", "30")
+    assert grades[late]["score_before_late_penalty"] == "4"
+    assert (grades[extended]["score"], grades[extended]["late_penalty_percent"]) == ("4", "0")
+    canvas = {r["Student"]: r for r in _csv(course.reports / "grades-canvas.csv")}
+    column = next(c for c in canvas[next(iter(canvas))] if c.startswith(NB))
+    people = roster.load(course)
+    assert canvas[people[late, NB]["name"]][column] == "2.8"
+    assert canvas[people[on_time, NB]["name"]][column] == "4"
+    page = (course.feedback / late / NB / f"{NB}.html").read_text()
+    assert "deducts 30% of the score, so it counts as 2.8 / 4" in page
+    assert "late policy" not in (course.feedback / on_time / NB / f"{NB}.html").read_text()
+    assert "late: −30% (late policy)" in (course.reports / "class.html").read_text()
+
+
+def test_an_extension_granted_in_the_portal_is_honoured(late_class):
+    course, (_, late, _) = late_class
+    session = models.open_database(course.gradebook_url)()
+    session.add_all([models.Student(id=late), models.Extension(
+        student_id=late, assignment=NB, deadline=(DEADLINE + dt.timedelta(days=4)).replace(tzinfo=None))])
+    session.commit()
+    session.close()
+    assert cli.main(["feedback", "--course", str(course.root)]) == 0
+    grades = {r["student"]: r for r in _csv(course.grades_csv)}
+    assert (grades[late]["score"], grades[late]["late_penalty_percent"]) == ("4", "0")
