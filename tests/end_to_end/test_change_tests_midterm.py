@@ -21,7 +21,7 @@ from posenc_autograder.portal import models
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NoteKind
 from posenc_autograder.sandbox.bubblewrap import Limits
-from student_variants import MISTAKES
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
 SWAPPED = next(m for m in MISTAKES if m.name == "sin and cos swapped")
