@@ -47,6 +47,7 @@ class Migration:
     removed: dict[str, float] = dataclasses.field(default_factory=dict)
     repointed: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     submissions: int = 0
+    registered: bool = False           # the gradebook did not know the notebook: its first registration
     lost_manual_grades: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
 
     def changed(self) -> bool:
@@ -54,6 +55,8 @@ class Migration:
 
     def lines(self) -> list[str]:
         where = f"{self.assignment}/{self.notebook}"
+        if self.registered:
+            return [f"{where}: registered ({len(self.added)} graded cells, {sum(self.added.values()):g} points)"]
         lines = [f"{where}: new test {cell} ({points:g} points)" for cell, points in self.added.items()]
         lines += [f"{where}: test {cell} removed (it was worth {points:g})" for cell, points in self.removed.items()]
         lines += [f"{where}: {cell} {old:g} → {new:g} points" for cell, (old, new) in self.repointed.items()]
@@ -100,7 +103,7 @@ def built_definitions(course: Course, assignment: str, source_root: pathlib.Path
 
 def migrate(gb: Gradebook, assignment: str, notebook: str, target: Definition) -> Migration:
     """Make the gradebook's definition of the notebook equal `target`, in the session (the caller commits)."""
-    migration = Migration(assignment, notebook)
+    migration = Migration(assignment, notebook, registered=read_definition(gb, assignment, notebook) is None)
     nb = _notebook(gb, assignment, notebook)
     submissions = list(nb.submissions)
     migration.submissions = len(submissions)
