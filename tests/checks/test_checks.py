@@ -259,3 +259,20 @@ def test_one_class_named_problem_where_judges_meet_it():
     assert base.Problem is results.Problem and not issubclass(base.Rejected, str)
     said = base.problems_of(lambda: base.as_array("text", "f(3)"))
     assert said == ["f(3) should be a numpy array of numbers, got str"]
+
+
+@pytest.mark.parametrize("key", ["exponent", "doubled_exponent", "spacing"])
+def test_the_frequency_mistakes_are_written_once_and_matched_with_one_tolerance(key):
+    """The same wrong frequencies, a hair off (1e-7, as a student's own formula may be), are named by the
+    sinusoidal table's diagnosis and by RoPE's frequency test alike."""
+    from posenc_autograder.checks.diagnosis import MATCH_TOLERANCE, frequency_mistakes
+    from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table
+    from posenc_autograder.checks.positional_encoding.reference import DEFAULT_BASE
+    from posenc_autograder.checks.rope_alibi import parts as rope
+    omega = frequency_mistakes(16, DEFAULT_BASE)[key]
+    angles = np.arange(12.0)[:, None] * omega[None, :]
+    table = np.empty((12, 16))
+    table[:, 0::2], table[:, 1::2] = np.sin(angles), np.cos(angles)
+    assert diagnose_pe_table(table + MATCH_TOLERANCE / 10, 12, 16) is not None
+    said = rope._frequency_problem(16, {"value": omega + MATCH_TOLERANCE / 10}, "rope_frequencies(16)")
+    assert rope.DIAGNOSES[key] in said

@@ -1,10 +1,14 @@
-"""Diagnoses every assignment uses: float32 arithmetic recognised by the size of its rounding, and the rule for
-answers two known mistakes explain equally. Each assignment's own known mistakes are in its diagnosis module.
+"""Diagnoses every assignment uses: the one rule for recognising a known wrong answer (matches, one tolerance),
+the frequency mistakes of the sinusoidal and RoPE exponent (written once), float32 arithmetic recognised by the
+size of its rounding, and the rule for answers two known mistakes explain equally. Each assignment names its own
+mistakes in its own words (its diagnosis module or its DIAGNOSES).
 """
 from __future__ import annotations
 
 import numpy as np
 
+# An answer matches a known wrong one when every entry is within this of it (relative to the entry's size above 1,
+# for bases and angles in the thousands); far below any mistake's distance from the right answer.
 MATCH_TOLERANCE = 1e-6
 FLOAT32_EPSILON = float(np.finfo(np.float32).eps)
 
@@ -33,8 +37,27 @@ def diagnose_float32_relative(actual: np.ndarray, expected: np.ndarray) -> str |
             f"is in float32 (a base or power taken in float32, as in BLOOM's code); compute every step in float64")
 
 
-def same_values(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and np.allclose(a, b, atol=1e-9, rtol=0, equal_nan=True)
+def matches(actual, wrong) -> bool:
+    """Whether an answer is this known wrong one: the same shape, every entry within MATCH_TOLERANCE (NaN where it
+    has NaN)."""
+    actual, wrong = np.asarray(actual, dtype=np.float64), np.asarray(wrong, dtype=np.float64)
+    return actual.shape == wrong.shape and bool(np.allclose(actual, wrong, rtol=MATCH_TOLERANCE, atol=MATCH_TOLERANCE,
+                                                             equal_nan=True))
+
+
+def known_mistakes(actual, expected, known: dict) -> list:
+    """The keys of `known` (key -> a wrong answer) whose answer `actual` matches, leaving out any these inputs cannot
+    tell from the right one (a diagnosis is right or silent)."""
+    return [key for key, wrong in known.items() if matches(actual, wrong) and not matches(expected, wrong)]
+
+
+def frequency_mistakes(d: int, base: float) -> dict[str, np.ndarray]:
+    """The usual wrong frequency vectors of base^(-2i/d), i = 0 .. d/2 - 1, by name: the exponent i/d, the
+    exponent doubled (4i/d), and tensor2tensor's spacing i/(d/2 - 1)."""
+    i = np.arange(d // 2, dtype=np.float64)
+    return {"exponent": np.exp(-i / d * np.log(base)),
+            "doubled_exponent": np.exp(-4 * i / d * np.log(base)),
+            "spacing": np.exp(-i / max(d // 2 - 1, 1) * np.log(base))}
 
 
 def either(explanations: list[str]) -> str | None:

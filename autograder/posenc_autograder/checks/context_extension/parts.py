@@ -13,6 +13,7 @@ from posenc_autograder.checks.base import HiddenTest, call, call_label, calling,
     normal, with_cause
 from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
 from posenc_autograder.checks.contracts import contracts_test
+from posenc_autograder.checks.diagnosis import known_mistakes
 from posenc_autograder.probes.helpers import call_each
 
 ASSIGNMENT = "context_extension"
@@ -72,14 +73,10 @@ DIAGNOSES = {
 }
 
 
-def _close(actual: np.ndarray, wrong) -> bool:
-    wrong = np.asarray(wrong, dtype=np.float64)
-    return actual.shape == wrong.shape and bool(np.allclose(actual, wrong, rtol=1e-9, atol=1e-12))
-
-
-def _diagnose(known: dict, diagnoses: dict = DIAGNOSES):
-    """A diagnose() for compare: the first named mistake whose answer the student's array matches."""
-    return lambda actual: next((diagnoses[key] for key, wrong in known.items() if _close(actual, wrong)), None)
+def _diagnose(known: dict, expected, diagnoses: dict = DIAGNOSES):
+    """A diagnose() for compare: the first named mistake whose answer the student's array matches (and the right
+    answer does not)."""
+    return lambda actual: next((diagnoses[key] for key in known_mistakes(actual, expected, known)), None)
 
 
 def _tolerance(expected) -> float:
@@ -96,7 +93,7 @@ def _values(function, group, expected, mistakes, diagnoses: dict = DIAGNOSES):
             if np.ndim(want) == 0 and "value" in record and np.size(record["value"]) == 1:
                 record = {**record, "value": np.reshape(record["value"], ())}
             return compare(record, np.asarray(want, dtype=np.float64), call_label(function, case), _tolerance(want),
-                           diagnose=_diagnose(mistakes(*case["args"], **case["kwargs"]), diagnoses))
+                           diagnose=_diagnose(mistakes(*case["args"], **case["kwargs"]), want, diagnoses))
         return each_case(problem, inputs["groups"][group], obs[group])
     return judge
 

@@ -2,13 +2,13 @@
 mistake looks like.
 
 Each known mistake is rebuilt from the reference with one thing changed; a student's output
-that matches one of them (to 1e-6) gets that mistake's explanation.
+that matches one of them (diagnosis.matches) gets that mistake's explanation.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.diagnosis import MATCH_TOLERANCE, same_values, diagnose_float32, either
+from posenc_autograder.checks.diagnosis import diagnose_float32, either, frequency_mistakes, matches
 from posenc_autograder.checks.positional_encoding import reference as ref
 
 def _angles(seq_len, d_model, base=ref.DEFAULT_BASE, first=0, omega=None):
@@ -35,6 +35,7 @@ def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:
     """Known wrong sinusoidal tables of shape (seq_len, d_model), keyed by their explanation."""
     theta = _angles(seq_len, d_model)
     half = d_model // 2
+    frequencies = frequency_mistakes(d_model, ref.DEFAULT_BASE)
     i = np.arange(half, dtype=np.float64)
     j = np.arange(d_model, dtype=np.float64)
     mistakes = {
@@ -45,7 +46,7 @@ def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:
         "positions seem to start at 1; the first row is position 0":
             ref.sinusoidal_positional_encoding(seq_len, d_model, first_position=1),
         "the frequency exponent uses i/d_model instead of 2i/d_model":
-            _interleave(*_sin_cos(_angles(seq_len, d_model, omega=np.exp(-i / d_model * np.log(1e4))))),
+            _interleave(*_sin_cos(_angles(seq_len, d_model, omega=frequencies["exponent"]))),
         "the frequency exponent uses the column index j instead of the pair index i "
         "(omega = 10000^(-2j/d) with j the column)":
             _by_column(seq_len, np.exp(-2 * j / d_model * np.log(1e4))),
@@ -61,11 +62,11 @@ def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:
         "the table holds only cos values; even columns should be sin":
             _interleave(np.cos(theta), np.cos(theta)),
     }
-    spacing = np.exp(-i / max(half - 1, 1) * np.log(1e4))         # tensor2tensor's and fairseq's timescales
+    spacing = frequencies["spacing"]                                # tensor2tensor's and fairseq's timescales
     mistakes[SPACING] = _interleave(*_sin_cos(_angles(seq_len, d_model, omega=spacing)))
     mistakes[SPACING + "; and the columns are concatenated [sin | cos] (their layout too) rather than "
              "interleaved"] = np.concatenate(_sin_cos(_angles(seq_len, d_model, omega=spacing)), axis=1)
-    mistakes[DOUBLED] = _interleave(*_sin_cos(_angles(seq_len, d_model, omega=np.exp(-4 * i / d_model * np.log(1e4)))))
+    mistakes[DOUBLED] = _interleave(*_sin_cos(_angles(seq_len, d_model, omega=frequencies["doubled_exponent"])))
     for base in (1000.0, 100000.0, 10000.0 ** 0.5, 2.0 * np.pi * 10000.0):
         mistakes[f"the frequency base is not 10000 (your table matches base {base:g})"] = \
             ref.sinusoidal_positional_encoding(seq_len, d_model, base=base)
@@ -89,10 +90,9 @@ def diagnose_pe_table(actual: np.ndarray, seq_len: int, d_model: int) -> str | N
         return "rows must be positions and columns dimensions"
     if actual.shape != (seq_len, d_model):
         return None
-    matches = [explanation for explanation, table in pe_mistakes(seq_len, d_model).items()
-               if np.allclose(actual, table, atol=MATCH_TOLERANCE, rtol=0)]
-    if matches:
-        return either(matches)
+    fitting = [explanation for explanation, table in pe_mistakes(seq_len, d_model).items() if matches(actual, table)]
+    if fitting:
+        return either(fitting)
     return diagnose_float32(actual, ref.sinusoidal_positional_encoding(seq_len, d_model))
 
 
@@ -101,19 +101,19 @@ def diagnose_rotation(actual: np.ndarray, d_model: int, offset: int) -> str | No
     exact = ref.rotation_matrix_for_offset(d_model, offset)
     if actual.shape != exact.shape:
         return None
-    if np.allclose(actual, exact.T, atol=MATCH_TOLERANCE):
+    if matches(actual, exact.T):
         return ("the rotation blocks are transposed: with rows (sin, cos) the block is "
                 "[[cos wk, sin wk], [-sin wk, cos wk]], which maps PE[pos] to PE[pos + k], not PE[pos - k]")
-    if np.allclose(actual, ref.rotation_matrix_for_offset(d_model, offset + 1), atol=MATCH_TOLERANCE) or \
-            np.allclose(actual, ref.rotation_matrix_for_offset(d_model, offset - 1), atol=MATCH_TOLERANCE):
+    if matches(actual, ref.rotation_matrix_for_offset(d_model, offset + 1)) or \
+            matches(actual, ref.rotation_matrix_for_offset(d_model, offset - 1)):
         return "M looks like it rotates by offset +/- 1: check the positions you paired up"
     half = d_model // 2
     perm = np.empty(d_model, dtype=int)
     perm[0::2], perm[1::2] = np.arange(half), np.arange(half) + half
-    if np.allclose(actual, exact[np.ix_(np.argsort(perm), np.argsort(perm))], atol=MATCH_TOLERANCE):
+    if matches(actual, exact[np.ix_(np.argsort(perm), np.argsort(perm))]):
         return ("the 2x2 blocks pair columns (i, i + d/2) as for a concatenated [sin | cos] table; "
                 "with interleaved columns each block acts on columns (2i, 2i+1)")
-    if np.allclose(actual, np.eye(d_model), atol=MATCH_TOLERANCE):
+    if matches(actual, np.eye(d_model)):
         return "M is the identity: it must rotate each pair by omega_i * offset"
     return None
 
@@ -170,4 +170,4 @@ def diagnose_attention(actual: np.ndarray, X: np.ndarray, W) -> str | None:
     right = ref.self_attention(X, *W)
     # A mistake these inputs cannot show (its output equals the right one) stays silent.
     return either([explanation for explanation, wrong in attention_mistakes(X, W).items()
-                   if same_values(actual, wrong) and not same_values(right, wrong)])
+                   if matches(actual, wrong) and not matches(right, wrong)])

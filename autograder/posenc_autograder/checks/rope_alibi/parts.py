@@ -12,9 +12,9 @@ import numpy as np
 from posenc_autograder.checks.rope_alibi import reference as ref
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.base import (HiddenTest, against_any, call, call_label, calling, compare, each_case,
-                                          expect_error, extended, mismatch, normal)
+                                          expect_error, extended, normal)
 from posenc_autograder.checks.contracts import contracts_test
-from posenc_autograder.checks.diagnosis import diagnose_float32_relative
+from posenc_autograder.checks.diagnosis import diagnose_float32_relative, frequency_mistakes, known_mistakes, matches
 from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in, shift_stand_in
 from posenc_autograder.checks.rope_alibi.manifest import FUNCTIONS
 from posenc_autograder.probes.helpers import call_each
@@ -57,25 +57,12 @@ def _each(function, group, inputs, obs, problem):
                      inputs["groups"][group], obs[group])
 
 
-def _matches(array, expected) -> bool:
-    return array.shape == expected.shape and mismatch(array, expected, 1e-9, "") is None
-
-
 # --- frequencies -------------------------------------------------------------------------------
-
-def frequency_mistakes(d, base) -> dict[str, np.ndarray]:
-    """Known wrong frequency vectors for a head of d dimensions, keyed by their explanation."""
-    i = np.arange(d // 2, dtype=np.float64)
-    return {DIAGNOSES["exponent"]: np.exp(-i / d * np.log(base)),
-            DIAGNOSES["doubled_exponent"]: np.exp(-4 * i / d * np.log(base)),
-            DIAGNOSES["spacing"]: np.exp(-i / max(d // 2 - 1, 1) * np.log(base))}
-
 
 def _frequency_problem(d, record, label, base=ref.DEFAULT_BASE):
     expected = ref.angular_frequencies(d, base)
     return compare(record, expected, label, 1e-12, diagnose=lambda a: next(
-        (why for why, wrong in frequency_mistakes(d, base).items()
-         if _matches(a, wrong) and not _matches(wrong, expected)), None))
+        (DIAGNOSES[key] for key in known_mistakes(a, expected, frequency_mistakes(d, base))), None))
 
 
 def _judge_frequencies(inputs, obs):
@@ -109,7 +96,7 @@ def _rope_diagnosis(actual, x, positions, base, theta):
         DIAGNOSES["shifted"]: _rotate(x, positions, base, shift=1, theta=theta),
         DIAGNOSES["ignored"]: _rotate(x, np.arange(x.shape[-2]), base, theta=theta),
     }
-    return next((explanation for explanation, expected in known.items() if _matches(actual, expected)), None)
+    return next((explanation for explanation, expected in known.items() if matches(actual, expected)), None)
 
 
 ROPE_CASES = [((5, 6), [0, 1, 2, 3, 4], 10000.0), ((7, 8), [9, 3, 14, 0, 1, 27, 5], 10000.0),
@@ -165,7 +152,7 @@ def _judge_scores(inputs, obs):
             expected = rotate(q, q_pos) @ rotate(k, k_pos).T
             scaled = expected / np.sqrt(q.shape[-1])
             return compare(record, expected, f"{SCORES_FN} with positions starting at {q_pos[0]} and {k_pos[-1]}",
-                           1e-9, diagnose=lambda a: DIAGNOSES["scaled"] if _matches(a, scaled) else None)
+                           1e-9, diagnose=lambda a: DIAGNOSES["scaled"] if matches(a, scaled) else None)
         said = against_any(against, lambda x, p: ref.apply_rope(x, np.array(p)),
                            lambda x, p: stand_in_rope(x, p, vector))
         return said and extended(said, " (the score must depend only on the distance n - m)")
@@ -179,7 +166,7 @@ def _slopes_problem(n, record, label):
              DIAGNOSES["slopes_from_zero"]: 2.0 ** (-8.0 * np.arange(n) / n)}
     expected = ref.alibi_slopes(n)
     return compare(record, expected, label, 1e-12,
-                   diagnose=lambda a: next((why for why, wrong in known.items() if _matches(a, wrong)), None)
+                   diagnose=lambda a: next((why for why, wrong in known.items() if matches(a, wrong)), None)
                    or diagnose_float32_relative(a, expected))
 
 
@@ -187,13 +174,13 @@ def _bias_diagnosis(array, slopes, length):
     distance = np.arange(length)[None, :] - np.arange(length)[:, None]           # j - i
     slopes = slopes[:, None, None]
     expected = -slopes * np.abs(distance)
-    if _matches(array, -expected):
+    if matches(array, -expected):
         return DIAGNOSES["bias_sign"]
-    if _matches(array, slopes * distance) or _matches(array, -slopes * distance):
+    if matches(array, slopes * distance) or matches(array, -slopes * distance):
         return DIAGNOSES["signed_distance"]
-    if _matches(array, np.tril(expected)):
+    if matches(array, np.tril(expected)):
         return DIAGNOSES["causal_only"]
-    if _matches(array, np.broadcast_to(slopes * np.arange(length), expected.shape)):
+    if matches(array, np.broadcast_to(slopes * np.arange(length), expected.shape)):
         return DIAGNOSES["key_index"]
     return None
 
