@@ -276,3 +276,18 @@ def test_the_frequency_mistakes_are_written_once_and_matched_with_one_tolerance(
     assert diagnose_pe_table(table + MATCH_TOLERANCE / 10, 12, 16) is not None
     said = rope._frequency_problem(16, {"value": omega + MATCH_TOLERANCE / 10}, "rope_frequencies(16)")
     assert rope.DIAGNOSES[key] in said
+
+
+@pytest.mark.parametrize("cell_id", sorted(c for c, t in REGISTRY.items() if t.partial))
+def test_a_partial_test_s_judge_returns_its_cases_with_its_problems(cell_id):
+    """Partial credit travels in what the judge returns (Findings: problems, cases, failures), not beside it."""
+    import contextvars
+
+    from posenc_autograder.checks import base
+    test = REGISTRY[cell_id]
+    solution = implementation_source(solution_notebook(test.assignment))
+    record = record_in_process(test.task_entry(), namespace_from(solution))
+    extra = {"verdicts": {}} if test.reads_verdicts else {}
+    found = test.judge(test.plain_inputs(), record["observations"], **extra)
+    assert list(found) == [] and found.cases > 1 and found.failed == 0
+    assert not [name for name, value in vars(base).items() if isinstance(value, contextvars.ContextVar)]

@@ -8,7 +8,6 @@ with the trusted reference. Both halves receive the same inputs, built once by `
 """
 from __future__ import annotations
 
-import contextvars
 import copy
 import dataclasses
 import functools
@@ -78,33 +77,35 @@ class HiddenTest:
     def verdict(self, record: dict, variant: int | None = None, verdicts: dict | None = None) -> list[str]:
         """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...});
         `verdicts` (function name -> passed its value tests) for a test that reads_verdicts."""
+        return list(self.findings(record, variant, verdicts))
+
+    def findings(self, record: dict, variant: int | None = None, verdicts: dict | None = None) -> Findings:
+        """What the judge returned: its problems, with the cases it judged and failed (plain problems when the
+        judge returned a plain list, or could not judge)."""
         if "missing" in record:
-            return [str(record["missing"])]
+            return Findings([str(record["missing"])])
         try:
             inputs = self.plain_inputs(variant)
             extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
-                return [p if isinstance(p, Problem) else str(p)
-                        for p in self.judge(inputs, copy.deepcopy(record["observations"]), **extra)]
+                found = self.judge(inputs, copy.deepcopy(record["observations"]), **extra)
+            return Findings([p if isinstance(p, Problem) else str(p) for p in found], getattr(found, "cases", 0),
+                            getattr(found, "failed", 0), getattr(found, "reported", 0))
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
-            return [f"your answers had an unexpected form ({type(exc).__name__}); check return types and shapes"]
+            return Findings([f"your answers had an unexpected form ({type(exc).__name__}); check return types "
+                             f"and shapes"])
 
     def graded(self, record: dict, variant: int | None = None,
                verdicts: dict | None = None) -> tuple[list[str], int, int]:
-        """verdict(), with (cases passed, cases judged) as each_case counted them. A problem found outside
-        the cases (or no cases at all) leaves none counted as passed: all-or-nothing."""
-        tally = CaseTally()
-        token = _TALLY.set(tally)
-        try:
-            problems = self.verdict(record, variant, verdicts)
-        finally:
-            _TALLY.reset(token)
-        total = max(tally.total, 1)
+        """verdict(), with (cases passed, cases judged) as the judge's Findings count them. A problem found
+        outside the cases (or no cases at all) leaves none counted as passed: all-or-nothing."""
+        found = self.findings(record, variant, verdicts)
+        problems, total = list(found), max(found.cases, 1)
         if not problems:
             return problems, total, total
-        if tally.total == 0 or len(problems) > tally.reported:
+        if found.cases == 0 or len(problems) > found.reported:
             return problems, 0, total
-        return problems, tally.total - tally.failed, total
+        return problems, found.cases - found.failed, total
 
     def points_for(self, passed: int, total: int) -> float:
         """Full points when every case passed; otherwise, for a test of independent cases, its share rounded
@@ -122,14 +123,32 @@ def _inputs_frame(test: HiddenTest, variant: int | None) -> bytes:
     return codec.frame(test.variant_inputs(variant))
 
 
-@dataclasses.dataclass
-class CaseTally:
-    total: int = 0          # cases judged by each_case
-    failed: int = 0         # of them, cases with a problem
-    reported: int = 0       # lines each_case returned for them (the first problems, then a count)
+class Findings(list):
+    """What a judge returns: its problems (a list, as before), with the independent cases behind them, which
+    partial credit counts. each_case makes them; `+` adds two judges' findings (a plain list added to them is
+    problems found outside the cases, which make the test all-or-nothing)."""
+
+    def __init__(self, problems=(), cases: int = 0, failed: int = 0, reported: int = 0):
+        super().__init__(problems)
+        self.cases = cases          # cases judged
+        self.failed = failed        # of them, cases with a problem
+        self.reported = reported    # lines returned for them (the first problems, then a count)
+
+    def __add__(self, other):
+        return Findings([*self, *other], self.cases + getattr(other, "cases", 0),
+                        self.failed + getattr(other, "failed", 0), self.reported + getattr(other, "reported", 0))
+
+    def __radd__(self, other):
+        return Findings([*other, *self], self.cases, self.failed, self.reported)
+
+    def map(self, change: Callable[[str], str]) -> Findings:
+        """The same findings with each problem changed (a cause attached, say), the cases kept."""
+        return Findings([change(p) for p in self], self.cases, self.failed, self.reported)
 
 
-_TALLY: contextvars.ContextVar[CaseTally | None] = contextvars.ContextVar("case_tally", default=None)
+def all_findings(*found) -> Findings:
+    """Several judges' findings (or plain problem lists) as one."""
+    return sum(found, Findings())
 
 
 def registry(*modules) -> dict[str, HiddenTest]:
@@ -337,15 +356,15 @@ def number(value, what: str) -> float:
     return result
 
 
-def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
+def each_case(problem: Callable[..., str | None], *columns) -> Findings:
     """problem(*row) for each row of the columns (say, the calls and their records), limited per group.
 
     Every case needs its answer: observations with fewer or more records than cases (lost, or
     tampered with next to student code) fail instead of being judged on the cases they kept."""
     columns = [list(column) for column in columns]
     if len({len(column) for column in columns}) > 1:
-        return [f"the grader received {len(columns[-1])} answers for {len(columns[0])} cases, so this test "
-                f"could not be judged; run the notebook from the top without changing the grader's code"]
+        return Findings([f"the grader received {len(columns[-1])} answers for {len(columns[0])} cases, so this "
+                         f"test could not be judged; run the notebook from the top without changing the grader's code"])
     rows = sorted(zip(*columns), key=lambda row: case_size(row[0]))        # smallest failing case first
     failing = [(row, said) for row in rows if (said := problems_of(functools.partial(problem, *row)))]
     found = [p for _, said in failing for p in said]
@@ -353,10 +372,21 @@ def each_case(problem: Callable[..., str | None], *columns) -> list[str]:
         first_case = failing[0][0][0]
         found[0] = extended(found[0], inputs_shown(first_case))
     reported = limit_problems(found)
-    if (tally := _TALLY.get()) is not None:
-        tally.total, tally.failed, tally.reported = (tally.total + len(rows), tally.failed + len(found),
-                                                     tally.reported + len(reported))
-    return reported
+    return Findings(reported, cases=len(rows), failed=len(found), reported=len(reported))
+
+
+def each_call(function: str, group: str, problem: Callable[..., str | None]) -> Callable[[dict, dict], Findings]:
+    """The judge of one group of calling(function, group=[call(...), ...]): problem(*args, record=...,
+    label=..., **kwargs) for each call, its label the call as written (`f(3, base=10)`)."""
+    def judge(inputs: dict, obs: dict) -> Findings:
+        return each_case(lambda case, record: problem(*case["args"], record=record, label=call_label(function, case),
+                                                      **case["kwargs"]), inputs["groups"][group], obs[group])
+    return judge
+
+
+def judging_all(*judges: Callable[[dict, dict], Findings]) -> Callable[[dict, dict], Findings]:
+    """One judge from several (a judge per group, say): every problem and every case of each."""
+    return lambda inputs, obs: all_findings(*(judge(inputs, obs) for judge in judges))
 
 
 def extended(problem: str, more: str) -> str:

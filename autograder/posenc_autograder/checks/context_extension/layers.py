@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.base import HiddenTest, call, calling
-from posenc_autograder.checks.context_extension.parts import ASSIGNMENT, _both, _errors, _values
+from posenc_autograder.checks.base import HiddenTest, call, calling, judging_all
+from posenc_autograder.checks.context_extension.parts import ASSIGNMENT, _errors, _values
 from posenc_autograder.probes.helpers import call_each
 
 LAYERS_FN = "layer_rotation_angles"
@@ -86,6 +86,6 @@ TESTS = [
                inputs=lambda: calling(LAYERS_FN, values=[call(*case) for case in LAYER_CASES],
                                       errors=[call(7, 4, 2, 1e4, 1e6, 8.0, 16, 64)]),
                probe=call_each,
-               judge=_both(_values(LAYERS_FN, "values", layer_rotation_angles, _layer_mistakes, LAYER_DIAGNOSES),
-                           _errors(LAYERS_FN, "errors", lambda *args: "for an odd head_dim"))),
+               judge=judging_all(_values(LAYERS_FN, "values", layer_rotation_angles, _layer_mistakes, LAYER_DIAGNOSES),
+                                 _errors(LAYERS_FN, "errors", lambda *args: "for an odd head_dim"))),
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks.context_extension import reference as ref
-from posenc_autograder.checks.base import HiddenTest, call, call_label, calling, compare, each_case, expect_error, \
+from posenc_autograder.checks.base import HiddenTest, call, calling, compare, each_call, expect_error, judging_all, \
     normal, with_cause
 from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
 from posenc_autograder.checks.contracts import contracts_test
@@ -87,25 +87,18 @@ def _values(function, group, expected, mistakes, diagnoses: dict = DIAGNOSES):
     """The judge of a value group: expected(*args, **kwargs) and mistakes(*args, **kwargs) (named wrong answers,
     keys of `diagnoses`) for every call. A number returned as a one-element array is judged as the number: its
     type is the contracts test's to charge."""
-    def judge(inputs, obs):
-        def problem(case, record):
-            want = expected(*case["args"], **case["kwargs"])
-            if np.ndim(want) == 0 and "value" in record and np.size(record["value"]) == 1:
-                record = {**record, "value": np.reshape(record["value"], ())}
-            return compare(record, np.asarray(want, dtype=np.float64), call_label(function, case), _tolerance(want),
-                           diagnose=_diagnose(mistakes(*case["args"], **case["kwargs"]), want, diagnoses))
-        return each_case(problem, inputs["groups"][group], obs[group])
-    return judge
-
-
-def _both(*judges):
-    return lambda inputs, obs: [p for judge in judges for p in judge(inputs, obs)]
+    def problem(*args, record, label, **kwargs):
+        want = expected(*args, **kwargs)
+        if np.ndim(want) == 0 and "value" in record and np.size(record["value"]) == 1:
+            record = {**record, "value": np.reshape(record["value"], ())}
+        return compare(record, np.asarray(want, dtype=np.float64), label, _tolerance(want),
+                       diagnose=_diagnose(mistakes(*args, **kwargs), want, diagnoses))
+    return each_call(function, group, problem)
 
 
 def _errors(function, group, why):
-    return lambda inputs, obs: each_case(
-        lambda case, record: expect_error(record, "ValueError", call_label(function, case), why(*case["args"])),
-        inputs["groups"][group], obs[group])
+    return each_call(function, group, lambda *args, record, label, **_: expect_error(record, "ValueError", label,
+                                                                                       why(*args)))
 
 
 # --- position interpolation ------------------------------------------------------------------------
@@ -136,7 +129,7 @@ def _ntk_mistakes(base, scale, head_dim):
 
 def _ntk_values(inputs, obs):
     judged = _values(NTK_FN, "values", ref.ntk_scaled_base, _ntk_mistakes)(inputs, obs)
-    return [with_cause(p, DIAGNOSES["ntk_overflow"]) if _overflowed(p) else p for p in judged]
+    return judged.map(lambda p: with_cause(p, DIAGNOSES["ntk_overflow"]) if _overflowed(p) else p)
 
 
 def _overflowed(problem: str) -> bool:
@@ -276,7 +269,7 @@ def _attention_mistakes(q, k, angles, attention_scale=1.0):
 
 def _attention_judge(inputs, obs):
     judged = _values(ATTN_FN, "schemes", ref.stretched_attention, _attention_mistakes)(inputs, obs)
-    return [with_cause(p, DIAGNOSES["overflow"]) if _overflowed(p) else p for p in judged]
+    return judged.map(lambda p: with_cause(p, DIAGNOSES["overflow"]) if _overflowed(p) else p)
 
 
 TESTS = [
@@ -296,7 +289,7 @@ TESTS = [
                                                       call(1e4, 3.0, 4)],
                                       errors=[call(1e4, 2.0, 7), call(1e4, 2.0, 2), call(1e4, 0.5, 64)]),
                probe=call_each,
-               judge=_both(_ntk_values, _errors(NTK_FN, "errors", _ntk_error_why))),
+               judge=judging_all(_ntk_values, _errors(NTK_FN, "errors", _ntk_error_why))),
     HiddenTest(id="hidden_yarn_frequencies", subjects=(YARN_FN,), partial=True, assignment=ASSIGNMENT,
                points=3, answer_cell="yarn",
                title="YaRN frequencies for several widths, bases, scales and ramps, at both ends of the ramp",

@@ -11,8 +11,8 @@ import numpy as np
 
 from posenc_autograder.checks.rope_alibi import reference as ref
 from posenc_autograder.checks import variants
-from posenc_autograder.checks.base import (HiddenTest, against_any, call, call_label, calling, compare, each_case,
-                                          expect_error, extended, normal)
+from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, expect_error,
+                                          extended, judging_all, normal)
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.checks.diagnosis import diagnose_float32_relative, frequency_mistakes, known_mistakes, matches
 from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in, shift_stand_in
@@ -51,12 +51,6 @@ DIAGNOSES = {
 }
 
 
-def _each(function, group, inputs, obs, problem):
-    """problem(*args, record=..., label=..., **kwargs) for every call of a group."""
-    return each_case(lambda c, r: problem(*c["args"], record=r, label=call_label(function, c), **c["kwargs"]),
-                     inputs["groups"][group], obs[group])
-
-
 # --- frequencies -------------------------------------------------------------------------------
 
 def _frequency_problem(d, record, label, base=ref.DEFAULT_BASE):
@@ -65,10 +59,10 @@ def _frequency_problem(d, record, label, base=ref.DEFAULT_BASE):
         (DIAGNOSES[key] for key in known_mistakes(a, expected, frequency_mistakes(d, base))), None))
 
 
-def _judge_frequencies(inputs, obs):
-    return _each(FREQ_FN, "values", inputs, obs, _frequency_problem) + \
-        _each(FREQ_FN, "odd", inputs, obs, lambda *_, record, label: expect_error(
-            record, "ValueError", label, "for an odd head dimension"))
+_judge_frequencies = judging_all(
+    each_call(FREQ_FN, "values", _frequency_problem),
+    each_call(FREQ_FN, "odd", lambda *_, record, label: expect_error(record, "ValueError", label,
+                                                                      "for an odd head dimension")))
 
 
 # --- apply_rope --------------------------------------------------------------------------------
@@ -125,7 +119,7 @@ def _judge_rope(inputs, obs):
                            diagnose=lambda a: _rope_diagnosis(a, x, positions, base, theta))
         return against_any(against, ref.angular_frequencies(x.shape[-1], base),
                            lookup_answer(inputs["stand_ins"][FREQ_FN], x.shape[-1], base))
-    return _each(ROPE_FN, "outputs", inputs, obs, problem)
+    return each_call(ROPE_FN, "outputs", problem)(inputs, obs)
 
 
 # --- scores depend on the distance only --------------------------------------------------------
@@ -156,7 +150,7 @@ def _judge_scores(inputs, obs):
         said = against_any(against, lambda x, p: ref.apply_rope(x, np.array(p)),
                            lambda x, p: stand_in_rope(x, p, vector))
         return said and extended(said, " (the score must depend only on the distance n - m)")
-    return _each(SCORES_FN, "shifted", inputs, obs, problem)
+    return each_call(SCORES_FN, "shifted", problem)(inputs, obs)
 
 
 # --- ALiBi -------------------------------------------------------------------------------------
@@ -202,11 +196,7 @@ def _judge_bias(inputs, obs):
             return compare(record, 0.0 - slopes[:, None, None] * distance, label, 1e-12,
                            diagnose=lambda a: _bias_diagnosis(a, slopes, length))
         return against_any(against, ref.alibi_slopes(heads), lookup_answer(inputs["stand_ins"][SLOPES_FN], heads))
-    return _each(BIAS_FN, "biases", inputs, obs, problem)
-
-
-def _judging(function, group, problem):
-    return lambda inputs, obs: _each(function, group, inputs, obs, problem)
+    return each_call(BIAS_FN, "biases", problem)(inputs, obs)
 
 
 TESTS = [
@@ -226,7 +216,7 @@ TESTS = [
     HiddenTest(id="hidden_alibi_slopes", partial=True, assignment=ASSIGNMENT, points=2, answer_cell="alibi",
                title="slopes for power-of-two and other head counts", subjects=(SLOPES_FN,),
                inputs=lambda: calling(SLOPES_FN, slopes=[call(n) for n in (1, 2, 4, 8, 16, 6, 12)]),
-               probe=call_each, judge=_judging(SLOPES_FN, "slopes", _slopes_problem)),
+               probe=call_each, judge=each_call(SLOPES_FN, "slopes", _slopes_problem)),
     HiddenTest(id="hidden_alibi_bias", partial=True, assignment=ASSIGNMENT, points=3, answer_cell="alibi",
                title="bias tensors for several head counts and lengths, with slopes given by the grader",
                subjects=(BIAS_FN,), depends=(SLOPES_FN,),
