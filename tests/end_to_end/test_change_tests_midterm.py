@@ -142,7 +142,7 @@ def test_tests_added_removed_and_repointed_midterm_regrade_everyone_and_keep_the
     portal_before = _portal_rows(course)
     assert cli.main(["release", "--course", str(course.root)]) == 0
     said = capsys.readouterr().out
-    assert f"new test {ADDED} (1 points)" in said and f"test {REMOVED} removed" in said
+    assert f"new test {ADDED} (1 point)" in said and f"test {REMOVED} removed" in said
     assert f"{REPOINTED} 2 → 4 points" in said
     assert f"the manual grade 2 of bo on the removed cell {REMOVED}" in said
     assert "README.md (the table of assignments" in said and "autograder/test_plan.csv" in said

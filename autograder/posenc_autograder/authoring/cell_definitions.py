@@ -57,7 +57,8 @@ class Migration:
         where = f"{self.assignment}/{self.notebook}"
         if self.registered:
             return [f"{where}: registered ({len(self.added)} graded cells, {sum(self.added.values()):g} points)"]
-        lines = [f"{where}: new test {cell} ({points:g} points)" for cell, points in self.added.items()]
+        lines = [f"{where}: new test {cell} ({points:g} point{'' if points == 1 else 's'})"
+                 for cell, points in self.added.items()]
         lines += [f"{where}: test {cell} removed (it was worth {points:g})" for cell, points in self.removed.items()]
         lines += [f"{where}: {cell} {old:g} → {new:g} points" for cell, (old, new) in self.repointed.items()]
         lines += [f"{where}: the manual grade {score:g} of {student} on the removed cell {cell} is gone with it "
