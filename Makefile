@@ -89,7 +89,7 @@ N ?= 100 300 1000
 bench-scale: $(STAMP)
 	$(PY) -m posenc_autograder bench-scale $(N) $(if $(HOSTILE),--hostile)
 
-## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions
+## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions, then CPU per phase per notebook of each assignment beside the floor
 bench: $(STAMP)
 	$(PY) -m posenc_autograder bench --students 60
 
