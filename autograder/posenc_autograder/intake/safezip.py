@@ -9,8 +9,10 @@ import dataclasses
 import stat
 import zipfile
 
+from posenc_autograder.intake.submissions import MAX_NOTEBOOK_BYTES
+
 MAX_MEMBERS = 5_000                     # an LMS download of a large class has a few thousand files
-MAX_MEMBER_BYTES = 20_000_000           # larger than any notebook worth grading (outputs included)
+MAX_MEMBER_BYTES = MAX_NOTEBOOK_BYTES   # a notebook in a zip is capped as one submitted directly
 MAX_TOTAL_BYTES = 500_000_000           # everything read from one zip
 MAX_NAME_LENGTH = 400
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".gz", ".bz2", ".xz", ".7z", ".rar", ".jar", ".whl")

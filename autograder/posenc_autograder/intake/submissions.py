@@ -94,7 +94,7 @@ def _match_notebooks(course: Course, student: str, folder: pathlib.Path) -> list
     return result
 
 
-MAX_NOTEBOOK_BYTES = 20_000_000
+MAX_NOTEBOOK_BYTES = 20_000_000        # larger than any notebook worth grading (outputs included); zips and uploads too
 MAX_CELLS = 2_000
 CELL_TYPES = ("code", "markdown", "raw")
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
