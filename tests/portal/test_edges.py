@@ -5,6 +5,7 @@ import socket
 import threading
 import time
 
+import httpx
 import uvicorn
 
 from conftest import client_for, new_portal, notebook_bytes
@@ -116,3 +117,41 @@ def test_every_url_is_a_plain_module_level_handler(app):
         endpoint = route.endpoint
         assert getattr(routes, endpoint.__name__) is endpoint, route.path
     assert app.state.portal is not None
+
+
+def test_uploads_are_checked_off_the_event_loop_and_two_at_a_time(app, portal, monkeypatch):
+    """Checks that hold their thread (standing in for a slow parse) leave every other request answered, and a
+    third upload waiting past its turn is told to retry, using no attempt."""
+    monkeypatch.setattr(routes, "UPLOAD_WAIT_SECONDS", 1.0)
+    release, started = threading.Event(), threading.Semaphore(0)
+
+    def held(*args):
+        started.release()
+        release.wait(30)
+        return "unreadable", "held for the test"
+    monkeypatch.setattr(portal, "accept_upload", held)
+    tokens = {name: portal.new_link(name) for name in ("ann", "ben", "cat")}
+    with served(app) as port:
+        base = f"http://127.0.0.1:{port}"
+
+        def student(name):
+            client = httpx.Client(base_url=base, timeout=30)
+            client.get(f"/s/{tokens[name]}")
+            csrf = client.get(f"/assignments/{ASSIGNMENT}").text.split('name="csrf" value="', 1)[1].split('"')[0]
+            return client, csrf
+
+        def send(name, answers):
+            client, csrf = student(name)
+            answers[name] = client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
+                                        files={"notebook": ("n.ipynb", notebook_bytes(name))}).status_code
+        answers: dict = {}
+        uploading = [threading.Thread(target=send, args=(n, answers)) for n in ("ann", "ben")]
+        for thread in uploading:
+            thread.start()
+        assert started.acquire(timeout=30) and started.acquire(timeout=30)       # both checks are running
+        assert httpx.get(base + "/", timeout=10).status_code == 200              # the loop answers meanwhile
+        send("cat", answers)                                                       # a third: no checker free
+        release.set()
+        for thread in uploading:
+            thread.join(30)
+    assert answers == {"ann": 400, "ben": 400, "cat": 503}
