@@ -133,13 +133,13 @@ def test_times_come_from_the_lms_name_checked_against_the_zip_and_the_note(cours
      f"alice_attempt_{FAR_FUTURE}_{NB}.ipynb"),
 ])
 def test_blackboard_prefix_is_parsed_once_from_the_start(member, user, file_name):
-    entry = lms.parse_blackboard(member, {NB}, assignment_prefix=f"{BB}_")
+    entry = lms.blackboard.parse(member, {NB}, assignment_prefix=f"{BB}_")
     assert (entry.lms_user_id, entry.file_name, entry.submitted_at.year) == (user, file_name, 2026)
 
 
 def test_canvas_and_moodle_prefixes_are_anchored():
-    entry = lms.parse_canvas(f"mallory_9_77_alice_1_88_{NB}.ipynb", {NB})
+    entry = lms.canvas.parse(f"mallory_9_77_alice_1_88_{NB}.ipynb", {NB})
     assert (entry.lms_user_id, entry.file_name, entry.prefix) == ("9", f"alice_1_88_{NB}.ipynb", "mallory_9_77")
     assert "imitates canvas" in lms.claims_other(entry)
-    flat = lms.parse_moodle(f"Mallory Moe_999_assignsubmission_file_x_124_assignsubmission_file_{NB}.ipynb", {NB})
+    flat = lms.moodle.parse(f"Mallory Moe_999_assignsubmission_file_x_124_assignsubmission_file_{NB}.ipynb", {NB})
     assert (flat.lms_user_id, flat.name) == ("999", "Mallory Moe")

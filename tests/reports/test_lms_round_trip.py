@@ -61,7 +61,7 @@ def test_canvas_bundle_is_named_as_the_download(course, tmp_path):
     downloaded = {canvas_reads(m) for m in CANVAS if "67890" not in m}
     assert {canvas_reads(n) for n in names} == downloaded and len(names) == len(kept)
     for n in names:                                        # and our own parser reads the same ids
-        entry = lms.parse_canvas(n, {NB})
+        entry = lms.canvas.parse(n, {NB})
         assert (entry.lms_user_id, str(entry.attempt[0])) == canvas_reads(n)
     page = zipfile.ZipFile(bundle).read(next(n for n in names if n.startswith("doejane_late_23456_78901_")))
     assert b"Not graded: the file is not valid notebook JSON" in page and b"Score:" not in page
@@ -74,7 +74,7 @@ def test_moodle_bundle_has_a_folder_per_participant_as_moodle_named_it(course, t
     assert sorted(moodle_reads(n) for n in names) == ["12345", "23456"]
     downloaded = {m.split("/")[0].rstrip("_") for m in MOODLE if "assignsubmission_file" in m}
     assert {n.split("/")[0] for n in names} == downloaded
-    assert all(lms.parse_moodle(n, {NB}).lms_user_id == moodle_reads(n) for n in names)
+    assert all(lms.moodle.parse(n, {NB}).lms_user_id == moodle_reads(n) for n in names)
 
 
 @pytest.mark.parametrize("download, kind", [(BLACKBOARD, "blackboard"), (PLAIN, "plain")])

@@ -54,9 +54,7 @@ def safe_file_name(name: str) -> bool:
 
 def attempt_label(entry: lms.Entry) -> str:
     """Which attempt was kept, in the LMS's terms (Canvas: attachment id and resubmission number)."""
-    if entry.lms == "canvas":
-        return f"resubmission {entry.attempt[1]} (submission {entry.attempt[0]})"
-    return entry.submitted_at.isoformat() if entry.submitted_at else ""
+    return lms.REGISTRY[entry.lms].attempt_label(entry)
 
 
 def zip_time(member: Member) -> dt.datetime | None:
@@ -76,7 +74,7 @@ def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcom
         outcome.warnings.append(f"{member.name!r}: the LMS's name says {entry.submitted_at.isoformat()}, later "
                                 f"than the zip was made ({stored.isoformat()}); the zip's time was used")
         return stored
-    noted = lms.note_date(notes.get(entry.prefix, ""))
+    noted = lms.blackboard.note_date(notes.get(entry.prefix, ""))
     if noted and abs(noted - entry.submitted_at.date()) > dt.timedelta(days=1):
         outcome.warnings.append(f"{member.name!r}: Blackboard's note says it was submitted on {noted}, "
                                 f"its name {entry.submitted_at.date()}; the name's time was used")
@@ -88,7 +86,7 @@ def attempt_notes(archive: SafeZip, outcome: Outcome) -> tuple[dict[str, str], s
     members read as notes. Two members with one note's name: neither is believed."""
     candidates: dict[str, list[Member]] = collections.defaultdict(list)
     for member in archive.members:
-        prefix = lms.blackboard_note_prefix(member.name)
+        prefix = lms.blackboard.blackboard_note_prefix(member.name)
         if prefix and refusal(member.info) is None:
             candidates[prefix].append(member)
     notes, used = {}, set()
@@ -121,7 +119,7 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
             outcome.skipped.append((member.name, "not a notebook"))
     outcome.lms = forced_lms or lms.detect([m.name for m in notebooks], expected)
     context = {"attempt_notes": notes,
-               "assignment_prefix": lms.blackboard_prefix([m.name for m in notebooks], notes)}
+               "assignment_prefix": lms.blackboard.blackboard_prefix([m.name for m in notebooks], notes)}
     entries = []
     for member in notebooks:
         entry = lms.PARSERS[outcome.lms](member.name, expected, **context)
@@ -144,7 +142,7 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
 def _check_notes(entries, notes: dict[str, str], outcome: Outcome) -> None:
     """A Blackboard note naming another user than its attempt's prefix: the prefix decides, the instructor is told."""
     for entry, member in entries:
-        named = lms.note_user(notes.get(entry.prefix, "")) if entry.lms == "blackboard" else None
+        named = lms.blackboard.note_user(notes.get(entry.prefix, "")) if entry.lms == "blackboard" else None
         if named and named[1] != entry.lms_user_id:
             outcome.warnings.append(f"{member.name!r}: Blackboard's note names {named[1]!r}, the file name "
                                     f"{entry.lms_user_id!r}; it was filed under the file name's user")

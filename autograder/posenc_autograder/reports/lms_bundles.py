@@ -20,7 +20,7 @@ import zipfile
 
 from posenc_autograder import csvsafe
 from posenc_autograder.course import Course
-from posenc_autograder.intake import roster
+from posenc_autograder.intake import lms, roster
 from posenc_autograder.reports import feedback
 from posenc_autograder.results import NotebookResult
 
@@ -31,23 +31,14 @@ def folder(course: Course) -> pathlib.Path:
     return course.reports / "return"
 
 
-def canvas_name(row: dict, notebook: str) -> str:
-    return f"{row['lms_prefix']}_{notebook}-feedback.html"
-
-
-def moodle_name(row: dict, notebook: str) -> str:
-    return f"{row['lms_prefix']}/{notebook}-feedback.html"
-
-
-NAMERS = {"canvas": canvas_name, "moodle": moodle_name}
-
-
 def bundle_entry(row: dict, student: str, notebook: str) -> tuple[str, str]:
     """(bundle kind, name inside it): the LMS's own naming when it takes a zip back and the roster has the
     download's prefix; else a folder per student (Blackboard, plain, or a roster from before prefixes)."""
-    if row["lms"] in NAMERS and row.get("lms_prefix"):
-        return row["lms"], NAMERS[row["lms"]](row, notebook)
-    return f"{row['lms'] or 'plain'}-folder", f"{student}/{notebook}.html"
+    module = lms.REGISTRY.get(row["lms"])
+    name = module.return_name(row, notebook) if module is not None and row.get("lms_prefix") else None
+    if name is not None:
+        return row["lms"], name
+    return f"{row['lms'] or lms.FALLBACK}-folder", f"{student}/{notebook}.html"
 
 
 def pages(course: Course, results: list[NotebookResult]) -> dict[tuple[str, str], dict[str, pathlib.Path]]:
@@ -72,7 +63,7 @@ def write(course: Course, results: list[NotebookResult]) -> list[pathlib.Path]:
     people = roster.load(course)
     written = []
     for (kind, assignment), files in sorted(pages(course, results).items()):
-        if kind in NAMERS:
+        if not kind.endswith("-folder"):             # the LMS's own zip (bundle_entry named it)
             bundle = target / f"{kind}-{assignment}.zip"
             with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as zf:
                 for name, page in sorted(files.items()):

@@ -1,0 +1,40 @@
+"""Moodle: "<Full Name>_<participant>_assignsubmission_<plugin>[_]/<file>"; feedback goes back through
+"Upload multiple feedback files in a zip", a folder per participant named as in the download."""
+from __future__ import annotations
+
+import re
+
+from posenc_autograder.intake.lms.base import Entry, slug
+
+NAME = "moodle"
+FALLBACK = False
+
+# --- Moodle: "<Full Name>_<participant>_assignsubmission_<plugin>[_]/<file>" --------------------------
+# Moodle replaces "_" in names by spaces, so the name ends at the first "_". Only the outermost folder
+# counts; a flat download ("download as flat files") puts the same prefix before each file.
+
+MOODLE_PREFIX = r"(?P<name>[^_/]+)_(?P<participant>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
+MOODLE_FOLDER = re.compile(MOODLE_PREFIX + "_?")
+MOODLE_FLAT = re.compile(MOODLE_PREFIX + "_")
+
+
+def parse(member: str, expected: set[str], **_) -> Entry | None:
+    top, sep, rest = member.partition("/")
+    m = MOODLE_FOLDER.fullmatch(top) if sep else None
+    if m is None and not sep:
+        m = MOODLE_FLAT.match(top)
+        rest = top[m.end():] if m else ""
+    if m is None or not rest:
+        return None
+    return Entry(member, "moodle", slug(m["name"]) or f"moodle_{m['participant']}", m["name"], m["participant"],
+                 rest, (0,), None, prefix=m.group(0).rstrip("_"))
+
+
+
+
+def attempt_label(entry: Entry) -> str:
+    return ""                  # Moodle's download keeps one file per participant and says nothing of attempts
+
+
+def return_name(row: dict, notebook: str) -> str:
+    return f"{row['lms_prefix']}/{notebook}-feedback.html"
