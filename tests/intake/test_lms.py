@@ -53,12 +53,13 @@ def test_moodle_folders_are_one_student_each(course, tmp_path):
     assert "onlinetext.html' : not a notebook" in out.getvalue().replace("':", "' :")
     # The grades go back as Moodle's grading worksheet, matched by participant id.
     scores = {("john_smith", NB): (38.0, 40.0, True), ("jane_doe", NB): (12.5, 40.0, True)}
-    [sheet] = lms_exports.write_moodle(course, scores, roster.load(course))
+    [sheet] = lms_exports.write_lms(course, "moodle", scores, roster.load(course))
     grades = {r["Identifier"]: (r["Full name"], r["Grade"], r["Maximum Grade"]) for r in csv.DictReader(open(sheet))}
     assert grades == {"Participant 12345": ("John Smith", "38.00", "40.00"),
                       "Participant 23456": ("Jane Doe", "12.50", "40.00")}
     # A notebook that could not be graded has no grade, not 0.
-    [sheet] = lms_exports.write_moodle(course, {**scores, ("jane_doe", NB): (0.0, 40.0, False)}, roster.load(course))
+    [sheet] = lms_exports.write_lms(course, "moodle", {**scores, ("jane_doe", NB): (0.0, 40.0, False)},
+                                    roster.load(course))
     assert {r["Identifier"]: r["Grade"] for r in csv.DictReader(open(sheet))}["Participant 23456"] == ""
 
 
@@ -199,10 +200,10 @@ def test_a_zip_of_another_assignments_notebooks_is_refused_and_named(course, tmp
 def test_canvas_header_names_the_assignment_by_its_id_and_ungraded_is_blank(course, tmp_path):
     assert collect(course, make_zip(tmp_path / "c.zip", CANVAS), NB) == 0
     scores = {("smithjohn", NB): (40.0, 42.0, True), ("doejane", NB): (0.0, 42.0, False)}
-    header, _, *rows = csv.reader(open(lms_exports.write_canvas(course, scores, roster.load(course))))
+    header, _, *rows = csv.reader(open(lms_exports.write_lms(course, "canvas", scores, roster.load(course))[0]))
     assert header[-1] == NB                       # no id given: Canvas would add a column
     assert lms_exports.unnamed_canvas_columns(course, [NB]) == [NB]
     course.path(lms_exports.LMS_SETTINGS).write_text(f'[canvas.{NB}]\nname = "Positional encoding"\nid = "4242"\n')
-    header, _, *rows = csv.reader(open(lms_exports.write_canvas(course, scores, roster.load(course))))
+    header, _, *rows = csv.reader(open(lms_exports.write_lms(course, "canvas", scores, roster.load(course))[0]))
     assert header[-1] == "Positional encoding (4242)" and lms_exports.unnamed_canvas_columns(course, [NB]) == []
     assert {r[1]: r[-1] for r in rows} == {"12345": "40", "23456": ""}

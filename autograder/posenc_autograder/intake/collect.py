@@ -122,7 +122,7 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
                "assignment_prefix": lms.blackboard.blackboard_prefix([m.name for m in notebooks], notes)}
     entries = []
     for member in notebooks:
-        entry = lms.PARSERS[outcome.lms](member.name, expected, **context)
+        entry = lms.REGISTRY[outcome.lms].parse(member.name, expected, **context)
         claim = entry and lms.claims_other(entry)
         if entry is None:
             outcome.skipped.append((member.name, f"its name is not in {outcome.lms}'s download format"))
@@ -237,8 +237,8 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
     if assignment not in course.assignments():
         print(f"unknown assignment '{assignment}'; known: {', '.join(course.assignments())}", file=sys.stderr)
         return 2
-    if forced_lms and forced_lms not in lms.FORMATS:
-        print(f"unknown LMS '{forced_lms}'; known: {', '.join(lms.FORMATS)}", file=sys.stderr)
+    if forced_lms and forced_lms not in lms.REGISTRY:
+        print(f"unknown LMS '{forced_lms}'; known: {', '.join(lms.REGISTRY)}", file=sys.stderr)
         return 2
     expected = set(course.notebooks(assignment))
     outcome = Outcome()

@@ -1,9 +1,6 @@
-"""Grades in the files each LMS imports, for the students `make collect` took from that LMS.
+"""Grades in the files each LMS imports, for the students `make collect` took from that LMS: each LMS module
+(intake/lms/<name>.py, grade_files) says what its files hold; this writes them, spreadsheet-safe.
 
-- Canvas: the gradebook import CSV (Student, ID, SIS User ID, SIS Login ID, Section, one column per
-  assignment), with its "Points Possible" row; Canvas matches rows by its user ID (kept in the roster).
-- Moodle: the assignment's offline grading worksheet, one file per assignment; rows are matched by
-  "Participant <id>".
 Scores are the gradebook's final ones (manual grades included); a notebook that could not be graded
 leaves its cell blank (never 0), so the LMS shows no grade rather than a wrong one. Canvas fills an
 assignment's own column only when the header is "<Assignment name> (<assignment id>)": the name and id
@@ -15,27 +12,24 @@ import pathlib
 import tomllib
 
 from posenc_autograder import csvsafe
-from posenc_autograder.intake import roster
+from posenc_autograder.intake import lms, roster
 from posenc_autograder.course import Course
 from posenc_autograder.results import NotebookResult
 
-CANVAS_FIELDS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 LMS_SETTINGS = "autograder/lms.toml"
-MOODLE_FIELDS = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
-                 "Grade can be changed", "Last modified (submission)", "Feedback comments"]
 
 
 def canvas_path(course: Course) -> pathlib.Path:
-    return course.reports / "grades-canvas.csv"
+    return course.reports / lms.canvas.GRADE_FILE
 
 
 def moodle_path(course: Course, assignment: str) -> pathlib.Path:
-    return course.reports / f"grades-moodle-{assignment}.csv"
+    return course.reports / lms.moodle.grade_file_name(assignment)
 
 
 def paths(course: Course) -> list[pathlib.Path]:
-    """The LMS files the last run wrote."""
-    return sorted(course.reports.glob("grades-canvas.csv")) + sorted(course.reports.glob("grades-moodle-*.csv"))
+    """The LMS files the last run wrote (every LMS module's files are named grades-<lms>...csv)."""
+    return sorted(course.reports.glob("grades-*.csv"))
 
 
 def settings(course: Course) -> dict:
@@ -56,47 +50,19 @@ def canvas_column(course: Course, assignment: str) -> str:
     return f"{given.get('name') or assignment} ({given['id']})" if str(given.get("id", "")).strip() else assignment
 
 
-def _score(scores, key) -> float | str:
-    """The final score, or blank for a notebook that could not be graded."""
-    score, _, graded = scores[key]
-    return score if graded else ""
-
-
-def write_canvas(course: Course, scores, people) -> pathlib.Path | None:
-    """`scores`: (student, assignment) -> (score, max score, graded)."""
-    rows = {key: row for key, row in people.items() if row["lms"] == "canvas" and key in scores}
+def write_lms(course: Course, name: str, scores, people) -> list[pathlib.Path]:
+    """The grade files of one LMS for the students collected from it. `scores`: (student, assignment) ->
+    (score, max score, graded); `people`: the roster."""
+    rows = {key: row for key, row in people.items() if row["lms"] == name and key in scores}
     if not rows:
-        return None
-    assignments = sorted({a for _, a in rows})
-    columns = {a: canvas_column(course, a) for a in assignments}
-    maxima = {a: max(scores[key][1] for key in rows if key[1] == a) for a in assignments}
-    students: dict[str, dict] = {}
-    for (student, assignment), row in sorted(rows.items()):
-        # Canvas matches on ID; the SIS columns stay empty (the download does not carry them).
-        line = students.setdefault(row["lms_user_id"], {"Student": row["name"], "ID": row["lms_user_id"]})
-        line[columns[assignment]] = _score(scores, (student, assignment))
-    points_possible = ["    Points Possible", "", "", "", ""] + [maxima[a] for a in assignments]
-    return csvsafe.write(canvas_path(course), CANVAS_FIELDS + [columns[a] for a in assignments],
-                         list(students.values()), [points_possible])
+        return []
+    files = lms.REGISTRY[name].grade_files(rows, scores, lambda assignment: canvas_column(course, assignment))
+    return [csvsafe.write(course.reports / f.name, f.fields, f.rows, f.preamble) for f in files]
 
 
 def unnamed_canvas_columns(course: Course, assignments) -> list[str]:
     """Assignments whose Canvas column has no id yet (the instructor is told how to add it)."""
     return [a for a in sorted(assignments) if canvas_column(course, a) == a]
-
-
-def write_moodle(course: Course, scores, people) -> list[pathlib.Path]:
-    written = []
-    rows = {key: row for key, row in people.items() if row["lms"] == "moodle" and key in scores}
-    for assignment in sorted({a for _, a in rows}):
-        lines = [{"Identifier": f"Participant {row['lms_user_id']}", "Full name": row["name"],
-                  "Status": "Submitted for grading",
-                  "Grade": f"{scores[key][0]:.2f}" if scores[key][2] else "",
-                  "Maximum Grade": f"{scores[key][1]:.2f}", "Grade can be changed": "Yes",
-                  "Last modified (submission)": row["submitted_at"]}
-                 for key, row in sorted(rows.items()) if key[1] == assignment]
-        written.append(csvsafe.write(moodle_path(course, assignment), MOODLE_FIELDS, lines))
-    return written
 
 
 def class_scores(results: list[NotebookResult], finals: dict) -> dict:
@@ -112,5 +78,4 @@ def write_all(course: Course, results: list[NotebookResult], finals: dict) -> li
     for stale in paths(course):
         stale.unlink()
     scores, people = class_scores(results, finals), roster.load(course)
-    canvas = write_canvas(course, scores, people)
-    return ([canvas] if canvas else []) + write_moodle(course, scores, people)
+    return [path for name in lms.REGISTRY for path in write_lms(course, name, scores, people)]

@@ -9,22 +9,22 @@ whatever it says about users, participants or times is never read as such (`clai
 
 Each module (canvas, moodle, blackboard, plain) has NAME, FALLBACK (the one format used when no other naming
 explains a download), parse(member, expected, **context) -> Entry | None, attempt_label(entry) and
-return_name(roster row, notebook) (its feedback page's name in the zip the LMS takes back; None: it takes none).
+return_name(roster row, notebook) (its feedback page's name in the zip the LMS takes back; None: it takes none)
+and grade_files(rows, scores, column_of) (the grade files it imports, as data; reports/lms_exports.py writes them).
 `detect` picks the format that explains most notebooks. Everything parsed is student-controlled text and is
 validated by the caller before it names a folder.
 """
 from __future__ import annotations
 
 from posenc_autograder.intake.lms import blackboard, canvas, moodle, plain
-from posenc_autograder.intake.lms.base import SAFE_ID, Entry, is_safe_id, slug, usable_id
+from posenc_autograder.intake.lms.base import SAFE_ID, Entry, GradeFile, is_safe_id, slug, usable_id
 
 REGISTRY = {module.NAME: module for module in (canvas, moodle, blackboard, plain)}
 FORMATS = tuple(REGISTRY)                                   # the names, for --lms
-PARSERS = {name: module.parse for name, module in REGISTRY.items()}
 FALLBACK = next(name for name, module in REGISTRY.items() if module.FALLBACK)
 
-__all__ = ["SAFE_ID", "Entry", "FALLBACK", "FORMATS", "PARSERS", "REGISTRY", "blackboard", "canvas", "claims_other",
-           "detect", "is_safe_id", "moodle", "plain", "slug", "usable_id"]
+__all__ = ["SAFE_ID", "Entry", "FALLBACK", "GradeFile", "FORMATS", "REGISTRY", "blackboard", "canvas",
+           "claims_other", "detect", "is_safe_id", "moodle", "plain", "slug", "usable_id"]
 
 
 def claims_other(entry: Entry) -> str | None:

@@ -52,3 +52,18 @@ def usable_id(entry: Entry) -> str | None:
 
 def basename(member: str) -> str:
     return member.rsplit("/", 1)[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class GradeFile:
+    """One file of grades in the form an LMS imports: its name (in autograder/reports/), header, rows and any
+    rows right under the header. Scores arrive as (score, max score, graded); a notebook that was not graded
+    leaves its cell blank (never 0), so the LMS shows no grade rather than a wrong one."""
+    name: str
+    fields: list[str]
+    rows: list[dict]
+    preamble: list[list] = dataclasses.field(default_factory=list)
+
+
+def score_or_blank(score: tuple[float, float, bool]) -> float | str:
+    return score[0] if score[2] else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from posenc_autograder.intake.lms.base import Entry, basename
+from posenc_autograder.intake.lms.base import Entry, GradeFile, basename, score_or_blank
 
 NAME = "canvas"
 FALLBACK = False
@@ -40,3 +40,24 @@ def attempt_label(entry: Entry) -> str:
 def return_name(row: dict, notebook: str) -> str:
     """The feedback page's name in the re-upload zip: Canvas attaches it to the submission of that prefix."""
     return f"{row['lms_prefix']}_{notebook}-feedback.html"
+
+
+GRADE_FIELDS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+GRADE_FILE = "grades-canvas.csv"
+
+
+def grade_files(rows: dict, scores: dict, column_of) -> list[GradeFile]:
+    """The gradebook import: a row per Canvas user, a column per assignment named column_of(assignment), and
+    Canvas's "Points Possible" row. rows: (student, assignment) -> roster row; scores: the same keys ->
+    (score, max score, graded). Canvas matches rows by its user ID; the SIS columns stay empty (the download
+    does not carry them)."""
+    assignments = sorted({a for _, a in rows})
+    columns = {a: column_of(a) for a in assignments}
+    maxima = {a: max(scores[key][1] for key in rows if key[1] == a) for a in assignments}
+    students: dict[str, dict] = {}
+    for (student, assignment), row in sorted(rows.items()):
+        line = students.setdefault(row["lms_user_id"], {"Student": row["name"], "ID": row["lms_user_id"]})
+        line[columns[assignment]] = score_or_blank(scores[student, assignment])
+    points_possible = ["    Points Possible", "", "", "", ""] + [maxima[a] for a in assignments]
+    return [GradeFile(GRADE_FILE, GRADE_FIELDS + [columns[a] for a in assignments], list(students.values()),
+                      [points_possible])]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from posenc_autograder.intake.lms.base import Entry, slug
+from posenc_autograder.intake.lms.base import Entry, GradeFile, slug
 
 NAME = "moodle"
 FALLBACK = False
@@ -38,3 +38,25 @@ def attempt_label(entry: Entry) -> str:
 
 def return_name(row: dict, notebook: str) -> str:
     return f"{row['lms_prefix']}/{notebook}-feedback.html"
+
+
+GRADE_FIELDS = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+                "Grade can be changed", "Last modified (submission)", "Feedback comments"]
+
+
+def grade_file_name(assignment: str) -> str:
+    return f"grades-moodle-{assignment}.csv"
+
+
+def grade_files(rows: dict, scores: dict, column_of=None) -> list[GradeFile]:
+    """The assignment's offline grading worksheet, one per assignment; Moodle matches "Participant <id>"."""
+    files = []
+    for assignment in sorted({a for _, a in rows}):
+        lines = [{"Identifier": f"Participant {row['lms_user_id']}", "Full name": row["name"],
+                  "Status": "Submitted for grading",
+                  "Grade": f"{scores[key][0]:.2f}" if scores[key][2] else "",
+                  "Maximum Grade": f"{scores[key][1]:.2f}", "Grade can be changed": "Yes",
+                  "Last modified (submission)": row["submitted_at"]}
+                 for key, row in sorted(rows.items()) if key[1] == assignment]
+        files.append(GradeFile(grade_file_name(assignment), GRADE_FIELDS, lines))
+    return files

@@ -27,3 +27,7 @@ def attempt_label(entry: Entry) -> str:
 
 def return_name(row: dict, notebook: str) -> None:
     return None
+
+
+def grade_files(rows: dict, scores: dict, column_of=None) -> list:
+    return []                  # no import file: grades.csv and the mail merge serve it
