@@ -8,13 +8,13 @@ import time
 import httpx
 import uvicorn
 
-from conftest import client_for, new_portal, notebook_bytes
+from conftest import client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import app as portal_app
-from posenc_autograder.portal import pages, routes
+from posenc_autograder.portal import pages, routes, service, uploads
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import released_assignments
-from test_access import instructor_client
+from test_access import attempts_in, instructor_client
 
 
 def assert_secure(answer):
@@ -155,3 +155,11 @@ def test_uploads_are_checked_off_the_event_loop_and_two_at_a_time(app, portal, m
         for thread in uploading:
             thread.join(30)
     assert answers == {"ann": 400, "ben": 400, "cat": 503}
+
+
+def test_an_upload_whose_checks_outlast_their_time_is_cut_off_before_it_counts(app, portal, monkeypatch):
+    monkeypatch.setattr(service, "UPLOAD_CHECK_SECONDS", -1.0)               # every check is too late
+    alice = client_for(app, portal, "alice")
+    assert upload(alice, notebook_bytes("late check")).status_code == 503
+    assert attempts_in(portal) == 0
+    assert not list(uploads.folder(portal.course, "alice", ASSIGNMENT).glob("*.ipynb"))

@@ -343,6 +343,8 @@ async def upload(request: Request, session, name: str):
     try:
         outcome, detail = await checked_upload(request, session.student_id, name, file)
     except UploadsBusy:
+        outcome = "busy"
+    if outcome == "busy":
         return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this one "
                        "was not accepted and used no attempt).", 503, session, back)
     if outcome == "queued":

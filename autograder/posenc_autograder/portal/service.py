@@ -10,6 +10,7 @@ import fcntl
 import hashlib
 import json
 import threading
+import time
 
 from sqlalchemy import select
 
@@ -23,6 +24,7 @@ from posenc_autograder.portal.worker import Worker
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NotebookResult
 
+UPLOAD_CHECK_SECONDS = 60.0            # reading, checking and storing one upload, at most
 LOCK_FILE = "portal.lock"              # in the course's work folder: one portal per course
 
 
@@ -201,8 +203,10 @@ class Portal:
             yield
 
     def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes) -> tuple[str, str | int]:
-        """('queued' | 'again', attempt id) or ('refused' | 'unreadable', why). The file is on disk and the
-        attempt committed before this returns."""
+        """('queued' | 'again', attempt id) or ('refused' | 'unreadable' | 'busy', why). The file is on disk and
+        the attempt committed before this returns; an upload whose checks outlast UPLOAD_CHECK_SECONDS (a machine
+        far too loaded) is cut off before it becomes an attempt."""
+        started = time.monotonic()
         notebook = self.notebook_for(assignment, file_name)
         if notebook is None:
             return "unreadable", (f"name the file after the notebook it is: one of "
@@ -219,9 +223,12 @@ class Portal:
             if not decision.allowed:
                 return "refused", decision.reason
             try:
-                uploads.store(self.course, student, assignment, data)
+                _, stored = uploads.store(self.course, student, assignment, data)
             except UnreadableNotebook as exc:
                 return "unreadable", str(exc)
+            if time.monotonic() - started > UPLOAD_CHECK_SECONDS:
+                stored.unlink(missing_ok=True)             # no attempt has this file (the same file is one attempt)
+                return "busy", "checking the file took too long"
             attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now)
             db.commit()
             attempt_id = attempt.id
