@@ -16,12 +16,14 @@ import time
 import nbformat
 import pytest
 import uvicorn
+from sqlalchemy import select
 
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from hostile_notebooks import ATTACKS
 from notebook_tools import ROOT
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import execute_task
+from posenc_autograder.portal.models import Attempt
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.records import gradebook, results_store
@@ -175,12 +177,25 @@ def test_instructor_policy_attempt_limit_deadline_late_and_extension(browser, se
     set_policy(teacher, deadline="", late_days=0)         # open again for the next test
 
 
+def stored(portal, student: str) -> None:
+    """Wait until the student's counting attempt is stored in the gradebook and results (the page shows
+    "graded" as soon as the result is recorded; storing where `make grade` stores follows it)."""
+    deadline = time.monotonic() + GRADED / 1000
+    while time.monotonic() < deadline:
+        with portal.sessions() as db:
+            if db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.promoted.is_(True))).first():
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{student}'s counting attempt was not stored")
+
+
 def test_hostile_notebook_through_the_portal_changes_no_other_grade(browser, served, files):
     base, portal, _ = served
     course = portal.course
     victim = student(browser, served, "vic")
     upload(victim, served, files("vic", solved_notebook()))
     victim.locator("#feedback-link").wait_for(timeout=GRADED)
+    stored(portal, "vic")
     record = results_store.path(course, "vic", ASSIGNMENT, NOTEBOOK)
     before = hashlib.sha256(record.read_bytes()).hexdigest()
     with gradebook.open_gradebook(course) as gb:
@@ -189,6 +204,7 @@ def test_hostile_notebook_through_the_portal_changes_no_other_grade(browser, ser
     upload(attacker, served, files("mallory", with_cells(release(), *(ATTACKS[a] for a in ATTACKS_USED))))
     attacker.locator("#feedback-link").wait_for(timeout=GRADED)
     assert "Graded: 0 /" in attacker.locator("#status").inner_text()
+    stored(portal, "mallory")
     with gradebook.open_gradebook(course) as gb:
         assert gradebook.final_scores(gb, "vic", ASSIGNMENT) == victim_score == (FULL, FULL)
         assert gradebook.final_scores(gb, "mallory", ASSIGNMENT)[0] == 0
