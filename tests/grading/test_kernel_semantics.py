@@ -13,6 +13,9 @@ import realistic_notebooks as realistic
 from posenc_autograder.probes import magics
 from posenc_autograder.results import NoteKind
 
+# Notebooks graded end to end through the sandbox, as tests/end_to_end/ grades them: `make test`, not test-fast.
+pytestmark = pytest.mark.slow
+
 CASES = {case.name: case for case in realistic.realistic_set()}
 
 

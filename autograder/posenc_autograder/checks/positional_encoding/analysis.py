@@ -6,8 +6,9 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, call, calling, compare, each_case, mismatch,
-                                           normal, number, observed_array, problems_of, require_shape, value_of)
+from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, call, calling, compare, each_call, each_case,
+                                           mismatch, normal, number, observed_array, problems_of, require_shape,
+                                           value_of)
 
 ASSIGNMENT = "positional_encoding"
 ROTATION_FN, DOT_FN, STATS_FN = "relative_position_matrix", "dot_product_distance", "encoding_statistics"
@@ -156,8 +157,7 @@ def _stats_problem(pe, record):
     return None
 
 
-def _judge_stats(inputs, obs):
-    return each_case(lambda c, r: _stats_problem(c["args"][0], r), inputs["groups"]["arrays"], obs["arrays"])
+_judge_stats = each_call(STATS_FN, "arrays", lambda pe, record, label: _stats_problem(pe, record))
 
 
 TESTS = [

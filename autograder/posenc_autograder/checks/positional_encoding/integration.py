@@ -9,7 +9,8 @@ from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_atte
 from posenc_autograder.checks.manifest import projection_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring
-from posenc_autograder.checks.base import HiddenTest, against_any, call, calling, compare, each_case, mismatch, normal
+from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, each_case,
+                                          mismatch, normal)
 
 ASSIGNMENT = "positional_encoding"
 ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"
@@ -28,15 +29,13 @@ def _attention_inputs():
                                           call(300 * rng.normal(size=(4, D_MODEL)), *W)])   # exp would overflow
 
 
-def _attention_problem(c, record):
-    X, *W = c["args"]
+def _attention_problem(X, *W, record, label):
     return compare(record, ref.self_attention(X, *W),
                    f"{ATTENTION_FN} on X of shape {X.shape} with entries up to {np.abs(X).max():.0f}", 1e-9,
                    diagnose=lambda out: diagnose_attention(out, X, W))
 
 
-def _judge_attention(inputs, obs):
-    return each_case(_attention_problem, inputs["groups"]["outputs"], obs["outputs"])
+_judge_attention = each_call(ATTENTION_FN, "outputs", _attention_problem)
 
 
 # --- encode_and_attend, judged alone -----------------------------------------------------------

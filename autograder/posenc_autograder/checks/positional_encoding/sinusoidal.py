@@ -11,7 +11,8 @@ from posenc_autograder.checks.manifest import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
 from posenc_autograder.checks.base import (HiddenTest, Rejected, against_any, call, call_label, calling, compare,
-                                          each_case, expect_error, mismatch, normal, observed_array, problems_of)
+                                          each_call, each_case, expect_error, judging_all, mismatch, normal,
+                                          observed_array, problems_of)
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
@@ -42,11 +43,9 @@ def _shapes_inputs():
     return inputs
 
 
-def _judge_shapes(inputs, obs):
-    groups = inputs["groups"]
-    return each_case(lambda c, r: observed_array(r, call_label(PE_FN, c), tuple(c["args"])),
-                     groups["tables"], obs["tables"]) + \
-        each_case(lambda c, r: expect_error(r, "ValueError", call_label(PE_FN, c), ODD), groups["odd"], obs["odd"])
+_judge_shapes = judging_all(
+    each_call(PE_FN, "tables", lambda *size, record, label: observed_array(record, label, size)),
+    each_call(PE_FN, "odd", lambda *_, record, label: expect_error(record, "ValueError", label, ODD)))
 
 
 # --- uniqueness, bounds, determinism, norms ----------------------------------------------------
