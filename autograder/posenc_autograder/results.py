@@ -28,21 +28,18 @@ class NoteKind(str, enum.Enum):
     OTHER = "other"
 
 
-class Note(str):
-    """A sentence for the student and the run report, with the kind of event it reports."""
+@dataclasses.dataclass(frozen=True)
+class Note:
+    """A sentence for the student and the run report, with the kind of event it reports (what pages, reports and
+    the dashboard decide by)."""
     kind: NoteKind
+    text: str
 
-    def __new__(cls, kind: NoteKind, text: str) -> "Note":
-        note = super().__new__(cls, text)
-        note.kind = NoteKind(kind)
-        return note
+    def __post_init__(self):
+        object.__setattr__(self, "kind", NoteKind(self.kind))
 
-    @property
-    def text(self) -> str:
-        return str.__str__(self)
-
-    def __getnewargs__(self):           # copies and pickles (Dask) keep the kind
-        return self.kind, self.text
+    def __str__(self) -> str:
+        return self.text
 
     def to_json(self) -> dict:
         return {"kind": self.kind.value, "text": self.text}
@@ -55,31 +52,58 @@ class Note(str):
         return cls(NoteKind.OTHER, str(data))
 
 
-class Problem(str):
-    """What a failed test says to the student, with the diagnosed cause when one was recognised (the
-    cause is what "Fix this first" and the dashboard group by)."""
-    cause: str | None
+class ProblemKind(str, enum.Enum):
+    """What a problem of a test is; pages and the dashboard decide by it, never by the sentence."""
+    VALUE = "value"                  # a hidden test judged an answer wrong
+    MORE = "more"                    # "... and 3 more case(s) like these": a count, not an example
+    RAISED = "raised"                # a visible self-check cell raised (error: the exception's name)
+    SELF_CHECK = "self_check"        # a visible self-check printed failures without raising
+    NOT_RUN = "not_run"              # the test did not run (the notebook could not be graded, or stopped)
+    NOT_JUDGED = "not_judged"        # its answer cell did not run; "Fix this first" says why
+    WITHHELD = "withheld"            # the portal shows pass or fail only until the deadline
 
-    def __new__(cls, text: str, cause: str | None = None) -> "Problem":
-        problem = super().__new__(cls, text)
-        problem.cause = cause
-        return problem
 
-    @property
-    def text(self) -> str:
-        return str.__str__(self)
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """What a failed test says to the student, as data: the sentence, the diagnosed cause when one was recognised
+    (what "Fix this first" and the dashboard group by), its kind, the failing call and what came back at the
+    worst entry (`details`: function, args, where, expected, got, tolerance, dtype; pages render them), the
+    student's own drawn inputs (shown only when the policy allows), and the exception's name for a raise."""
+    text: str
+    cause: str | None = None
+    kind: ProblemKind = ProblemKind.VALUE
+    details: dict | None = None
+    inputs: list | None = None       # the failing case's input arrays (nested lists), the student's own variant
+    error: str | None = None
 
-    def __getnewargs__(self):
-        return self.text, self.cause
+    def __post_init__(self):
+        object.__setattr__(self, "kind", ProblemKind(self.kind))
 
-    def to_json(self) -> dict | str:
-        return {"text": self.text, "cause": self.cause} if self.cause else self.text
+    def __str__(self) -> str:
+        return self.text
+
+    def to_json(self) -> dict:
+        return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in dataclasses.asdict(self).items()
+                if v is not None}
 
     @classmethod
     def from_json(cls, data) -> "Problem":
+        """A stored problem; a plain string (results stored before problems had fields) is its text."""
         if isinstance(data, dict):
-            return cls(str(data.get("text", "")), data.get("cause"))
-        return cls(str(data))
+            known = {f.name for f in dataclasses.fields(cls)}
+            return cls(**{k: v for k, v in data.items() if k in known and v is not None})
+        return as_problem(data)
+
+
+LEGACY_MORE = "... and "      # how a count of further cases read in results stored before problems had kinds
+
+
+def as_problem(value) -> Problem:
+    """A problem as data; a plain string (a result stored before problems had fields) is its text."""
+    if isinstance(value, Problem):
+        return value
+    text = str(value)
+    return Problem(text, kind=ProblemKind.MORE if text.startswith(LEGACY_MORE) else ProblemKind.VALUE)
 
 
 @dataclasses.dataclass
@@ -89,16 +113,18 @@ class GradedTest:
     hidden: bool
     points: float
     max_points: float
-    problems: list[str]
+    problems: list[Problem]
     cases: tuple[int, int] | None = None     # (passed, judged) for a hidden test; feedback shows them
+
+    def __post_init__(self):
+        self.problems = [as_problem(p) for p in self.problems]
 
     @property
     def passed(self) -> bool:
         return not self.problems
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "problems": [Problem.to_json(p) if isinstance(p, Problem) else p
-                                                          for p in self.problems]}
+        return {**dataclasses.asdict(self), "problems": [as_problem(p).to_json() for p in self.problems]}
 
     @classmethod
     def from_json(cls, data: dict) -> "GradedTest":
@@ -118,6 +144,9 @@ class NotebookResult:
     seconds: float = 0.0
     action: str = ""                  # what the student (or instructor) should do about the notes
 
+    def __post_init__(self):
+        self.notes = [n if isinstance(n, Note) else Note(NoteKind.OTHER, str(n)) for n in self.notes]
+
     @property
     def score(self) -> float:
         return sum(t.points for t in self.tests)
@@ -127,11 +156,11 @@ class NotebookResult:
         return sum(t.max_points for t in self.tests)
 
     def notes_of(self, *kinds: NoteKind) -> list[Note]:
-        return [n for n in self.notes if getattr(n, "kind", NoteKind.OTHER) in kinds]
+        return [n for n in self.notes if n.kind in kinds]
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "tests": [t.to_json() for t in self.tests],
-                "notes": [Note.to_json(n) if isinstance(n, Note) else n for n in self.notes]}
+                "notes": [n.to_json() for n in self.notes]}
 
     @classmethod
     def from_json(cls, data: dict) -> "NotebookResult":

@@ -29,7 +29,8 @@ def test_mistake_fails_exactly_its_tests_with_its_diagnosis_and_score(assignment
     failed = {cid: problems for cid, (problems, _, _) in results.items() if problems}
     assert set(failed) == mistake.failing, f"{mistake.name} failed {sorted(failed)}"
     if mistake.feedback_phrase:
-        assert mistake.feedback_phrase in " ".join(failed[mistake.failing_check]), failed[mistake.failing_check]
+        said = " ".join(map(str, failed[mistake.failing_check]))
+        assert mistake.feedback_phrase in said, said
     if mistake.points_lost is not None:
         assert sum(REGISTRY[cid].points - REGISTRY[cid].points_for(passed, total)
                    for cid, (problems, passed, total) in results.items() if problems) == mistake.points_lost

@@ -41,7 +41,7 @@ def test_template_stubs_earn_nothing():
 def test_missing_function_is_reported_by_name():
     ns = namespace_from(SOLUTION)
     del ns["dot_product_distance"]
-    assert "`dot_product_distance` is not defined" in run_check("hidden_dot_product", ns)[0]
+    assert "`dot_product_distance` is not defined" in run_check("hidden_dot_product", ns)[0].text
 
 
 def test_probes_import_nothing_of_the_grader():
@@ -75,7 +75,8 @@ def test_a_table_with_one_inf_and_one_nan_fails_and_says_so():
                  "        pe[1, 1], pe[2, 3] = np.inf, np.nan\n"
                  "    return pe\n")
     problems = run_check("hidden_pe_values", namespace_from(SOLUTION, bad_table))
-    assert problems and all("NaN or Inf" in p for p in problems[:-1]) and "more case" in problems[-1], problems
+    texts = [p.text for p in problems]
+    assert texts and all("NaN or Inf" in t for t in texts[:-1]) and "more case" in texts[-1], texts
 
 
 def test_compare_fails_nan_and_inf_wherever_they_are():
@@ -182,8 +183,8 @@ def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
     failed = failures(namespace_from(SOLUTION, FLOAT32_TABLE))
     tests = [GradedTest(cid, cid, True, 0.0, 1.0, problems) for cid, problems in failed.items()]
     [note] = fix_this_first(tests)
-    assert note.startswith("Fix this first: the values are off by up to") and "float32" in note
-    assert "hidden_pe_values" in note and "hidden_pe_stability" in note
+    assert note.text.startswith("Fix this first: the values are off by up to") and "float32" in note.text
+    assert "hidden_pe_values" in note.text and "hidden_pe_stability" in note.text
     assert fix_this_first(tests[:1]) == []          # a cause behind one failure only is no root cause
 
 
@@ -239,7 +240,7 @@ def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_stil
         notes[name] = fix_this_first([GradedTest(cid, cid, True, 0.0, 1.0, p) for cid, p in failed.items()])
     assert notes["return"] == []
     [note] = notes["computation"]
-    assert "float32 rounding" in note and "hidden_pe_values" in note and "hidden_contracts" not in note
+    assert "float32 rounding" in note.text and "hidden_pe_values" in note.text and "hidden_contracts" not in note.text
 
 
 def test_the_readme_counts_the_whole_catalogue():

@@ -74,7 +74,7 @@ def test_feedback_names_tests_and_hides_hidden_code(graded_class):
 def test_failed_test_feedback_explains_the_mistake(graded_class):
     course, results = graded_class
     memory = next(t for t in results["memory_hog"].tests if t.cell_id == "hidden_dot_product")
-    assert "MemoryError" in memory.problems[0]
+    assert "MemoryError" in memory.problems[0].text
 
 
 def test_regrading_is_idempotent_and_keeps_manual_grades(graded_class):

@@ -100,7 +100,7 @@ def test_autograded_notebook_shows_diagnoses_and_only_text(graded):
     failed = next(t for t in results["doejane"].tests if t.hidden and not t.passed)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == failed.cell_id)
     shown = "".join(o.get("text", "") for o in cell.outputs)
-    assert failed.problems[0] in shown and "_posenc_probe" not in cell.source
+    assert failed.problems[0].text in shown and "_posenc_probe" not in cell.source
     for c in nb.cells:
         for output in c.get("outputs", []):
             assert output.output_type in ("stream", "error")
@@ -111,7 +111,7 @@ def test_generate_feedback_keeps_the_diagnoses(graded):
     nbgrader(course, "generate_feedback", NB, "--force")
     page = (course.feedback / "doejane" / NB / f"{NB}.html").read_text()
     failed = next(t for t in results["doejane"].tests if t.hidden and not t.passed)
-    assert failed.problems[0] in html.unescape(page) and "answers recorded" not in page
+    assert failed.problems[0].text in html.unescape(page) and "answers recorded" not in page
     assert not list(course.feedback.rglob("*.result.json"))
 
 

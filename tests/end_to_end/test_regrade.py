@@ -38,7 +38,7 @@ def _notes(course):
     notes = {}
     for sub in discover(course):
         prepare(course, sub, LIMITS, isolate=False)
-        notes[sub.student] = " ".join(sub.notes)
+        notes[sub.student] = " ".join(n.text for n in sub.notes)
     return notes
 
 
@@ -111,7 +111,7 @@ def test_stricter_grader_with_force_lowers_and_says_what_changed(graded_class):
     [roomy] = grade_all(course, jobs=1, limits=stricter, quiet=True, students=["roomy"], force=True)
     lost = [t for t in roomy.tests if t.points < t.max_points and t.cell_id != "hidden_contracts"]
     assert [t.cell_id for t in lost] == ["hidden_dot_product"]      # and its contract case, which needs it to pass
-    change = next(n for n in roomy.notes if n.startswith("regraded with a changed grader"))
+    change = next(n.text for n in roomy.notes if n.text.startswith("regraded with a changed grader"))
     assert f"hidden_dot_product {lost[0].max_points:g} → 0" in change and f"total {FULL:g} → {roomy.score:g}" in change
     # A single-student run merges into the class files instead of replacing them.
     assert _grades(course) == {"correct": FULL, "roomy": roomy.score, "untouched": 0}

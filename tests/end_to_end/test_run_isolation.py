@@ -44,6 +44,6 @@ def test_a_failing_stage_costs_one_student(course, monkeypatch):
     assert results["student_a"].graded
     for student in FAILING_STAGE:
         assert not results[student].graded
-        assert any("RecursionError" in note for note in results[student].notes)
+        assert any("RecursionError" in note.text for note in results[student].notes)
         assert (course.feedback / student / ASSIGNMENT / f"{NOTEBOOK}.html").is_file()
     assert (course.reports / "grading-report.md").read_text().count("RecursionError") == len(FAILING_STAGE)

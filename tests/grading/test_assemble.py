@@ -43,7 +43,7 @@ def test_the_answer_comes_from_the_student_and_tests_from_the_release():
     assert sources(result.notebook)[2] == "def f(x):\n    return 2 * x"
     assert sources(result.notebook)[4] == release().cells[4].source
     assert result.notebook.cells[4].metadata["nbgrader"]["points"] == 3
-    assert any("read-only cells were edited" in n and "hidden_f" in n for n in result.notes)
+    assert any("read-only cells were edited" in n.text and "hidden_f" in n.text for n in result.notes)
 
 
 def test_deleted_test_cells_are_restored_in_place():
@@ -51,7 +51,7 @@ def test_deleted_test_cells_are_restored_in_place():
     del student.cells[3:5]
     result = assemble(release(), student)
     assert sources(result.notebook) == sources(release())
-    assert any("deleted cells were restored" in n and "visible, hidden_f" in n for n in result.notes)
+    assert any("deleted cells were restored" in n.text and "visible, hidden_f" in n.text for n in result.notes)
 
 
 def test_a_deleted_answer_cell_runs_the_stub_and_says_so():
@@ -59,7 +59,7 @@ def test_a_deleted_answer_cell_runs_the_stub_and_says_so():
     del student.cells[2]
     result = assemble(release(), student)
     assert "NotImplementedError" in sources(result.notebook)[2]
-    assert any("'answer' was deleted" in n for n in result.notes)
+    assert any("'answer' was deleted" in n.text for n in result.notes)
 
 
 def test_added_code_cells_run_where_the_student_put_them_and_empty_ones_are_dropped():
@@ -72,7 +72,7 @@ def test_added_code_cells_run_where_the_student_put_them_and_empty_ones_are_drop
     assert got[0] == "import math" and got[got.index("helper = 1") - 1] == student.cells[4].source
     assert got.index("helper = 1") < got.index("assert f(1) == 2")
     assert "   " not in got
-    assert any("2 code cell(s) you added" in n for n in result.notes)
+    assert any("2 code cell(s) you added" in n.text for n in result.notes)
 
 
 def test_cells_are_matched_by_grade_id_even_when_reordered():

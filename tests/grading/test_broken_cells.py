@@ -45,7 +45,7 @@ def test_each_broken_answer_cell_is_named_once_with_its_error_and_line(assignmen
         error = broken[grade_id(cell)]
         assert error.startswith(f"{kind}: ") and "(line " in error and "<cell>" not in error, error
         [note] = pipeline.broken_cell_notes(broken)
-        assert note.kind == NoteKind.BROKEN_CELL and note.startswith(f"Fix this first: the answer cell "
+        assert note.kind == NoteKind.BROKEN_CELL and note.text.startswith(f"Fix this first: the answer cell "
                                                                      f"'{grade_id(cell)}' did not run ({error})")
 
 
@@ -65,8 +65,10 @@ def test_the_tests_of_a_broken_cells_functions_say_so_once(assignment):
                 assert problem.cause == f"the answer cell '{cell_id}' did not run ({broken[cell_id]})"
             else:
                 assert blamed.problems == failed.problems
-        visible = GradedTest("test_visible", "t", False, 0.0, 0.0, ["raised NameError: name 'f' is not defined"])
-        assert f"the answer cell '{cell_id}' did not run" in pipeline._blame_broken_cells(visible, broken).problems[0]
+        visible = GradedTest("test_visible", "t", False, 0.0, 0.0, [pipeline.visible_problem(
+            {"ename": "NameError", "text": "name 'f' is not defined"})])
+        [blamed_visible] = pipeline._blame_broken_cells(visible, broken).problems
+        assert f"the answer cell '{cell_id}' did not run" in blamed_visible.text
 
 
 def test_every_answer_cell_defines_a_manifest_function():

@@ -15,13 +15,13 @@ def previous(points, digest):
 
 def test_same_file_under_a_changed_grader():
     note = regrade_changes(result(4.0), previous(0.0, "file"), "new grader", "file")
-    assert note.kind == NoteKind.REGRADE and "changed grader" in note and "same file" in note
-    assert "resubmitted" not in note
+    assert note.kind == NoteKind.REGRADE and "changed grader" in note.text and "same file" in note.text
+    assert "resubmitted" not in note.text
 
 
 def test_a_resubmission_is_named_as_such():
     note = regrade_changes(result(4.0), previous(0.0, "old file"), "new grader", "new file")
-    assert note.startswith("resubmitted") and "0 → 4" in note
+    assert note.text.startswith("resubmitted") and "0 → 4" in note.text
 
 
 def test_nothing_moved_or_same_grader_says_nothing():

@@ -38,7 +38,7 @@ def test_canvas_keeps_ids_late_flag_and_latest_attempt(course, tmp_path):
     # Canvas's "-1" is undone, so the grader blames only the student who renamed the file herself.
     notes = {s.student: s.notes for s in discover(course)}
     assert notes["smithjohn"] == [] and notes["doejane"] == []
-    assert "renamed" in notes["leeann"][0]
+    assert "renamed" in notes["leeann"][0].text
     # nbgrader reads the submission time from timestamp.txt
     stamp = (course.submitted / "doejane" / NB / "timestamp.txt").read_text()
     assert stamp.startswith("2026-11-20 10:00:00") and stamp.endswith("UTC")

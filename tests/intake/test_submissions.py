@@ -41,7 +41,7 @@ def test_each_student_notebook_is_found_in_a_stable_order(course):
 def test_a_renamed_notebook_is_graded_under_its_expected_name_with_a_note(course):
     path = hand_in(course, "ann", name=f"{NOTEBOOK} (2).ipynb")
     sub = found(course)[("ann", NOTEBOOK)]
-    assert sub.path == path and "renamed" in sub.notes[0]
+    assert sub.path == path and "renamed" in sub.notes[0].text
 
 
 def test_a_missing_notebook_is_reported_and_names_what_was_there(course):
@@ -49,7 +49,7 @@ def test_a_missing_notebook_is_reported_and_names_what_was_there(course):
     hand_in(course, "bob", name="b.ipynb")
     sub = found(course)[("bob", NOTEBOOK)]
     assert sub.path is None
-    assert "missing" in sub.notes[0] and "a.ipynb" in sub.notes[0] and "b.ipynb" in sub.notes[0]
+    assert "missing" in sub.notes[0].text and "a.ipynb" in sub.notes[0].text and "b.ipynb" in sub.notes[0].text
 
 
 def test_filters_by_student_and_ignores_unknown_assignment_folders(course):

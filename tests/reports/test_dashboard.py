@@ -161,7 +161,7 @@ def test_students_needing_attention_and_feedback_links(class_page):
     assert "timeout" in why["dee"] and "not graded" in why["eve"]
     assert "untouched" in why["fay"] and "byte-identical to dee" in why["cy"] and "byte-identical to cy" in why["dee"]
     assert set(why) == {"cy", "dee", "eve", "fay"}
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;: the folder is a " \
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;: the folder is a " \
            "symbolic link" in attention and "5 need attention" in text
     for link in parse(path).links:
         assert (path.parent / link).resolve().parent.parent.parent == course.feedback.resolve()

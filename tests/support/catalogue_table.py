@@ -24,7 +24,6 @@ from posenc_autograder.course import grade_id, nbgrader_meta  # noqa: E402
 from posenc_autograder.notebook import record_in_process  # noqa: E402
 from test_validate_catalogue import CATALOGUES, build_and_validate, caught_by_validate  # noqa: E402
 
-LIKELY_CAUSE = "Likely cause: "
 SHOWN = 60          # characters of the diagnosis in the table
 
 
@@ -56,7 +55,7 @@ def visible_checks_fail(assignment: str, code: str) -> bool:
 def diagnosis(problems: list[str]) -> str:
     """The likely cause when the message names one, else the message itself."""
     first = problems[0]
-    return first.split(LIKELY_CAUSE, 1)[1] if LIKELY_CAUSE in first else first
+    return first.cause or first.text
 
 
 def cell(text: str) -> str:

@@ -177,13 +177,17 @@ def false_notes(result: NotebookResult) -> list[str]:
 def measure(results: dict[str, NotebookResult]) -> dict[str, int]:
     """The four counts: messages withheld, messages with more than 16 numbers, false notes, failed hidden tests
     whose problems name no cause."""
+    from posenc_autograder.reports.dashboard import grouped_mistakes
     every = [text for r in results.values() for text in texts(r)]
+    mistakes, _ = grouped_mistakes(list(results.values()))
     return {"withheld": sum("message withheld" in t for t in every),
             "over_16_numbers": sum(len(NUMBER.findall(t)) > 16 for t in every),
             "false_notes": sum(len(false_notes(r)) for r in results.values()),
             "failed_without_cause": sum(1 for r in results.values() for t in r.tests
                                         if t.hidden and not t.passed and not any(getattr(p, "cause", None)
-                                                                                  for p in t.problems))}
+                                                                                  for p in t.problems)),
+            "dashboard_unexplained": sum(len(row.tests) for row in mistakes
+                                         if row.label.endswith("failed without a named cause"))}
 
 
 def main() -> None:

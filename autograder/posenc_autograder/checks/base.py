@@ -18,12 +18,12 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.probes import codec
-from posenc_autograder.results import Problem
+from posenc_autograder.results import Problem, ProblemKind
 
 Observations = dict
 Problems = list
 MAX_PER_GROUP = 2      # problems reported per group of similar cases: the first ones, then a count
-SHOWN_INPUT_NUMBERS = 48   # a failing case's input arrays are shown in full up to this size
+SHOWN_INPUT_NUMBERS = 256  # a failing case's input arrays are kept (shown folded) up to this many entries
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,17 +83,17 @@ class HiddenTest:
         """What the judge returned: its problems, with the cases it judged and failed (plain problems when the
         judge returned a plain list, or could not judge)."""
         if "missing" in record:
-            return Findings([str(record["missing"])])
+            return Findings([Problem(str(record["missing"]), kind=ProblemKind.NOT_RUN)])
         try:
             inputs = self.plain_inputs(variant)
             extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
                 found = self.judge(inputs, copy.deepcopy(record["observations"]), **extra)
-            return Findings([p if isinstance(p, Problem) else str(p) for p in found], getattr(found, "cases", 0),
+            return Findings([as_result(p) for p in found], getattr(found, "cases", 0),
                             getattr(found, "failed", 0), getattr(found, "reported", 0))
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
-            return Findings([f"your answers had an unexpected form ({type(exc).__name__}); check return types "
-                             f"and shapes"])
+            return Findings([Problem(f"your answers had an unexpected form ({type(exc).__name__}); check return "
+                                     f"types and shapes")])
 
     def graded(self, record: dict, variant: int | None = None,
                verdicts: dict | None = None) -> tuple[list[str], int, int]:
@@ -188,7 +188,8 @@ def limit_problems(problems: list[str], limit: int = MAX_PER_GROUP) -> list[str]
     """The one rule for every judge: of a group of similar cases, report the first `limit` problems."""
     if len(problems) <= limit:
         return problems
-    return problems[:limit] + [f"... and {len(problems) - limit} more case(s) like these"]
+    return problems[:limit] + [ProblemText(f"... and {len(problems) - limit} more case(s) like these",
+                                           kind=ProblemKind.MORE)]
 
 
 # --- describing calls (inputs side) ------------------------------------------------------------
@@ -215,15 +216,54 @@ def call_label(function: str, record: dict) -> str:
 
 # --- reading observations (judge side) ---------------------------------------------------------
 
+class ProblemText(str):
+    """A problem while the judges build it: its sentence, with the fields results.Problem keeps as data (the cause,
+    the worst entry's details, the student's drawn inputs, the exception's name). HiddenTest.verdict turns each
+    into a results.Problem; judges keep treating it as the sentence it is."""
+    cause: str | None = None
+    kind: ProblemKind = ProblemKind.VALUE
+    details: dict | None = None
+    inputs: list | None = None
+    error: str | None = None
+
+    def __new__(cls, text: str, **fields) -> "ProblemText":
+        finding = super().__new__(cls, text)
+        for name, value in {**fields_of(text), **fields}.items():
+            setattr(finding, name, value)
+        return finding
+
+
+FIELDS = ("cause", "kind", "details", "inputs", "error")
+
+
+def fields_of(problem) -> dict:
+    """The data a problem carries besides its sentence (none for a plain string)."""
+    return {name: getattr(problem, name) for name in FIELDS if getattr(problem, name, None) is not None}
+
+
+def as_result(problem) -> Problem:
+    """A judge's problem (a string or a ProblemText) as the plain data grading stores."""
+    if isinstance(problem, Problem):
+        return problem
+    return Problem(str.__str__(problem), **fields_of(problem))
+
+
 class Rejected(Exception):
-    """An observed answer the readers below cannot accept, raised with the sentence for the student (judges turn
-    it into a results.Problem: the one class of that name)."""
+    """An observed answer the readers below cannot accept, raised with the sentence for the student (a string or a
+    ProblemText; judges turn it into a results.Problem: the one class of that name)."""
+
+
+def raised_problem(text: str, error: str) -> ProblemText:
+    """A problem saying a call raised `error` ('TypeError: ...'): the exception's name kept as data, and the error
+    itself as the cause (what the dashboard groups by), unless it is the template's stub (a part not attempted)."""
+    name = error.split(":", 1)[0]
+    return ProblemText(text, error=name, cause=None if name == "NotImplementedError" else error)
 
 
 def value_of(record: dict, what: str):
-    """The value of an attempt() record; Rejected when the call raised."""
+    """The value of an attempt() record; Rejected when the call raised (the exception's name kept as data)."""
     if "error" in record:
-        raise Rejected(f"{what} raised {record['error']}")
+        raise Rejected(raised_problem(f"{what} raised {record['error']}", record["error"]))
     return record["value"]
 
 
@@ -264,8 +304,11 @@ def mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str,
     worst = np.unravel_index(int(np.argmax(np.where(np.isnan(diff), np.inf, diff))), diff.shape)
     index = ", ".join(str(int(i)) for i in worst)
     judged_at = f" plus {precision} rounding, the precision returned" if precision in LOWER_PRECISIONS else ""
-    return (f"{what} is wrong at [{index}]: expected {expected[worst]:.10g}, got {actual[worst]:.10g} "
-            f"({int(bad.sum())} of {diff.size} entries off by more than {atol:g}{judged_at})")
+    details = {"what": what, "where": [int(i) for i in worst], "expected": float(expected[worst]),
+               "got": float(actual[worst]), "tolerance": atol, "dtype": precision or "float64",
+               "wrong": int(bad.sum()), "entries": int(diff.size)}
+    return ProblemText(f"{what} is wrong at [{index}]: expected {expected[worst]:.10g}, got {actual[worst]:.10g} "
+                   f"({int(bad.sum())} of {diff.size} entries off by more than {atol:g}{judged_at})", details=details)
 
 
 LOWER_PRECISIONS = ("float32",)    # returned dtypes whose rounding a value test forgives (PyTorch's default)
@@ -285,26 +328,79 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     try:
         array = as_array(value_of(record, what), what, finite=False)
     except Rejected as problem:
-        return str(problem)
+        return problem.args[0]
     try:
         as_array(array, what)                   # NaN and Inf fail, yet the diagnosis may still explain them
         require_shape(array, expected.shape, what)
         problem = mismatch(array, expected, atol, what, record.get("dtype"))
     except Rejected as shape_problem:
-        problem = str(shape_problem)
+        problem = shape_problem.args[0]
     if problem is None:
         return None
-    explanation = diagnose(array) if diagnose else None
+    explanation = (diagnose(array) if diagnose else None) or difference_pattern(array, expected, atol)
     return with_cause(problem, explanation) if explanation else problem
+
+
+FLOAT32_RELATIVE = 1e-6      # differences this small relative to the values are float32 rounding, not a formula
+
+
+def difference_pattern(actual: np.ndarray, expected: np.ndarray, atol: float) -> str | None:
+    """What the difference between an answer and its expected value looks like, when it has a shape a student can
+    act on (float32 rounding, one sign, one constant offset, a transposition, which columns or rows are right);
+    None when it has none."""
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        if actual.ndim >= 2 and actual.shape == expected.shape[:-2] + expected.shape[:-3:-1] \
+                and np.allclose(np.swapaxes(actual, -1, -2), expected, rtol=0, atol=atol):
+            return "the result is the expected one with its last two axes swapped (transposed)"
+        return None
+    if not (np.all(np.isfinite(actual)) and expected.size):
+        return None
+    diff = actual - expected
+    scale = max(1.0, float(np.max(np.abs(expected))))
+    if np.max(np.abs(diff)) <= FLOAT32_RELATIVE * scale:
+        return (f"every difference is at most {np.max(np.abs(diff)):.1g}, the size of float32 rounding: part of the "
+                f"computation is in float32 (np.float32 arrays, or a PyTorch default), even if cast back at the end")
+    if np.allclose(actual, -expected, rtol=0, atol=atol) and np.any(np.abs(expected) > atol):
+        return "every entry has the expected size but the opposite sign"
+    if np.ptp(diff) <= 2 * atol:
+        return f"every entry is off by the same constant, {float(np.mean(diff)):.6g}"
+    if expected.ndim >= 2 and expected.shape[-1] > 1:
+        return _which_part_is_right(diff, atol, axis=-1, part="column") or \
+            _which_part_is_right(diff, atol, axis=-2, part="row")
+    return None
+
+
+def _which_part_is_right(diff: np.ndarray, atol: float, axis: int, part: str) -> str | None:
+    """'every even column is right; every odd one is off' and similar, when the right ones form a pattern."""
+    moved = np.moveaxis(np.abs(diff), axis, -1).reshape(-1, diff.shape[axis])
+    right = np.all(moved <= atol, axis=0)
+    count = right.size
+    if right.all() or not right.any():
+        return None
+    index = np.arange(count)
+    if np.array_equal(right, index % 2 == 0) or np.array_equal(right, index % 2 == 1):
+        first, second = ("even", "odd") if right[0] else ("odd", "even")
+        off = np.moveaxis(diff, axis, -1)[..., ~right]
+        constant = " by the same amount in every " + ("row" if part == "column" else "column") \
+            if np.allclose(off, off.reshape(-1, off.shape[-1])[:1], rtol=0, atol=atol) else ""
+        return f"every {first} {part} is right; every {second} one is off{constant}"
+    wrong = index[~right]
+    if np.array_equal(wrong, np.arange(wrong[0], count)):
+        return f"{part}s 0 to {wrong[0] - 1} are right; from {part} {wrong[0]} on, every one is off"
+    if np.array_equal(wrong, np.arange(0, wrong[-1] + 1)):
+        return f"{part}s 0 to {wrong[-1]} are off; from {part} {wrong[-1] + 1} on, every one is right"
+    return None
 
 
 LIKELY_CAUSE = "Likely cause: "
 
 
-def with_cause(problem: str, explanation: str) -> Problem:
+def with_cause(problem: str, explanation: str) -> ProblemText:
     """The problem followed by its diagnosed cause, in the words feedback uses, with the cause kept as data
     (what "Fix this first" and the dashboard group by)."""
-    return Problem(f"{problem}. {LIKELY_CAUSE}{explanation}.", explanation)
+    return ProblemText(f"{str.__str__(problem)}. {LIKELY_CAUSE}{explanation}.", **{**fields_of(problem),
+                                                                              "cause": explanation})
 
 
 def against_any(problem: Callable[..., str | None], *expectations) -> str | None:
@@ -368,9 +464,8 @@ def each_case(problem: Callable[..., str | None], *columns) -> Findings:
     rows = sorted(zip(*columns), key=lambda row: case_size(row[0]))        # smallest failing case first
     failing = [(row, said) for row in rows if (said := problems_of(functools.partial(problem, *row)))]
     found = [p for _, said in failing for p in said]
-    if found and variants.current() is not None:
-        first_case = failing[0][0][0]
-        found[0] = extended(found[0], inputs_shown(first_case))
+    if found and variants.current() is not None and (shown := inputs_of(failing[0][0][0])):
+        found[0] = ProblemText(found[0], inputs=shown)
     reported = limit_problems(found)
     return Findings(reported, cases=len(rows), failed=len(found), reported=len(reported))
 
@@ -389,10 +484,9 @@ def judging_all(*judges: Callable[[dict, dict], Findings]) -> Callable[[dict, di
     return lambda inputs, obs: all_findings(*(judge(inputs, obs) for judge in judges))
 
 
-def extended(problem: str, more: str) -> str:
-    """The problem with `more` appended, its diagnosed cause kept."""
-    cause = getattr(problem, "cause", None)
-    return Problem(str(problem) + more, cause) if cause else str(problem) + more
+def extended(problem: str, more: str) -> ProblemText:
+    """The problem with `more` appended to its sentence, its data kept."""
+    return ProblemText(str.__str__(problem) + more, **fields_of(problem))
 
 
 def _arrays_and_numbers(case) -> list:
@@ -408,21 +502,15 @@ def case_size(case) -> int:
     return sum(int(np.size(v)) for v in values if isinstance(v, (np.ndarray, list))) + math.prod(whole)
 
 
-def inputs_shown(case) -> str:
-    """The case's array inputs, in full while they fit SHOWN_INPUT_NUMBERS (exact, copyable into np.array),
-    the rest by shape: they are the student's own variant, so showing them helps no one else."""
+def inputs_of(case) -> list[list] | None:
+    """The case's array inputs as data (nested lists, exact), for the page to show by shape and a few entries with
+    the whole array in a block to copy: they are the student's own variant, so showing them helps no one else.
+    Arrays over SHOWN_INPUT_NUMBERS entries in all are left out (a page is no place for thousands of numbers)."""
     arrays = [np.asarray(v, dtype=np.float64) for v in _arrays_and_numbers(case)
               if isinstance(v, (np.ndarray, list)) and np.size(v)]
-    budget, shown = SHOWN_INPUT_NUMBERS, []
-    for array in arrays:
-        if array.size <= budget:
-            budget -= array.size
-            shown.append(repr(array.tolist()))
-        else:
-            shown.append(f"<array of shape {array.shape}>")
-    if budget == SHOWN_INPUT_NUMBERS:
-        return ""
-    return f" (your inputs, drawn for you alone, in order: {'; '.join(shown)})"
+    if not arrays or sum(a.size for a in arrays) > SHOWN_INPUT_NUMBERS:
+        return None
+    return [a.tolist() for a in arrays]
 
 
 def problems_of(*checks) -> list[str]:
@@ -432,7 +520,7 @@ def problems_of(*checks) -> list[str]:
         try:
             problem = check()
         except Rejected as exc:
-            problem = str(exc)
+            problem = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
         if isinstance(problem, str):
             found.append(problem)
     return found

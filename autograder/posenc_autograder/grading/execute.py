@@ -20,7 +20,7 @@ from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.bubblewrap import Limits, RunOutcome, run_job
 
 MESSAGE_CHARACTERS = 200
-VISIBLE_MESSAGE_CHARACTERS = 800
+VISIBLE_MESSAGE_CHARACTERS = 300        # a self-check's first failures; the rest are in the student's notebook
 QUOTE_WINDOW = 24                     # a message sharing this many characters with grader code is withheld
 
 
@@ -41,7 +41,7 @@ class Execution:
     key: tuple[str, str, str]
     observations: dict[str, dict]     # cell id -> what the probe recorded
     events: list[dict]
-    cell_errors: dict[str, str]       # visible test cell id -> error name, for cells that raised
+    cell_errors: dict[str, dict]      # visible test cell id -> its failure (pipeline.visible_problem)
     seconds: float
     failure: str | None = None        # the job itself could not run
     executed_notebook: str | None = None
@@ -56,7 +56,7 @@ def execute_task(task: GradingTask) -> Execution:
     try:
         nb = nbformat.reads(task.notebook_json, as_version=4)
         cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
-        grader_text = grader_quotable(task)
+        grader_text = secret_windows(grader_quotable(task), public_text(nb))
         outcome = run_job(cells, task.task_frame, task.task_ids, task.probe_files, Limits(**task.limits),
                           isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text))
         execution = _execution(task, nb, outcome, grader_text, time.monotonic() - started)
@@ -72,7 +72,19 @@ def grader_quotable(task: GradingTask) -> str:
     return "\n".join(map(code_only, task.probe_files.values())) + codec.frame_skeleton(task.task_frame)
 
 
-def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text: str, seconds: float) -> Execution:
+def public_text(nb) -> str:
+    """What the student has seen or written: every cell of the assembled notebook (the template's code and names,
+    the student's own code, the probe cells' one-line calls). A message may quote it, even where the grader's
+    code happens to say the same (a function's name, a parameter list)."""
+    return "\n".join(cell.source for cell in nb.cells)
+
+
+def secret_windows(grader_text: str, public: str) -> frozenset[str]:
+    """The QUOTE_WINDOW-character pieces of the grader's text that the student has not seen: only they are secret."""
+    return _windows(grader_text) - _pieces(public)
+
+
+def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text, seconds: float) -> Execution:
     for index, record in outcome.outputs.items():
         if 0 <= index < len(nb.cells) and nb.cells[index].cell_type == "code":
             nb.cells[index].outputs = [nbformat.from_dict(o) for o in record["outputs"]]
@@ -117,15 +129,20 @@ def code_only(source: str) -> str:
     return COMMENT.sub("", STRING_LITERAL.sub('""', source))
 
 
+def _pieces(text: str) -> frozenset[str]:
+    return frozenset(text[i:i + QUOTE_WINDOW] for i in range(len(text) - QUOTE_WINDOW + 1))
+
+
 @functools.lru_cache(maxsize=4)
 def _windows(grader_text: str) -> frozenset[str]:
     """Every QUOTE_WINDOW-character piece of the grader's text, built once: a message is then checked in
     time proportional to its own length, not to the grader's."""
-    return frozenset(grader_text[i:i + QUOTE_WINDOW] for i in range(len(grader_text) - QUOTE_WINDOW + 1))
+    return _pieces(grader_text)
 
 
-def _quotes(line: str, grader_text: str) -> bool:
-    windows = _windows(grader_text)
+def _quotes(line: str, grader_text: str | frozenset[str]) -> bool:
+    """Whether the line holds a piece of the grader's text (or of the secret windows, already cut)."""
+    windows = grader_text if isinstance(grader_text, frozenset) else _windows(grader_text)
     return any(line[i:i + QUOTE_WINDOW] in windows for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
 
 
@@ -153,9 +170,13 @@ def cell_label(nb, index, first_line: bool = True) -> str:
     return f"cell {index + 1} (the one starting `{first[:40]}`)" if first and first_line else f"cell {index + 1}"
 
 
-def visible_cell_errors(nb, hidden: set[str], grader_text: str = "") -> dict[str, str]:
-    """Visible test cell id -> 'Error: message' for visible tests that raised (under the one quote rule:
-    a student's function can raise from a visible check as well as from a probe)."""
+SELF_CHECK_FAILED = re.compile(r"^FAILED \(.*", re.M)    # how the released helpers' check_part reports a failure
+
+
+def visible_cell_errors(nb, hidden: set[str], grader_text="") -> dict[str, dict]:
+    """Visible test cell id -> {"ename", "text"} for visible tests that raised, or ({"ename": None}) printed the
+    failures the released helpers report without raising (under the one quote rule: a student's function can
+    raise from a visible check as well as from a probe)."""
     errors = {}
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
@@ -164,5 +185,12 @@ def visible_cell_errors(nb, hidden: set[str], grader_text: str = "") -> dict[str
                 if output.get("output_type") == "error":
                     # A visible test's own message explains the failure: keep more of it.
                     message = short_message(output.get("evalue", ""), grader_text, VISIBLE_MESSAGE_CHARACTERS, 8)
-                    errors[meta["grade_id"]] = f"{short_message(output.get('ename'), grader_text, 100)}: {message}"
+                    errors[meta["grade_id"]] = {"ename": short_message(output.get("ename"), grader_text, 100),
+                                                "text": message}
+                elif output.get("output_type") == "stream" and meta["grade_id"] not in errors:
+                    reported = SELF_CHECK_FAILED.search(output.get("text", ""))
+                    if reported:
+                        failure = output["text"][reported.start():].split("\n\n", 1)[0]
+                        errors[meta["grade_id"]] = {"ename": None, "text": short_message(
+                            failure, grader_text, VISIBLE_MESSAGE_CHARACTERS, 8)}
     return errors

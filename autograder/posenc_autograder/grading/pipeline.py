@@ -26,7 +26,7 @@ from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.grading import shared_probes
 from posenc_autograder.sandbox.bubblewrap import MAX_REPLAYS, PROBE_PACKAGE, Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
-from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem
+from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem, ProblemKind
 
 
 # --- prepare -----------------------------------------------------------------------------------
@@ -140,7 +140,8 @@ def grader_error(course: Course, submission: Submission, exc: Exception) -> Note
 
 
 def not_graded(submission: Submission, cells, notes) -> NotebookResult:
-    tests = [GradedTest(cid, title, cid in REGISTRY, 0.0, points, ["not run: the notebook could not be graded"])
+    tests = [GradedTest(cid, title, cid in REGISTRY, 0.0, points,
+                        [Problem("not run: the notebook could not be graded", kind=ProblemKind.NOT_RUN)])
              for _, cid, title, points in cells]
     return NotebookResult(*submission.key, graded=False, tests=tests, notes=list(notes),
                           action="student: submit a readable notebook with its original name")
@@ -165,7 +166,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
         check = REGISTRY.get(cell_id)
         if check is None:
             error = execution.cell_errors.get(cell_id)
-            tests.append(GradedTest(cell_id, title, False, 0.0, points, [f"raised {error}"] if error else []))
+            tests.append(GradedTest(cell_id, title, False, 0.0, points, [visible_problem(error)] if error else []))
             continue
         problems, passed, total = judged[cell_id]
         share = check.points_for(passed, total) * points / check.points      # the released cell's points rule
@@ -319,21 +320,31 @@ def _test_cells(test_id: str) -> set[str]:
 
 def _blame_broken_cells(test: GradedTest, broken: dict[str, str]) -> GradedTest:
     """A failed test whose functions' answer cell did not run says so, once, instead of a NameError per case."""
-    if not test.hidden and broken and any(p.startswith("raised NameError") for p in test.problems):
+    if not test.hidden and broken and any(p.error == "NameError" for p in test.problems):
         first = next(iter(broken))
-        return dataclasses.replace(test, problems=[f"{p} (the answer cell '{first}' did not run: see \"Fix this "
-                                                   f"first\" above)" for p in test.problems])
+        return dataclasses.replace(test, problems=[dataclasses.replace(p, text=f"{p.text} (the answer cell '{first}' "
+                                                                       f"did not run: see \"Fix this first\" above)")
+                                                   for p in test.problems])
     cells = sorted(_test_cells(test.cell_id) & set(broken)) if test.hidden else []
     if test.passed or not cells or REGISTRY[test.cell_id].reads_verdicts:
         return test
     cause = f"the answer cell '{cells[0]}' did not run ({broken[cells[0]]})"
-    problem = Problem(f"not judged: {cause}; see \"Fix this first\" above", cause)
+    problem = Problem(f"not judged: {cause}; see \"Fix this first\" above", cause, ProblemKind.NOT_JUDGED)
     return dataclasses.replace(test, problems=[problem])
+
+
+def visible_problem(error: dict) -> Problem:
+    """A visible self-check's failure: the exception its cell raised, or the failures it printed without raising
+    (the released helpers report every failure and go on, so Run All reaches the end)."""
+    if error.get("ename"):
+        return Problem(f"raised {error['ename']}: {error['text']}", kind=ProblemKind.RAISED, error=error["ename"])
+    return Problem(f"your self-check reported: {error['text']}", kind=ProblemKind.SELF_CHECK)
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:
     """A MemoryError is the memory limit at work: say so once, naming the cells, so the report shows it."""
-    cells = [t.cell_id for t in tests if any("MemoryError" in p for p in t.problems)]
+    cells = [t.cell_id for t in tests
+             if any(p.error == "MemoryError" or "MemoryError" in p.text for p in t.problems)]
     if not cells:
         return []
     return [Note(NoteKind.MEMORY, f"your code ran out of memory in {', '.join(cells)}: the grader allows each "

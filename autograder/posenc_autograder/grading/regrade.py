@@ -9,7 +9,7 @@ import pathlib
 
 from posenc_autograder.checks import variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
-from posenc_autograder.results import Note, NoteKind, NotebookResult
+from posenc_autograder.results import Note, NoteKind, NotebookResult, Problem
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 
@@ -52,7 +52,7 @@ def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: st
         old = before.get(test.cell_id)
         if old and old["points"] > test.points and old["max_points"] == test.max_points:
             kept.append(test.cell_id)
-            test.points, test.problems = old["points"], old["problems"]
+            test.points, test.problems = old["points"], [Problem.from_json(p) for p in old["problems"]]
     if kept:
         result.notes.append(Note(NoteKind.SCORES_KEPT, f"this run scored lower on {', '.join(kept)} for an "
                                  f"unchanged file; the earlier, higher scores were kept"))

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import hashlib
-import html
 import pathlib
 
 import jinja2
 
-from posenc_autograder.checks.base import inputs_shown
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.reports import dashboard, feedback
-from posenc_autograder.results import NoteKind, NotebookResult
+from posenc_autograder.results import NoteKind, NotebookResult, Problem, ProblemKind
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
@@ -43,13 +42,12 @@ def render(name: str, **context) -> str:
 
 # --- feedback, as much as the policy shows now -----------------------------------------------------
 
-WITHHELD = "failed (the diagnosis is shown after the deadline)"
-_INPUTS_OPENING = inputs_shown([[0.0]]).split(repr([[0.0]]))[0]    # how a failed test starts listing its inputs
+WITHHELD = Problem("failed (the diagnosis is shown after the deadline)", kind=ProblemKind.WITHHELD)
 
 
-def without_inputs(problem: str) -> str:
+def without_inputs(problem: Problem) -> Problem:
     """A problem without the failing case's own inputs (kept for after the deadline)."""
-    return problem.split(_INPUTS_OPENING, 1)[0] if _INPUTS_OPENING and _INPUTS_OPENING in problem else problem
+    return dataclasses.replace(problem, inputs=None)
 
 
 def visible_result(result: NotebookResult, level: str, inputs: bool) -> NotebookResult:
@@ -61,11 +59,10 @@ def visible_result(result: NotebookResult, level: str, inputs: bool) -> Notebook
         elif not inputs:
             test.problems = [without_inputs(p) for p in test.problems]
     if level == "tests":
-        shown.notes = [n for n in shown.notes if getattr(n, "kind", None) != NoteKind.FIX_FIRST]
+        shown.notes = [n for n in shown.notes if n.kind != NoteKind.FIX_FIRST]
     return shown
 
 
 def feedback_page(result: NotebookResult, level: str, inputs: bool, back: str) -> str:
     """The page `make grade` writes (reports.feedback), with a way back to the portal."""
-    page = feedback.render(visible_result(result, level, inputs))
-    return page.replace("<body>", f'<body>\n<p><a href="{html.escape(back)}">&larr; back to your attempts</a></p>', 1)
+    return feedback.render(visible_result(result, level, inputs), back=back)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import collections
 import dataclasses
-import html
 import io
 import os
 import pathlib
@@ -24,8 +23,8 @@ from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.grading.pipeline import release_notebook
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
-from posenc_autograder.reports import feedback
-from posenc_autograder.results import GradedTest, NotebookResult, NoteKind
+from posenc_autograder.reports import feedback, templating
+from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, ProblemKind
 
 # Kinds of note (results.NoteKind) -> why an instructor should look at the student.
 ATTENTION = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
@@ -42,6 +41,7 @@ th { background: #f4f4f4; }
 figure { margin: 0; } figure img { width: 100%; height: 16rem; object-fit: contain; }
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
 .auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; }
+.wide { overflow-x: auto; } td { overflow-wrap: anywhere; }
 """
 
 
@@ -59,21 +59,27 @@ def _pyplot():
     return plt
 
 
-def _figure(fig, alt: str, caption: str) -> str:
+def _figure(fig, alt: str, caption: str) -> dict:
+    """A figure for the page: its SVG as base64 (for a data URI), its alt text and caption (escaped there)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     _pyplot().close(fig)
-    data = base64.b64encode(buffer.getvalue()).decode()
-    return (f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    return {"data": base64.b64encode(buffer.getvalue()).decode(), "alt": alt, "caption": caption}
 
 
-def score_histogram(results: list[NotebookResult]) -> str:
+def _count_axis(axis) -> None:
+    """Counts of notebooks are whole numbers: no tick at 0.5 notebooks."""
+    from matplotlib.ticker import MaxNLocator
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def score_histogram(results: list[NotebookResult]) -> dict:
     shares = [100 * r.score / r.max_score for r in results if r.graded and r.max_score]
     fig, ax = _pyplot().subplots(figsize=(5, 3))
     ax.hist(shares, bins=range(0, 101, 10), color="#4c72b0", edgecolor="white")
     ax.set_xlabel("score (% of points)")
     ax.set_ylabel("notebooks")
+    _count_axis(ax.yaxis)
     counts = [sum(lo <= s < lo + 10 or (lo == 90 and s == 100) for s in shares) for lo in range(0, 100, 10)]
     alt = ("Histogram of scores in 10 % bins, from 0-10 % to 90-100 %: "
            + ", ".join(str(c) for c in counts) + " notebooks.")
@@ -91,7 +97,7 @@ def pass_rates(results: list[NotebookResult]) -> dict[tuple[str, str], tuple[int
     return {k: (v[0], v[1]) for k, v in counts.items()}
 
 
-def pass_rate_chart(rates) -> str:
+def pass_rate_chart(rates) -> dict:
     several = len({a for a, _ in rates}) > 1
     labels = [f"{a}: {t}" if several else t for a, t in rates]
     values = [100 * p / n for p, n in rates.values()]
@@ -104,28 +110,32 @@ def pass_rate_chart(rates) -> str:
     return _figure(fig, alt, "Pass rate per hidden test")
 
 
-def time_chart(results: list[NotebookResult]) -> str:
+def time_chart(results: list[NotebookResult]) -> dict:
     seconds = sorted(r.seconds for r in results if r.graded)
     fig, ax = _pyplot().subplots(figsize=(5, 3))
     ax.hist(seconds, bins=10, color="#dd8452", edgecolor="white")
     ax.set_xlabel("seconds to grade one notebook")
     ax.set_ylabel("notebooks")
+    _count_axis(ax.yaxis)
     alt = (f"Histogram of grading time per notebook: median {statistics.median(seconds):.1f} s, "
            f"slowest {seconds[-1]:.1f} s, over {len(seconds)} notebooks." if seconds else "No notebook was run.")
     return _figure(fig, alt, "Time per notebook")
 
 
 NOT_ATTEMPTED = ("template stub", "NotImplementedError")     # what a probe says of an untouched function
-SUMMARY = "... and "                                          # "... and 3 more case(s) like these": not an example
 
 
 def likely_cause(problem) -> str | None:
     """The diagnosed cause of a problem: Problem.cause, or, for a result stored before problems carried their
     cause, the text's "Likely cause: ..."."""
-    cause = getattr(problem, "cause", None)
-    if cause is None and "Likely cause: " in problem:
-        cause = problem.split("Likely cause: ", 1)[1]
+    cause = problem.cause
+    if cause is None and "Likely cause: " in problem.text:
+        cause = problem.text.split("Likely cause: ", 1)[1]
     return cause.strip().rstrip(".") if cause else None
+
+
+def _not_attempted(problem) -> bool:
+    return problem.error == "NotImplementedError" or any(marker in problem.text for marker in NOT_ATTEMPTED)
 
 
 @dataclasses.dataclass
@@ -136,33 +146,50 @@ class MistakeRow:
     example: str
     results: list[NotebookResult] = dataclasses.field(default_factory=list)
     tests: dict[str, float] = dataclasses.field(default_factory=dict)     # cell id -> points it cost the class
+    counted: set = dataclasses.field(default_factory=set)                 # (student, cell id) already added
 
     def add(self, result: NotebookResult, test: GradedTest) -> None:
         if result not in self.results:
             self.results.append(result)
-        self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + test.max_points - test.points
+        if (result.student, test.cell_id) not in self.counted:
+            self.counted.add((result.student, test.cell_id))
+            self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + test.max_points - test.points
+
+
+def _subjects(cell_id: str) -> set[str]:
+    """The functions a hidden test judges (a contracts test judges them all)."""
+    test = REGISTRY.get(cell_id)
+    return set(test.subjects) if test is not None else set()
 
 
 def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], list[MistakeRow]]:
     """(mistakes by cause, parts not attempted), most students first. A failed hidden test counts under each
-    cause its problems name; one that names none counts under the test itself; a test every problem of which
-    is a template stub counts as its part not attempted."""
+    cause its problems name; one that names none counts under the causes of the same student's failed tests that
+    judge one of its functions (the contracts test of a function whose values are wrong), and only when there is
+    none under the test itself; a test every problem of which is a template stub counts as its part not
+    attempted."""
     mistakes: dict[tuple, MistakeRow] = {}
     stubs: dict[tuple, MistakeRow] = {}
     for r in results:
-        for t in r.tests if r.graded else []:
-            if t.passed or not t.hidden:
-                continue
-            problems = [p for p in t.problems if not p.startswith(SUMMARY)] or t.problems
-            if all(any(marker in p for marker in NOT_ATTEMPTED) for p in problems):
+        failed = [t for t in r.tests if r.graded and t.hidden and not t.passed]
+        named: dict[str, dict[str, object]] = {}          # cell id -> {cause: example problem}
+        for t in failed:
+            examples = [p for p in t.problems if p.kind != ProblemKind.MORE] or t.problems
+            if all(_not_attempted(p) for p in examples):
                 part = REGISTRY[t.cell_id].answer_cell if t.cell_id in REGISTRY else t.cell_id
-                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, problems[0])).add(r, t)
+                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, examples[0].text)).add(r, t)
                 continue
-            causes = {likely_cause(p): p for p in problems if likely_cause(p)}
-            for cause, problem in causes.items() or [(None, problems[0])]:
-                key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {t.cell_id}")
-                label = cause or f"{t.cell_id} failed without a named cause"
-                mistakes.setdefault(key, MistakeRow(r.assignment, label, problem)).add(r, t)
+            named[t.cell_id] = {likely_cause(p): p for p in examples if likely_cause(p)} or {None: examples[0]}
+        for cell_id, causes in named.items():
+            test = next(t for t in failed if t.cell_id == cell_id)
+            if None in causes:           # no cause of its own: the causes of the same functions' other failures
+                borrowed = {cause: p for other, found in named.items() if other != cell_id
+                            and _subjects(other) & _subjects(cell_id) for cause, p in found.items() if cause}
+                causes = borrowed or causes
+            for cause, problem in causes.items():
+                key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {cell_id}")
+                label = cause or f"{cell_id} failed without a named cause"
+                mistakes.setdefault(key, MistakeRow(r.assignment, label, problem.text)).add(r, test)
     order = lambda row: (-len(row.results), row.assignment, row.label)  # noqa: E731
     return sorted(mistakes.values(), key=order), sorted(stubs.values(), key=order)
 
@@ -204,39 +231,14 @@ def attention(result: NotebookResult) -> list[str]:
 
 
 def feedback_link(course: Course, result: NotebookResult) -> str:
-    target = os.path.relpath(feedback.path(course.feedback, result), course.reports)
-    return html.escape(urllib.parse.quote(target), quote=True)
-
-
-def student_links(course: Course, results: list[NotebookResult]) -> str:
-    return ", ".join(f'<a href="{feedback_link(course, r)}">{html.escape(r.student)}</a>' for r in results)
-
-
-def mistake_table(course: Course, rows: list[MistakeRow], what: str) -> str:
-    e = html.escape
-    several = len({row.assignment for row in rows}) > 1
-    body = "".join(
-        f"<tr><td>{len(row.results)}</td><td>{e(row.assignment) + ': ' if several else ''}{e(row.label)}</td>"
-        f"<td>{e(', '.join(f'{t} ({p:g})' for t, p in row.tests.items()))}</td>"
-        f"<td>{student_links(course, row.results)}</td><td class='example'>{e(row.example)}</td></tr>" for row in rows)
-    return (f"<table><tr><th>Students</th><th>{what}</th><th>Tests it cost (points, class total)</th>"
-            f"<th>Who</th><th>One example</th></tr>{body}</table>" if rows else "<p>None.</p>")
-
-
-def score_cell(result: NotebookResult, finals: dict) -> str:
-    """The final score (manual grades included) with the automatic one beside it when they differ."""
-    if not result.graded:
-        return "not graded"
-    final, maximum = finals.get((result.student, result.assignment), (result.score, result.max_score))
-    automatic = f" <span class='auto'>(automatic {result.score:g})</span>" if final != result.score else ""
-    return f"{final:g} / {maximum:g}{automatic}"
+    """The student's feedback page, relative to the dashboard (the template escapes it)."""
+    return urllib.parse.quote(os.path.relpath(feedback.path(course.feedback, result), course.reports))
 
 
 def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None,
            lateness: dict | None = None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
     (student, assignment) -> (score, max) from the gradebook, manual grades included."""
-    e = html.escape
     finals = finals or {}
     people = roster.load(course)
     graded = [r for r in results if r.graded]
@@ -245,46 +247,22 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
     mistakes, stubs = grouped_mistakes(results)
     flags = submission_flags(course, results)
     needing = [(r, attention(r) + flags.get((r.student, r.assignment, r.notebook), [])) for r in results]
-    attention_rows = "".join(
-        f"<tr><td><a href=\"{feedback_link(course, r)}\">{e(r.student)}</a></td><td>{e(r.assignment)}</td>"
-        f"<td>{e('; '.join(why))}</td><td>{'<br>'.join(e(n) for n in r.notes)}</td></tr>"
-        for r, why in needing if why) + "".join(
-        f"<tr><td colspan='2'>submitted/</td><td>refused by the grader</td><td>{e(reason)}</td></tr>"
-        for reason in refused)
-    student_rows = []
+    needing = [(r, why) for r, why in needing if why]
+    students = []
     for r in results:
         person = people.get((r.student, r.assignment), {})
-        late = "<span class='late'>late</span>" if person.get("late") == "yes" else ""
-        if (lateness or {}).get((r.student, r.assignment)):
-            late = f"<span class='late'>late: −{lateness[r.student, r.assignment].percent:g}% (late policy)</span>"
-        student_rows.append(
-            f"<tr><td>{e(r.student)}</td><td>{e(person.get('name', ''))}</td><td>{e(r.assignment)}</td>"
-            f"<td>{score_cell(r, finals)}</td>"
-            f"<td>{e(person.get('submitted_at', ''))} {late}</td><td>{r.seconds:.1f} s</td>"
-            f"<td><a href=\"{feedback_link(course, r)}\">feedback</a></td></tr>")
+        final, maximum = finals.get((r.student, r.assignment), (r.score, r.max_score))
+        late = (lateness or {}).get((r.student, r.assignment))
+        students.append({"r": r, "name": person.get("name", ""), "submitted": person.get("submitted_at", ""),
+                         "late": f"late: −{late.percent:g}% (late policy)" if late
+                         else "late" if person.get("late") == "yes" else "", "final": final, "maximum": maximum})
     mean = statistics.mean(finals.get((r.student, r.assignment), (r.score, r.max_score))[0] / r.max_score
                            for r in graded if r.max_score) if graded else 0
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Class dashboard</title><style>{STYLE}</style></head><body>
-<h1>Class dashboard</h1>
-<p>{len(results)} notebooks, {len(graded)} graded, mean final score {100 * mean:.0f} %.
-{sum(bool(w) for _, w in needing) + len(refused)} need attention.</p>
-<div class="figures">{''.join(figures)}</div>
-<h2>Mistakes across the class</h2>
-<p>One row per diagnosed cause, most students first; a student counts once per cause.</p>
-{mistake_table(course, mistakes, "Mistake")}
-<h2>Parts not attempted</h2>
-<p>Hidden tests that found only the template's stub, one row per part of the notebook.</p>
-{mistake_table(course, stubs, "Part (answer cell)")}
-<h2>Students who need attention</h2>
-<table><tr><th>Student</th><th>Assignment</th><th>Why</th><th>What happened</th></tr>{attention_rows}</table>
-<h2>Every student</h2>
-<p>Scores are final: manual grades from formgrader where given, the automatic score beside them.</p>
-<table><tr><th>Student</th><th>Name</th><th>Assignment</th><th>Score</th><th>Submitted</th><th>Grading time</th>
-<th>Feedback</th></tr>{''.join(student_rows)}</table>
-</body></html>
-"""
+    return templating.render(
+        "dashboard.html", style=STYLE, results=results, graded=len(graded), mean=f"{100 * mean:.0f}",
+        needing_count=len(needing) + len(refused), figures=figures, mistakes=mistakes, stubs=stubs,
+        several=len({row.assignment for row in mistakes + stubs}) > 1, needing=needing, refused=list(refused),
+        students=students, link=lambda result: feedback_link(course, result))
 
 
 def write(course: Course, results: list[NotebookResult], refused: list[str] = (),

@@ -1,13 +1,14 @@
-"""Per-student feedback: each test's name, points and diagnosis. Never the hidden tests' code or inputs.
+"""Per-student feedback: each test's name, points and diagnosis. Never the hidden tests' code, nor inputs other
+than the student's own (drawn for them alone, shown folded when the policy allows).
 
 Points come from the gradebook when it has them, so a grade changed by hand in formgrader shows up;
 `make feedback` (orchestration/rebuild.py) rebuilds every page after manual grading.
 """
 from __future__ import annotations
 
-import html
 import pathlib
 
+from posenc_autograder.reports import templating
 from posenc_autograder.results import NotebookResult
 
 STYLE = """
@@ -16,53 +17,32 @@ table { border-collapse: collapse; width: 100%; } \
 td, th { border-bottom: 1px solid #ddd; padding: .5rem; vertical-align: top; }
 th { text-align: left; background: #f4f4f4; } .pass { color: #1a7f37; } .fail { color: #b42318; }
 .kind { font-size: .85em; color: #555; white-space: nowrap; } ul.notes li { margin: .3rem 0; }
+td ul { margin: 0; padding-left: 1.1rem; } td li { overflow-wrap: anywhere; }
+details pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: .4rem; user-select: all; }
+.inputs { font-size: .9em; color: #444; margin-top: .3rem; }
+@media (max-width: 40rem) {
+  table.tests thead { display: none; } table.tests tr { display: block; border-bottom: 2px solid #ccc; }
+  table.tests td { display: block; border: 0; padding: .25rem 0; }
+}
 """
 
 
-def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None, late=None) -> str:
+def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None, late=None,
+           back: str | None = None) -> str:
     """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points;
-    `late` (late_policy.Lateness) says what the late policy deducts."""
-    e = html.escape
+    `late` (late_policy.Lateness) says what the late policy deducts; `back`: a link back to the portal."""
     scores = scores or {}
-    rows = []
-    total = 0.0
-    for test in result.tests:
-        points, by_hand = scores.get(test.cell_id, (test.points, False))
-        total += points
-        status = '<span class="pass">passed</span>' if test.passed else '<span class="fail">failed</span>'
-        if test.hidden and test.cases:
-            status += f"<br><span class='kind'>{test.cases[0]}/{test.cases[1]} cases passed</span>"
-        kind = "hidden test" if test.hidden else "visible self-check"
-        diagnosis = "".join(f"<li>{e(p)}</li>" for p in test.problems)
-        adjusted = "<br><span class='kind'>set by your instructor</span>" if by_hand else ""
-        rows.append(f"<tr><td><b>{e(test.cell_id)}</b><br>{e(test.title)}</td><td class='kind'>{kind}</td>"
-                    f"<td>{status}</td><td>{points:g} / {test.max_points:g}{adjusted}</td>"
-                    f"<td><ul>{diagnosis}</ul></td></tr>")
-    notes = "".join(f"<li>{e(n)}</li>" for n in result.notes)
-    score = (f"<b>Score: {total:g} / {result.max_score:g}</b> (automatic grading; an instructor may still adjust it)."
-             if result.graded else f"<b>Not graded: {e(not_graded_reason(result))}</b> No score was given; "
-                                   f"your instructor has been told.")
-    if late is not None and result.graded:
-        score += f"</p><p class='late'>{e(late.sentence(total, result.max_score))}"
-    notes_block = f"<h2>What happened while grading</h2><ul class='notes'>{notes}</ul>" if notes else ""
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Feedback: {e(result.assignment)}</title>
-<style>{STYLE}</style></head><body>
-<h1>Feedback for {e(result.student)}: {e(result.assignment)} / {e(result.notebook)}.ipynb</h1>
-<p>{score}</p>
-<p>Hidden tests call your functions with inputs you have not seen; only their names and diagnoses are shown.
-Visible self-checks are the test cells in your notebook and carry no points.</p>
-{notes_block}
-<h2>Tests</h2>
-<table><tr><th>Test</th><th>Kind</th><th>Result</th><th>Points</th><th>Diagnosis</th></tr>
-{''.join(rows)}
-</table></body></html>
-"""
+    rows = [{"test": test, "points": scores.get(test.cell_id, (test.points, False))[0],
+             "by_hand": scores.get(test.cell_id, (test.points, False))[1]} for test in result.tests]
+    total = sum(row["points"] for row in rows)
+    late_sentence = late.sentence(total, result.max_score) if late is not None and result.graded else None
+    return templating.render("feedback.html", result=result, rows=rows, total=total, late=late_sentence,
+                             reason=not_graded_reason(result), style=STYLE, back=back)
 
 
 def not_graded_reason(result: NotebookResult) -> str:
     """Why a notebook has no score, in one sentence: what happened first (missing, unreadable, grader error)."""
-    return result.notes[0].rstrip(".") + "." if result.notes else "the grader could not run it."
+    return result.notes[0].text.rstrip(".") + "." if result.notes else "the grader could not run it."
 
 
 def path(feedback_root: pathlib.Path, result: NotebookResult) -> pathlib.Path:

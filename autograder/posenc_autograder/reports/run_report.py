@@ -38,7 +38,7 @@ def problem_entries(results: list[NotebookResult]) -> list[dict]:
         if r.notes or not r.graded:
             entries.append({"student": r.student, "assignment": r.assignment, "notebook": r.notebook,
                             "graded": r.graded, "score": r.score, "max_score": r.max_score,
-                            "what_happened": r.notes, "what_to_do": r.action})
+                            "what_happened": [n.text for n in r.notes], "what_to_do": r.action})
     return entries
 
 

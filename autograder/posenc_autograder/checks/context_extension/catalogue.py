@@ -80,6 +80,8 @@ MISTAKES = [
             "hidden_ntk_scaled_base", "d/(d-2) forgotten"),
     Mistake("NTK: exponent upside down", NTK.format(body="return float(base * scale ** ((head_dim - 2) / head_dim))"),
             "hidden_ntk_scaled_base", "it must be d / (d - 2)"),
+    Mistake("NTK: exponent d/(d-1)", NTK.format(body="return float(base * scale ** (head_dim / (head_dim - 1)))"),
+            "hidden_ntk_scaled_base", "the exponent is d / (d - 1)"),
     Mistake("NTK: (s**d) ** (1/(d-2)) overflows", NTK.format(body="return float(base * (scale ** head_dim) ** "
                                                                   "(1 / (head_dim - 2)))"),
             "hidden_ntk_scaled_base", "overflows for a wide head"),
@@ -182,6 +184,7 @@ MISTAKES = [
 # that only some cases reveal loses their share, rounded down to a half point.
 PARTIAL_POINTS_LOST = {
     "NTK: d/(d-2) forgotten": 1.5, "NTK: exponent upside down": 1.5,   # scale 1 and the 3 errors pass
+    "NTK: exponent d/(d-1)": 1.5,
     "NTK: (s**d) ** (1/(d-2)) overflows": 0.5, "NTK: no ValueError for odd widths": 0.5,
     "frequencies returned as a list": 0.5, "NTK base as a numpy array": 0.5,   # 1 of 8 contracts
     "attention: scale applied once": 0.5, "attention: naive softmax overflows": 0.5,

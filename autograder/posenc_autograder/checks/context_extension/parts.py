@@ -37,6 +37,8 @@ DIAGNOSES = {
     "ntk_no_exponent": "the base was multiplied by the scale alone: NTK-aware scaling uses s^(d / (d - 2)), so "
                        "that the slowest pair is divided by exactly s (d/(d-2) forgotten)",
     "ntk_inverted": "the exponent is (d - 2) / d; it must be d / (d - 2)",
+    "ntk_d_minus_1": "the exponent is d / (d - 1); it must be d / (d - 2): the slowest pair's index is d/2 - 1, "
+                     "so its exponent is (d - 2) / d, whose inverse is d / (d - 2)",
     "ntk_overflow": "(s**d) ** (1 / (d - 2)) overflows for a wide head: raise s to d / (d - 2) in one step, or "
                     "work in log space, base * exp(d / (d - 2) * log(s))",
     "ramp_reversed": "the ramp is reversed: pairs that turn many times in training (r > beta) keep their "
@@ -124,7 +126,8 @@ def variants_positions(seed, count, high):
 # --- NTK-aware base --------------------------------------------------------------------------------
 
 def _ntk_mistakes(base, scale, head_dim):
-    return {"ntk_no_exponent": base * scale, "ntk_inverted": base * scale ** ((head_dim - 2) / head_dim)}
+    return {"ntk_no_exponent": base * scale, "ntk_inverted": base * scale ** ((head_dim - 2) / head_dim),
+            "ntk_d_minus_1": base * scale ** (head_dim / (head_dim - 1))}
 
 
 def _ntk_values(inputs, obs):

@@ -10,7 +10,7 @@ from posenc_autograder.checks.manifest import projection_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring
 from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, each_case,
-                                          mismatch, normal)
+                                          mismatch, normal, raised_problem)
 
 ASSIGNMENT = "positional_encoding"
 ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"
@@ -70,7 +70,7 @@ def _judge_wiring(inputs, obs):
     """Each case against attention on the right input: the probe's stand-in attention, or the reference for
     an encode_and_attend that computes attention itself. A mistake in self_attention is not charged here."""
     if "error" in obs:
-        return [f"running {WIRED_FN} failed: {obs['error']}"]
+        return [raised_problem(f"running {WIRED_FN} failed: {obs['error']}", obs["error"])]
     W, projection = inputs["W"], inputs["stand_ins"][ATTENTION_FN]["projection"]
     cases = _wiring_cases(inputs)
 

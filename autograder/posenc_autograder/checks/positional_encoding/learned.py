@@ -8,7 +8,7 @@ from posenc_autograder.probes.positional_encoding import (probe_learned_accumula
                                                           probe_learned_forward, probe_learned_init)
 from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, compare, each_case,
                                           expect_error, mismatch, normal, observed_array, problems_of, require_shape,
-                                          value_of, with_cause)
+                                          value_of, with_cause, raised_problem)
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
@@ -27,12 +27,12 @@ def _built(inputs) -> str:
 def _judge_init(inputs, obs):
     what = f"{_built(inputs)}.embedding"
     if "error" in obs:
-        return [f"{_built(inputs)} with rng=... raised {obs['error']}"]
+        return [raised_problem(f"{_built(inputs)} with rng=... raised {obs['error']}", obs["error"])]
     try:
         table, same_seed, other_seed = (require_shape(as_array(t, what), (inputs["max_seq_len"], inputs["d_model"]),
                                                       what) for t in obs["tables"])
     except Rejected as problem:
-        return [str(problem)]
+        return [problem.args[0]]
     problems = []
     mean, std = float(table.mean()), float(table.std())
     if not (abs(mean) <= 5e-4 and abs(std - ref.LEARNED_INIT_STD) <= 5e-4):
@@ -66,7 +66,7 @@ def _forward_inputs():
 
 def _judge_forward(inputs, obs):
     if "error" in obs:
-        return [f"building {_built(inputs)} failed: {obs['error']}"]
+        return [raised_problem(f"building {_built(inputs)} failed: {obs['error']}", obs["error"])]
     table, max_seq_len = inputs["table"], inputs["max_seq_len"]
     return each_case(lambda X, r: compare(r, X + table[None, :X.shape[1]], f"forward(X) with X of shape {X.shape}",
                                           1e-12), inputs["inputs"], obs["forward"]) + problems_of(
@@ -111,14 +111,14 @@ def _judge_backward(inputs, obs):
     """grad_embedding against the exact gradient of sum(upstream * forward(X)) with respect to the table (the
     upstream rows summed over the batch), computed here; the input gradient is upstream itself."""
     if "error" in obs:
-        return [f"forward/backward failed: {obs['error']}"]
+        return [raised_problem(f"forward/backward failed: {obs['error']}", obs["error"])]
     upstream, table_shape = inputs["upstream"], (inputs["max_seq_len"], inputs["d_model"])
     problems = problems_of(lambda: compare(obs["input_grad"], upstream, "the input gradient returned by backward "
                                            "(it should be grad_output passed through unchanged)", 1e-12))
     try:
         grad = as_array(value_of(obs["grad_embedding"], "reading grad_embedding"), "grad_embedding")
     except Rejected as problem:
-        return problems + [str(problem)]
+        return problems + [problem.args[0]]
     problem = _grad_problem(grad, upstream, table_shape)
     return problems + ([problem] if problem else [])
 
@@ -135,12 +135,12 @@ def _accumulation_inputs():
 
 def _judge_accumulation(inputs, obs):
     if "error" in obs:
-        return [f"forward/backward failed: {obs['error']}"]
+        return [raised_problem(f"forward/backward failed: {obs['error']}", obs["error"])]
     table_shape = (inputs["max_seq_len"], inputs["d_model"])
     try:
         single, batch4, shorter = (as_array(g, "grad_embedding") for g in obs["grads"])
     except Rejected as problem:
-        return [str(problem)]
+        return [problem.args[0]]
     (_, row), (_, rows), (_, short_upstream) = inputs["passes"]
     problems = []
     problem = _grad_problem(single, row, table_shape) or _grad_problem(batch4, rows, table_shape)

@@ -12,7 +12,7 @@ from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
 from posenc_autograder.checks.base import (HiddenTest, Rejected, against_any, call, call_label, calling, compare,
                                           each_call, each_case, expect_error, judging_all, mismatch, normal,
-                                          observed_array, problems_of)
+                                          observed_array, problems_of, raised_problem, with_cause)
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
@@ -61,7 +61,7 @@ def _judge_unique(inputs, obs):
     try:
         table, second = (observed_array(r, what, (seq_len, d_model)) for r in obs["tables"])
     except Rejected as problem:
-        return [str(problem)]
+        return [problem.args[0]]
     problems = []
     squared = (table ** 2).sum(axis=1)
     distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
@@ -97,7 +97,7 @@ def _judge_frequency(inputs, obs):
     try:
         table = observed_array(obs["tables"][0], call_label(PE_FN, c), (seq_len, d_model))
     except Rejected as problem:
-        return [str(problem)]
+        return [problem.args[0]]
     problems = []
     fast, slow = table[:, 0].var(), table[:, d_model - 2].var()
     if not fast > 20 * slow:
@@ -109,7 +109,8 @@ def _judge_frequency(inputs, obs):
         if not abs(measured - expected[pair]) <= 1e-3 * expected[pair]:
             problems.append(f"the {label} (sin, cos) pair has wavelength {measured:.6g} positions; expected "
                             f"2*pi*10000^(2i/d) = {expected[pair]:.6g}")
-    return problems
+    explanation = diagnose_pe_table(table, seq_len, d_model) if problems else None    # the values' known mistakes
+    return [with_cause(p, explanation) for p in problems] if explanation else problems
 
 
 # --- the SinusoidalPositionalEncoding class ----------------------------------------------------
@@ -128,7 +129,8 @@ def _judge_class(inputs, obs):
     module that builds its own, the formula's table: either way a table mistake is not charged here."""
     max_seq_len, d_model = inputs["max_seq_len"], inputs["d_model"]
     if "error" in obs:
-        return [f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: {obs['error']}"]
+        return [raised_problem(f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: {obs['error']}",
+                               obs["error"])]
     tables = (ref.sinusoidal_positional_encoding(max_seq_len, d_model), inputs["stand_ins"][PE_FN]["table"])
 
     def forward_problem(X, record):
