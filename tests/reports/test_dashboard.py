@@ -205,3 +205,30 @@ def test_dashboard_in_chromium(class_page, browser):  # noqa: F811 - pytest fixt
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "class-dashboard.png"), full_page=True)
     page.close()
+
+
+def test_a_test_explained_by_another_tests_cause_is_not_listed_again():
+    """Three students with sin and cos swapped: one row, which also holds the contracts test they failed because of
+    it, and no "failed without a named cause" row."""
+    contract = Problem("sinusoidal_positional_encoding returned the promised type, but its contract counts once it "
+                       "passes its own tests")
+    results = [NotebookResult(s, "positional_encoding", "positional_encoding", True,
+                              [GradedTest("hidden_pe_values", "v", True, 0.0, 4.0, [swapped(1, True)]),
+                               GradedTest("hidden_contracts", "c", True, 1.5, 2.0, [contract])], [])
+               for s in ("ann", "bob", "cy")]
+    mistakes, stubs = dashboard.grouped_mistakes(results)
+    assert [(row.label, len(row.results), sorted(row.tests)) for row in mistakes] == [
+        (SWAPPED, 3, ["hidden_contracts", "hidden_pe_values"])]
+    assert mistakes[0].tests == {"hidden_pe_values": 12.0, "hidden_contracts": 1.5}     # each student's test once
+
+
+def test_count_axes_have_whole_numbers_only():
+    import base64
+    import re
+    import matplotlib
+    results = [result(s, (s != "ann", True), seconds=float(i)) for i, s in enumerate(("ann", "bob"))]
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        for figure in (dashboard.score_histogram(results), dashboard.time_chart(results)):
+            svg = base64.b64decode(figure["data"]).decode()
+            counts = re.findall(r'<g id="ytick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.S)    # the y axis
+            assert counts and all(re.fullmatch(r"\d+", label.strip()) for label in counts), counts

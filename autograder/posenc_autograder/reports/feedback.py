@@ -12,17 +12,19 @@ from posenc_autograder.reports import templating
 from posenc_autograder.results import NotebookResult
 
 STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; } \
 td, th { border-bottom: 1px solid #ddd; padding: .5rem; vertical-align: top; }
 th { text-align: left; background: #f4f4f4; } .pass { color: #1a7f37; } .fail { color: #b42318; }
 .kind { font-size: .85em; color: #555; white-space: nowrap; } ul.notes li { margin: .3rem 0; }
-td ul { margin: 0; padding-left: 1.1rem; } td li { overflow-wrap: anywhere; }
+td ul { margin: 0; padding-left: 1.1rem; } td li { overflow-wrap: anywhere; } table.tests td:last-child { width: 55%; }
 details pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: .4rem; user-select: all; }
 .inputs { font-size: .9em; color: #444; margin-top: .3rem; }
+h1 { overflow-wrap: anywhere; font-size: 1.6rem; }
 @media (max-width: 40rem) {
   table.tests thead { display: none; } table.tests tr { display: block; border-bottom: 2px solid #ccc; }
-  table.tests td { display: block; border: 0; padding: .25rem 0; }
+  table.tests td, table.tests td:last-child { display: block; width: auto; border: 0; padding: .25rem 0; }
+  .kind { white-space: normal; }
 }
 """
 

@@ -153,6 +153,14 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
     def get_encoding(self, seq_len):
         return self.pe
 ''', "hidden_pe_class", "get_encoding(45)"),
+    # Judged on the grader's stand-in table, it is compared with the answer built on that table: the message
+    # names float32 rounding, not a gross error against the formula's table.
+    Mistake("module keeps its table in float32", '''
+class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
+    def __init__(self, max_seq_len, d_model):
+        super().__init__(max_seq_len, d_model)
+        self.pe = self.pe.astype(np.float32)
+''', "hidden_pe_class", "the size of float32 rounding"),
     # --- the learned table
     Mistake("initial table not scaled", learned_variant(init="rng.normal(size=(max_seq_len, d_model))"),
             "hidden_learned_init", "not scaled"),

@@ -1,0 +1,117 @@
+"""What a student reads is data rendered by the page, true, and withheld only where it would reveal a secret.
+
+Problems and notes are plain dataclasses (older stored results still load); a difference with no known mistake
+is described by its pattern; a message is withheld only for grader text the student has not seen; the released
+helpers neither write None back nor crash on an unexpected value; a part whose self-check printed failures fails.
+"""
+import json
+
+import nbformat
+import numpy as np
+import pytest
+
+from notebook_tools import ROOT
+from posenc_autograder.checks.base import difference_pattern
+from posenc_autograder.course import grade_id
+from posenc_autograder.grading import execute, pipeline
+from posenc_autograder.portal.pages import visible_result
+from posenc_autograder.reports import feedback
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
+
+
+def test_problems_and_notes_are_data_not_strings_and_old_results_still_load():
+    problem = Problem("f(3) is wrong at [1]", cause="sign flipped", details={"where": [1], "expected": 1.0,
+                                                                           "got": -1.0}, inputs=[[0.5, 1.5]])
+    note = Note(NoteKind.TIMEOUT, "cell 'x' ran longer than 8 s")
+    assert not isinstance(problem, str) and not isinstance(note, str)
+    result = NotebookResult("ann", "a", "nb", True, [GradedTest("hidden_x", "x", True, 0.0, 1.0, [problem])], [note])
+    again = NotebookResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.tests[0].problems == [problem] and again.notes == [note]
+    stored_before = {"student": "ann", "assignment": "a", "notebook": "nb", "graded": True, "seconds": 1.0,
+                     "action": "", "notes": ["an old note", {"kind": "timeout", "text": "t"}],
+                     "tests": [{"cell_id": "hidden_x", "title": "x", "hidden": True, "points": 0.0, "max_points": 1.0,
+                                "cases": None, "problems": ["old text", {"text": "with cause", "cause": "c"},
+                                                            "... and 2 more case(s) like these"]}]}
+    old = NotebookResult.from_json(stored_before)
+    assert [p.text for p in old.tests[0].problems] == ["old text", "with cause", "... and 2 more case(s) like these"]
+    assert old.tests[0].problems[1].cause == "c" and old.tests[0].problems[2].kind == ProblemKind.MORE
+    assert [n.kind for n in old.notes] == [NoteKind.OTHER, NoteKind.TIMEOUT]
+
+
+def test_the_portal_hides_inputs_by_field_and_the_page_shows_them_folded():
+    problem = Problem("forward(X) is wrong at [0, 1]", inputs=[[[0.123456789, 2.0, 3.0, 4.0, 5.0]]])
+    result = NotebookResult("ann", "a", "nb", True, [GradedTest("hidden_x", "x", True, 0.0, 1.0, [problem])], [])
+    hidden = visible_result(result, "diagnoses", inputs=False)
+    assert hidden.tests[0].problems[0].inputs is None and hidden.tests[0].problems[0].text == problem.text
+    page = feedback.render(result)
+    assert "shape (1, 5) float64, [0.1235, 2, 3, 4, ...]" in page and "<details>" in page
+    assert "np.array([[0.123456789, 2.0, 3.0, 4.0, 5.0]])" in page
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda e: e.astype(np.float32).astype(np.float64), "float32 rounding"),
+    (lambda e: -e, "opposite sign"),
+    (lambda e: e + 0.25, "off by the same constant, 0.25"),
+    (lambda e: np.swapaxes(e, -1, -2), "transposed"),
+    (lambda e: e + np.where(np.arange(e.shape[-1]) % 2 == 1, 0.5, 0.0), "every even column is right; every odd one"),
+    (lambda e: np.concatenate([e[:3], e[3:] + 1.0]), "rows 0 to 2 are right; from row 3 on"),
+])
+def test_a_difference_with_no_known_mistake_is_described_by_its_pattern(make, said):
+    expected = np.random.default_rng(1).normal(size=(6, 8))
+    assert said in difference_pattern(make(expected), expected, 1e-9)
+
+
+def test_no_pattern_is_claimed_for_an_unstructured_difference():
+    rng = np.random.default_rng(2)
+    assert difference_pattern(rng.normal(size=(6, 8)), rng.normal(size=(6, 8)), 1e-9) is None
+
+
+def test_only_secrets_are_withheld():
+    grader = execute.code_only("def probe(ns, data):\n    fn = ns['sinusoidal_positional_encoding']\n"
+                               "    return attempt(fn, data['seq_len'], data['secret_offset_for_all'])\n")
+    public = "def sinusoidal_positional_encoding(seq_len, d_model):\n    ...\nfn = ns['sinusoidal_positional_encoding']"
+    secrets = execute.secret_windows(grader, public)
+    plain = "TypeError: sinusoidal_positional_encoding() missing 1 required positional argument: 'base'"
+    assert execute.short_message(plain, secrets) == plain
+    assert "withheld" in execute.short_message("return attempt(fn, data['seq_len'], data['secret_offset_for_all'])",
+                                               secrets)
+    assert execute.short_message("fn = ns['sinusoidal_positional_encoding'] failed", secrets).endswith("failed")
+
+
+def helpers(assignment: str) -> dict:
+    """The released notebook's imports and self-check helpers, run as a student's kernel runs them."""
+    nb = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+    ns: dict = {}
+    for cell in nb.cells:
+        if grade_id(cell) in ("imports", "self_check_helpers"):
+            exec(compile(cell.source, grade_id(cell), "exec"), ns)  # noqa: S102 - the course's own cells
+    return ns
+
+
+def test_given_never_writes_none_back():
+    ns = helpers("positional_encoding")
+    ns.pop("self_attention", None)
+    with ns["given"](self_attention=lambda *a: "reference"):
+        assert ns["self_attention"]() == "reference"
+    assert "self_attention" not in ns          # was undefined, stays undefined (was set to None)
+
+
+def test_an_unexpected_ntk_base_is_reported_not_crashed_on():
+    ns = helpers("context_extension")
+    with pytest.raises(AssertionError) as failure:
+        ns["close"](123.0, 10000.0 * 4.0 ** (64 / 62), "ntk_scaled_base(10000.0, 4.0, 64)",
+                    ns["ntk_mistakes"](10000.0, 4.0, 64))
+    assert "expected" in str(failure.value) and "got 123" in str(failure.value)
+    with pytest.raises(AssertionError, match="d / \\(d - 1\\)"):
+        ns["close"](10000.0 * 4.0 ** (64 / 63), 10000.0 * 4.0 ** (64 / 62), "ntk", ns["ntk_mistakes"](10000.0, 4.0, 64))
+
+
+def test_a_part_whose_self_check_printed_failures_fails_its_row():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("check_part(...)", metadata={"nbgrader": {
+        "grade": True, "grade_id": "test_pe_visible", "points": 0}})])
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
+        "FAILED (Part 1: the table):\nrow 0: expected 0, got 1\n\nPart 1: the table: 1 problem(s) above\n"))]
+    errors = execute.visible_cell_errors(nb, set())
+    problem = pipeline.visible_problem(errors["test_pe_visible"])
+    assert problem.kind == ProblemKind.SELF_CHECK and "row 0: expected 0, got 1" in problem.text
+    assert "problem(s) above" not in problem.text
