@@ -94,3 +94,11 @@ def test_the_shell_runs_cells_as_ipykernel_does(tmp_path):
     assert "FILES []" in out, out                   # neither `!touch` nor %%bash ran
     assert "BACKEND inline" in out, out             # matplotlib's name for module://matplotlib_inline...
     assert "quiet" not in out and "4" in out.split("BACKEND")[0]
+
+
+def test_on_the_realistic_set_nothing_is_withheld_and_every_failure_is_explained(graded):
+    """The closing figures (printed): no message withheld, no false note, and on the dashboard no failed test left
+    without a cause (its own, or the cause of the same functions' other failures)."""
+    figures = realistic.measure(graded)
+    print(figures)
+    assert figures["withheld"] == 0 and figures["false_notes"] == 0 and figures["dashboard_unexplained"] == 0, figures
