@@ -61,6 +61,13 @@ def apply_rope(x, positions, base=10000.0):
     Mistake("halves instead of pairs", rope_variant(pairs="x[..., :d // 2], x[..., d // 2:]",
                                                     assemble="return np.concatenate([first, second], axis=-1)"),
             "hidden_apply_rope", "legitimate RoPE convention, the one GPT-NeoX and Hugging Face", points_lost=4.5),
+    Mistake("rotate half with the adjacent pairs' angles", '''
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    angles = np.repeat(np.asarray(positions, dtype=float)[:, None] * rope_frequencies(d, base)[None, :], 2, axis=-1)
+    rotated = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+    return x * np.cos(angles) + rotated * np.sin(angles)
+''', "hidden_apply_rope", "the two layouts were mixed"),
     Mistake("positions off by one", rope_variant(positions="np.asarray(positions, dtype=float) + 1"),
             "hidden_apply_rope", "shifted by one", points_lost=4.5),
     Mistake("positions ignored", rope_variant(positions="np.arange(x.shape[-2], dtype=float)"),

@@ -32,6 +32,10 @@ DIAGNOSES = {
               "convention, the one GPT-NeoX and Hugging Face code use, so your understanding is right; "
               "this exercise asks for the other one, adjacent pairs (2i, 2i+1) as in the RoFormer paper, "
               "so take x[..., 0::2] and x[..., 1::2]",
+    "halves_pair_angles": "your rotation pairs dimension i with i + d/2 (rotate half) but takes the angles of "
+                          "adjacent pairs, each repeated (theta_0, theta_0, theta_1, theta_1, ...): the two layouts "
+                          "were mixed, so a pair's two columns turn by different angles; this exercise uses adjacent "
+                          "pairs (2i, 2i+1), x[..., 0::2] and x[..., 1::2], each turned by its own angle",
     "shifted": "positions look shifted by one: use the positions you are given",
     "ignored": "the positions were ignored and 0, 1, 2, ... used instead",
     "scaled": "the scores are divided by sqrt(head_dim): rope_scores returns the plain dot products, with no scaling",
@@ -83,8 +87,18 @@ def _rotate(x, positions, base, clockwise=False, halves=False, shift=0, theta=No
     return out
 
 
+def _halves_with_pair_angles(x, positions, base, theta=None):
+    """Rotate-half pairing (i, i + d/2) with the interleaved layout's angles, each repeated per pair."""
+    d = x.shape[-1]
+    theta = ref.angular_frequencies(d, base) if theta is None else theta
+    angles = np.repeat(np.asarray(positions, dtype=float)[:, None] * theta[None, :], 2, axis=-1)
+    rotated = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], axis=-1)
+    return x * np.cos(angles) + rotated * np.sin(angles)
+
+
 def _rope_diagnosis(actual, x, positions, base, theta):
     known = {
+        DIAGNOSES["halves_pair_angles"]: _halves_with_pair_angles(x, positions, base, theta),
         DIAGNOSES["clockwise"]: _rotate(x, positions, base, clockwise=True, theta=theta),
         DIAGNOSES["halves"]: _rotate(x, positions, base, halves=True, theta=theta),
         DIAGNOSES["shifted"]: _rotate(x, positions, base, shift=1, theta=theta),
