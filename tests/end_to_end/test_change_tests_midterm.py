@@ -154,7 +154,7 @@ def test_tests_added_removed_and_repointed_midterm_regrade_everyone_and_keep_the
 
     again = {r.student: r for r in grade_all(course, jobs=2, isolate=False, limits=LIMITS, quiet=True)}
     for student, result in again.items():
-        [note] = result.notes_of(NoteKind.REGRADE)
+        [note] = [n.text for n in result.notes_of(NoteKind.REGRADE)]
         assert f"{ADDED} new (1/1)" in note and f"{REMOVED} removed" in note
         assert f"{REPOINTED} now out of 4 (was 2)" in note, note
         assert f"total {first[student].score:g} → {result.score:g}" in note
