@@ -1,7 +1,10 @@
 """autograder/course.toml: the course's own settings, read once into typed values.
 
-Today it holds the late policy of each assignment. A missing file or section means no policy (nothing is
-deducted); a value of the wrong kind stops the command with the file, the key and what is expected.
+Sections: [late.<assignment>] (the late policy), [sandbox] (the limits of one grading job), [caps] (the sizes
+accepted from a student) and [portal] (the rules of an assignment the instructor has not set in the portal).
+The dataclasses below state every default once; a course's file overrides any key it names. A missing file,
+section or key means the default (no late policy: nothing is deducted); an unknown section or key, or a value
+of the wrong kind, stops the command with the file, the key and what is expected.
 """
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ import datetime as dt
 import functools
 import math
 import pathlib
+import re
 import tomllib
+import typing
 
 SETTINGS_FILE = "autograder/course.toml"
 UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
@@ -42,8 +47,56 @@ class LatePolicy:
 
 
 @dataclasses.dataclass(frozen=True)
+class Limits:
+    """One grading job's sandbox ([sandbox]); sizes in bytes, or a string such as "3 GiB" in course.toml."""
+    cell_seconds: int = 30
+    notebook_seconds: int = 240
+    memory_bytes: int = 3 * 2**30          # address space per process
+    max_processes: int = 64                # enforced through a pids cgroup where one is writable
+    max_cell_output_bytes: int = 200_000
+    max_file_bytes: int = 64 * 2**20
+    tmp_bytes: int = 128 * 2**20           # the sandbox's writable /tmp (work folder and home), in memory
+    shm_bytes: int = 16 * 2**20
+    channel_bytes: int = 256 * 2**20       # everything read from one job's channel, all attempts
+    max_frame_bytes: int = 32 * 2**20      # one frame (a result record or a cell's output)
+    max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
+
+    def for_runner(self) -> dict:
+        return {"max_cell_output_bytes": self.max_cell_output_bytes}
+
+
+@dataclasses.dataclass(frozen=True)
+class Caps:
+    """What is accepted from a student ([caps]): collected files, zip members and portal uploads alike."""
+    notebook_bytes: int = 20_000_000       # larger than any notebook worth grading, outputs included
+    cells: int = 2_000
+
+
+@dataclasses.dataclass(frozen=True)
+class PortalDefaults:
+    """The portal's rules for an assignment without a saved policy ([portal]); 0 means no limit."""
+    grace_minutes: int = 0                 # after the deadline, still on time
+    late_days: int = 0                     # then accepted, marked late (0: refused)
+    max_attempts: int = 0                  # in all
+    max_per_day: int = 20                  # in a rolling 24 hours: one student cannot fill the queue
+    min_seconds_between: int = 0
+    counts: typing.Literal["best", "last"] = "best"
+    feedback_before: typing.Literal["full", "tests", "none"] = "full"
+    inputs_before_deadline: bool = False
+    points_before_deadline: bool = True    # with pass or fail per test: also points and case counts
+    notebook_seconds: int = 120            # one notebook's whole run in the sandbox (a cell: [sandbox]'s)
+    max_queued: int = 2                    # a student's uploads waiting to be graded, all assignments
+
+
+SECTIONS = {"sandbox": Limits, "caps": Caps, "portal": PortalDefaults}
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     late: dict[str, LatePolicy] = dataclasses.field(default_factory=dict)
+    sandbox: Limits = Limits()
+    caps: Caps = Caps()
+    portal: PortalDefaults = PortalDefaults()
 
     def late_policy(self, assignment: str) -> LatePolicy:
         return self.late.get(assignment, LatePolicy())
@@ -63,10 +116,64 @@ def _read(path: pathlib.Path, _mtime: int | None) -> Settings:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"error: {path} is not valid TOML ({exc})") from None
+    unknown = set(data) - {"late", *SECTIONS}
+    if unknown:
+        raise SettingsError(f"error: {path} has unknown sections {sorted(unknown)} "
+                            f"(known: late, {', '.join(SECTIONS)})")
     late = data.get("late", {})
     if not isinstance(late, dict):
         raise SettingsError(f"error: {path}: [late] must be a table of assignments ([late.<assignment>])")
-    return Settings(late={name: _late_policy(path, name, table) for name, table in late.items()})
+    return Settings(late={name: _late_policy(path, name, table) for name, table in late.items()},
+                    **{name: _section(path, name, kind, data.get(name, {})) for name, kind in SECTIONS.items()})
+
+
+BYTE_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def _section(path: pathlib.Path, name: str, kind: type, table):
+    """One [name] table as `kind`, each key checked against the type of its field."""
+    if not isinstance(table, dict):
+        raise SettingsError(f"error: {path}: [{name}] must be a table of keys")
+    fields = {f.name: f for f in dataclasses.fields(kind)}
+    unknown = set(table) - set(fields)
+    if unknown:
+        raise SettingsError(f"error: {path}: [{name}] has unknown keys {sorted(unknown)} (known: {', '.join(fields)})")
+    hints = typing.get_type_hints(kind)
+    return kind(**{key: _value(f"{path}: [{name}] {key}", key, hints[key], value) for key, value in table.items()})
+
+
+def _value(where: str, key: str, hint, value):
+    if typing.get_origin(hint) is typing.Literal:
+        if value not in typing.get_args(hint):
+            choices = ", ".join(map(repr, typing.get_args(hint)))
+            raise SettingsError(f"error: {where} = {value!r}: write one of {choices}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SettingsError(f"error: {where} = {value!r}: write true or false")
+        return value
+    if key.endswith("_bytes") and isinstance(value, str):
+        value = parse_bytes(value, where)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        unit = ' or a size such as "3 GiB"' if key.endswith("_bytes") else ""
+        raise SettingsError(f"error: {where} = {value!r}: write a whole number from 0{unit}")
+    return value
+
+
+def parse_bytes(text: str, where: str) -> int:
+    """ "3 GiB", "20 MB", "200000 B" -> bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kMG]i?B|B)\s*", text)
+    if not match or match[2] not in BYTE_UNITS:
+        raise SettingsError(f"error: {where} = {text!r}: write a size such as \"3 GiB\", \"20 MB\" or \"64 KiB\"")
+    return int(float(match[1]) * BYTE_UNITS[match[2]])
+
+
+def size(count: int) -> str:
+    """A size as the README and the messages state it: 3 GiB, 128 MiB, 20 MB."""
+    for unit in ("GiB", "MiB", "KiB", "GB", "MB", "kB"):
+        if count >= BYTE_UNITS[unit] and count % BYTE_UNITS[unit] == 0:
+            return f"{count // BYTE_UNITS[unit]} {unit}"
+    return f"{count:,} B"
 
 
 def _late_policy(path: pathlib.Path, assignment: str, table) -> LatePolicy:

@@ -15,6 +15,8 @@ import re
 import nbformat
 
 from posenc_autograder import probes as probes_package
+from posenc_autograder import settings
+from posenc_autograder.settings import Caps
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
 from posenc_autograder.grading.assemble import assemble
@@ -70,16 +72,16 @@ def _parsed_file(path: str, mtime_ns: int, size: int):
     return nbformat.read(path, as_version=4)
 
 
-def submitted_notebook(path: pathlib.Path):
-    """read_notebook for a submission, parsed once while the file is unchanged (prepare and the evidence both
-    read it; the few in flight are kept). Callers must not change it."""
+def submitted_notebook(path: pathlib.Path, caps: Caps = Caps()):
+    """read_notebook for a submission within the course's caps, parsed once while the file is unchanged (prepare
+    and the evidence both read it; the few in flight are kept). Callers must not change it."""
     state = path.lstat()
-    return _parsed_submission(str(path), state.st_mtime_ns, state.st_size, state.st_ino)
+    return _parsed_submission(str(path), state.st_mtime_ns, state.st_size, state.st_ino, caps)
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed_submission(path: str, mtime_ns: int, size: int, inode: int):
-    return read_notebook(pathlib.Path(path))
+def _parsed_submission(path: str, mtime_ns: int, size: int, inode: int, caps: Caps):
+    return read_notebook(pathlib.Path(path), caps.notebook_bytes, caps.cells)
 
 
 @functools.lru_cache(maxsize=8)
@@ -100,7 +102,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
     if submission.path is None:
         return not_graded(submission, cells, submission.notes)
     try:
-        student_nb = copy.deepcopy(submitted_notebook(submission.path))       # assemble() changes its cells
+        caps = settings.load(course).caps
+        student_nb = copy.deepcopy(submitted_notebook(submission.path, caps))     # assemble() changes its cells
     except UnreadableNotebook as exc:
         return not_graded(submission, cells,
                           submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
@@ -348,7 +351,7 @@ def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:
     if not cells:
         return []
     return [Note(NoteKind.MEMORY, f"your code ran out of memory in {', '.join(cells)}: the grader allows each "
-                 f"notebook {limits.memory_bytes / 2**30:g} GiB; look for an array far larger than the inputs need")]
+                 f"notebook {settings.size(limits.memory_bytes)}; look for an array far larger than the inputs need")]
 
 
 def _why_no_answer(events) -> str:

@@ -18,6 +18,7 @@ import sys
 from posenc_autograder.intake import lms, roster
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
+from posenc_autograder import settings
 
 MAX_NOTE_BYTES = 64_000                  # Blackboard's per-attempt .txt
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"   # what nbgrader writes to timestamp.txt
@@ -244,7 +245,7 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
     outcome = Outcome()
     rows = roster.load(course)
     try:
-        with SafeZip(archive_path) as archive:
+        with SafeZip(archive_path, settings.load(course).caps.notebook_bytes) as archive:
             parsed, notes = parse_entries(archive, assignment, expected, forced_lms, outcome)
             wrong = wrong_assignment(course, assignment, parsed,
                                      [m.name for m in archive.members if m.name.lower().endswith(".ipynb")])

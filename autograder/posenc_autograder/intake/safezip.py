@@ -56,7 +56,8 @@ def refusal(info: zipfile.ZipInfo) -> str | None:
 class SafeZip:
     """The members of one zip, with a byte budget shared by every read."""
 
-    def __init__(self, path):
+    def __init__(self, path, member_bytes: int = MAX_MEMBER_BYTES):
+        self.member_bytes = member_bytes
         try:
             self._zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
@@ -68,8 +69,10 @@ class SafeZip:
         self.members = [Member(i.filename, i) for i in infos if not i.is_dir()]
         self.budget = MAX_TOTAL_BYTES
 
-    def read(self, member: Member, limit: int = MAX_MEMBER_BYTES) -> bytes:
-        """The member's bytes; ValueError (with a reason) when it is larger than allowed or corrupt."""
+    def read(self, member: Member, limit: int | None = None) -> bytes:
+        """The member's bytes (at most `limit`, else member_bytes); ValueError (with a reason) when it is larger
+        than allowed or corrupt."""
+        limit = self.member_bytes if limit is None else limit
         cap = min(limit, self.budget)
         try:
             with self._zip.open(member.info) as stream:

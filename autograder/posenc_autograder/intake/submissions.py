@@ -14,6 +14,7 @@ import nbformat
 
 from posenc_autograder.course import Course
 from posenc_autograder.results import Note, NoteKind
+from posenc_autograder.settings import Caps
 from posenc_autograder.intake.lms import is_safe_id
 
 
@@ -94,8 +95,9 @@ def _match_notebooks(course: Course, student: str, folder: pathlib.Path) -> list
     return result
 
 
-MAX_NOTEBOOK_BYTES = 20_000_000        # larger than any notebook worth grading (outputs included); zips and uploads too
-MAX_CELLS = 2_000
+# The defaults; a course's own are settings.load(course).caps ([caps] in course.toml).
+MAX_NOTEBOOK_BYTES = Caps().notebook_bytes     # zips and uploads too
+MAX_CELLS = Caps().cells
 CELL_TYPES = ("code", "markdown", "raw")
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 GRADING_FLAGS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "points": (int, float),

@@ -22,6 +22,7 @@ from posenc_autograder.grading.pipeline import grader_error, judge, prepare, rel
 from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_higher_scores, regrade_changes
 from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
+from posenc_autograder import settings
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 
@@ -71,8 +72,10 @@ def settle(course: Course, gb, sub: Submission, make_result, digest: str | None,
 
 def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = False,
               assignments: list[str] | None = None, students: list[str] | None = None,
-              scheduler: str | None = None, limits: Limits = Limits(), quiet: bool = False) -> list[NotebookResult]:
-    """Grade what was asked; the class-wide files always cover the whole class (stored results merged in)."""
+              scheduler: str | None = None, limits: Limits | None = None, quiet: bool = False) -> list[NotebookResult]:
+    """Grade what was asked; the class-wide files always cover the whole class (stored results merged in).
+    limits: the sandbox's, by default the course's ([sandbox] in course.toml)."""
+    limits = limits or settings.load(course).sandbox
     refused: list[str] = []
     submissions = discover(course, assignments, students, refused)
     for reason in refused:

@@ -5,12 +5,15 @@ Times are naive UTC, as nbgrader stores them.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 
 from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint, create_engine,
                         delete, event, insert, inspect, select, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from posenc_autograder.settings import PortalDefaults
 
 ID = String(64)                      # student ids are safe ids (intake.lms.is_safe_id), far shorter than this
 
@@ -45,19 +48,9 @@ class SignInFailure(Base):
     account: Mapped[str] = mapped_column(String(24), default="", index=True)   # what was tried (auth.account_key)
 
 
-# The one place the rules of an assignment without a saved policy are written (the columns' defaults, the form).
-POLICY_DEFAULTS = {"opens_at": None, "deadline": None,
-                   "grace_minutes": 0,                # after the deadline, still on time
-                   "late_days": 0,                    # then accepted, marked late (0: refused)
-                   "max_attempts": 0,                 # in all (0: no limit)
-                   "max_per_day": 20,                 # in a rolling 24 hours: one student cannot fill the queue
-                   "min_seconds_between": 0,
-                   "counts": "best",                  # best | last
-                   "feedback_before": "full",         # full | tests | none
-                   "inputs_before_deadline": False,
-                   "points_before_deadline": True,   # with pass or fail per test: also points and case counts
-                   "notebook_seconds": 120,           # one notebook's whole run in the sandbox (a cell: 30 s of it)
-                   "max_queued": 2}                   # a student's uploads waiting to be graded, all assignments
+# The rules of an assignment without a saved policy: the columns' defaults and the form's. The values are
+# settings.PortalDefaults' (a course's own come through policy.defaults, from [portal] in course.toml).
+POLICY_DEFAULTS = {"opens_at": None, "deadline": None, **dataclasses.asdict(PortalDefaults())}
 
 
 def _rule(kind, name: str):

@@ -7,15 +7,17 @@ import dataclasses
 import datetime as dt
 
 from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Status
+from posenc_autograder.settings import PortalDefaults
 
 COUNTS = ("best", "last")
 FEEDBACK_LEVELS = ("full", "tests", "none")    # diagnoses; pass or fail per test; nothing until the deadline
 DAY = dt.timedelta(days=1)
 
 
-def defaults(assignment: str) -> Policy:
-    """No rules saved yet: open now, no deadline, the rate and queue limits above, the best attempt counts."""
-    return Policy(assignment=assignment, **POLICY_DEFAULTS)
+def defaults(assignment: str, portal: PortalDefaults = PortalDefaults()) -> Policy:
+    """No rules saved yet: open now, no deadline, and the course's [portal] settings (rate and queue limits,
+    which attempt counts, feedback before the deadline)."""
+    return Policy(assignment=assignment, **{**POLICY_DEFAULTS, **dataclasses.asdict(portal)})
 
 
 def deadline(policy: Policy, extension: Extension | None) -> dt.datetime | None:

@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from posenc_autograder import settings
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.portal import auth, pages, uploads
 from posenc_autograder.portal import policy as rules
@@ -31,7 +32,8 @@ from posenc_autograder.reports import dashboard
 
 COOKIE, PRESESSION = "portal_session", "portal_presession"
 FORM_BYTES = 64_000                           # any request but an upload
-UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + 64_000     # the notebook and the multipart envelope
+ENVELOPE_BYTES = 64_000                               # the multipart envelope around an uploaded notebook
+UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + ENVELOPE_BYTES   # the default course's; Guard is given its course's
 UPLOAD_SUFFIX = "/upload"
 log = logging.getLogger(__name__)
 
@@ -66,14 +68,14 @@ class Guard:
     while streaming), cuts off bodies that stall or take too long, turns any unhandled error into a plain 500
     page, and adds the security headers to every response, errors included."""
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, app, upload_bytes: int = uploads.MAX_UPLOAD_BYTES):
+        self.app, self.upload_bytes = app, upload_bytes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         uploading = scope["path"].endswith(UPLOAD_SUFFIX)
-        limit = UPLOAD_BYTES if uploading else FORM_BYTES
+        limit = self.upload_bytes + ENVELOPE_BYTES if uploading else FORM_BYTES
         started = False
 
         async def with_headers(message):
@@ -85,7 +87,7 @@ class Guard:
 
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            return await send_page(with_headers, 413, "File too large", _too_large_text())
+            return await send_page(with_headers, 413, "File too large", _too_large_text(self.upload_bytes))
         try:
             await self.app(scope, bounded(receive, limit, BODY_SECONDS[uploading]), with_headers)
         except Exception:  # noqa: BLE001 - logged; the client gets a plain page, never a traceback
@@ -134,8 +136,8 @@ async def send_page(send, status: int, title: str, text: str):
     await send({"type": "http.response.body", "body": body})
 
 
-def _too_large_text() -> str:
-    return (f"The file is larger than the {uploads.MAX_UPLOAD_BYTES / 1e6:.0f} MB accepted. Clear the outputs "
+def _too_large_text(upload_bytes: int) -> str:
+    return (f"The file is larger than the {settings.size(upload_bytes)} accepted. Clear the outputs "
             f"(Kernel > Restart & Clear Output), save, and upload it again.")
 
 
@@ -366,7 +368,7 @@ async def checked_upload(request: Request, student: str, name: str, file: Upload
     except asyncio.TimeoutError:
         raise UploadsBusy() from None
     try:
-        data = await file.read(uploads.MAX_UPLOAD_BYTES + 1)
+        data = await file.read(portal_of(request).upload_bytes + 1)
         return await run_in_threadpool(portal_of(request).accept_upload, student, name, file.filename or "", data)
     finally:
         checking.release()
@@ -505,7 +507,7 @@ async def class_dashboard(request: Request, session):
 
 
 async def too_large(request: Request, exc: Exception):
-    return message("File too large", _too_large_text(), 413)
+    return message("File too large", _too_large_text(portal_of(request).upload_bytes), 413)
 
 
 async def too_slow(request: Request, exc: Exception):
@@ -551,7 +553,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
     app = Starlette(routes=ROUTES, exception_handlers={BodyTooLarge: too_large, RequestTimeout: too_slow},
                     lifespan=lifespan)
     app.state.portal, app.state.checkers = portal, weakref.WeakKeyDictionary()
-    app.add_middleware(Guard)
+    app.add_middleware(Guard, upload_bytes=portal.upload_bytes)
     return app
 
 

@@ -14,11 +14,12 @@ import time
 
 from sqlalchemy import select
 
+from posenc_autograder import settings
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal import policy as rules
-from posenc_autograder.portal.models import (POLICY_DEFAULTS, Attempt, Extension, Policy, Session, Status, Student,
+from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
 from posenc_autograder.portal.worker import Worker
 from posenc_autograder.records import gradebook
@@ -53,6 +54,7 @@ class Portal:
     def __init__(self, course: Course, *, jobs: int, worker_options: dict | None = None, register: bool = True):
         self.course = course
         self.assignments = released_assignments(course)
+        self.upload_bytes = settings.load(course).caps.notebook_bytes      # [caps] in course.toml
         self.sessions = database(course, register)
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
         secret, self.secret_file = auth.instructor_secret(course)
@@ -144,7 +146,7 @@ class Portal:
     # --- a student's view ---------------------------------------------------------------------------
 
     def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt]]:
-        policy = db.get(Policy, assignment) or rules.defaults(assignment)
+        policy = db.get(Policy, assignment) or self.worker.default_policy(assignment)
         attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
                                                          assignment).order_by(Attempt.number)).scalars())
         return policy, db.get(Extension, (student, assignment)), attempts
@@ -240,10 +242,10 @@ class Portal:
     def set_policy(self, assignment: str, values: dict) -> None:
         with self.sessions() as db:
             current = db.get(Policy, assignment)
-            counts_before = current.counts if current else POLICY_DEFAULTS["counts"]
             if current is None:
-                current = rules.defaults(assignment)
+                current = self.worker.default_policy(assignment)
                 db.add(current)
+            counts_before = current.counts
             for key, value in values.items():
                 setattr(current, key, value)
             db.commit()
@@ -288,7 +290,7 @@ class Portal:
         """The class live: queue counts, and per student and assignment their attempts and the counting score."""
         with self.sessions() as db:
             students = list(db.execute(select(Student).order_by(Student.id)).scalars())
-            policies = {a: db.get(Policy, a) or rules.defaults(a) for a in self.assignments}
+            policies = {a: db.get(Policy, a) or self.worker.default_policy(a) for a in self.assignments}
             extensions = {(e.student_id, e.assignment): e.deadline for e in db.execute(select(Extension)).scalars()}
             by_key: dict[tuple[str, str], list[Attempt]] = {}
             for attempt in db.execute(select(Attempt).order_by(Attempt.number)).scalars():

@@ -15,10 +15,11 @@ import tempfile
 
 import numpy as np
 
+from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_notebook
 
-MAX_UPLOAD_BYTES = MAX_NOTEBOOK_BYTES
+MAX_UPLOAD_BYTES = MAX_NOTEBOOK_BYTES   # the default; a course's own is its [caps] notebook_bytes
 MAX_JSON_DEPTH = 64                  # a notebook nests about 6 deep; this leaves room for any editor's metadata
 MAX_JSON_VALUES = 500_000            # arrays, objects and their items: 2,000 cells of 200 source lines fit
 UPLOADS_DIRECTORY = "autograder/uploads"
@@ -75,12 +76,12 @@ def json_depth(data: bytes) -> int:
     return json_shape(data).depth
 
 
-def problem(data: bytes) -> str | None:
+def problem(data: bytes, max_bytes: int = MAX_UPLOAD_BYTES) -> str | None:
     """Why these bytes cannot be a notebook to grade, before parsing them (None: parse on)."""
     if not data:
         return "the file is empty; choose your notebook (.ipynb) and upload it again"
-    if len(data) > MAX_UPLOAD_BYTES:
-        return (f"the file is larger than the {MAX_UPLOAD_BYTES / 1e6:.0f} MB accepted; clear the outputs "
+    if len(data) > max_bytes:
+        return (f"the file is larger than the {settings.size(max_bytes)} accepted; clear the outputs "
                 f"(Kernel > Restart & Clear Output) and upload it again")
     shape = json_shape(data)
     if shape.depth > MAX_JSON_DEPTH:
@@ -112,12 +113,14 @@ def evidence_path(course: Course, student: str, assignment: str, attempt_id: int
 def store(course: Course, student: str, assignment: str, data: bytes) -> tuple[str, pathlib.Path]:
     """Check the bytes as a notebook and keep them, synced to disk; (sha256, path). Raises UnreadableNotebook
     with a message for the student."""
-    reason = problem(data)
+    caps = settings.load(course).caps
+    reason = problem(data, caps.notebook_bytes)
     if reason:
         raise UnreadableNotebook(reason)
     digest = hashlib.sha256(data).hexdigest()
     target = path(course, student, assignment, digest)
-    write_durably(target, data, check=read_notebook)      # cells, format, types: intake's rules
+    # cells, format, types: intake's rules
+    write_durably(target, data, check=lambda scratch: read_notebook(scratch, caps.notebook_bytes, caps.cells))
     return digest, target
 
 

@@ -30,6 +30,7 @@ from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
 from posenc_autograder.records import evidence, gradebook, nbgrader_files
 from posenc_autograder.results import Note, NoteKind, NotebookResult
+from posenc_autograder import settings
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 IDLE_POLL_SECONDS = 1.0               # a worker also wakes at once when an upload is queued in this process
@@ -63,8 +64,10 @@ class Worker:
     the instructor; it does not use up an attempt). Runs are counted when a job is claimed, so a job that kills
     its thread, or the whole process, is given up after MAX_RUNS as well and never blocks the queue."""
 
-    def __init__(self, course: Course, sessions, jobs: int, limits: Limits = Limits(), execute: Execute = execute_task):
-        self.course, self.sessions, self.jobs, self.limits, self.execute = course, sessions, jobs, limits, execute
+    def __init__(self, course: Course, sessions, jobs: int, limits: Limits | None = None,
+                 execute: Execute = execute_task):
+        self.course, self.sessions, self.jobs, self.execute = course, sessions, jobs, execute
+        self.limits = limits or settings.load(course).sandbox      # the course's ([sandbox] in course.toml)
         self.wake, self.stopping = threading.Event(), threading.Event()
         self.store_lock = threading.Lock()           # one writer for the gradebook, submitted/ and the roster
         self.threads: dict[int, threading.Thread] = {}
@@ -194,11 +197,15 @@ class Worker:
                              uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id))
         return result, execution.executed_notebook
 
+    def default_policy(self, assignment: str) -> Policy:
+        """The rules of an assignment the instructor has not set: the course's ([portal] in course.toml)."""
+        return rules.defaults(assignment, settings.load(self.course).portal)
+
     def limits_for(self, assignment: str) -> Limits:
         """The sandbox's limits, with the notebook's time as the assignment's policy states it (never longer
         than the portal's own limit)."""
         with self.sessions() as db:
-            policy = db.get(Policy, assignment) or rules.defaults(assignment)
+            policy = db.get(Policy, assignment) or self.default_policy(assignment)
         seconds = min(policy.notebook_seconds or self.limits.notebook_seconds, self.limits.notebook_seconds)
         return dataclasses.replace(self.limits, notebook_seconds=seconds)
 
@@ -256,7 +263,7 @@ class Worker:
         with self.store_lock, self.sessions() as db:
             attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
                                                              Attempt.assignment == assignment)).scalars())
-            chosen = rules.counting_attempt(db.get(Policy, assignment) or rules.defaults(assignment), attempts)
+            chosen = rules.counting_attempt(db.get(Policy, assignment) or self.default_policy(assignment), attempts)
             if chosen is None or chosen.promoted:
                 return chosen
             self._store(chosen, db.get(Student, student))

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from posenc_autograder.course import Course, nbgrader_meta
+from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.probes import codec
 from posenc_autograder.checks import variants
@@ -280,7 +281,8 @@ def keep(course: Course, submission, execution, variant: int | None, release,
          target: pathlib.Path | None = None) -> None:
     """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
     try:
-        submitted = submitted_notebook(submission.path) if submission.path is not None else None
+        submitted = (submitted_notebook(submission.path, settings.load(course).caps)
+                     if submission.path is not None else None)
         save(course, submission, execution, variant, submitted, release, target)
     except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
         why = str(exc) if isinstance(exc, EvidenceTooLarge) else type(exc).__name__    # never student text

@@ -33,6 +33,7 @@ import uuid
 
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.seccomp import filter_program
+from posenc_autograder.settings import Limits    # a course setting ([sandbox] in course.toml)
 
 SANDBOX_UID = 65534
 WORK_DIR, HOME_DIR = "/tmp/work", "/tmp/home"
@@ -42,24 +43,6 @@ PROC_MASKS = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "sy
               "kmsg", "acpi", "scsi", "asound", "fs")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
 ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    cell_seconds: int = 30
-    notebook_seconds: int = 240
-    memory_bytes: int = 3 * 2**30          # address space per process
-    max_processes: int = 64                # enforced through a pids cgroup where one is writable
-    max_cell_output_bytes: int = 200_000
-    max_file_bytes: int = 64 * 2**20
-    tmp_bytes: int = 128 * 2**20           # the sandbox's writable /tmp (work folder and home), in memory
-    shm_bytes: int = 16 * 2**20
-    channel_bytes: int = 256 * 2**20       # everything read from one job's channel, all attempts
-    max_frame_bytes: int = 32 * 2**20      # one frame (a result record or a cell's output)
-    max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
-
-    def for_runner(self) -> dict:
-        return {"max_cell_output_bytes": self.max_cell_output_bytes}
 
 
 class SandboxUnavailable(RuntimeError):
