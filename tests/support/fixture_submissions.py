@@ -17,6 +17,7 @@ import tempfile
 import nbformat
 
 from notebook_tools import ROOT
+from posenc_autograder import settings
 from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.devtools import bench
 from posenc_autograder.records import gradebook
@@ -120,6 +121,7 @@ def build(submitted: pathlib.Path) -> None:
 
 
 # student -> (score, graded, phrases the run report must contain for that student)
+MEMORY = settings.size(settings.Limits().memory_bytes)      # the sandbox's, as the grader states it
 EXPECTED = {
     "correct": (FULL, True, []),
     "untouched": (0, True, []),
@@ -131,7 +133,8 @@ EXPECTED = {
     "infinite_loop": (FULL - CALLS_DOT, True, ["cell 'hidden_dot_product' ran longer than"]),
     "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
     "output_flood": (FULL, True, ["printed too much output"]),
-    "memory_hog": (FULL - DOT - CONTRACT, True, ["ran out of memory in", "hidden_dot_product", "3 GiB"]),
+    "memory_hog": (FULL - DOT - CONTRACT, True, ["ran out of memory in", "hidden_dot_product",
+                                                  f"allows each notebook {MEMORY}"]),
     "code_in_added_cell": (FULL, True, ["1 code cell(s) you added were run in place"]),
     # A broken answer cell: its functions' tests (self_attention 3, integration 3) and their contract cases; named once.
     "syntax_error": (FULL - 6 - CONTRACT, True, ["Fix this first: the answer cell 'self_attention' did not run "
