@@ -4,7 +4,8 @@
 
 For every HiddenTest the solution notebook gets one cell whose title, points and metadata come
 from the object (a new test's cell goes after the tests of its answer cell; a cell whose test was
-deleted goes too); autograder/test_plan.csv and the README's totals are rewritten; then `nbgrader
+deleted goes too); autograder/test_plan.csv, the README's totals and its table of course settings (from
+course.toml, posenc_autograder.settings) are rewritten; then `nbgrader
 generate_assignment` makes exercises/ from solutions/. `--check` changes nothing and fails when
 anything is stale.
 """
@@ -21,6 +22,7 @@ import tempfile
 
 import nbformat
 
+from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
 from posenc_autograder.course import (RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command,
                                      grade_id, nbgrader_meta)
@@ -32,6 +34,8 @@ PLAN = "autograder/test_plan.csv"
 README = "README.md"
 # A row of the README's table of assignments: | `name` (note) | what students implement | tests | points |
 README_ROW = re.compile(r"^\| `(?P<name>\w+)`(?P<middle>[^|]*\|[^|]*\|) \d+ \| [\d.]+ \|$", re.M)
+# A row of the README's table of course settings: | `[section] key` | value as written in course.toml | meaning |
+SETTING_ROW = re.compile(r"^\| `\[(?P<section>\w+)\] (?P<key>\w+)` \| [^|]* \|(?P<rest>.*)$", re.M)
 HIDDEN_CALL = "hidden_test("
 
 
@@ -98,6 +102,27 @@ def readme_with_totals(text: str, titles: dict[str, str]) -> str:
     return README_ROW.sub(lambda m: row(m["name"], m["middle"]), text)
 
 
+def setting_text(key: str, value) -> str:
+    """A value as course.toml would write it: "3 GiB", 30, "best", true."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"'
+    return f'"{settings.size(value)}"' if key.endswith("_bytes") else str(value)
+
+
+def readme_with_settings(text: str, course_settings: settings.Settings) -> str:
+    """The README with each listed setting's value taken from the course's settings (course.toml, else the
+    default in settings.py)."""
+    def row(match):
+        section, key = match["section"], match["key"]
+        if section not in settings.SECTIONS or key not in settings.SECTIONS[section].__dataclass_fields__:
+            return match[0]                   # not a setting: left for the README's test to name
+        value = getattr(getattr(course_settings, section), key)
+        return f"| `[{section}] {key}` | {setting_text(key, value)} |{match['rest']}"
+    return SETTING_ROW.sub(row, text)
+
+
 def notebook_title(course: Course, assignment: str) -> str:
     nb = nbformat.read(course.source_notebook(assignment, assignment), as_version=4)
     heading = next((line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines()
@@ -120,8 +145,11 @@ def stale_files(course: Course) -> dict:
         changed[plan] = render_plan_csv()
     readme = course.path(README)
     titles = {assignment: notebook_title(course, assignment) for assignment in assignments}
-    if readme.is_file() and (text := readme.read_text()) != readme_with_totals(text, titles):
-        changed[readme] = readme_with_totals(text, titles)
+    if readme.is_file():
+        text = readme.read_text()
+        new = readme_with_settings(readme_with_totals(text, titles), settings.load(course))
+        if new != text:
+            changed[readme] = new
     return changed
 
 
