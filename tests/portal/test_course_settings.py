@@ -10,6 +10,8 @@ from fixture_submissions import ASSIGNMENT
 from lms_zips import make_zip
 from posenc_autograder import settings
 from posenc_autograder.intake.collect import collect
+from posenc_autograder.intake.submissions import Submission
+from posenc_autograder.orchestration import grade
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.sandbox.bubblewrap import Limits
 
@@ -58,6 +60,25 @@ def test_a_course_toml_reaches_the_sandbox_limits_the_upload_cap_and_the_portal_
     refused = upload(client, padded(1_100_000))                 # under the default 20 MB, over this course's 1 MB
     assert refused.status_code == 413 and "larger than the 1 MB accepted" in refused.text
     assert upload(client, padded(900_000)).status_code == 303
+
+
+def test_make_grade_runs_the_sandbox_with_the_courses_limits(course, monkeypatch):
+    """grade_all without limits takes the course's: stopped where it first uses them (the grader's fingerprint)."""
+    write_settings(course, OWN)
+    used = []
+
+    class Stop(Exception):
+        pass
+
+    def fingerprint(course, assignment, limits):
+        used.append(limits)
+        raise Stop
+
+    monkeypatch.setattr(grade, "discover", lambda *args: [Submission("alice", ASSIGNMENT, "", None, [])])
+    monkeypatch.setattr(grade, "grader_fingerprint", fingerprint)
+    with pytest.raises(Stop):
+        grade.grade_all(course, jobs=1, quiet=True)
+    assert [(limits.memory_bytes, limits.cell_seconds) for limits in used] == [(2 * 2**30, 7)]
 
 
 def test_collect_takes_the_courses_cap_for_a_zip_member(course, tmp_path):
