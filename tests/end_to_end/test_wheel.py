@@ -1,11 +1,16 @@
 """The grader package installs anywhere: a built wheel, installed non-editable into a fresh venv, grades a
 notebook in a copy of the course that holds no grader code, and finds that course from the working directory."""
 import csv
+import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
+import urllib.error
+import urllib.request
 import venv
 
 import pytest
@@ -80,3 +85,37 @@ def test_installed_grader_grades_the_course_it_runs_in(installed, tmp_path):
         [("solver", sum(t.points for t in hidden_tests(ASSIGNMENT)))]
     assert not (ROOT / "autograder" / "submitted" / "solver").exists()
 
+
+
+def test_installed_package_serves_the_portal(installed, tmp_path):
+    """`make portal`'s entry point from the wheel: the portal starts in a course and answers its sign-in page."""
+    course = make_course(tmp_path / "course")
+    with socket.socket() as probe:                   # a free port on the loopback interface
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [str(installed), "-m", "posenc_autograder", "portal", "--port", str(port), "--jobs", "1"]
+    command += ["--allow-root"] if os.geteuid() == 0 else []
+    env = {"PATH": f"{installed.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    server = subprocess.Popen(command, cwd=course / "autograder", env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        page = _first_answer(f"http://127.0.0.1:{port}/", server)
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=30)[0]
+    assert page is not None, f"the installed portal never answered:\n{output[-2000:]}"
+    status, body = page
+    assert status == 200 and "sign-in link" in body.lower(), (status, body[:500])
+
+
+def _first_answer(url: str, server: subprocess.Popen, seconds: float = 120.0) -> tuple[int, str] | None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.read().decode()
+        except OSError:
+            time.sleep(0.5)
+    return None
