@@ -68,13 +68,16 @@ class Problem:
     """What a failed test says to the student, as data: the sentence, the diagnosed cause when one was recognised
     (what "Fix this first" and the dashboard group by), its kind, the failing call and what came back at the
     worst entry (`details`: function, args, where, expected, got, tolerance, dtype; pages render them), the
-    student's own drawn inputs (shown only when the policy allows), and the exception's name for a raise."""
+    student's own drawn inputs (shown only when the policy allows), the failing call (`call`: function, scalar
+    arguments as they are, each array argument by its place in `inputs` with its shape and dtype; the page writes
+    it as a line that reproduces the case) and the exception's name for a raise."""
     text: str
     cause: str | None = None
     kind: ProblemKind = ProblemKind.VALUE
     details: dict | None = None
     inputs: list | None = None       # the failing case's input arrays (nested lists), the student's own variant
     error: str | None = None
+    call: dict | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "kind", ProblemKind(self.kind))

@@ -225,6 +225,7 @@ class ProblemText(str):
     details: dict | None = None
     inputs: list | None = None
     error: str | None = None
+    call: dict | None = None
 
     def __new__(cls, text: str, **fields) -> "ProblemText":
         finding = super().__new__(cls, text)
@@ -233,7 +234,7 @@ class ProblemText(str):
         return finding
 
 
-FIELDS = ("cause", "kind", "details", "inputs", "error")
+FIELDS = ("cause", "kind", "details", "inputs", "error", "call")
 
 
 def fields_of(problem) -> dict:
@@ -452,8 +453,9 @@ def number(value, what: str) -> float:
     return result
 
 
-def each_case(problem: Callable[..., str | None], *columns) -> Findings:
-    """problem(*row) for each row of the columns (say, the calls and their records), limited per group.
+def each_case(problem: Callable[..., str | None], *columns, function: str | None = None) -> Findings:
+    """problem(*row) for each row of the columns (say, the calls and their records), limited per group; with the
+    `function` the cases are call() records of, the first problem keeps its failing call as data.
 
     Every case needs its answer: observations with fewer or more records than cases (lost, or
     tampered with next to student code) fail instead of being judged on the cases they kept."""
@@ -466,6 +468,8 @@ def each_case(problem: Callable[..., str | None], *columns) -> Findings:
     found = [p for _, said in failing for p in said]
     if found and variants.current() is not None and (shown := inputs_of(failing[0][0][0])):
         found[0] = ProblemText(found[0], inputs=shown)
+    if found and function is not None and (called := call_of(function, failing[0][0][0])):
+        found[0] = ProblemText(found[0], call=called)
     reported = limit_problems(found)
     return Findings(reported, cases=len(rows), failed=len(found), reported=len(reported))
 
@@ -475,7 +479,8 @@ def each_call(function: str, group: str, problem: Callable[..., str | None]) -> 
     label=..., **kwargs) for each call, its label the call as written (`f(3, base=10)`)."""
     def judge(inputs: dict, obs: dict) -> Findings:
         return each_case(lambda case, record: problem(*case["args"], record=record, label=call_label(function, case),
-                                                      **case["kwargs"]), inputs["groups"][group], obs[group])
+                                                      **case["kwargs"]), inputs["groups"][group], obs[group],
+                         function=None if inputs.get("stand_ins") else function)   # stand-ins: no plain call
     return judge
 
 
@@ -511,6 +516,36 @@ def inputs_of(case) -> list[list] | None:
     if not arrays or sum(a.size for a in arrays) > SHOWN_INPUT_NUMBERS:
         return None
     return [a.tolist() for a in arrays]
+
+
+SNIPPET_SCALARS = (bool, int, float, str, type(None))
+
+
+def call_of(function: str, case) -> dict | None:
+    """A failing call() record as data for the page's snippet: scalar arguments as they are (the sentence shows them
+    already), each array argument as {"input": its place among inputs_of(case), "shape", "dtype"}, never its
+    values (the page takes them from the problem's inputs, which exist only when the student may see them). None
+    for a case that is not a call, or has an argument a line of code cannot write."""
+    if not (isinstance(case, dict) and "args" in case):
+        return None
+    places = iter(range(len(case["args"]) + len(case["kwargs"])))
+
+    def written(value):
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, SNIPPET_SCALARS):
+            return value
+        if isinstance(value, dict) and set(value) == {"default_rng"}:       # probes.helpers.argument's generator
+            return {"default_rng": int(value["default_rng"])}
+        if isinstance(value, (np.ndarray, list)) and np.size(value):
+            array = np.asarray(value)
+            return {"input": next(places), "shape": list(array.shape), "dtype": str(array.dtype)}
+        raise TypeError(type(value).__name__)
+    try:
+        return {"function": function, "args": [written(v) for v in case["args"]],
+                "kwargs": {str(k): written(v) for k, v in case["kwargs"].items()}}
+    except TypeError:
+        return None
 
 
 def problems_of(*checks) -> list[str]:

@@ -32,7 +32,8 @@ def _table_problem(c, record, atol=1e-9):
 
 
 def _table_problems(inputs, obs, atol=1e-9):
-    return each_case(functools.partial(_table_problem, atol=atol), inputs["groups"]["tables"], obs["tables"])
+    return each_case(functools.partial(_table_problem, atol=atol), inputs["groups"]["tables"], obs["tables"],
+                     function=PE_FN)
 
 
 # --- shapes and the odd-width error -----------------------------------------------------------
