@@ -292,3 +292,17 @@ def test_a_partial_test_s_judge_returns_its_cases_with_its_problems(cell_id):
     found = test.judge(test.plain_inputs(), record["observations"], **extra)
     assert list(found) == [] and found.cases > 1 and found.failed == 0
     assert not [name for name, value in vars(base).items() if isinstance(value, contextvars.ContextVar)]
+
+
+def test_a_failed_contract_names_its_own_cause_or_the_one_its_value_tests_found():
+    from posenc_autograder.checks.contracts import CAUSES
+    code = {m.name: m.code for m in MISTAKES}
+    swapped = failures(namespace_from(SOLUTION, code["sin and cos swapped"]))
+    [contract] = swapped["hidden_contracts"]
+    assert contract.cause and contract.cause == swapped["hidden_pe_values"][0].cause
+    assert contract.cause in contract.text           # the sentence says which failure its point waits on
+    for mistake, cause in (("float32 computation returned as float32", CAUSES["dtype"]),
+                           ("learned forward with X += (in place)", CAUSES["in_place"])):
+        assert [p.cause for p in failures(namespace_from(SOLUTION, code[mistake]))["hidden_contracts"]] == [cause]
+    raised = failures(namespace_from(SOLUTION, code["dot products without the transpose"]))["hidden_contracts"]
+    assert raised[0].cause.startswith("ValueError: matmul")

@@ -172,15 +172,30 @@ def judge_all(tests, records: dict, variant: int | None = None) -> dict[str, tup
     return results
 
 
-def function_verdicts(tests, results: dict) -> dict[str, bool]:
-    """Function name -> whether every value test naming it among its subjects passed (and was run)."""
-    verdicts: dict[str, bool] = {}
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """Whether every value test of a function passed (what its truth says), and the first cause their problems
+    named when not (what the contracts test charges its contract to)."""
+    passed: bool = True
+    cause: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+def function_verdicts(tests, results: dict) -> dict[str, Verdict]:
+    """Function name -> whether every value test naming it among its subjects passed (and was run), with the
+    first cause the failed ones named."""
+    verdicts: dict[str, Verdict] = {}
     for test in tests:
         if test.reads_verdicts:
             continue
-        passed = test.id in results and not results[test.id][0]
+        problems = results[test.id][0] if test.id in results else None
+        passed = problems is not None and not problems
+        cause = next((p.cause for p in problems or () if getattr(p, "cause", None)), None)
         for name in test.subjects:
-            verdicts[name] = verdicts.get(name, True) and passed
+            before = verdicts.get(name, Verdict())
+            verdicts[name] = Verdict(before.passed and passed, before.cause or cause)
     return verdicts
 
 

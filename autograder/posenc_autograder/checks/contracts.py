@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.base import HiddenTest, Rejected, each_case
+from posenc_autograder.checks.base import HiddenTest, ProblemText, Rejected, each_case, raised_problem
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction
 from posenc_autograder.probes.calls import contract_each
 
@@ -43,20 +43,24 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
         if kind.get("type") == "tuple" and len(items) == len(promised):
             return next((p for p in (kind_problem(k, e, f"item {i} of {what}")
                                      for i, (k, e) in enumerate(zip(items, promised))) if p), None)
-        return f"{what} returned {describe_kind(kind)}; expected a tuple (M, error)"
+        return ProblemText(f"{what} returned {describe_kind(kind)}; expected a tuple (M, error)",
+                           cause=f"returns {describe_kind(kind)} where a tuple (M, error) is promised")
     if isinstance(promised, dict):
         items = kind.get("items") or {}
         if kind.get("type") != "dict":
-            return f"{what} returned {describe_kind(kind)}; expected a dict"
+            return ProblemText(f"{what} returned {describe_kind(kind)}; expected a dict",
+                               cause=f"returns {describe_kind(kind)} where a dict is promised")
         return next((p for p in (kind_problem(items[key], expected, f"{what}['{key}']")
                                  for key, expected in promised.items() if key in items) if p), None)
     expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool"}.get(promised, "a float64 numpy ndarray")
-    hint = ""
+    cause = None
     if promised == ARRAY and kind.get("type") == "ndarray":
-        hint = f" ({CAUSES['dtype']})"
+        cause = CAUSES["dtype"]
     elif promised == ARRAY and kind.get("type") in ("list", "tuple"):
-        hint = f" ({CAUSES['list']})"
-    return f"{what} returned {describe_kind(kind)}; expected {expected}{hint}"
+        cause = CAUSES["list"]
+    hint = f" ({cause})" if cause else ""
+    return ProblemText(f"{what} returned {describe_kind(kind)}; expected {expected}{hint}",
+                       cause=cause or f"returns {describe_kind(kind)} where {expected} is promised")
 
 
 def changed_arguments(sent: dict, record: dict) -> list[int]:
@@ -78,23 +82,26 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
     if "missing" in record:
         return str(record["missing"])
     if "error" in record:
-        return f"{name} raised {record['error']}, so its return type could not be checked"
+        return raised_problem(f"{name} raised {record['error']}, so its return type could not be checked",
+                              record["error"])
     if "kind" not in record:
         raise Rejected(f"the grader received no answer for {name}")
     problem = kind_problem(record["kind"], promised, name)
     changed = changed_arguments(sent, record) if not sent.get("attribute") else []
     if changed and problem is None:
         names = [argument_names[i] if i < len(argument_names) else f"argument {i}" for i in changed]
-        problem = (f"{name} changed its argument {', '.join(names)} in place: the caller's array must come back "
-                   f"unchanged (likely cause: {CAUSES['in_place']})")
+        problem = ProblemText(f"{name} changed its argument {', '.join(names)} in place: the caller's array must "
+                              f"come back unchanged (likely cause: {CAUSES['in_place']})", cause=CAUSES["in_place"])
     if problem is None and not value_tests_passed:
-        problem = f"{name} returned the promised type, but its contract counts once it passes its own tests"
+        cause = getattr(value_tests_passed, "cause", None)      # what its value tests diagnosed, when they did
+        problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
+                              f"tests" + (f", which found: {cause}" if cause else ""), cause=cause)
     return problem
 
 
 def contracts_judge(promised: dict, argument_names: dict):
     """The judge of an assignment's contracts test: one case per function of `promised` (name -> promised
-    return), judged on its call in inputs["calls"]; `verdicts` (name -> passed its value tests) from judge_all."""
+    return), judged on its call in inputs["calls"]; `verdicts` (name -> base.Verdict) from judge_all."""
     def judge(inputs, obs, verdicts=None):
         calls = inputs["calls"]
         verdicts = verdicts or {}

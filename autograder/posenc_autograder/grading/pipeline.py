@@ -195,9 +195,12 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
 
 def fix_this_first(tests: list[GradedTest]) -> list[str]:
     """One note naming a diagnosed cause (Problem.cause) that explains failures in several tests, so feedback
-    opens with it; causes that differ only in a measured number count as one."""
+    opens with it; causes that differ only in a measured number count as one. The contracts test is not counted:
+    the cause it names for a function whose values are wrong is its value tests' own, not one more failure."""
     failing: dict[str, list[str]] = {}          # cause, its measured numbers left out -> [first wording, ids]
     for test in tests:
+        if test.cell_id in REGISTRY and REGISTRY[test.cell_id].reads_verdicts:
+            continue
         for problem in test.problems:
             cause = getattr(problem, "cause", None)
             if cause:
