@@ -86,7 +86,7 @@ def test_every_catalogued_mistake_fails_its_test_on_several_variants(mistake):
         problems = check.verdict(record_in_process(check.task_entry(seed), ns), seed)
         assert problems, (mistake.name, seed)
         if mistake.feedback_phrase:
-            assert mistake.feedback_phrase in " ".join(problems), problems
+            assert mistake.feedback_phrase in " ".join(p.text for p in problems), problems
 
 
 def test_the_course_secret_is_made_once_kept_private_and_switched_off_by_variants_0(tmp_path, monkeypatch):
@@ -183,15 +183,17 @@ def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs()
     ns = namespace_from(SOLUTION, next(m.code for m in MISTAKES if m.name == "no 1/sqrt(d_k) scaling"))
     mine = attention.verdict(record_in_process(attention.task_entry(SEEDS[0]), ns), SEEDS[0])
     drawn = [c["args"][0] for c in attention.plain_inputs(SEEDS[0])["groups"]["outputs"]]
-    assert "your inputs, drawn for you alone" in mine[0]
-    assert any(repr(x.tolist()) in mine[0] for x in drawn if x.size <= SHOWN_INPUT_NUMBERS)
+    # the student's own drawn inputs travel as data beside the sentence (the page shows them; prose holds none)
+    assert any(np.array_equal(np.asarray(given), x) for given in mine[0].inputs for x in drawn
+               if x.size <= SHOWN_INPUT_NUMBERS)
+    assert not any(repr(x.tolist()) in mine[0].text for x in drawn)
     everyone = attention.verdict(record_in_process(attention.task_entry(None), ns), None)
-    assert everyone and not any("your inputs" in p for p in everyone)     # course-wide inputs stay hidden
+    assert everyone and not any(p.inputs for p in everyone)      # course-wide inputs stay hidden
     table = REGISTRY["hidden_pe_values"]
     ns = namespace_from(SOLUTION, next(m.code for m in MISTAKES if m.name == "positions start at 1"))
     first = table.verdict(record_in_process(table.task_entry(SEEDS[0]), ns), SEEDS[0])[0]
     smallest_call = min(table.plain_inputs(SEEDS[0])["groups"]["tables"], key=lambda c: np.prod(c["args"]))
-    assert first.startswith(f"sinusoidal_positional_encoding({', '.join(map(str, smallest_call['args']))})")
+    assert first.text.startswith(f"sinusoidal_positional_encoding({', '.join(map(str, smallest_call['args']))})")
 
 
 def test_evidence_is_stored_compact_bounded_and_read_back_exactly(tmp_path, capsys):
