@@ -98,9 +98,10 @@ system-packages:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium || { \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql chromium; }
 
-## test: every test (book build, exercises, grader)
+TEST_WORKERS ?= 2
+## test: every test (book build, exercises, grader), on TEST_WORKERS=2 workers
 test: $(STAMP) system-packages lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
 lint: $(STAMP)

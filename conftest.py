@@ -2,13 +2,16 @@
 
 tests/end_to_end/ grades notebooks and runs nbgrader (slow); a test that uses the built book, Chromium or
 PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in tests/<stage>/,
-mirroring the grader package's folders. `make test` runs them all.
+mirroring the grader package's folders. `make test` runs them all on two workers (pytest-xdist, --dist
+loadgroup): the tests that use the built book are one group, so it is built once into one _build; the ones
+that use PostgreSQL another; every other file runs whole on one worker, so its module fixtures are made once.
 """
 import pytest
 
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollbars": "browser",
               "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
+SHARED_BY_GROUP = {"book_build": "book", "postgres_url": "postgres"}   # session fixtures one worker must own
 
 
 def pytest_collection_modifyitems(items):
@@ -19,3 +22,5 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(getattr(pytest.mark, marker))
         if SLOW_FOLDERS & set(item.path.parts):
             item.add_marker(pytest.mark.slow)
+        shared = [group for fixture, group in SHARED_BY_GROUP.items() if fixture in fixtures]
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else str(item.path)))

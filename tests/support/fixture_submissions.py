@@ -10,6 +10,7 @@ import copy
 import functools
 import hashlib
 import importlib.metadata
+import os
 import pathlib
 import shutil
 import tempfile
@@ -183,7 +184,7 @@ def registered_gradebook() -> pathlib.Path:
     for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
         gradebook.register(course, release.name, course.work / "release")
     kept.parent.mkdir(parents=True, exist_ok=True)
-    partial = kept.with_suffix(".partial")
+    partial = kept.with_suffix(f".{os.getpid()}.partial")       # two test workers may make it at once
     shutil.copy(course.root / GRADEBOOK, partial)
     partial.replace(kept)                      # whole or absent, whoever reads it
     return kept
