@@ -301,8 +301,11 @@ def test_a_failed_contract_names_its_own_cause_or_the_one_its_value_tests_found(
     [contract] = swapped["hidden_contracts"]
     assert contract.cause and contract.cause == swapped["hidden_pe_values"][0].cause
     assert contract.cause in contract.text           # the sentence says which failure its point waits on
-    for mistake, cause in (("float32 computation returned as float32", CAUSES["dtype"]),
+    for mistake, cause in (("float32 table", CAUSES["dtype"]),
                            ("learned forward with X += (in place)", CAUSES["in_place"])):
         assert [p.cause for p in failures(namespace_from(SOLUTION, code[mistake]))["hidden_contracts"]] == [cause]
+    both = failures(namespace_from(SOLUTION, code["float32 computation returned as float32"]))   # one mistake
+    assert CAUSES["dtype"] in both["hidden_contracts"][0].text
+    assert both["hidden_contracts"][0].cause == both["hidden_pe_values"][0].cause
     raised = failures(namespace_from(SOLUTION, code["dot products without the transpose"]))["hidden_contracts"]
     assert raised[0].cause.startswith("ValueError: matmul")
