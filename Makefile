@@ -101,7 +101,8 @@ system-packages:
 TEST_WORKERS ?= 2
 ## test: every test (book build, exercises, grader), on TEST_WORKERS=2 workers
 test: $(STAMP) system-packages lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
+	$(PY) -m pytest solutions   # nbval: a notebook's cells share one kernel, so they run in one process
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
 lint: $(STAMP)

@@ -36,4 +36,6 @@ def open_page(browser, url, width=1280, color_scheme="light"):
     page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     page.goto(url, wait_until="networkidle")
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    # reader.js marks scrolling boxes once the fonts are in; a frame after that, its marks are on the page
+    page.evaluate("() => document.fonts.ready.then(() => new Promise(done => requestAnimationFrame(() => done())))")
     return page, problems
