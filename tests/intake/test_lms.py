@@ -202,8 +202,8 @@ def test_canvas_header_names_the_assignment_by_its_id_and_ungraded_is_blank(cour
     scores = {("smithjohn", NB): (40.0, 42.0, True), ("doejane", NB): (0.0, 42.0, False)}
     header, _, *rows = csv.reader(open(lms_exports.write_lms(course, "canvas", scores, roster.load(course))[0]))
     assert header[-1] == NB                       # no id given: Canvas would add a column
-    assert lms_exports.unnamed_canvas_columns(course, [NB]) == [NB]
+    assert lms_exports.missing_settings(course, "canvas", [NB]) == [NB]
     course.path(lms_exports.LMS_SETTINGS).write_text(f'[canvas.{NB}]\nname = "Positional encoding"\nid = "4242"\n')
     header, _, *rows = csv.reader(open(lms_exports.write_lms(course, "canvas", scores, roster.load(course))[0]))
-    assert header[-1] == "Positional encoding (4242)" and lms_exports.unnamed_canvas_columns(course, [NB]) == []
+    assert header[-1] == "Positional encoding (4242)" and lms_exports.missing_settings(course, "canvas", [NB]) == []
     assert {r[1]: r[-1] for r in rows} == {"12345": "40", "23456": ""}

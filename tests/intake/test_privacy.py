@@ -7,6 +7,7 @@ import pytest
 from notebook_tools import ROOT
 from posenc_autograder import course as course_paths
 from posenc_autograder.course import Course
+from posenc_autograder.intake import lms
 from posenc_autograder.intake.roster import ROSTER_FILE
 from posenc_autograder.records import evidence, results_store
 from posenc_autograder.reports import lms_bundles, lms_exports
@@ -25,8 +26,9 @@ PRIVATE = [
     relative(results_store.path(COURSE, "alice", "positional_encoding", "positional_encoding")),
     f"{course_paths.FEEDBACK_DIRECTORY}/alice/positional_encoding/positional_encoding.html",
     f"{course_paths.DOWNLOADED_DIRECTORY}/positional_encoding/alice_positional_encoding.ipynb",
-    relative(COURSE.grades_csv), relative(lms_exports.canvas_path(COURSE)),
-    relative(lms_exports.moodle_path(COURSE, "positional_encoding")), relative(COURSE.reports / "class.html"),
+    relative(COURSE.grades_csv), relative(COURSE.reports / lms.canvas.GRADE_FILE),
+    relative(COURSE.reports / lms.moodle.grade_file_name("positional_encoding")),
+    relative(COURSE.reports / "class.html"),
     relative(COURSE.reports / "integrity.html"), relative(COURSE.reports / "grading-report.md"),
     relative(lms_bundles.folder(COURSE) / "canvas-positional_encoding.zip"),
     relative(evidence.folder(COURSE, "positional_encoding", "positional_encoding") / f"alice{evidence.SUFFIX}"),

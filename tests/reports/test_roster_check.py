@@ -47,7 +47,7 @@ def _mistype(course, right, wrong):
 
 def test_a_consistent_class_has_only_the_missing_canvas_id_to_report(course):
     findings = roster_check.class_findings(course, results_store.stored_results(course))
-    assert findings == [roster_check.Finding(Gap.NO_CANVAS_ID, assignment=NB)]
+    assert findings == [roster_check.Finding(Gap.NO_LMS_SETTING, assignment=NB, lms="canvas")]
 
 
 def test_a_mistyped_roster_id_is_named_from_both_sides_with_the_likely_intended_id(course):

@@ -1,4 +1,4 @@
-"""`make collect ZIP=path [ASSIGNMENT=name] [LMS=canvas|moodle|blackboard|plain]`: an LMS download → submitted/.
+"""`make collect ZIP=path [ASSIGNMENT=name] [LMS=name]`: an LMS download → submitted/ (LMS: a module of intake/lms/).
 
 Each notebook is stored as autograder/submitted/<student>/<assignment>/<file the student uploaded>
 with nbgrader's timestamp.txt, and the LMS's ids, name, time and late flag go to the roster.
@@ -20,7 +20,6 @@ from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
 from posenc_autograder import settings
 
-MAX_NOTE_BYTES = 64_000                  # Blackboard's per-attempt .txt
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"   # what nbgrader writes to timestamp.txt
 CLOCK_SLACK = dt.timedelta(days=2)       # time zones between the LMS's clock and the zip's, with room to spare
 
@@ -54,7 +53,7 @@ def safe_file_name(name: str) -> bool:
 
 
 def attempt_label(entry: lms.Entry) -> str:
-    """Which attempt was kept, in the LMS's terms (Canvas: attachment id and resubmission number)."""
+    """Which attempt was kept, in the LMS's terms."""
     return lms.REGISTRY[entry.lms].attempt_label(entry)
 
 
@@ -66,8 +65,8 @@ def zip_time(member: Member) -> dt.datetime | None:
 
 
 def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcome: Outcome) -> dt.datetime:
-    """When the LMS's part of the name says it was submitted, cross-checked with the zip entry's time and
-    (Blackboard) the note's date; without one, the time the LMS stored on the zip entry."""
+    """When the LMS's part of the name says it was submitted, cross-checked with the zip entry's time and the day
+    the LMS's note of the attempt states; without one, the time the LMS stored on the zip entry."""
     stored = zip_time(member) or dt.datetime(1980, 1, 1)
     if entry.submitted_at is None:
         return stored
@@ -75,38 +74,48 @@ def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcom
         outcome.warnings.append(f"{member.name!r}: the LMS's name says {entry.submitted_at.isoformat()}, later "
                                 f"than the zip was made ({stored.isoformat()}); the zip's time was used")
         return stored
-    noted = lms.blackboard.note_date(notes.get(entry.prefix, ""))
+    kind, facts = note_of(entry, notes)
+    noted = facts.submitted_on if facts else None
     if noted and abs(noted - entry.submitted_at.date()) > dt.timedelta(days=1):
-        outcome.warnings.append(f"{member.name!r}: Blackboard's note says it was submitted on {noted}, "
+        outcome.warnings.append(f"{member.name!r}: {kind.title} says it was submitted on {noted}, "
                                 f"its name {entry.submitted_at.date()}; the name's time was used")
     return entry.submitted_at
 
 
-def attempt_notes(archive: SafeZip, outcome: Outcome) -> tuple[dict[str, str], set[str]]:
-    """Blackboard's notes by attempt prefix (a member named exactly '<prefix>.txt', one per prefix), and the
-    members read as notes. Two members with one note's name: neither is believed."""
-    candidates: dict[str, list[Member]] = collections.defaultdict(list)
+def note_of(entry: lms.Entry, notes: dict[str, dict[str, str]]):
+    """(the entry's LMS's Notes, what its note of the entry's attempt states), or (Notes or None, None)."""
+    kind = lms.REGISTRY[entry.lms].NOTES
+    text = notes.get(entry.lms, {}).get(entry.prefix)
+    return kind, (kind.facts(text) if kind and text is not None else None)
+
+
+def attempt_notes(archive: SafeZip, outcome: Outcome) -> tuple[dict[str, dict[str, str]], set[str]]:
+    """Every LMS's notes by attempt prefix (NAME -> {prefix: text}, a member the LMS's Notes calls the note of that
+    prefix, one per prefix), and the members read as notes. Two members with one note's name: neither is believed."""
+    candidates: dict[tuple[str, str], list[Member]] = collections.defaultdict(list)
     for member in archive.members:
-        prefix = lms.blackboard.blackboard_note_prefix(member.name)
-        if prefix and refusal(member.info) is None:
-            candidates[prefix].append(member)
-    notes, used = {}, set()
-    for prefix, members in candidates.items():
+        for name, module in lms.REGISTRY.items():
+            prefix = module.NOTES.attempt_of(member.name) if module.NOTES else None
+            if prefix and refusal(member.info) is None:
+                candidates[name, prefix].append(member)
+    notes, used = collections.defaultdict(dict), set()
+    for (name, prefix), members in candidates.items():
+        kind = lms.REGISTRY[name].NOTES
         used.update(m.name for m in members)
         if len(members) > 1:
-            outcome.skipped += [(m.name, f"{len(members)} files are named as Blackboard's note of this attempt; "
+            outcome.skipped += [(m.name, f"{len(members)} files are named as {kind.title} of this attempt; "
                                          f"none was believed") for m in members]
             continue
         try:
-            notes[prefix] = archive.read(members[0], MAX_NOTE_BYTES).decode("utf-8", "replace")
+            notes[name][prefix] = archive.read(members[0], kind.max_bytes).decode("utf-8", "replace")
         except ValueError as exc:
             outcome.skipped.append((members[0].name, str(exc)))
-    return notes, used
+    return dict(notes), used
 
 
 def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_lms: str | None,
-                  outcome: Outcome) -> tuple[list[tuple[lms.Entry, Member]], dict[str, str]]:
-    """Every usable notebook of the zip with what the LMS's part of its name says, and Blackboard's notes;
+                  outcome: Outcome) -> tuple[list[tuple[lms.Entry, Member]], dict[str, dict[str, str]]]:
+    """Every usable notebook of the zip with what the LMS's part of its name says, and the LMSes' notes;
     the rest goes to outcome.skipped."""
     notes, note_members = attempt_notes(archive, outcome)
     notebooks = []
@@ -119,11 +128,11 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
         elif member.name not in note_members:
             outcome.skipped.append((member.name, "not a notebook"))
     outcome.lms = forced_lms or lms.detect([m.name for m in notebooks], expected)
-    context = {"attempt_notes": notes,
-               "assignment_prefix": lms.blackboard.blackboard_prefix([m.name for m in notebooks], notes)}
+    module = lms.REGISTRY[outcome.lms]
+    context = module.context([m.name for m in notebooks], notes.get(outcome.lms, {}))
     entries = []
     for member in notebooks:
-        entry = lms.REGISTRY[outcome.lms].parse(member.name, expected, **context)
+        entry = module.parse(member.name, expected, **context)
         claim = entry and lms.claims_other(entry)
         if entry is None:
             outcome.skipped.append((member.name, f"its name is not in {outcome.lms}'s download format"))
@@ -140,12 +149,12 @@ def parse_entries(archive: SafeZip, assignment: str, expected: set[str], forced_
     return entries, notes
 
 
-def _check_notes(entries, notes: dict[str, str], outcome: Outcome) -> None:
-    """A Blackboard note naming another user than its attempt's prefix: the prefix decides, the instructor is told."""
+def _check_notes(entries, notes: dict[str, dict[str, str]], outcome: Outcome) -> None:
+    """A note naming another user than its attempt's prefix: the prefix decides, the instructor is told."""
     for entry, member in entries:
-        named = lms.blackboard.note_user(notes.get(entry.prefix, "")) if entry.lms == "blackboard" else None
-        if named and named[1] != entry.lms_user_id:
-            outcome.warnings.append(f"{member.name!r}: Blackboard's note names {named[1]!r}, the file name "
+        kind, facts = note_of(entry, notes)
+        if facts and facts.user and facts.user != entry.lms_user_id:
+            outcome.warnings.append(f"{member.name!r}: {kind.title} names {facts.user!r}, the file name "
                                     f"{entry.lms_user_id!r}; it was filed under the file name's user")
 
 

@@ -6,6 +6,7 @@ import pathlib
 import sys
 
 from posenc_autograder.course import Course, course_for_command
+from posenc_autograder.intake import lms
 from posenc_autograder.progress import Progress
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.reports import feedback, late_policy, lms_bundles, roster_check
@@ -41,8 +42,8 @@ def run_command(args) -> int:
         print("\n".join(f"  - {finding.text(course)}" for finding in findings))
     bundles = lms_bundles.write(course, results_store.stored_results(course))
     if bundles:
-        print("Feedback for each LMS to take back (Canvas: Re-upload submissions; Moodle: Upload multiple "
-              "feedback files in a zip; others: a folder per student and mail-merge.csv):")
+        ways = "; ".join(f"{m.TITLE}: {m.TAKES_BACK}" for m in lms.REGISTRY.values() if m.TAKES_BACK)
+        print(f"Feedback for each LMS to take back ({ways}; others: a folder per student and mail-merge.csv):")
         print("\n".join(f"  {path}" for path in bundles))
     return 0
 

@@ -1,15 +1,10 @@
 """Feedback back through the LMS: `make feedback` writes, per LMS and assignment, what that LMS takes back,
 in autograder/reports/return/ (git-ignored: it holds names, ids and feedback).
 
-- Canvas, "Re-upload submissions" (assignment page, Submissions > Re-upload): canvas-<assignment>.zip, each
-  student's page named '<login>[_late]_<user id>_<attachment id>_<notebook>-feedback.html', the prefix
-  exactly as Canvas named the download; Canvas reads the first two all-digit parts (user, attachment) and
-  attaches the file to that submission as a comment.
-- Moodle, "Upload multiple feedback files in a zip" (grading table, bulk action): moodle-<assignment>.zip,
-  one folder per participant named as the download's ('<Full Name>_<participant>_assignsubmission_file'),
-  holding the page; Moodle reads the participant from the folder name.
-- Blackboard and plain zips: <lms>-<assignment>/<student>/<notebook>.html and mail-merge.csv
-  (student, name, LMS user, file) for a mail merge or hand-out.
+- an LMS that takes a zip back (its module's return_name names each page, e.g. Canvas's "Re-upload submissions",
+  Moodle's "Upload multiple feedback files in a zip"): <lms>-<assignment>.zip, each page named as that LMS reads it;
+- any other (Blackboard, plain zips, a roster from before prefixes): <lms>-<assignment>/<student>/<notebook>.html
+  and mail-merge.csv (student, name, LMS user, file) for a mail merge or hand-out.
 """
 from __future__ import annotations
 
@@ -33,7 +28,7 @@ def folder(course: Course) -> pathlib.Path:
 
 def bundle_entry(row: dict, student: str, notebook: str) -> tuple[str, str]:
     """(bundle kind, name inside it): the LMS's own naming when it takes a zip back and the roster has the
-    download's prefix; else a folder per student (Blackboard, plain, or a roster from before prefixes)."""
+    download's prefix; else a folder per student."""
     module = lms.REGISTRY.get(row["lms"])
     name = module.return_name(row, notebook) if module is not None and row.get("lms_prefix") else None
     if name is not None:

@@ -2,9 +2,8 @@
 (intake/lms/<name>.py, grade_files) says what its files hold; this writes them, spreadsheet-safe.
 
 Scores are the gradebook's final ones (manual grades included); a notebook that could not be graded
-leaves its cell blank (never 0), so the LMS shows no grade rather than a wrong one. Canvas fills an
-assignment's own column only when the header is "<Assignment name> (<assignment id>)": the name and id
-come from autograder/lms.toml (see the comments there for where Canvas shows the id).
+leaves its cell blank (never 0), so the LMS shows no grade rather than a wrong one. What an LMS's files need
+to know about the course (Canvas: each assignment's name and id) is its table in autograder/lms.toml ([<lms>.*]).
 """
 from __future__ import annotations
 
@@ -17,14 +16,6 @@ from posenc_autograder.course import Course
 from posenc_autograder.results import NotebookResult
 
 LMS_SETTINGS = "autograder/lms.toml"
-
-
-def canvas_path(course: Course) -> pathlib.Path:
-    return course.reports / lms.canvas.GRADE_FILE
-
-
-def moodle_path(course: Course, assignment: str) -> pathlib.Path:
-    return course.reports / lms.moodle.grade_file_name(assignment)
 
 
 def paths(course: Course) -> list[pathlib.Path]:
@@ -43,11 +34,9 @@ def settings(course: Course) -> dict:
         raise SystemExit(f"error: {file} is not valid TOML ({exc})") from None
 
 
-def canvas_column(course: Course, assignment: str) -> str:
-    """"<Assignment name> (<assignment id>)" when lms.toml gives the id; else the assignment's folder name
-    (Canvas then adds a new column instead of filling the assignment's)."""
-    given = settings(course).get("canvas", {}).get(assignment, {})
-    return f"{given.get('name') or assignment} ({given['id']})" if str(given.get("id", "")).strip() else assignment
+def lms_settings(course: Course, name: str) -> dict:
+    """The LMS's own table of lms.toml ({} when it has none)."""
+    return settings(course).get(name, {})
 
 
 def write_lms(course: Course, name: str, scores, people) -> list[pathlib.Path]:
@@ -56,13 +45,14 @@ def write_lms(course: Course, name: str, scores, people) -> list[pathlib.Path]:
     rows = {key: row for key, row in people.items() if row["lms"] == name and key in scores}
     if not rows:
         return []
-    files = lms.REGISTRY[name].grade_files(rows, scores, lambda assignment: canvas_column(course, assignment))
+    files = lms.REGISTRY[name].grade_files(rows, scores, lms_settings(course, name))
     return [csvsafe.write(course.reports / f.name, f.fields, f.rows, f.preamble) for f in files]
 
 
-def unnamed_canvas_columns(course: Course, assignments) -> list[str]:
-    """Assignments whose Canvas column has no id yet (the instructor is told how to add it)."""
-    return [a for a in sorted(assignments) if canvas_column(course, a) == a]
+def missing_settings(course: Course, name: str, assignments) -> list[str]:
+    """Assignments the LMS's grade files cannot name as it would until lms.toml says more (the instructor is told
+    what to add)."""
+    return lms.REGISTRY[name].missing_settings(lms_settings(course, name), assignments)
 
 
 def class_scores(results: list[NotebookResult], finals: dict) -> dict:

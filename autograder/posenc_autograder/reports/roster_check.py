@@ -1,8 +1,8 @@
 """What the grade files would leave out, said to the instructor with the fix (`make grade`, `make feedback`).
 
 The LMS files are written from the roster (autograder/roster.csv, by `make collect`) joined with the graded
-submissions: a student on one side only is missing from them. So is a Canvas column whose assignment id
-autograder/lms.toml does not give (Canvas then adds a new column). An unknown --student is caught before grading.
+submissions: a student on one side only is missing from them. So is an assignment whose LMS needs a setting
+autograder/lms.toml does not give (Canvas: the assignment's id). An unknown --student is caught before grading.
 """
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import difflib
 import enum
 
 from posenc_autograder.course import Course
-from posenc_autograder.intake import roster
+from posenc_autograder.intake import lms, roster
 from posenc_autograder.reports import lms_exports
 
 
 class Gap(enum.Enum):
     NO_SUBMISSION = "no_submission"        # a roster row, no submission folder
     NO_ROSTER_ROW = "no_roster_row"        # a graded submission the roster does not list
-    NO_CANVAS_ID = "no_canvas_id"          # lms.toml gives no Canvas assignment id
+    NO_LMS_SETTING = "no_lms_setting"      # lms.toml lacks what the LMS's grade files need for an assignment
     UNKNOWN_STUDENT = "unknown_student"    # --student names nobody under submitted/
 
 
@@ -28,6 +28,7 @@ class Finding:
     student: str = ""
     assignment: str = ""
     closest: str = ""          # the likely intended id, when one is close
+    lms: str = ""              # the LMS whose setting is missing
 
     def text(self, course: Course) -> str:
         roster_file = roster.ROSTER_FILE
@@ -42,10 +43,8 @@ class Finding:
             return (f"'{self.student}' was graded for {self.assignment} but {roster_file} has no row for them, so "
                     f"the LMS files leave them out{maybe}: correct the student id in {roster_file} if it is "
                     f"mistyped there, or collect their submission with make collect so the row is written")
-        if self.gap is Gap.NO_CANVAS_ID:
-            return (f"Canvas will add a new column for {self.assignment} instead of filling its own: give its "
-                    f"assignment id in {lms_exports.LMS_SETTINGS} (the number at the end of the assignment's "
-                    f"address in Canvas)")
+        if self.gap is Gap.NO_LMS_SETTING:
+            return lms.REGISTRY[self.lms].missing_setting(self.assignment, lms_exports.LMS_SETTINGS)
         return (f"no submission of '{self.student}' under autograder/submitted/{maybe}: check the id "
                 f"(the folder names there are the student ids), or collect it first (make collect ZIP=...)")
 
@@ -57,7 +56,7 @@ def _closest(name: str, candidates) -> str:
 
 def class_findings(course: Course, results) -> list[Finding]:
     """Roster rows without a submission and submissions without a roster row (only for assignments the roster
-    covers: a class placed in submitted/ by hand has no LMS to return to), and Canvas columns without an id."""
+    covers: a class placed in submitted/ by hand has no LMS to return to), and assignments whose LMS lacks a setting."""
     people = roster.load(course)
     graded = {(r.student, r.assignment) for r in results}
     covered = {assignment for _, assignment in people}
@@ -70,8 +69,10 @@ def class_findings(course: Course, results) -> list[Finding]:
         if assignment in covered:
             others = {s for s, a in set(people) - graded if a == assignment}
             findings.append(Finding(Gap.NO_ROSTER_ROW, student, assignment, _closest(student, others)))
-    canvas = {a for (_, a), row in people.items() if row.get("lms") == "canvas"}
-    findings += [Finding(Gap.NO_CANVAS_ID, assignment=a) for a in lms_exports.unnamed_canvas_columns(course, canvas)]
+    for name in lms.REGISTRY:
+        assignments = {a for (_, a), row in people.items() if row.get("lms") == name}
+        findings += [Finding(Gap.NO_LMS_SETTING, assignment=a, lms=name)
+                     for a in lms_exports.missing_settings(course, name, assignments)]
     return findings
 
 

@@ -7,24 +7,45 @@ of the member's name: Canvas's "<login>[_late]_<user id>_<attachment id>_", Mood
 Blackboard's "<Assignment>_<user>_attempt_<time>". What follows is the student's file name, opaque:
 whatever it says about users, participants or times is never read as such (`claims_other`).
 
-Each module (canvas, moodle, blackboard, plain) has NAME, FALLBACK (the one format used when no other naming
-explains a download), parse(member, expected, **context) -> Entry | None, attempt_label(entry) and
-return_name(roster row, notebook) (its feedback page's name in the zip the LMS takes back; None: it takes none)
-and grade_files(rows, scores, column_of) (the grade files it imports, as data; reports/lms_exports.py writes them).
+Each module here is one LMS, found by `discover` (a new LMS is one more module in this folder); it has
+- NAME (what --lms and the roster call it), TITLE (what the instructor reads), FALLBACK (the one format used when no
+  other naming explains a download);
+- NOTES: None, or the base.Notes it writes beside the notebooks (Blackboard's '<attempt>.txt'), which collect reads
+  and checks against the names;
+- context(notebooks, notes) -> the keywords parse needs from the whole download;
+  parse(member, expected, **context) -> Entry | None; attempt_label(entry) -> which attempt was kept, in its terms;
+- return_name(roster row, notebook): its feedback page's name in the zip the LMS takes back (None: it takes none),
+  and TAKES_BACK, the LMS's name for where that zip goes (None);
+- grade_files(rows, scores, settings): the grade files it imports, as data (reports/lms_exports.py writes them),
+  settings being its table of autograder/lms.toml; missing_settings(settings, assignments): the assignments its
+  files cannot name yet, each explained by missing_setting(assignment, settings file).
 `detect` picks the format that explains most notebooks. Everything parsed is student-controlled text and is
 validated by the caller before it names a folder.
 """
 from __future__ import annotations
 
-from posenc_autograder.intake.lms import blackboard, canvas, moodle, plain
+import importlib
+import pkgutil
+
 from posenc_autograder.intake.lms.base import SAFE_ID, Entry, GradeFile, is_safe_id, slug, usable_id
 
-REGISTRY = {module.NAME: module for module in (canvas, moodle, blackboard, plain)}
+SHARED = {"base"}                  # the modules here that are no LMS
+
+
+def discover() -> dict:
+    """NAME -> module for every LMS module in this folder, in the order of their names."""
+    modules = (importlib.import_module(f"{__name__}.{info.name}")
+               for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name)
+               if info.name not in SHARED)
+    return {module.NAME: module for module in modules}
+
+
+REGISTRY = discover()
 FORMATS = tuple(REGISTRY)                                   # the names, for --lms
 FALLBACK = next(name for name, module in REGISTRY.items() if module.FALLBACK)
 
-__all__ = ["SAFE_ID", "Entry", "FALLBACK", "GradeFile", "FORMATS", "REGISTRY", "blackboard", "canvas",
-           "claims_other", "detect", "is_safe_id", "moodle", "plain", "slug", "usable_id"]
+__all__ = ["SAFE_ID", "Entry", "FALLBACK", "GradeFile", "FORMATS", "REGISTRY", "claims_other", "detect", "discover",
+           "is_safe_id", "slug", "usable_id"]     # each LMS module is an attribute too (lms.canvas), once discovered
 
 
 def claims_other(entry: Entry) -> str | None:

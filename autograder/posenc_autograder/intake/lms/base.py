@@ -1,4 +1,6 @@
-"""What every LMS module shares: the Entry its parser makes of a file's name, and safe ids.
+"""What every LMS module shares: the Entry its parser makes of a file's name, the Notes some LMSes write beside
+the notebooks, the GradeFile its grade files are, safe ids, and the defaults a module without notes, download-wide
+context or settings takes.
 
 A parser turns a path inside the zip into an `Entry` (or None: not its format). Everything parsed is
 student-controlled text and is validated by the caller before it names a folder.
@@ -9,6 +11,7 @@ import dataclasses
 import datetime as dt
 import re
 import unicodedata
+from typing import Callable
 
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -67,3 +70,32 @@ class GradeFile:
 
 def score_or_blank(score: tuple[float, float, bool]) -> float | str:
     return score[0] if score[2] else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class NoteFacts:
+    """What an LMS's note about one attempt states (None: it does not say)."""
+    user: str | None = None              # the LMS's id of the student
+    name: str | None = None              # the display name
+    submitted_on: dt.date | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Notes:
+    """Text files an LMS writes beside a download's notebooks, one per attempt (Blackboard: '<prefix>.txt').
+    collect reads each one, bounded, hands them to the LMS's context(), and checks what a note states against the
+    LMS's part of its attempt's name (the name decides; the instructor is told of a disagreement)."""
+    title: str                                   # what the instructor calls one: "Blackboard's note"
+    max_bytes: int
+    attempt_of: Callable[[str], str | None]      # the attempt prefix a zip member is the note of (None: not a note)
+    facts: Callable[[str], NoteFacts]            # what a note's text states
+
+
+def no_context(notebooks: list[str], notes: dict[str, str]) -> dict:
+    """An LMS whose names say everything on their own: parse needs nothing from the rest of the download."""
+    return {}
+
+
+def no_missing_settings(settings: dict, assignments) -> list[str]:
+    """An LMS whose grade files need nothing from autograder/lms.toml."""
+    return []

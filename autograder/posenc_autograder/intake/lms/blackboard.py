@@ -1,14 +1,18 @@
-"""Blackboard: "<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>[_<file>|.txt]" with its note; no zip to
-take feedback back (a folder per student and a mail merge)."""
+"""Blackboard: "<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>[_<file>|.txt]", and beside each attempt its
+note ("<prefix>.txt": the student's name and the date submitted); no zip to take feedback back (a folder per student
+and a mail merge)."""
 from __future__ import annotations
 
 import datetime as dt
 import re
 
-from posenc_autograder.intake.lms.base import Entry, basename
+from posenc_autograder.intake.lms.base import Entry, NoteFacts, Notes, basename, no_missing_settings
 
 NAME = "blackboard"
+TITLE = "Blackboard"
 FALLBACK = False
+TAKES_BACK = None                 # no bulk feedback upload: a folder per student and a mail merge
+missing_settings = no_missing_settings
 
 # --- Blackboard: "<Assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>[_<file>|.txt]" ---------------
 # The prefix ends at the first "_attempt_<time>"; the note Blackboard writes is exactly prefix + ".txt".
@@ -46,6 +50,15 @@ def note_date(note: str) -> dt.date | None:
         return dt.datetime.strptime(found["date"], "%B %d, %Y").date() if found else None
     except ValueError:
         return None
+
+
+def note_facts(note: str) -> NoteFacts:
+    """Who and when a Blackboard note says: its "Name: <name> (<user>)" and "Date Submitted:" lines."""
+    named = note_user(note)
+    return NoteFacts(named[1] if named else None, named[0] if named else None, note_date(note))
+
+
+NOTES = Notes("Blackboard's note", max_bytes=64_000, attempt_of=blackboard_note_prefix, facts=note_facts)
 
 
 def parse(member: str, expected: set[str], attempt_notes: dict[str, str] | None = None,
@@ -89,6 +102,9 @@ def blackboard_prefix(members: list[str], attempt_notes: dict[str, str] | None =
     return first[:cut + 1] if cut > 0 else None
 
 
+def context(notebooks: list[str], notes: dict[str, str]) -> dict:
+    """What parse needs from the whole download: the notes, and the '<Assignment>_' before every username."""
+    return {"attempt_notes": notes, "assignment_prefix": blackboard_prefix(notebooks, notes)}
 
 
 def attempt_label(entry: Entry) -> str:
@@ -100,5 +116,5 @@ def return_name(row: dict, notebook: str) -> None:
     return None
 
 
-def grade_files(rows: dict, scores: dict, column_of=None) -> list:
+def grade_files(rows: dict, scores: dict, settings: dict) -> list:
     return []                  # no import file: grades.csv and the mail merge serve it

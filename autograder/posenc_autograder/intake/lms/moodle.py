@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import re
 
-from posenc_autograder.intake.lms.base import Entry, GradeFile, slug
+from posenc_autograder.intake.lms.base import Entry, GradeFile, no_context, no_missing_settings, slug
 
 NAME = "moodle"
+TITLE = "Moodle"
+NOTES = None
+TAKES_BACK = "Upload multiple feedback files in a zip"
+context = no_context
+missing_settings = no_missing_settings
 FALLBACK = False
 
 # --- Moodle: "<Full Name>_<participant>_assignsubmission_<plugin>[_]/<file>" --------------------------
@@ -29,14 +34,12 @@ def parse(member: str, expected: set[str], **_) -> Entry | None:
     return Entry(member, "moodle", slug(m["name"]) or f"moodle_{m['participant']}", m["name"], m["participant"],
                  rest, (0,), None, prefix=m.group(0).rstrip("_"))
 
-
-
-
 def attempt_label(entry: Entry) -> str:
     return ""                  # Moodle's download keeps one file per participant and says nothing of attempts
 
 
 def return_name(row: dict, notebook: str) -> str:
+    """A folder per participant named as the download's: Moodle reads the participant from the folder name."""
     return f"{row['lms_prefix']}/{notebook}-feedback.html"
 
 
@@ -48,7 +51,7 @@ def grade_file_name(assignment: str) -> str:
     return f"grades-moodle-{assignment}.csv"
 
 
-def grade_files(rows: dict, scores: dict, column_of=None) -> list[GradeFile]:
+def grade_files(rows: dict, scores: dict, settings: dict) -> list[GradeFile]:
     """The assignment's offline grading worksheet, one per assignment; Moodle matches "Participant <id>"."""
     files = []
     for assignment in sorted({a for _, a in rows}):

@@ -2,9 +2,14 @@
 naming explains a download."""
 from __future__ import annotations
 
-from posenc_autograder.intake.lms.base import Entry, basename
+from posenc_autograder.intake.lms.base import Entry, basename, no_context, no_missing_settings
 
 NAME = "plain"
+TITLE = "a plain zip"
+NOTES = None
+TAKES_BACK = None
+context = no_context
+missing_settings = no_missing_settings
 FALLBACK = True
 
 # --- plain: "<student>_<notebook>.ipynb"; the student id may contain underscores -------------------
@@ -18,9 +23,6 @@ def parse(member: str, expected: set[str], **_) -> Entry | None:
     head, sep, rest = base.partition("_")
     return Entry(member, "plain", head, head, "", rest, (0,), None, prefix=head) if sep and rest else None
 
-
-
-
 def attempt_label(entry: Entry) -> str:
     return ""
 
@@ -29,5 +31,5 @@ def return_name(row: dict, notebook: str) -> None:
     return None
 
 
-def grade_files(rows: dict, scores: dict, column_of=None) -> list:
+def grade_files(rows: dict, scores: dict, settings: dict) -> list:
     return []                  # no import file: grades.csv and the mail merge serve it
