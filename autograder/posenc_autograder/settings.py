@@ -1,7 +1,8 @@
 """autograder/course.toml: the course's own settings, read once into typed values.
 
 Sections: [late.<assignment>] (the late policy), [sandbox] (the limits of one grading job), [caps] (the sizes
-accepted from a student) and [portal] (the rules of an assignment the instructor has not set in the portal).
+accepted from a student), [portal] (the rules of an assignment the instructor has not set in the portal) and
+[sharing] (how the portal shares its sandboxes and upload checks between students).
 The dataclasses below state every default once; a course's file overrides any key it names. A missing file,
 section or key means the default (no late policy: nothing is deducted); an unknown section or key, or a value
 of the wrong kind, stops the command with the file, the key and what is expected.
@@ -88,7 +89,17 @@ class PortalDefaults:
     max_queued: int = 2                    # a student's uploads waiting to be graded, all assignments
 
 
-SECTIONS = {"sandbox": Limits, "caps": Caps, "portal": PortalDefaults}
+@dataclasses.dataclass(frozen=True)
+class Sharing:
+    """How the portal shares what all students need at once ([sharing]): its grading sandboxes and the checks
+    of uploaded files, so that no student can take them from the class (in a deadline rush above all)."""
+    usage_window_minutes: int = 60         # grading time used in this window orders the queue: least used first
+    rush_notebook_seconds: int = 20        # while others wait, a run stops here and goes back, to run in full later
+    refused_wait_seconds: int = 30         # after a file refused by its checks, the next upload waits this long
+    refused_wait_max_seconds: int = 480    # the wait doubles with each refusal in a row, up to this
+
+
+SECTIONS = {"sandbox": Limits, "caps": Caps, "portal": PortalDefaults, "sharing": Sharing}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +108,7 @@ class Settings:
     sandbox: Limits = Limits()
     caps: Caps = Caps()
     portal: PortalDefaults = PortalDefaults()
+    sharing: Sharing = Sharing()
 
     def late_policy(self, assignment: str) -> LatePolicy:
         return self.late.get(assignment, LatePolicy())

@@ -2,8 +2,11 @@
 scan is exact on escapes and unterminated strings, value counts are capped before parsing, a lone surrogate
 is stored, and poisoned, thread-killing and process-killing jobs end as grader errors while every other job
 is graded."""
+import contextlib
 import json
+import pickle
 import random
+import subprocess
 import threading
 import time
 
@@ -12,6 +15,7 @@ from sqlalchemy import select, update
 
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
+from ordinary_user import ordinary_user, readable_interpreter
 from posenc_autograder.devtools import portal_load
 from posenc_autograder.grading.execute import Execution, execute_task
 from posenc_autograder.intake.submissions import read_notebook
@@ -21,6 +25,7 @@ from posenc_autograder.portal.routes import create_app
 from posenc_autograder.probes import codec
 from posenc_autograder.records import evidence
 from posenc_autograder.sandbox import bubblewrap as sandbox
+from posenc_autograder.settings import Caps
 from test_access import attempts_in
 
 
@@ -199,10 +204,40 @@ FORGING_CELL = ("import json, os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD
                 "    os.write(fd, struct.pack('<IQ', len(skeleton), 0) + skeleton)\n")
 
 
+RUN_TASK = """
+import pickle, sys
+sys.path.insert(0, sys.argv[1])
+out, sys.stdout = sys.stdout.buffer, sys.stderr
+from posenc_autograder.grading.execute import execute_task
+out.write(pickle.dumps(execute_task(pickle.load(sys.stdin.buffer))))
+"""
+
+
+@contextlib.contextmanager
+def executed_as(user: str):
+    """execute_task run by `user` in a process of its own (so the sandbox is started by an unprivileged
+    supervisor), the task and the execution passed as plain data, as a Dask worker gets them."""
+    with readable_interpreter() as (python, grader):
+        def execute(task):
+            done = subprocess.run(["runuser", "-u", user, "--", str(python), "-c", RUN_TASK, str(grader)], cwd="/",
+                                  input=pickle.dumps(task), capture_output=True, timeout=600)
+            assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+            return pickle.loads(done.stdout)
+        yield execute
+
+
 @pytest.mark.slow
-def test_a_forged_frame_is_the_students_attempt_and_counts(course):
-    """In the real sandbox: the attempt is graded (not a grader error) and uses up the only attempt."""
-    portal = new_portal(course, execute_task)
+@pytest.mark.parametrize("who", ["the grading user", "an ordinary user"])
+def test_a_forged_frame_is_the_students_attempt_and_counts(course, who):
+    """In the real sandbox, started by the grading user (root in CI) and by an ordinary user: the attempt is
+    graded (not a grader error) and uses up the only attempt."""
+    with contextlib.ExitStack() as stack:
+        execute = execute_task if who == "the grading user" else stack.enter_context(executed_as(ordinary_user()))
+        forged_attempt_counts(course, execute)
+
+
+def forged_attempt_counts(course, execute):
+    portal = new_portal(course, execute)
     alice = client_for(_app(portal), portal, "alice")
     nb = json.loads(notebook_bytes())
     nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "forge",
@@ -237,7 +272,8 @@ def test_the_integrity_evidence_follows_the_attempt_that_counts(app, portal):
 def test_the_load_tests_hostile_files_meet_the_checks_they_aim_at(tmp_path):
     honest = notebook_bytes()
     freezer = portal_load.hostile_file("freezer", honest, 1)
-    assert uploads.json_shape(freezer).in_string and freezer.count(b'\\"') == 1_000_000   # what froze the regex
+    assert uploads.json_shape(freezer).in_string and freezer.count(b'\\"') > 1_000_000    # what froze the regex
+    assert len(freezer) < Caps().notebook_bytes and freezer.startswith(b"{")   # scanned whole: past the first look
     assert "JSON values" in uploads.problem(portal_load.hostile_file("oversized", honest, 1))
     assert "larger than" in uploads.problem(portal_load.hostile_file("oversized", honest, 2))
     poison = tmp_path / "poison.ipynb"

@@ -60,7 +60,8 @@ def test_nesting_is_measured_before_parsing():
     deep = b"[" * 100_000 + b"]" * 100_000
     assert uploads.json_depth(deep) == 100_000
     assert uploads.json_depth(b'{"a": "[[[[[[", "b": [1, {"c": "]]"}]}') == 3      # brackets in strings do not count
-    assert "nests JSON deeper" in uploads.problem(deep)
+    assert "nests JSON deeper" in uploads.problem(b'{"cells": ' + deep + b"}")
+    assert "not a notebook" in uploads.problem(deep)                  # a notebook is an object: no scan needed
 
 
 def test_same_file_twice_is_one_attempt(alice, portal):

@@ -7,7 +7,6 @@ root, again as an ordinary user created for the test.
 """
 import os
 import pathlib
-import pwd
 import shutil
 import subprocess
 import sys
@@ -16,10 +15,10 @@ import textwrap
 
 import pytest
 
+from ordinary_user import ordinary_user as make_ordinary_user
 from posenc_autograder.sandbox import bubblewrap as sandbox
 from posenc_autograder.sandbox.seccomp import filter_program
 
-TEST_USER = "posenc-sandbox-test"
 
 # Each line prints "name=value"; the test reads them back.
 PROBE = r"""
@@ -99,13 +98,7 @@ def test_no_privilege_inside_as_the_grading_user():
 
 @pytest.fixture(scope="module")
 def ordinary_user():
-    if os.geteuid() != 0:
-        pytest.skip("already an ordinary user: covered by the test above")
-    try:
-        pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", TEST_USER], check=True)
-    return TEST_USER
+    return make_ordinary_user()
 
 
 def test_no_privilege_inside_as_an_ordinary_user(ordinary_user, readable_packages):

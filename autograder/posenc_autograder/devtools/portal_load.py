@@ -31,11 +31,13 @@ import time
 import httpx
 import nbformat
 import psutil
+from sqlalchemy import select
 
 from posenc_autograder.course import find_root
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 from posenc_autograder.devtools.postgres import free_port, postgres_server
 from posenc_autograder.portal.links import make_links
+from posenc_autograder.portal.models import Attempt, open_database
 from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
@@ -107,6 +109,7 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
     started = time.monotonic()
     answer = await client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
                                files={"notebook": (f"{NOTEBOOK}.ipynb", data)})
+    upload_seconds = time.monotonic() - started
     attempt = answer.headers["location"].split("?")[0]
     longest_wait, status = 0.0, {}
     while time.monotonic() < deadline:
@@ -119,7 +122,8 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
         return {"done": False}
     feedback = await _get(client, f"{attempt}/feedback")
     return {"done": feedback.status_code == 200 and "Score:" in feedback.text, "status": status["status"],
-            "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic()}
+            "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic(),
+            "upload_seconds": upload_seconds, "attempt": int(attempt.rsplit("/", 1)[1])}
 
 
 async def rush(base: str, links: list[str], files: list[bytes], spread: float, timeout: float,
@@ -158,8 +162,8 @@ def hostile_file(kind: str, honest: bytes, n: int) -> bytes:
     """The n-th file a hostile student of this kind sends."""
     if kind == "poison":
         return with_cell(honest, f"text = '\ud800 {n}'")
-    if kind == "freezer":
-        return b'"' + b'\\"' * 1_000_000 + str(n).encode()             # 2 MB: an unterminated string
+    if kind == "freezer":                   # just under 20 MB: an object's unterminated string, scanned whole
+        return b'{"cells": ["' + b'\\"' * 9_999_000 + str(n).encode()
     if kind == "oversized":
         return b'{"cells": [' + b"1," * 9_900_000 if n % 2 else b"x" * 21_000_000   # values past the cap; bytes
     if kind == "forger":
@@ -210,7 +214,7 @@ async def slowloris(client: httpx.AsyncClient, spread: float, outcomes: collecti
 
 
 def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float, timeout: float,
-             db_url: str | None, hostile: bool = False) -> dict:
+             db_url: str | None, hostile: dict[str, int] | None = None) -> dict:
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="posenc-portal-load-"))
     try:
         course = make_class(source_root, scratch / "course", 0)
@@ -218,7 +222,7 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
             course = type(course)(course.root, db_url)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        kinds = [kind for kind, count in HOSTILE.items() for _ in range(count)] if hostile else []
+        kinds = [kind for kind, count in (hostile or {}).items() for _ in range(count)]
         names = {f"student{i:03d}": "" for i in range(students + 1)} | {f"hostile{i:02d}": "" for i in
                                                                          range(len(kinds))}
         rows = make_links(database(course), names, base, renew=True)      # registers the assignment first
@@ -234,8 +238,9 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
             _wait_until_up(base, server)
             watch = MemoryWatch(server.pid)
             idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0][0]
-            started = time.monotonic()
+            started, cpu_before = time.monotonic(), psutil.Process(server.pid).cpu_times()
             results, attacks = asyncio.run(rush(base, links[1:], files[1:], spread, timeout, attackers))
+            cpu_after = psutil.Process(server.pid).cpu_times()
             watch.stop()
         finally:
             server.terminate()
@@ -243,17 +248,50 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 server.wait(30)
             except subprocess.TimeoutExpired:
                 server.kill()
+        timings = where_time_went(course, results, dict(zip((f"hostile{i:02d}" for i in range(len(kinds))), kinds)))
         done = [r for r in results if r["done"]]
         seconds = sorted(r["seconds"] for r in done)
         wall = max((r["finished"] for r in done), default=started) - started
         return {"students": students, "graded": len(done), "errors": sum(r.get("status") == "error" for r in done),
                 "idle_seconds": idle.get("seconds"), "wall": wall, "per_minute": 60 * len(done) / wall if wall else 0,
                 "p50": statistics.median(seconds) if seconds else None,
-                "p95": seconds[max(int(round(0.95 * len(seconds))) - 1, 0)] if seconds else None,
+                "p95": percentile(seconds, 0.95) if seconds else None,
                 "shown_wait": max((r["shown_wait"] for r in done), default=0.0),
-                "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20, "attacks": dict(sorted(attacks.items()))}
+                "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20, "attacks": dict(sorted(attacks.items())),
+                "portal_cpu": cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system, **timings}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def where_time_went(course, results: list[dict], kinds: dict[str, str]) -> dict:
+    """From the portal's own attempts table: the honest students' time split into uploading (the request, checks
+    included), waiting in the queue, grading, and noticing (the page's polling); and the sandbox time each
+    hostile kind's graded jobs took."""
+    sessions = open_database(course.gradebook_url)
+    with sessions() as db:
+        rows = {a.id: a for a in db.execute(select(Attempt)).scalars()}
+    parts: dict[str, list[float]] = {"upload": [], "queue": [], "grading": [], "noticing": []}
+    for r in results:
+        row = rows.get(r.get("attempt"))
+        if not r["done"] or row is None or row.started_at is None or row.finished_at is None:
+            continue
+        queued = (row.started_at - row.uploaded_at).total_seconds()
+        grading = (row.finished_at - row.started_at).total_seconds()
+        parts["upload"].append(r["upload_seconds"])
+        parts["queue"].append(queued)
+        parts["grading"].append(grading)
+        parts["noticing"].append(max(r["seconds"] - r["upload_seconds"] - queued - grading, 0.0))
+    by_kind: dict[str, list[float]] = collections.defaultdict(list)
+    for row in rows.values():
+        if row.student_id in kinds and row.started_at and row.finished_at:
+            by_kind[kinds[row.student_id]].append((row.finished_at - row.started_at).total_seconds())
+    return {"parts": {k: (statistics.median(v), percentile(v, 0.95), max(v)) for k, v in parts.items() if v},
+            "hostile_jobs": {k: (len(v), sum(v), max(v)) for k, v in sorted(by_kind.items())}}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(int(round(share * len(ordered))) - 1, 0)]
 
 
 def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) -> None:
@@ -277,19 +315,39 @@ def report(label: str, figures: dict) -> str:
              f"p50 {num(figures['p50'])} s, p95 {num(figures['p95'])} s (idle portal, one notebook: "
              f"{num(figures['idle_seconds'])} s); longest queue wait shown {figures['shown_wait']:.0f} s; peak "
              f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes"]
+    lines.append(f"{'':<22} honest time split (p50 / p95 / max s): " + "; ".join(
+        f"{part} {p50:.1f} / {p95:.1f} / {top:.1f}" for part, (p50, p95, top) in figures["parts"].items())
+        + f"; the portal process's own CPU {figures['portal_cpu']:.0f} s")
     if figures["attacks"]:
         lines.append(f"{'':<22} hostile students got: " + ", ".join(f"{k} x{v}" for k, v in figures["attacks"].items()))
+    if figures["hostile_jobs"]:
+        lines.append(f"{'':<22} hostile jobs graded (jobs, sandbox s, longest s): " + ", ".join(
+            f"{kind} {n}, {total:.0f}, {top:.1f}" for kind, (n, total, top) in figures["hostile_jobs"].items()))
     return "\n".join(lines)
 
 
-def both_rushes(label: str, run) -> None:
-    """The honest rush, then the same with hostile students; the ratio of the honest p95s."""
-    clean = run(False)
+def both_rushes(label: str, run, groups: list[dict[str, int]]) -> None:
+    """The honest rush, then the same with each group of hostile students; the ratio of the honest p95s."""
+    clean = run(None)
     print(report(f"{label}", clean), flush=True)
-    rough = run(True)
-    print(report(f"{label} + hostile", rough), flush=True)
-    if clean["p95"] and rough["p95"]:
-        print(f"{'':<22} honest p95 with hostile students / without: {rough['p95'] / clean['p95']:.2f}", flush=True)
+    for group in groups:
+        rough = run(group)
+        name = "hostile" if group == HOSTILE else "+".join(group)
+        print(report(f"{label} + {name}", rough), flush=True)
+        if clean["p95"] and rough["p95"]:
+            print(f"{'':<22} honest p95 with {name} / without: {rough['p95'] / clean['p95']:.2f}", flush=True)
+
+
+def hostile_groups(texts: list[str] | None) -> list[dict[str, int]]:
+    """--hostile poison freezer,flooder: one rush per group, each kind with its usual number of students."""
+    groups = []
+    for text in texts or []:
+        unknown = set(text.split(",")) - set(HOSTILE)
+        if unknown:
+            raise SystemExit(f"error: --hostile {text}: {', '.join(sorted(unknown))} unknown; kinds are "
+                             f"{', '.join(HOSTILE)}")
+        groups.append({kind: HOSTILE[kind] for kind in text.split(",")})
+    return groups or [HOSTILE]
 
 
 def arguments(parser) -> None:
@@ -297,6 +355,13 @@ def arguments(parser) -> None:
     parser.add_argument("--spread", type=float, default=120, help="seconds over which the uploads arrive")
     parser.add_argument("--timeout", type=float, default=1200, help="stop after this many seconds")
     parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--hostile", nargs="+", metavar="KINDS", help="instead of all hostile students at once, "
+                        f"one rush per comma-separated group of kinds ({', '.join(HOSTILE)})")
+
+
+def uptime() -> str:
+    """The machine's load averages (1, 5, 15 minutes): other work on the cores shows in every figure."""
+    return ", ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
 def run_command(args) -> int:
@@ -304,15 +369,18 @@ def run_command(args) -> int:
     jobs = args.jobs or len(os.sched_getaffinity(0))
     print(f"{args.students} students, uploads spread over {args.spread:.0f} s, {jobs} grading sandboxes, "
           f"{os.cpu_count()} cores", flush=True)
-    print(f"hostile students mixed into the second rush: {', '.join(f'{n} {k}' for k, n in HOSTILE.items())}",
+    print(f"hostile students mixed into the later rushes: {', '.join(f'{n} {k}' for k, n in HOSTILE.items())}",
           flush=True)
+    groups = hostile_groups(args.hostile)
+    print(f"load at start: {uptime()}", flush=True)
     if args.database in ("sqlite", "both"):
         both_rushes("SQLite", lambda hostile: run_once(source_root, args.students, jobs, args.spread, args.timeout,
-                                                       None, hostile))
+                                                       None, hostile), groups)
     if args.database in ("postgresql", "both"):
-        def on_postgres(hostile: bool) -> dict:
+        def on_postgres(hostile: dict[str, int] | None) -> dict:
             with postgres_server(max_connections=200) as url:        # a fresh database for each rush
                 return run_once(source_root, args.students, jobs, args.spread, args.timeout, url, hostile)
-        both_rushes("PostgreSQL", on_postgres)
+        both_rushes("PostgreSQL", on_postgres, groups)
+    print(f"load at end: {uptime()}", flush=True)
     return 0
 

@@ -121,6 +121,8 @@ class Attempt(Base):
     max_score: Mapped[float | None] = mapped_column(Float)
     result_json: Mapped[str | None] = mapped_column(Text)
     promoted: Mapped[bool] = mapped_column(Boolean, default=False)  # stored in the gradebook as the one that counts
+    grading_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # sandbox time its runs took (fair share)
+    full_run: Mapped[bool] = mapped_column(Boolean, default=False)  # its short first run was stopped: next in full
 
 
 class SchemaVersion(Base):
@@ -130,8 +132,9 @@ class SchemaVersion(Base):
     version: Mapped[int] = mapped_column(Integer)
 
 
-# 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline
-SCHEMA_VERSION = 4
+# 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
+# 5: attempt.grading_seconds and full_run
+SCHEMA_VERSION = 5
 
 
 def engine_for(url: str):

@@ -1,9 +1,17 @@
 """The grading queue is the attempts table: a job is a row, claimed by a conditional UPDATE (so two workers
 never take the same one), and a restart puts back every job a dead process was running.
 
-The queue is fair between students, in rounds: every student's first waiting job comes before anyone's second,
-and a student with a job running comes after those without. So a classmate waits for at most one job per
-student ahead of them, however many one student uploads (the policy also caps a student's waiting jobs)."""
+The queue shares the sandboxes by grading time: the student who has used the least sandbox time lately
+(`[sharing] usage_window_minutes`) goes first, a student's second waiting job counts as if their first had
+taken a typical job's time, and a running job counts at least that. So a student's first upload waits only for
+other students' first uploads, and whoever has burnt sandbox time (many attempts, slow or looping notebooks)
+waits behind everyone who has burnt less, however many uploads they send (the policy also caps a student's
+waiting jobs).
+
+A job's first run is short while other students wait (`[sharing] rush_notebook_seconds`): a notebook that needs
+longer goes back to the queue marked `full_run`, charged for the time it used, and runs again with its full time
+only when no other student's job waits, on at most all sandboxes but one; so no notebook can hold the
+sandboxes of a class in a rush."""
 from __future__ import annotations
 
 import collections
@@ -13,9 +21,11 @@ import math
 from sqlalchemy import func, select, update
 
 from posenc_autograder.portal.models import WAITING, Attempt, Status, utcnow
+from posenc_autograder.settings import Sharing
 
 RECENT_JOBS = 20                      # grading times averaged for the wait a student is shown
 DEFAULT_JOB_SECONDS = 5.0
+USAGE_WINDOW = dt.timedelta(minutes=Sharing().usage_window_minutes)     # a course's own: the worker passes it
 
 
 def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size: int, late: bool,
@@ -30,28 +40,43 @@ def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size:
     return attempt
 
 
-def fair_order(db) -> list[int]:
-    """The queued jobs in the order they will be graded: by the student's jobs running, then the job's place among
-    that student's waiting jobs (rounds), then upload order."""
+def used_seconds(db, now: dt.datetime, window: dt.timedelta, typical: float) -> collections.Counter:
+    """Sandbox seconds each student used lately: the runs of their attempts uploaded within `window`, and for a job
+    running now what it has run so far, at least `typical` (it will take about that)."""
+    used: collections.Counter = collections.Counter()
+    for student, seconds in db.execute(select(Attempt.student_id, func.sum(Attempt.grading_seconds))
+                                       .where(Attempt.uploaded_at >= now - window).group_by(Attempt.student_id)):
+        used[student] += seconds or 0.0
+    for student, started in db.execute(select(Attempt.student_id, Attempt.started_at)
+                                       .where(Attempt.status == Status.RUNNING)):
+        used[student] += max((now - started).total_seconds() if started else 0.0, typical)
+    return used
+
+
+def fair_order(db, window: dt.timedelta = USAGE_WINDOW) -> list[int]:
+    """The queued jobs in the order they will be graded: least sandbox time used first, each student's later
+    waiting jobs counted as if the earlier ones had taken a typical job's time; then upload order."""
+    now, typical = utcnow(), mean_job_seconds(db)
     queued = db.execute(select(Attempt.id, Attempt.student_id).where(Attempt.status == Status.QUEUED)
                         .order_by(Attempt.id)).all()
-    running = collections.Counter(db.execute(select(Attempt.student_id).where(Attempt.status == Status.RUNNING))
-                                  .scalars())
+    used = used_seconds(db, now, window, typical)
     place: collections.Counter = collections.Counter()
     ranked = []
     for job, student in queued:
-        ranked.append((running[student], place[student], job))
+        ranked.append((used[student] + place[student] * typical, job))
         place[student] += 1
-    return [job for *_, job in sorted(ranked)]
+    return [job for _, job in sorted(ranked)]
 
 
-def claim(db) -> int | None:
-    """Take the next job in fair order (committed as running), or None when the queue is empty."""
+def claim(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1) -> int | None:
+    """Take the next job in fair order (committed as running), or None when none may run now. A job whose short
+    run was stopped (`full_run`) runs only when no other student's job waits, and never on the last free slot
+    of several (`slots`: the sandboxes), so a long run cannot hold them all."""
     while True:
-        order = fair_order(db)
-        if not order:
+        order = fair_order(db, window)
+        job = next((j for j in order if may_start(db, j, order, slots)), None)
+        if job is None:
             return None
-        job = order[0]
         taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == Status.QUEUED)
                            .values(status=Status.RUNNING, started_at=utcnow(), runs=Attempt.runs + 1)).rowcount
         db.commit()
@@ -59,8 +84,44 @@ def claim(db) -> int | None:
             return job
 
 
+def may_start(db, job: int, order: list[int], slots: int) -> bool:
+    full_run, student = db.execute(select(Attempt.full_run, Attempt.student_id).where(Attempt.id == job)).one()
+    if not full_run:
+        return True
+    others = db.execute(select(func.count()).select_from(Attempt).where(
+        Attempt.id.in_(order), Attempt.student_id != student)).scalar_one()
+    long_runs = db.execute(select(func.count()).select_from(Attempt).where(
+        Attempt.status == Status.RUNNING, Attempt.full_run)).scalar_one()
+    return others == 0 and long_runs < max(slots - 1, 1)
+
+
+def others_waiting(db, attempt_id: int) -> bool:
+    """Does another student's job wait now (then a job's run is short, `rush_notebook_seconds`)?"""
+    student = db.get(Attempt, attempt_id).student_id
+    return db.execute(select(func.count()).select_from(Attempt).where(
+        Attempt.status == Status.QUEUED, Attempt.student_id != student)).scalar_one() > 0
+
+
+def charge(db, attempt_id: int, now: dt.datetime | None = None) -> None:
+    """Add the run that is ending to the job's sandbox time (the caller commits)."""
+    attempt = db.get(Attempt, attempt_id)
+    if attempt is not None and attempt.started_at is not None:
+        seconds = max(((now or utcnow()) - attempt.started_at).total_seconds(), 0.0)
+        db.execute(update(Attempt).where(Attempt.id == attempt_id)
+                   .values(grading_seconds=func.coalesce(Attempt.grading_seconds, 0.0) + seconds))
+
+
+def run_in_full_later(db, attempt_id: int) -> None:
+    """A job whose short run was stopped: charged, back in the queue, to run with its full time."""
+    charge(db, attempt_id)
+    db.execute(update(Attempt).where(Attempt.id == attempt_id, Attempt.status == Status.RUNNING)
+               .values(status=Status.QUEUED, full_run=True))
+    db.commit()
+
+
 def requeue(db, attempt_id: int) -> None:
     """A running job back to the queue (its grading failed for the grader's reasons, or its thread died)."""
+    charge(db, attempt_id)
     db.execute(update(Attempt).where(Attempt.id == attempt_id, Attempt.status == Status.RUNNING)
                .values(status=Status.QUEUED))
     db.commit()
@@ -93,7 +154,7 @@ def poll_seconds(status: str, wait: float) -> float:
     return 1.0 if status == Status.RUNNING else min(max(wait / 4, 1.0), 10.0)
 
 
-def waiting(db, attempt: Attempt, workers: int) -> tuple[int, float]:
+def waiting(db, attempt: Attempt, workers: int, window: dt.timedelta = USAGE_WINDOW) -> tuple[int, float]:
     """(jobs ahead of this one, estimated seconds until it is graded)."""
     if attempt.status not in WAITING:
         return 0, 0.0
@@ -101,7 +162,7 @@ def waiting(db, attempt: Attempt, workers: int) -> tuple[int, float]:
     if attempt.status == Status.RUNNING:
         elapsed = (utcnow() - attempt.started_at).total_seconds() if attempt.started_at else 0.0
         return 0, max(mean - elapsed, 1.0)
-    order = fair_order(db)
+    order = fair_order(db, window)
     ahead = order.index(attempt.id) if attempt.id in order else 0
     return ahead, (math.floor(ahead / max(workers, 1)) + 1) * mean
 

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import functools
 import logging
+import math
 import urllib.parse
 import weakref
 
@@ -335,17 +336,32 @@ async def assignment(request: Request, session, name: str):
 @student_page
 @released_assignment
 async def upload(request: Request, session, name: str):
-    form = await request.form(max_files=1, max_fields=4)
-    if not auth.csrf_ok(session, form.get("csrf")):
-        return message("Form expired", "Reload the page and upload again.", 403, session)
-    back = (f"/assignments/{name}", "back")
-    file = form.get("notebook")
-    if not isinstance(file, UploadFile):
-        return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session, back)
+    """An upload is refused before its body is read when the student may not upload now (the policy, a wait after
+    refused files, another of their uploads being checked); then read and checked, one at a time per student."""
+    portal, student, back = portal_of(request), session.student_id, (f"/assignments/{name}", "back")
+    wait = portal.gate.wait_seconds(student)
+    if wait > 0:
+        return unread(message("Wait before uploading", f"The last file you uploaded could not be graded, so your "
+                              f"next upload is read in {math.ceil(wait)} s (the wait doubles after each such file "
+                              f"in a row). This upload was not read and used no attempt.", 429, session, back),
+                      wait)
+    refusal = await run_in_threadpool(portal.upload_refusal, student, name)
+    if refusal:
+        return unread(message("Upload not accepted", f"Not accepted: {refusal}.", 403, session, back))
+    if not portal.gate.enter(student):
+        return unread(message("Wait before uploading", "Your previous upload is still being checked; this one was "
+                              "not read and used no attempt.", 429, session, back), 5)
+    refused = None
     try:
-        outcome, detail = await checked_upload(request, session.student_id, name, file)
-    except UploadsBusy:
-        outcome = "busy"
+        outcome, detail = await read_and_check(request, session, name)
+        refused = outcome == "unreadable" if outcome in ("unreadable", "queued", "again") else None
+    except BodyTooLarge:
+        refused = True
+        raise
+    finally:
+        portal.gate.leave(student, refused)
+    if isinstance(outcome, Response):
+        return outcome
     if outcome == "busy":
         return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this one "
                        "was not accepted and used no attempt).", 503, session, back)
@@ -356,6 +372,30 @@ async def upload(request: Request, session, name: str):
     status = 403 if outcome == "refused" else 400
     title = "Upload not accepted" if outcome == "refused" else "Not a notebook we can grade"
     return message(title, f"Not accepted: {detail}.", status, session, back)
+
+
+async def read_and_check(request: Request, session, name: str):
+    """(outcome, detail) of accept_upload, or (a response, None) for a form without its token or file."""
+    form = await request.form(max_files=1, max_fields=4)
+    if not auth.csrf_ok(session, form.get("csrf")):
+        return message("Form expired", "Reload the page and upload again.", 403, session), None
+    file = form.get("notebook")
+    if not isinstance(file, UploadFile):
+        return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session,
+                       (f"/assignments/{name}", "back")), None
+    try:
+        return await checked_upload(request, session.student_id, name, file)
+    except UploadsBusy:
+        return "busy", None
+
+
+def unread(response: Response, retry_after: float | None = None) -> Response:
+    """An answer sent without reading the request's body: the connection closes after it (its unread bytes
+    cannot be skipped cheaply), and a wait is said in Retry-After too."""
+    response.headers["connection"] = "close"
+    if retry_after is not None:
+        response.headers["retry-after"] = str(math.ceil(retry_after))
+    return response
 
 
 async def checked_upload(request: Request, student: str, name: str, file: UploadFile):

@@ -18,6 +18,7 @@ from posenc_autograder import settings
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
+from posenc_autograder.portal.gate import UploadGate
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
@@ -55,6 +56,7 @@ class Portal:
         self.course = course
         self.assignments = released_assignments(course)
         self.upload_bytes = settings.load(course).caps.notebook_bytes      # [caps] in course.toml
+        self.gate = UploadGate(settings.load(course).sharing)               # [sharing]: waits after refused files
         self.sessions = database(course, register)
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
         secret, self.secret_file = auth.instructor_secret(course)
@@ -164,7 +166,8 @@ class Portal:
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
         counting = rules.counting_attempt(policy, attempts)
-        return {"name": assignment, "policy": policy, "deadline": rules.deadline(policy, extension),
+        return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
+                "deadline": rules.deadline(policy, extension),
                 "extended": extension is not None, "on_time_until": rules.on_time_until(policy, extension),
                 "closes_at": rules.closes_at(policy, extension),
                 "decision": rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student)),
@@ -179,13 +182,13 @@ class Portal:
 
     def status(self, attempt: Attempt) -> dict:
         with self.sessions() as db:
-            ahead, wait = queue.waiting(db, attempt, self.worker.jobs)
+            ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window)
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
         shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == Status.GRADED
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
-                "late": attempt.late}
+                "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
 
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool]:
         """(result, level, inputs shown, points shown) for a graded attempt, as the policy allows now."""
@@ -203,6 +206,14 @@ class Portal:
             lock = self._student_locks.setdefault(student, threading.Lock())
         with lock:
             yield
+
+    def upload_refusal(self, student: str, assignment: str) -> str | None:
+        """Why the policy refuses this student's next upload now, asked before its body is read (None: it may
+        come; accept_upload asks again with the file)."""
+        with self.sessions() as db:
+            policy, extension, attempts = self.rules_for(db, student, assignment)
+            decision = rules.may_upload(policy, extension, attempts, self.now(), queue.waiting_jobs(db, student))
+        return None if decision.allowed else decision.reason
 
     def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes) -> tuple[str, str | int]:
         """('queued' | 'again', attempt id) or ('refused' | 'unreadable' | 'busy', why). The file is on disk and

@@ -25,6 +25,8 @@ MAX_JSON_VALUES = 500_000            # arrays, objects and their items: 2,000 ce
 UPLOADS_DIRECTORY = "autograder/uploads"
 SCAN_CHUNK = 1 << 20                 # bytes scanned at once: the scan's memory is a few times this, whatever the file
 QUOTE, BACKSLASH, COMMA = ord('"'), ord("\\"), ord(",")
+FIRST_LOOK = 4096                    # the bytes looked at before any scan: a notebook starts with {
+WHITESPACE, BOM = b" \t\r\n", b"\xef\xbb\xbf"
 
 
 @dataclasses.dataclass
@@ -37,14 +39,19 @@ class Shape:
     backslashes: int = 0             # the run of backslashes the text scanned so far ends with
 
 
-def json_shape(data: bytes, chunk: int = SCAN_CHUNK) -> Shape:
+def json_shape(data: bytes, chunk: int = SCAN_CHUNK, max_depth: int | None = None,
+               max_values: int | None = None) -> Shape:
     """Nesting depth and value count of JSON text without parsing it, in one linear pass (numpy, a chunk at a
     time). A quote ends or starts a string unless an odd run of backslashes precedes it; brackets and commas
     count only outside strings. Exact for valid JSON; for invalid JSON exact up to the first error, which is
-    as far as any parser builds."""
+    as far as any parser builds. With caps, the scan stops after the first chunk that passes one (the shape
+    then says so, and a file refused for its values costs a megabyte's scan, not the whole file's)."""
     shape = Shape()
     for start in range(0, len(data), chunk):
         _scan(np.frombuffer(data, np.uint8, count=min(chunk, len(data) - start), offset=start), shape)
+        if (max_depth is not None and shape.depth > max_depth) or (max_values is not None and
+                                                                     shape.values > max_values):
+            break
     return shape
 
 
@@ -83,7 +90,9 @@ def problem(data: bytes, max_bytes: int = MAX_UPLOAD_BYTES) -> str | None:
     if len(data) > max_bytes:
         return (f"the file is larger than the {settings.size(max_bytes)} accepted; clear the outputs "
                 f"(Kernel > Restart & Clear Output) and upload it again")
-    shape = json_shape(data)
+    if not data[:FIRST_LOOK].lstrip(WHITESPACE).removeprefix(BOM).lstrip(WHITESPACE).startswith(b"{"):
+        return "the file is not a notebook (a notebook is a JSON object, starting with {); upload your .ipynb file"
+    shape = json_shape(data, max_depth=MAX_JSON_DEPTH, max_values=MAX_JSON_VALUES)
     if shape.depth > MAX_JSON_DEPTH:
         return "the file nests JSON deeper than any notebook does; re-download or re-export it from Jupyter"
     if shape.values > MAX_JSON_VALUES:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import json
 import logging
 import threading
@@ -55,6 +56,10 @@ class GraderFailed(Exception):
     """The grader (not the student's code) could not grade this attempt: it is retried, up to MAX_RUNS runs."""
 
 
+class StoppedShort(Exception):
+    """The job's short run (others were waiting) reached its time: it runs again in full later, ungraded so far."""
+
+
 class Worker:
     """Grading threads, each taking one job at a time, and a supervisor that replaces any thread that dies.
 
@@ -68,6 +73,7 @@ class Worker:
                  execute: Execute = execute_task):
         self.course, self.sessions, self.jobs, self.execute = course, sessions, jobs, execute
         self.limits = limits or settings.load(course).sandbox      # the course's ([sandbox] in course.toml)
+        self.sharing = settings.load(course).sharing                # [sharing]: the queue's order, short runs
         self.wake, self.stopping = threading.Event(), threading.Event()
         self.store_lock = threading.Lock()           # one writer for the gradebook, submitted/ and the roster
         self.threads: dict[int, threading.Thread] = {}
@@ -144,11 +150,15 @@ class Worker:
         recorded as grader errors on the way, never run again."""
         while True:
             with self.sessions() as db:
-                job = queue.claim(db)
+                job = queue.claim(db, self.usage_window, self.jobs)
                 runs = db.get(Attempt, job).runs if job is not None else 0
             if job is None or runs <= MAX_RUNS:
                 return job
             self._give_up(job, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
+
+    @property
+    def usage_window(self) -> dt.timedelta:
+        return dt.timedelta(minutes=self.sharing.usage_window_minutes)
 
     def _loop(self, slot: int) -> None:
         while not self.stopping.is_set():
@@ -177,6 +187,11 @@ class Worker:
                 uploads.write_durably(uploads.executed_path(self.course, attempt.student_id, attempt.assignment,
                                                             attempt.id), encode_text(executed))
             self._record(attempt_id, Status.GRADED, result)
+        except StoppedShort:
+            with self.sessions() as db:
+                queue.run_in_full_later(db, attempt_id)
+            log.info("attempt %s: its short run was stopped while others waited; it runs in full later", attempt_id)
+            return
         except Exception as exc:  # noqa: BLE001 - this job's failure, retried or recorded on it alone
             self._failed(attempt, exc)
             return
@@ -186,12 +201,15 @@ class Worker:
         """(result, executed notebook); GraderFailed (or anything else) when the grader could not grade it."""
         submission = self._submission(attempt)
         limits = self.limits_for(attempt.assignment)
-        prepared = prepare(self.course, submission, limits, isolate=True)
+        short = self.short_run(attempt, limits)
+        prepared = prepare(self.course, submission, short or limits, isolate=True)
         if isinstance(prepared, NotebookResult):              # unreadable: nothing to run
             return prepared, None
         execution = self.execute(prepared)
         if execution.failure is not None:
             raise GraderFailed(execution.failure)
+        if short is not None and any(e.get("event") == "notebook_time_limit" for e in execution.events):
+            raise StoppedShort()
         result = judge(self.course, submission, execution, limits)
         evidence.keep_graded(self.course, submission, execution,     # every attempt's, for when it counts
                              uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id))
@@ -209,12 +227,24 @@ class Worker:
         seconds = min(policy.notebook_seconds or self.limits.notebook_seconds, self.limits.notebook_seconds)
         return dataclasses.replace(self.limits, notebook_seconds=seconds)
 
+    def short_run(self, attempt: Attempt, limits: Limits) -> Limits | None:
+        """The limits of a short first run ([sharing] rush_notebook_seconds) when other students' jobs wait and
+        the notebook's own time is longer; None: run with `limits` in full."""
+        seconds = self.sharing.rush_notebook_seconds
+        if attempt.full_run or not seconds or seconds >= limits.notebook_seconds:
+            return None
+        with self.sessions() as db:
+            if not queue.others_waiting(db, attempt.id):
+                return None
+        return dataclasses.replace(limits, notebook_seconds=seconds)
+
     def _submission(self, attempt: Attempt) -> Submission:
         return Submission(attempt.student_id, attempt.assignment, attempt.notebook,
                           uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256))
 
     def _record(self, attempt_id: int, status: Status, result: NotebookResult) -> None:
         with self.sessions() as db:
+            queue.charge(db, attempt_id)
             db.execute(update(Attempt).where(Attempt.id == attempt_id).values(
                 status=status, finished_at=utcnow(), score=result.score, max_score=result.max_score,
                 result_json=json.dumps(result.to_json())))

@@ -21,7 +21,11 @@ function poll(url, every, onData) {
   setTimeout(tick, every);
 }
 
+const LONG_RUN = "your notebook needed longer than a short run while other students' notebooks waited; it runs "
+  + "again with its full time as soon as no one else's notebook waits (this uses no extra attempt).";
+
 function describe(s) {
+  if (s.status === "queued" && s.full_run) return `Queued: ${LONG_RUN}`;
   if (s.status === "queued") return `Queued: ${s.ahead} ahead of yours, about ${Math.round(s.wait_seconds)} s to wait.`;
   if (s.status === "running") return `Running in the grading sandbox (about ${Math.round(s.wait_seconds)} s left).`;
   if (s.status === "graded") return s.score === null ? "Graded." : `Graded: ${s.score} / ${s.max_score}.`;
