@@ -17,7 +17,8 @@ class Course:
 
 @pytest.mark.parametrize("module", ["grading/execute.py", "sandbox/seccomp.py", "probes/codec.py",
                                     "checks/diagnosis.py",
-                                    "probes/runner.py", "checks/positional_encoding/reference.py"])
+                                    "probes/runner.py", "checks/positional_encoding/reference.py",
+                                    "records/evidence.py"])
 def test_a_change_to_any_module_that_judges_changes_the_fingerprint(tmp_path, module, monkeypatch):
     package = tmp_path / "posenc_autograder"
     shutil.copytree(regrade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))

@@ -14,9 +14,11 @@ from posenc_autograder.sandbox.bubblewrap import Limits
 
 
 # The code that decides a score, by package: a change anywhere in these is a new grader, not a flaky rerun.
-# (Reports, records, integrity, authoring and devtools only present or store what these decided.)
+# (Reports, records, integrity, authoring and devtools only present or store what these decided; the evidence is
+# the exception, its digests compared across the whole class.)
 GRADING_PACKAGES = ("checks", "probes", "sandbox", "grading", "intake")
-GRADING_MODULES = ("course.py", "results.py")
+GRADING_MODULES = ("course.py", "results.py",
+                   "records/evidence.py")   # the integrity evidence's digests: a new format must rewrite them all
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
 

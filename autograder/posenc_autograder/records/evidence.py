@@ -101,47 +101,67 @@ def unfinished(answer) -> bool:
     return isinstance(answer, dict) and str(answer.get("error", "")).startswith(NOT_EVIDENCE)
 
 
-def _rounded(array: np.ndarray, offset: float) -> np.ndarray:
-    """Every float rounded to KEPT_BITS significant bits on a grid moved by `offset` steps."""
-    array = np.where(np.abs(array) < 1e-300, 0.0, array)     # an ulp from zero is zero
+GRIDS = (0.0, 0.5)      # the two rounding grids, in steps of KEPT_BITS significant bits
+
+
+def _rounded(array: np.ndarray, offsets=GRIDS) -> list[np.ndarray]:
+    """Every float, flattened, rounded to KEPT_BITS significant bits on each grid moved by `offsets` steps (one split
+    into mantissa and exponent for all grids, each grid computed in place; NaN and infinities kept as they are)."""
+    array = np.ravel(array)
+    tiny = np.abs(array) < 1e-300
+    if tiny.any():
+        array = np.where(tiny, 0.0, array)                  # an ulp from zero is zero
     mantissa, exponent = np.frexp(array)
-    kept = np.ldexp(np.rint(mantissa * 2.0 ** KEPT_BITS + offset) - offset, exponent - KEPT_BITS) + 0.0
-    return np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array))
+    mantissa *= 2.0 ** KEPT_BITS
+    exponent -= KEPT_BITS
+    finite = bool(np.isfinite(array).all())
+    grids = []
+    for offset in offsets:
+        kept = np.add(mantissa, offset)
+        np.rint(kept, out=kept)
+        kept -= offset
+        np.ldexp(kept, exponent, out=kept)
+        kept += 0.0                                         # -0.0 is 0.0
+        grids.append(kept if finite else np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array)))
+    return grids
 
 
-def _digest(digest, value, offset: float) -> None:
-    """Feed an answer to the digest: its structure, its plain values and its floats' rounded bytes, each
-    tagged with its kind and length so that no two different answers feed the same bytes."""
+def _digest(digests, value) -> None:
+    """Feed an answer to one digest per grid: its structure, its plain values and its floats' rounded bytes,
+    each tagged with its kind and length so that no two different answers feed the same bytes."""
     if isinstance(value, dict):
-        digest.update(b"{%d;" % len(value))
+        _update(digests, b"{%d;" % len(value))
         for key in sorted(value, key=str):
-            _text(digest, str(key))
-            _digest(digest, value[key], offset)
+            _text(digests, str(key))
+            _digest(digests, value[key])
     elif isinstance(value, (list, tuple)):
-        digest.update(b"[%d;" % len(value))
+        _update(digests, b"[%d;" % len(value))
         for item in value:
-            _digest(digest, item, offset)
+            _digest(digests, item)
     elif isinstance(value, np.ndarray) or (isinstance(value, float) and not isinstance(value, bool)):
         array = np.asarray(value, dtype=np.float64)
-        digest.update(b"a%s;" % ",".join(map(str, array.shape)).encode())
-        digest.update(np.ascontiguousarray(_rounded(array, offset), dtype="<f8").tobytes())
+        _update(digests, b"a%s;" % ",".join(map(str, array.shape)).encode())
+        for digest, rounded in zip(digests, _rounded(array)):
+            digest.update(np.ascontiguousarray(rounded, dtype="<f8"))
     else:
-        _text(digest, f"{type(value).__name__}:{value!r}")
+        _text(digests, f"{type(value).__name__}:{value!r}")
 
 
-def _text(digest, text: str) -> None:
+def _update(digests, data: bytes) -> None:
+    for digest in digests:
+        digest.update(data)
+
+
+def _text(digests, text: str) -> None:
     data = text.encode("utf-8", "surrogatepass")
-    digest.update(b"s%d;" % len(data) + data)
+    _update(digests, b"s%d;" % len(data) + data)
 
 
 def answer_keys(answer) -> list[str]:
     """Two digests of an answer, one per rounding grid: answers a few ulps apart share at least one."""
-    keys = []
-    for offset in (0.0, 0.5):
-        digest = hashlib.blake2b(digest_size=10)
-        _digest(digest, answer, offset)
-        keys.append(digest.hexdigest())
-    return keys
+    digests = [hashlib.blake2b(digest_size=10) for _ in GRIDS]
+    _digest(digests, answer)
+    return [digest.hexdigest() for digest in digests]
 
 
 def describe(answer) -> str:
@@ -224,7 +244,9 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
 
 
 def write(target: pathlib.Path, evidence: Evidence) -> None:
-    payload = dataclasses.asdict(evidence)
+    # Field by field rather than dataclasses.asdict, which deep-copies every record kept only to be encoded here.
+    payload = {field.name: getattr(evidence, field.name) for field in dataclasses.fields(evidence)}
+    payload["answers"] = [dict(vars(answer)) for answer in evidence.answers]
     payload["variant"] = None if evidence.variant is None else str(evidence.variant)   # JSON loses 64-bit ints
     arrays: list = []
     skeleton = codec.dumps(payload, arrays)

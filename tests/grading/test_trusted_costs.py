@@ -1,0 +1,94 @@
+"""The trusted side's work per notebook, each piece done once and only where it can matter: cells with no magic are
+not parsed for magics, both rounding grids of an answer come from one split of its floats, the evidence file is
+encoded without copying the records it keeps, and the grader's own numpy runs single-threaded."""
+import copy
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from posenc_autograder.probes import magics
+from posenc_autograder.records import evidence
+
+
+class NoTransformer:
+    def __init__(self):
+        raise AssertionError("the cell was handed to IPython's transformer")
+
+
+def test_a_cell_without_escapes_is_not_tokenised(monkeypatch):
+    import IPython.core.inputtransformer2 as transformer
+    monkeypatch.setattr(transformer, "TransformerManager", NoTransformer)
+    assert magics.skipped_in("import numpy as np\ndef f(x):\n    return x * 2  # no magic here\n") == []
+
+
+def test_cells_that_may_hold_a_skipped_call_are_still_read():
+    assert magics.skipped_in("if 1 != 2:\n    !ls\n") == [magics.Skipped("!", 2)]
+    assert magics.skipped_in("x = 1\nget_ipython().system('ls')\n") == [magics.Skipped("!", 2)]
+    # Python reads a fullwidth letter as its plain one: this is get_ipython().system, and it is skipped too
+    assert magics.skipped_in("\uff47et_ipython().system('ls')\n") == [magics.Skipped("!", 1)]
+    assert magics.skipped_in("%pip install torch\n") == [magics.Skipped("%pip", 1)]
+
+
+def _grid(array, offset):
+    """One grid's rounding as the evidence defines it: KEPT_BITS significant bits, the grid moved by `offset` steps,
+    tiny values as zero, NaN and infinities as they are."""
+    array = np.where(np.abs(array) < 1e-300, 0.0, array)
+    mantissa, exponent = np.frexp(array)
+    kept = np.ldexp(np.rint(mantissa * 2.0 ** evidence.KEPT_BITS + offset) - offset,
+                    exponent - evidence.KEPT_BITS) + 0.0
+    return np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array))
+
+
+EDGES = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-301, 5e-324, 1e-300, 2.2250738585072014e-308,
+                  1.7976931348623157e308, -1.7976931348623157e308, 1.0, 0.5, 1 - 2 ** -53, 3.0, -7.5e200])
+
+
+@pytest.mark.parametrize("values", [EDGES, np.random.default_rng(0).normal(size=(40, 7)) * 1e5,
+                                    np.float64(-2.5), np.array(4.0), np.zeros((0, 3))],
+                         ids=["edges", "table", "number", "0-d", "empty"])
+def test_both_grids_round_as_each_grid_alone(values):
+    with np.errstate(over="ignore"):
+        grids = evidence._rounded(np.asarray(values, dtype=np.float64))
+        for offset, rounded in zip(evidence.GRIDS, grids):
+            alone = np.ravel(_grid(np.asarray(values, dtype=np.float64), offset))
+            assert rounded.tobytes() == alone.tobytes(), offset
+
+
+def test_an_answers_floats_are_split_once_for_both_grids(monkeypatch):
+    splits = []
+    real = np.frexp
+    monkeypatch.setattr(evidence.np, "frexp", lambda array: splits.append(1) or real(array))
+    keys = evidence.answer_keys({"value": np.linspace(0, 1, 50), "scale": 2.0})
+    assert len(keys) == 2 and len(splits) == 2           # two arrays (the table, the number), each split once
+
+
+def test_the_evidence_file_is_written_without_copying_its_records(tmp_path, monkeypatch):
+    table = np.arange(12.0).reshape(3, 4)
+    kept = evidence.Evidence("s", "a", "n", 2 ** 60 + 1, "code", [evidence.Answer("t", "/v", ["k", "l"], True, "d")],
+                             {"t": ["k"]}, {"t": {"observations": {"v": {"value": table}, "n": [1, "x", None]}}})
+
+    def no_copy(*args, **kwargs):
+        raise AssertionError("a record was copied to be written")
+
+    monkeypatch.setattr(copy, "deepcopy", no_copy)
+    evidence.write(tmp_path / "s.npz", kept)
+    monkeypatch.undo()
+    back = evidence.read(tmp_path / "s.npz")
+    assert back.variant == kept.variant and back.answers == kept.answers and back.own_keys == kept.own_keys
+    assert np.array_equal(back.own_failing["t"]["observations"]["v"]["value"], table)
+    assert back.own_failing["t"]["observations"]["n"] == [1, "x", None]
+
+
+def _blas_threads(**env) -> str:
+    code = "import os, posenc_autograder; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    clean = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    return subprocess.run([sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_the_graders_numpy_is_single_threaded_unless_told_otherwise():
+    assert _blas_threads() == "1"
+    assert _blas_threads(OPENBLAS_NUM_THREADS="2") == "2"
