@@ -92,3 +92,19 @@ def _blas_threads(**env) -> str:
 def test_the_graders_numpy_is_single_threaded_unless_told_otherwise():
     assert _blas_threads() == "1"
     assert _blas_threads(OPENBLAS_NUM_THREADS="2") == "2"
+
+
+def test_a_jobs_notebook_is_not_cut_into_pieces_for_its_secrets(monkeypatch):
+    from posenc_autograder.grading import execute
+    cut = []
+    real = execute._pieces
+    monkeypatch.setattr(execute, "_pieces", lambda text: cut.append(text) or real(text))
+    grader = execute.code_only("def probe(ns, data):\n    return attempt(ns['f'], data['secret_offset_for_all'])\n")
+    public = "def f(x):\n    return x\n" * 500 + "attempt(ns['f'], data['secret_offset_for_all'])"
+    secrets = execute.secret_windows(grader, public)
+    assert public not in cut
+    rng = np.random.default_rng(3)
+    text = grader + public
+    for start in rng.integers(0, len(text) - execute.QUOTE_WINDOW, 300):        # the old rule: every public piece out
+        piece = text[start:start + execute.QUOTE_WINDOW]
+        assert (piece in secrets) == (piece in real(grader) - real(public)), piece

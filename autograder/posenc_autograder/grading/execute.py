@@ -79,9 +79,28 @@ def public_text(nb) -> str:
     return "\n".join(cell.source for cell in nb.cells)
 
 
-def secret_windows(grader_text: str, public: str) -> frozenset[str]:
+def secret_windows(grader_text: str, public: str) -> SecretWindows:
     """The QUOTE_WINDOW-character pieces of the grader's text that the student has not seen: only they are secret."""
-    return _windows(grader_text) - _pieces(public)
+    return SecretWindows(_windows(grader_text), public)
+
+
+class SecretWindows:
+    """The secret pieces, asked one at a time: a piece of the grader's text is secret unless the public text holds it.
+    Only the pieces a message shares with the grader's text are looked for in the public text (once each), instead
+    of cutting every job's whole notebook into pieces when most jobs have no message at all."""
+
+    def __init__(self, grader: frozenset[str], public: str):
+        self.grader, self.public, self.known = grader, public, {}
+
+    def __contains__(self, piece: str) -> bool:
+        if piece not in self.grader:
+            return False
+        if piece not in self.known:      # pieces are QUOTE_WINDOW long: held by the text iff one of its pieces
+            self.known[piece] = piece not in self.public
+        return self.known[piece]
+
+    def __bool__(self) -> bool:
+        return bool(self.grader)
 
 
 def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text, seconds: float) -> Execution:
@@ -140,9 +159,9 @@ def _windows(grader_text: str) -> frozenset[str]:
     return _pieces(grader_text)
 
 
-def _quotes(line: str, grader_text: str | frozenset[str]) -> bool:
-    """Whether the line holds a piece of the grader's text (or of the secret windows, already cut)."""
-    windows = grader_text if isinstance(grader_text, frozenset) else _windows(grader_text)
+def _quotes(line: str, grader_text: str | SecretWindows) -> bool:
+    """Whether the line holds a piece of the grader's text (or one of its secret pieces)."""
+    windows = _windows(grader_text) if isinstance(grader_text, str) else grader_text
     return any(line[i:i + QUOTE_WINDOW] in windows for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
 
 
