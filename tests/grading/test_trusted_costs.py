@@ -2,6 +2,8 @@
 not parsed for magics, both rounding grids of an answer come from one split of its floats, the evidence file is
 encoded without copying the records it keeps, and the grader's own numpy runs single-threaded."""
 import copy
+import json
+import pathlib
 import os
 import subprocess
 import sys
@@ -108,3 +110,57 @@ def test_a_jobs_notebook_is_not_cut_into_pieces_for_its_secrets(monkeypatch):
     for start in rng.integers(0, len(text) - execute.QUOTE_WINDOW, 300):        # the old rule: every public piece out
         piece = text[start:start + execute.QUOTE_WINDOW]
         assert (piece in secrets) == (piece in real(grader) - real(public)), piece
+
+
+TRANSFORM_SCRIPT = r"""
+import json, pathlib, sys
+import nbformat
+from IPython.core import inputtransformer2
+from posenc_autograder.probes.shell_runner import kernel_shell
+shell = kernel_shell()
+manager = shell.input_transformer_manager
+cells = [c.source for path in sorted(pathlib.Path(sys.argv[1]).glob("*/*.ipynb"))
+         for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+cells += ["x = 1\n", "  x = 1\n  y = 2\n", "if a != b:\n    !ls\n", "x = !ls\n", "y = %time 1\n", "np.mean?\n",
+          "/print 1\n", ",f a b\n", ";f a\n", "%%capture out\nprint(1)\n", "%%time\nx?\n", "foo(\n", "\tx=1\n y=2\n",
+          "x = 1 \\\n", "x is 1\n", "async def f():\n    await g()\n", "await g()\n", "print 'hi'\n", "s = '%d' % 3\n",
+          "get_ipython().system('ls')\n", "'''\n%pip install x\n'''\n", "# a comment only\n", "\n\n\nx = 1\n"]
+
+
+def transformed(cell):
+    try:
+        return shell.transform_cell(cell)
+    except Exception as exc:
+        return repr(exc)
+
+
+different = []
+for cell in cells:
+    fast = transformed(cell)
+    manager.do_token_transforms = lambda lines: type(manager).do_token_transforms(manager, lines)   # IPython's own
+    full = transformed(cell)
+    if fast != full:
+        different.append(cell)
+tokenised = []
+real = inputtransformer2.make_tokens_by_line
+inputtransformer2.make_tokens_by_line = lambda lines: tokenised.append(1) or real(lines)
+shell = kernel_shell.__globals__["KernelShell"].clear_instance() or kernel_shell()     # the runner's own again
+shell.transform_cell("import numpy as np\ndef f(x):\n    return np.sin(x) * 2\n")
+plain = len(tokenised)
+shell.transform_cell("%time y = 1\n")
+print(json.dumps({"different": different, "plain": plain, "magic": len(tokenised) - plain, "cells": len(cells)}))
+"""
+
+
+def test_the_shell_tokenises_only_cells_ipython_would_change(tmp_path):
+    """In a fresh process (the shell is a singleton): every code cell of the solutions and a set of IPython's special
+    forms and broken cells transform exactly as IPython alone transforms them; a cell of plain Python is not
+    tokenised."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", TRANSFORM_SCRIPT, str(root / "solutions")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["cells"] > 50 and found["different"] == [], found
+    assert found["plain"] == 0 and found["magic"] > 0, found

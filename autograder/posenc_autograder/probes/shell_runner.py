@@ -9,12 +9,14 @@ configures its own (kernel_shell), so a notebook that runs in Jupyter defines th
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import io
 import os
 import pathlib
 import re
+import warnings
 
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.text import SList
@@ -115,7 +117,28 @@ def kernel_shell() -> InteractiveShell:
                 shell.register_magic_function(_skip, magic_kind=kind, magic_name=name)
     show_inline = shell.find_line_magic("matplotlib")
     shell.register_magic_function(lambda line: show_inline("inline"), magic_kind="line", magic_name="matplotlib")
+    manager = shell.input_transformer_manager
+    tokenised = manager.do_token_transforms
+    manager.do_token_transforms = lambda lines: lines if plain_python("".join(lines)) else tokenised(lines)
     return shell
+
+
+SPECIAL_SYNTAX = ("%", "!", "?")      # magics, shell escapes, help: IPython's token transforms look for these
+
+
+def plain_python(source: str) -> bool:
+    """Whether IPython's token transforms would leave the cell as it is, found without its tokenizer (most of a cell's
+    cost to run): Python that parses, with no character its special syntax starts with (the autocall escapes
+    `/f x`, `,f a`, `;f a` cannot start a line of Python that parses). Anything else goes through IPython."""
+    if any(mark in source for mark in SPECIAL_SYNTAX):
+        return False
+    try:
+        with warnings.catch_warnings():       # IPython compiles the cell itself: its warnings are shown then, once
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def main(payload: dict, task_frame: bytes) -> None:
