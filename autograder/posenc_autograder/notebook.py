@@ -7,7 +7,7 @@ probe cells that call probes.runner.run inside the sandbox.
 """
 from __future__ import annotations
 
-from posenc_autograder.checks import REGISTRY, hidden_tests
+from posenc_autograder.checks import REGISTRY, hidden_tests, stand_ins_in_process
 from posenc_autograder.checks.base import judge_all
 from posenc_autograder.probes import codec
 from posenc_autograder.probes.runner import record
@@ -18,7 +18,9 @@ class HiddenTestFailure(AssertionError):
 
 
 def record_in_process(entry: dict, namespace: dict) -> dict:
-    """What the sandbox sends back for one task entry: the entry and the record cross the codec as there."""
+    """What the sandbox sends back for one task entry: the entry and the record cross the codec as there, and the
+    assignments' stand-in modules are found under the names the sandbox gives them."""
+    stand_ins_in_process()
     return codec.loads(codec.dumps(record(codec.loads(codec.dumps(entry)), namespace)))
 
 

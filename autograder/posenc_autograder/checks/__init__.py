@@ -1,7 +1,8 @@
 """Every hidden test, by its nbgrader cell id: the TESTS list of each module of each assignment's subpackage.
 
 A subpackage per assignment (checks/<assignment>/): its manifest, a module per part, its reference (a leaf the
-book imports too), diagnoses, catalogue and mutation battery; the shared machinery (base, contracts, diagnosis,
+book imports too), diagnoses, catalogue, mutation battery and stand-ins (stand_ins.py, numpy only: shipped into the
+sandbox beside the probes, see stand_in_sources); the shared machinery (base, contracts, diagnosis,
 variants, catalogue) sits beside them. Adding a
 module (or a HiddenTest to one) is all it takes, then `make release` writes the notebooks' hidden cells, the
 test plan and the README's totals.
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import functools
 import importlib
+import pathlib
 import pkgutil
+import sys
 
 DISCOVERED = ("ASSIGNMENT_PACKAGES", "PART_MODULES", "REGISTRY")
 # An assignment's modules that hold no hidden test: its trusted reference, its diagnoses, its catalogue of mistakes
 # and alternatives (the tests' and `make bench-scale`'s), the calls `make mutate` judges equivalence on.
-NOT_PARTS = ("reference", "diagnosis", "catalogue", "mutation_battery")
+NOT_PARTS = ("reference", "diagnosis", "catalogue", "mutation_battery", "stand_ins")
+STAND_INS = "stand_ins"                  # the module of an assignment's own stand-in kinds
 
 
 @functools.cache
@@ -41,6 +45,28 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _stand_in_files() -> list[pathlib.Path]:
+    return sorted(pathlib.Path(__file__).parent.glob(f"*/{STAND_INS}.py"))
+
+
+def stand_in_sources() -> dict[str, str]:
+    """{file name among the shipped probes: source} of every assignment's stand_ins.py (the sandbox imports it as
+    the probes' stand_ins_<assignment>, probes.helpers.shipped_stand_ins)."""
+    from posenc_autograder.probes.helpers import shipped_stand_ins
+    return {f"{shipped_stand_ins(path.parent.name)}.py": path.read_text() for path in _stand_in_files()}
+
+
+@functools.cache
+def stand_ins_in_process() -> None:
+    """Every assignment's stand-in module importable under the name the probes use, for probes run in the grader's
+    own process (notebook.record_in_process): the module itself, under a second name."""
+    from posenc_autograder import probes
+    from posenc_autograder.probes.helpers import shipped_stand_ins
+    for path in _stand_in_files():
+        module = importlib.import_module(f"{__name__}.{path.parent.name}.{STAND_INS}")
+        sys.modules.setdefault(f"{probes.__name__}.{shipped_stand_ins(path.parent.name)}", module)
+
+
 def hidden_tests(assignment: str) -> list:
     return [test for test in _discovered()["REGISTRY"].values() if test.assignment == assignment]
 
@@ -49,4 +75,4 @@ def total_points(assignment: str) -> float:
     return sum(test.points for test in hidden_tests(assignment))
 
 
-__all__ = ["REGISTRY", "HiddenTest", "hidden_tests", "total_points"]
+__all__ = ["REGISTRY", "HiddenTest", "hidden_tests", "stand_in_sources", "stand_ins_in_process", "total_points"]

@@ -71,12 +71,8 @@ def stub_source(entries) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- stand-ins (probes.helpers.standing_in): the specs, data the trusted side keeps -------------------
-
-def table_stand_in(table) -> dict:
-    """For a table function f(seq_len, d_model): rows of `table`, ValueError for an odd width."""
-    return {"kind": "table", "table": table}
-
+# --- stand-ins (probes.helpers.standing_in): the specs, data the trusted side keeps; the shared 'lookup' kind here,
+# an assignment's own kinds and their specs in its checks/<assignment>/stand_ins.py ---------------------------------
 
 def lookup_stand_in(arguments, answers: dict, defaults=None, odd_error=False) -> dict:
     """For a function of numbers: answers {tuple of arguments: array}, arguments named and defaulted as the
@@ -88,13 +84,3 @@ def lookup_stand_in(arguments, answers: dict, defaults=None, odd_error=False) ->
 def lookup_answer(spec: dict, *arguments):
     """What a lookup stand-in answers for these arguments."""
     return spec["values"][lookup_key(arguments)]
-
-
-def shift_stand_in(vector) -> dict:
-    """For a rotation f(x, positions, ...): x + positions[:, None] * vector[:width]."""
-    return {"kind": "shift", "vector": vector}
-
-
-def projection_stand_in(projection) -> dict:
-    """For an attention f(X, W_q, W_k, W_v): X @ projection @ W_q + 2 X @ W_k + 3 X @ W_v."""
-    return {"kind": "projection", "projection": projection}

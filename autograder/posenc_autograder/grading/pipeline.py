@@ -20,7 +20,7 @@ from posenc_autograder.settings import Caps
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
 from posenc_autograder.grading.assemble import assemble
-from posenc_autograder.checks import REGISTRY, manifest
+from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources
 from posenc_autograder.checks.base import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.probes import codec, magics
@@ -92,8 +92,9 @@ def executed(executed_notebook: str):
 
 
 def probe_files() -> dict[str, str]:
+    """What is shipped into the sandbox: the probes package, and every assignment's stand-in module beside it."""
     folder = pathlib.Path(probes_package.__file__).parent
-    return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
+    return {**{p.name: p.read_text() for p in sorted(folder.glob("*.py"))}, **stand_in_sources()}
 
 
 def prepare(course: Course, submission: Submission, limits: Limits, isolate: bool) -> GradingTask | NotebookResult:

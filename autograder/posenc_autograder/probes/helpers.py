@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 from typing import Callable
 
 import numpy as np
@@ -164,7 +165,7 @@ def standing_in(ns: dict, stand_ins: dict):
     the trusted side) is replaced by a stand-in whose behaviour the trusted side knows: a mistake in the
     student's own function then costs its own tests only, and a degenerate one earns nothing here."""
     originals = {name: ns.get(name, _ABSENT) for name in stand_ins}
-    ns.update({name: STAND_INS[spec["kind"]](spec) for name, spec in stand_ins.items()})
+    ns.update({name: stand_in(spec) for name, spec in stand_ins.items()})
     try:
         yield
     finally:
@@ -176,20 +177,6 @@ def standing_in(ns: dict, stand_ins: dict):
 
 
 _ABSENT = object()
-
-
-def _table(spec):
-    """sinusoidal_positional_encoding: ValueError for an odd width (as the spec says), else rows of a table (its
-    entries repeated for another size: only the table's own size is judged)."""
-    table = np.asarray(spec["table"], dtype=np.float64)
-
-    def stand_in(seq_len, d_model):
-        if int(d_model) % 2:
-            raise ValueError(f"d_model must be even, got {d_model}")
-        if int(seq_len) > table.shape[0] or int(d_model) != table.shape[1]:
-            return np.resize(table, (int(seq_len), int(d_model)))
-        return table[:int(seq_len)].copy()
-    return stand_in
 
 
 def _lookup(spec):
@@ -213,27 +200,42 @@ def lookup_key(arguments) -> str:
     return "/".join(repr(float(a)) for a in arguments)
 
 
-def _shift(spec):
-    """apply_rope: x + positions[:, None] * v[:head_dim], with v drawn by the trusted side."""
-    v = np.asarray(spec["vector"], dtype=np.float64)
-
-    def stand_in(x, positions, base=10000.0):
-        x = np.asarray(x, dtype=np.float64)
-        return x + np.asarray(positions, dtype=np.float64)[:, None] * v[None, :x.shape[-1]]
-    return stand_in
+STAND_INS = {"lookup": _lookup}         # the kinds any assignment may use; its own are in its stand_ins.py
+SHIPPED_PREFIX = "stand_ins_"           # checks/<assignment>/stand_ins.py is shipped as stand_ins_<assignment>
 
 
-def _projection(spec):
-    """self_attention: X @ P @ W_q + 2 X @ W_k + 3 X @ W_v, with P drawn by the trusted side."""
-    P = np.asarray(spec["projection"], dtype=np.float64)
-
-    def stand_in(X, W_q, W_k, W_v):
-        X = np.asarray(X, dtype=np.float64)
-        return X @ P @ W_q + 2 * (X @ W_k) + 3 * (X @ W_v)
-    return stand_in
+def shipped_stand_ins(assignment: str) -> str:
+    """The module name, in this package, of an assignment's own stand-in kinds."""
+    return f"{SHIPPED_PREFIX}{assignment}"
 
 
-STAND_INS = {"table": _table, "lookup": _lookup, "shift": _shift, "projection": _projection}
+def stand_in(spec: dict):
+    """The stand-in a spec describes: kind 'lookup' (STAND_INS), or '<assignment>.<kind>', one of KINDS of that
+    assignment's stand-in module (imported before any student code ran: see shell_runner.probe_modules)."""
+    assignment, _, kind = spec["kind"].rpartition(".")
+    kinds = importlib.import_module(f"{__package__}.{shipped_stand_ins(assignment)}").KINDS if assignment else STAND_INS
+    return kinds[kind](spec)
+
+
+def stand_in_assignments(data) -> set[str]:
+    """The assignments whose stand-in kinds a task's data names (in every "stand_ins" table, however nested)."""
+    found = set()
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "stand_ins" and isinstance(value, dict):
+                found |= _kinds_in(value)
+            else:
+                found |= stand_in_assignments(value)
+    elif isinstance(data, list):
+        for value in data:
+            found |= stand_in_assignments(value)
+    return found
+
+
+def _kinds_in(table: dict) -> set[str]:
+    if isinstance(table.get("kind"), str):
+        return {table["kind"].rpartition(".")[0]} - {""}
+    return set().union(*(_kinds_in(v) for v in table.values() if isinstance(v, dict)))
 
 
 class AddingEncoder:

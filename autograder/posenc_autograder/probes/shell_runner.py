@@ -21,7 +21,7 @@ import warnings
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.text import SList
 
-from . import channel, codec, guard, magics, runner
+from . import channel, codec, guard, helpers, magics, runner
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"      # ipykernel's default backend
 
@@ -62,11 +62,13 @@ def _outputs(stdout: CappedText, stderr: CappedText, result) -> dict:
 
 
 def probe_modules(task: dict) -> set[str]:
-    """The probe modules a task's entries name (the shared set's entries nest theirs)."""
+    """The probe modules a task's entries name (the shared set's entries nest theirs), and the stand-in modules
+    of the assignments whose stand-ins their inputs name."""
     found = set()
     for entry in task.values():
         found.add(entry["module"])
         found |= probe_modules(entry["data"].get("entries", {})) if isinstance(entry.get("data"), dict) else set()
+        found |= {helpers.shipped_stand_ins(a) for a in helpers.stand_in_assignments(entry.get("data"))}
     return found
 
 

@@ -6,7 +6,8 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_attention
-from posenc_autograder.checks.manifest import projection_stand_in
+from posenc_autograder.checks.positional_encoding import stand_ins
+from posenc_autograder.checks.positional_encoding.stand_ins import projection_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring
 from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, each_case,
@@ -47,8 +48,8 @@ def _wiring_inputs():
 
 
 def stand_in_attention(X, W, projection):
-    """What the probe's stand-in for self_attention returns (probes.helpers._projection)."""
-    return X @ projection @ W[0] + 2 * (X @ W[1]) + 3 * (X @ W[2])
+    """What the probe's stand-in for self_attention returns (the same function: stand_ins.projection)."""
+    return stand_ins.projection({"projection": projection})(X, *W)
 
 
 def _wiring_cases(inputs) -> dict:

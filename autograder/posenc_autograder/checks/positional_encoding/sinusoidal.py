@@ -7,7 +7,7 @@ import numpy as np
 
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table
-from posenc_autograder.checks.manifest import table_stand_in
+from posenc_autograder.checks.positional_encoding.stand_ins import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
 from posenc_autograder.checks.base import (HiddenTest, Rejected, against_any, call, call_label, calling, compare,

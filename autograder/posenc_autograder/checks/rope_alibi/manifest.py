@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from posenc_autograder.checks.base import call, normal
-from posenc_autograder.checks.manifest import ARRAY, StudentFunction, lookup_stand_in, shift_stand_in
+from posenc_autograder.checks.manifest import ARRAY, StudentFunction, lookup_stand_in
+from posenc_autograder.checks.rope_alibi.stand_ins import shift_stand_in
 
 HEAD_DIM, HEADS = 8, 6          # the contracts test's sizes
 

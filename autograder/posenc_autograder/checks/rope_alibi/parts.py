@@ -15,7 +15,9 @@ from posenc_autograder.checks.base import (HiddenTest, against_any, call, callin
                                           extended, judging_all, normal)
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.checks.diagnosis import diagnose_float32_relative, frequency_mistakes, known_mistakes, matches
-from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in, shift_stand_in
+from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in
+from posenc_autograder.checks.rope_alibi import stand_ins
+from posenc_autograder.checks.rope_alibi.stand_ins import shift_stand_in
 from posenc_autograder.checks.rope_alibi.manifest import FUNCTIONS
 from posenc_autograder.probes.helpers import call_each
 
@@ -148,8 +150,8 @@ def _scores_inputs():
 
 
 def stand_in_rope(x, positions, vector):
-    """What the probe's stand-in for apply_rope returns (probes.helpers._shift)."""
-    return x + np.asarray(positions, dtype=np.float64)[:, None] * vector[None, :x.shape[-1]]
+    """What the probe's stand-in for apply_rope returns (the same function: stand_ins.shift)."""
+    return stand_ins.shift({"vector": vector})(x, positions)
 
 
 def _judge_scores(inputs, obs):
