@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 
 
 class NoteKind(str, enum.Enum):
@@ -28,12 +29,45 @@ class NoteKind(str, enum.Enum):
     OTHER = "other"
 
 
+PROSE_NUMBERS = 16       # numbers a sentence a student reads may hold; a longer quote is summarised in it
+QUOTE_NUMBERS = 8        # of them, what a quote of the student's own output may take (the sentence has its own)
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+NUMBER_RUN = re.compile(rf"\[*(?:{NUMBER.pattern}[\s,;\[\]]*){{4,}}")     # 4+ numbers in a row: a printed array
+
+
+def summarised(text: str, numbers: int = QUOTE_NUMBERS) -> str:
+    """What a student's code printed or raised, as a sentence can carry it: each run of numbers (a printed array, over
+    as many lines as numpy wrapped it) as its count, whitespace collapsed, and the first lines that fit in `numbers`
+    numbers, with a count of the rest (the text in full goes beside it, in `quoted`, for the page to fold)."""
+    runs = NUMBER_RUN.sub(lambda run: f"[{len(NUMBER.findall(run.group()))} numbers] ", str(text))
+    lines = [" ".join(line.split()) for line in runs.splitlines() if line.strip()]
+    kept, count = [], 0
+    for line in lines:
+        found = [m.end() for m in NUMBER.finditer(line)]
+        if kept and count + len(found) > numbers:
+            break
+        if len(found) > numbers:              # one line of prose with many numbers: up to the last one that fits
+            line = line[:found[numbers - 1]] + " ..."
+        kept.append(line)
+        count += min(len(found), numbers)
+    rest = len(lines) - len(kept)
+    return " ".join(kept) + (f" (and {rest} more lines)" if rest > 1 else " (and one more line)" if rest else "")
+
+
+def quote(text: str) -> tuple[str, str | None]:
+    """(the summary for the sentence, the whole text for a folded block when the summary leaves something out)."""
+    short = summarised(text)
+    return short, (None if short == " ".join(str(text).split()) else str(text))
+
+
 @dataclasses.dataclass(frozen=True)
 class Note:
     """A sentence for the student and the run report, with the kind of event it reports (what pages, reports and
-    the dashboard decide by)."""
+    the dashboard decide by), and, when the sentence summarises what the student's code printed or raised, that
+    text in full (bounded where it was captured; the page folds it)."""
     kind: NoteKind
     text: str
+    quoted: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "kind", NoteKind(self.kind))
@@ -42,13 +76,15 @@ class Note:
         return self.text
 
     def to_json(self) -> dict:
-        return {"kind": self.kind.value, "text": self.text}
+        return {"kind": self.kind.value, "text": self.text, **({"quoted": self.quoted} if self.quoted else {})}
 
     @classmethod
     def from_json(cls, data) -> "Note":
         """A stored note; a plain string (results stored before notes had kinds) is OTHER."""
         if isinstance(data, dict):
-            return cls(NoteKind(data.get("kind", "other")), str(data.get("text", "")))
+            quoted = data.get("quoted")
+            return cls(NoteKind(data.get("kind", "other")), str(data.get("text", "")),
+                       str(quoted) if quoted is not None else None)
         return cls(NoteKind.OTHER, str(data))
 
 
@@ -70,7 +106,10 @@ class Problem:
     worst entry (`details`: function, args, where, expected, got, tolerance, dtype; pages render them), the
     student's own drawn inputs (shown only when the policy allows), the failing call (`call`: function, scalar
     arguments as they are, each array argument by its place in `inputs` with its shape and dtype; the page writes
-    it as a line that reproduces the case) and the exception's name for a raise."""
+    it as a line that reproduces the case), the exception's name for a raise, what the student's code raised or
+    printed in full when the sentence summarises it (`quoted`; the page folds it), and whether the cause is a
+    described pattern of the difference rather than a diagnosed mistake (`pattern`: a diagnosis of the same failure
+    elsewhere is the one the dashboard and the contracts test name)."""
     text: str
     cause: str | None = None
     kind: ProblemKind = ProblemKind.VALUE
@@ -78,6 +117,8 @@ class Problem:
     inputs: list | None = None       # the failing case's input arrays (nested lists), the student's own variant
     error: str | None = None
     call: dict | None = None
+    quoted: str | None = None
+    pattern: bool | None = None      # True: the cause describes the difference's shape, no known mistake matched
 
     def __post_init__(self):
         object.__setattr__(self, "kind", ProblemKind(self.kind))

@@ -42,7 +42,7 @@ def test_each_broken_answer_cell_is_named_once_with_its_error_and_line(assignmen
         executed, _ = broken_notebook(assignment, grade_id(cell), kind)
         broken = pipeline.broken_answer_cells(executed)
         assert list(broken) == [grade_id(cell)]
-        error = broken[grade_id(cell)]
+        error = broken[grade_id(cell)].error
         assert error.startswith(f"{kind}: ") and "(line " in error and "<cell>" not in error, error
         [note] = pipeline.broken_cell_notes(broken)
         assert note.kind == NoteKind.BROKEN_CELL and note.text.startswith(f"Fix this first: the answer cell "
@@ -62,7 +62,7 @@ def test_the_tests_of_a_broken_cells_functions_say_so_once(assignment):
             judged_here = any(e.cell == cell_id for e in entries if e.name in test.subjects)
             if judged_here and not test.reads_verdicts:
                 [problem] = blamed.problems
-                assert problem.cause == f"the answer cell '{cell_id}' did not run ({broken[cell_id]})"
+                assert problem.cause == f"the answer cell '{cell_id}' did not run ({broken[cell_id].error})"
             else:
                 assert blamed.problems == failed.problems
         visible = GradedTest("test_visible", "t", False, 0.0, 0.0, [pipeline.visible_problem(

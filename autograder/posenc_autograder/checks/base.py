@@ -175,9 +175,11 @@ def judge_all(tests, records: dict, variant: int | None = None) -> dict[str, tup
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """Whether every value test of a function passed (what its truth says), and the first cause their problems
-    named when not (what the contracts test charges its contract to)."""
+    named when not (what the contracts test charges its contract to): a diagnosed mistake before a described
+    pattern."""
     passed: bool = True
     cause: str | None = None
+    pattern: bool = False          # the cause describes the difference's shape (no known mistake matched)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -192,10 +194,12 @@ def function_verdicts(tests, results: dict) -> dict[str, Verdict]:
             continue
         problems = results[test.id][0] if test.id in results else None
         passed = problems is not None and not problems
-        cause = next((p.cause for p in problems or () if getattr(p, "cause", None)), None)
+        causes = [(p.cause, bool(getattr(p, "pattern", None))) for p in problems or () if getattr(p, "cause", None)]
         for name in test.subjects:
             before = verdicts.get(name, Verdict())
-            verdicts[name] = Verdict(before.passed and passed, before.cause or cause)
+            known = [(before.cause, before.pattern)] if before.cause else []
+            cause, pattern = min(known + causes, key=lambda found: found[1], default=(None, False))
+            verdicts[name] = Verdict(before.passed and passed, cause, pattern)
     return verdicts
 
 
@@ -241,6 +245,8 @@ class ProblemText(str):
     inputs: list | None = None
     error: str | None = None
     call: dict | None = None
+    quoted: str | None = None
+    pattern: bool | None = None
 
     def __new__(cls, text: str, **fields) -> "ProblemText":
         finding = super().__new__(cls, text)
@@ -249,7 +255,7 @@ class ProblemText(str):
         return finding
 
 
-FIELDS = ("cause", "kind", "details", "inputs", "error", "call")
+FIELDS = ("cause", "kind", "details", "inputs", "error", "call", "quoted", "pattern")
 
 
 def fields_of(problem) -> dict:
@@ -353,8 +359,11 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
         problem = shape_problem.args[0]
     if problem is None:
         return None
-    explanation = (diagnose(array) if diagnose else None) or difference_pattern(array, expected, atol)
-    return with_cause(problem, explanation) if explanation else problem
+    diagnosis = diagnose(array) if diagnose else None
+    if diagnosis:
+        return with_cause(problem, diagnosis)
+    pattern = difference_pattern(array, expected, atol)
+    return ProblemText(with_cause(problem, pattern), pattern=True) if pattern else problem
 
 
 FLOAT32_RELATIVE = 1e-6      # differences this small relative to the values are float32 rounding, not a formula
@@ -381,10 +390,21 @@ def difference_pattern(actual: np.ndarray, expected: np.ndarray, atol: float) ->
         return "every entry has the expected size but the opposite sign"
     if np.ptp(diff) <= 2 * atol:
         return f"every entry is off by the same constant, {float(np.mean(diff)):.6g}"
+    if (factor := _constant_factor(actual, expected, atol)) is not None:
+        return f"every entry is the expected one times the same factor, {factor:.6g}"
     if expected.ndim >= 2 and expected.shape[-1] > 1:
         return _which_part_is_right(diff, atol, axis=-1, part="column") or \
             _which_part_is_right(diff, atol, axis=-2, part="row")
     return None
+
+
+def _constant_factor(actual: np.ndarray, expected: np.ndarray, atol: float) -> float | None:
+    """The one factor that turns every expected entry into the answer's (within atol), if there is one."""
+    sizable = np.abs(expected) > atol
+    if not sizable.any():
+        return None
+    factor = float(np.median(actual[sizable] / expected[sizable]))
+    return factor if np.allclose(actual, factor * expected, rtol=0, atol=atol) else None
 
 
 def _which_part_is_right(diff: np.ndarray, atol: float, axis: int, part: str) -> str | None:
@@ -403,10 +423,15 @@ def _which_part_is_right(diff: np.ndarray, atol: float, axis: int, part: str) ->
         return f"every {first} {part} is right; every {second} one is off{constant}"
     wrong = index[~right]
     if np.array_equal(wrong, np.arange(wrong[0], count)):
-        return f"{part}s 0 to {wrong[0] - 1} are right; from {part} {wrong[0]} on, every one is off"
+        return f"{_first(part, wrong[0])} right; from {part} {wrong[0]} on, every one is off"
     if np.array_equal(wrong, np.arange(0, wrong[-1] + 1)):
-        return f"{part}s 0 to {wrong[-1]} are off; from {part} {wrong[-1] + 1} on, every one is right"
+        return f"{_first(part, wrong[-1] + 1)} off; from {part} {wrong[-1] + 1} on, every one is right"
     return None
+
+
+def _first(part: str, count: int) -> str:
+    """'row 0 is' or 'rows 0 to 4 are': the first `count` rows or columns."""
+    return f"{part} 0 is" if count == 1 else f"{part}s 0 to {count - 1} are"
 
 
 LIKELY_CAUSE = "Likely cause: "
@@ -422,14 +447,14 @@ def with_cause(problem: str, explanation: str) -> ProblemText:
 def against_any(problem: Callable[..., str | None], *expectations) -> str | None:
     """problem(e) for each trusted expectation (say, the reference alone and the same built on the probe's
     stand-ins, for a subject that may or may not call the function the stand-in replaces): None when one
-    fits; else the problem that names a likely cause, or the first."""
+    fits; else the problem that diagnoses a likely cause, or else describes a pattern, or the first."""
     found = []
     for expected in expectations:
         said = problem(expected)
         if said is None:
             return None
         found.append(said)
-    return next((p for p in found if getattr(p, "cause", None)), found[0])
+    return min(found, key=lambda p: 2 if not getattr(p, "cause", None) else 1 if getattr(p, "pattern", None) else 0)
 
 
 def error_name(record: dict) -> str | None:

@@ -93,11 +93,12 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
         problem = ProblemText(f"{name} changed its argument {', '.join(names)} in place: the caller's array must "
                               f"come back unchanged (likely cause: {CAUSES['in_place']})", cause=CAUSES["in_place"])
     cause = None if value_tests_passed else getattr(value_tests_passed, "cause", None)   # what its value tests found
+    pattern = bool(cause) and getattr(value_tests_passed, "pattern", False) or None
     if problem is None and not value_tests_passed:
         problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
-                              f"tests" + (f", which found: {cause}" if cause else ""), cause=cause)
+                              f"tests" + (f", which found: {cause}" if cause else ""), cause=cause, pattern=pattern)
     elif problem is not None and cause:      # one mistake behind both (a float32 table): one cause, the dashboard's row
-        problem = ProblemText(problem, cause=cause)
+        problem = ProblemText(problem, cause=cause, pattern=pattern)
     return problem
 
 

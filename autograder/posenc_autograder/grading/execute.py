@@ -17,10 +17,11 @@ import nbformat
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading.shared_probes import SHARED_CELL
 from posenc_autograder.probes import codec
+from posenc_autograder.results import quote
 from posenc_autograder.sandbox.bubblewrap import Limits, RunOutcome, run_job
 
 MESSAGE_CHARACTERS = 200
-VISIBLE_MESSAGE_CHARACTERS = 300        # a self-check's first failures; the rest are in the student's notebook
+VISIBLE_MESSAGE_CHARACTERS = 3000       # a self-check's failures, shown folded; the rest are in the notebook
 QUOTE_WINDOW = 24                     # a message sharing this many characters with grader code is withheld
 
 
@@ -128,13 +129,16 @@ def decode_record(record, grader_text: str = "") -> dict | None:
     return None
 
 
+WITHHELD = "(message withheld: it quotes the grader's own code)"
+
+
 def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACTERS, lines: int = 1) -> str:
     """The first lines of a message, printable and short; withheld if it quotes the grader's code."""
     text = str(text).encode("utf-8", "replace").decode("utf-8")          # no lone surrogates
     kept = text.strip().splitlines()[:lines] or [""]
     line = re.sub(r"[^\x20-\x7e\u00a0-\uffff]", "?", " ".join(line.strip() for line in kept))[:limit]
     if grader_text and _quotes(line, grader_text):
-        return "(message withheld: it quotes the grader's own code)"
+        return WITHHELD
     return line
 
 
@@ -202,14 +206,24 @@ def visible_cell_errors(nb, hidden: set[str], grader_text="") -> dict[str, dict]
         if meta.get("grade") and meta.get("grade_id") not in hidden:
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
-                    # A visible test's own message explains the failure: keep more of it.
-                    message = short_message(output.get("evalue", ""), grader_text, VISIBLE_MESSAGE_CHARACTERS, 8)
                     errors[meta["grade_id"]] = {"ename": short_message(output.get("ename"), grader_text, 100),
-                                                "text": message}
+                                                **student_message(output.get("evalue", ""), grader_text)}
                 elif output.get("output_type") == "stream" and meta["grade_id"] not in errors:
                     reported = SELF_CHECK_FAILED.search(output.get("text", ""))
                     if reported:
                         failure = output["text"][reported.start():].split("\n\n", 1)[0]
-                        errors[meta["grade_id"]] = {"ename": None, "text": short_message(
-                            failure, grader_text, VISIBLE_MESSAGE_CHARACTERS, 8)}
+                        errors[meta["grade_id"]] = {"ename": None, **student_message(failure, grader_text)}
     return errors
+
+
+def student_message(text: str, grader_text="") -> dict:
+    """{"text": a summary a sentence can carry (results.summarised), "quoted": the message in full when the summary
+    leaves some of it out}: a visible check's own message explains its failure, so all of it is kept, folded; the
+    whole is withheld if any of it quotes the grader's code."""
+    full = short_message("\n".join(line.rstrip() for line in str(text).strip().splitlines()), grader_text,
+                         VISIBLE_MESSAGE_CHARACTERS, lines=len(str(text).splitlines()) or 1)
+    if full == WITHHELD:
+        return {"text": full, "quoted": None}
+    printable = re.sub(r"[^\x20-\x7e\u00a0-\uffff\n]", "?", str(text).strip())[:VISIBLE_MESSAGE_CHARACTERS]
+    summary, quoted = quote(printable)
+    return {"text": summary, "quoted": quoted}

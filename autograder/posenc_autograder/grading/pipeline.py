@@ -28,7 +28,7 @@ from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.grading import shared_probes
 from posenc_autograder.sandbox.bubblewrap import MAX_REPLAYS, PROBE_PACKAGE, Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
-from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem, ProblemKind
+from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem, ProblemKind, quote
 
 
 # --- prepare -----------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
                                 (passed, total) if check.partial else None))
     notes += _memory_note(tests, limits)
     errors = answer_cell_errors(execution.executed_notebook, submission.assignment)
-    broken = {e.cell_id: e.error for e in errors if not e.defined}
+    broken = {e.cell_id: e for e in errors if not e.defined}
     tests = [_blame_broken_cells(test, broken) for test in tests]
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
@@ -221,9 +221,10 @@ class CellError:
     """An answer cell that raised: its error with the line, and whether every function the manifest expects of it
     was already defined by then (a student's own check line at the end of the cell that raised)."""
     cell_id: str
-    error: str            # 'SyntaxError: invalid syntax (line 3)', as the shell runner wrote it
+    error: str            # 'SyntaxError: invalid syntax (line 3)', the message summarised (results.summarised)
     line: int | None
     defined: bool
+    quoted: str | None = None     # the message in full, when the summary leaves some of it out
 
 
 ERROR_LINE = re.compile(r"\(line (\d+)\)\Z")      # the suffix probes.shell_runner.error_text writes
@@ -246,7 +247,8 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
                 defined = (error.get("ename") not in ("SyntaxError", "IndentationError", "TabError")
                            and bool(expected.get(grade_id(cell)))
                            and defined_before(cell.source, expected[grade_id(cell)], line))
-                found.append(CellError(grade_id(cell), f"{error.get('ename')}: {error.get('evalue')}", line, defined))
+                summary, quoted = quote(f"{error.get('ename')}: {error.get('evalue')}")
+                found.append(CellError(grade_id(cell), summary, line, defined, quoted))
     return found
 
 
@@ -272,16 +274,16 @@ def defined_before(source: str, names: set[str], line: int | None) -> bool:
     return names <= done
 
 
-def broken_answer_cells(executed_notebook: str | None, assignment: str | None = None) -> dict[str, str]:
+def broken_answer_cells(executed_notebook: str | None, assignment: str | None = None) -> dict[str, CellError]:
     """Answer cell id -> its error with the line ('SyntaxError: invalid syntax (line 3)') for each answer cell that
     stopped before defining what it should: those functions are missing, and that is the one cause to fix."""
-    return {e.cell_id: e.error for e in answer_cell_errors(executed_notebook, assignment) if not e.defined}
+    return {e.cell_id: e for e in answer_cell_errors(executed_notebook, assignment) if not e.defined}
 
 
-def broken_cell_notes(broken: dict[str, str]) -> list[Note]:
-    return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({error}), so the "
-                 f"functions it defines are missing or incomplete and every test of them fails until it runs")
-            for cell_id, error in broken.items()]
+def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
+    return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({e.error}), so the "
+                 f"functions it defines are missing or incomplete and every test of them fails until it runs",
+                 e.quoted) for cell_id, e in broken.items()]
 
 
 def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:
@@ -289,7 +291,7 @@ def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:
     graded as defined; the line that raised is the student's to look at."""
     return [Note(NoteKind.RAISED_AFTER_DEFINING, f"the answer cell '{e.cell_id}' defined its functions, then line "
                  f"{e.line} raised {e.error.removesuffix(f' (line {e.line})')}; the functions were graded as defined, "
-                 f"so look at that line (a check of your own?)") for e in errors]
+                 f"so look at that line (a check of your own?)", e.quoted) for e in errors]
 
 
 SKIPPED_BECAUSE = {"!": "shell commands do not run in the grader",
@@ -325,7 +327,7 @@ def _test_cells(test_id: str) -> set[str]:
     return {entries[name].cell for name in check.subjects if name in entries} or {check.answer_cell}
 
 
-def _blame_broken_cells(test: GradedTest, broken: dict[str, str]) -> GradedTest:
+def _blame_broken_cells(test: GradedTest, broken: dict[str, CellError]) -> GradedTest:
     """A failed test whose functions' answer cell did not run says so, once, instead of a NameError per case."""
     if not test.hidden and broken and any(p.error == "NameError" for p in test.problems):
         first = next(iter(broken))
@@ -335,7 +337,7 @@ def _blame_broken_cells(test: GradedTest, broken: dict[str, str]) -> GradedTest:
     cells = sorted(_test_cells(test.cell_id) & set(broken)) if test.hidden else []
     if test.passed or not cells or REGISTRY[test.cell_id].reads_verdicts:
         return test
-    cause = f"the answer cell '{cells[0]}' did not run ({broken[cells[0]]})"
+    cause = f"the answer cell '{cells[0]}' did not run ({broken[cells[0]].error})"
     problem = Problem(f"not judged: {cause}; see \"Fix this first\" above", cause, ProblemKind.NOT_JUDGED)
     return dataclasses.replace(test, problems=[problem])
 
@@ -344,8 +346,9 @@ def visible_problem(error: dict) -> Problem:
     """A visible self-check's failure: the exception its cell raised, or the failures it printed without raising
     (the released helpers report every failure and go on, so Run All reaches the end)."""
     if error.get("ename"):
-        return Problem(f"raised {error['ename']}: {error['text']}", kind=ProblemKind.RAISED, error=error["ename"])
-    return Problem(f"your self-check reported: {error['text']}", kind=ProblemKind.SELF_CHECK)
+        return Problem(f"raised {error['ename']}: {error['text']}", kind=ProblemKind.RAISED, error=error["ename"],
+                       quoted=error.get("quoted"))
+    return Problem(f"your self-check reported: {error['text']}", kind=ProblemKind.SELF_CHECK, quoted=error.get("quoted"))
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:

@@ -170,12 +170,24 @@ def _subjects(cell_id: str) -> set[str]:
     return set(test.subjects) if test is not None else set()
 
 
+def _diagnosed(causes: dict) -> dict:
+    return {cause: p for cause, p in causes.items() if cause and not p.pattern}
+
+
+def _best_causes(own: dict, related: list[dict]) -> dict:
+    """The causes a failed test is counted under: its own diagnosed mistakes; else those of the same student's failed
+    tests of the same functions (one bug, one row); else the patterns it or they describe; else none (its own row)."""
+    borrowed = [cause for found in related for cause in found.items() if cause[0]]
+    return (_diagnosed(own) or _diagnosed(dict(borrowed)) or {c: p for c, p in own.items() if c}
+            or dict(borrowed) or own)
+
+
 def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], list[MistakeRow]]:
     """(mistakes by cause, parts not attempted), most students first. A failed hidden test counts under each
-    cause its problems name; one that names none counts under the causes of the same student's failed tests that
-    judge one of its functions (the contracts test of a function whose values are wrong), and only when there is
-    none under the test itself; a test every problem of which is a template stub counts as its part not
-    attempted."""
+    mistake its problems diagnose; one that diagnoses none counts under the mistakes the same student's failed tests
+    of one of its functions diagnose (the contracts test of a function whose values are wrong; a case whose
+    difference only has a pattern), and under a pattern only when no mistake is diagnosed; a test every problem of
+    which is a template stub counts as its part not attempted."""
     mistakes: dict[tuple, MistakeRow] = {}
     stubs: dict[tuple, MistakeRow] = {}
     for r in results:
@@ -188,12 +200,10 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
                 stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, examples[0].text)).add(r, t)
                 continue
             named[t.cell_id] = {likely_cause(p): p for p in examples if likely_cause(p)} or {None: examples[0]}
-        for cell_id, causes in named.items():
+        for cell_id, found in named.items():
             test = next(t for t in failed if t.cell_id == cell_id)
-            if None in causes:           # no cause of its own: the causes of the same functions' other failures
-                borrowed = {cause: p for other, found in named.items() if other != cell_id
-                            and _subjects(other) & _subjects(cell_id) for cause, p in found.items() if cause}
-                causes = borrowed or causes
+            causes = _best_causes(found, [f for other, f in named.items()
+                                          if other != cell_id and _subjects(other) & _subjects(cell_id)])
             for cause, problem in causes.items():
                 key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {cell_id}")
                 label = cause or f"{cell_id} failed without a named cause"

@@ -19,6 +19,7 @@ th { text-align: left; background: #f4f4f4; } .pass { color: #1a7f37; } .fail { 
 .kind { font-size: .85em; color: #555; white-space: nowrap; } ul.notes li { margin: .3rem 0; }
 td ul { margin: 0; padding-left: 1.1rem; } td li { overflow-wrap: anywhere; } table.tests td:last-child { width: 55%; }
 details pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: .4rem; user-select: all; }
+pre.quoted { max-height: 24rem; overflow: auto; user-select: text; }
 .inputs { font-size: .9em; color: #444; margin-top: .3rem; } code.snippet { overflow-wrap: anywhere; }
 h1 { overflow-wrap: anywhere; font-size: 1.6rem; }
 @media (max-width: 40rem) {

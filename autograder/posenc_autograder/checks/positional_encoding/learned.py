@@ -6,9 +6,9 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
                                                           probe_learned_forward, probe_learned_init)
-from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, compare, each_case,
-                                          expect_error, mismatch, normal, observed_array, problems_of, require_shape,
-                                          value_of, with_cause, raised_problem)
+from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, as_array, compare, each_case,
+                                          expect_error, fields_of, mismatch, normal, observed_array, problems_of,
+                                          require_shape, value_of, with_cause, raised_problem)
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
@@ -146,8 +146,9 @@ def _judge_accumulation(inputs, obs):
     problem = _grad_problem(single, row, table_shape) or _grad_problem(batch4, rows, table_shape)
     if problem:
         ratio = np.linalg.norm(batch4) / max(np.linalg.norm(single), 1e-300)
-        problems.append(f"with {len(rows)} identical batch elements grad_embedding should be {len(rows)}x the "
-                        f"single-element one; the ratio of norms is {ratio:.4g}. {problem}")
+        problems.append(ProblemText(f"with {len(rows)} identical batch elements grad_embedding should be "
+                                    f"{len(rows)}x the single-element one; the ratio of norms is {ratio:.4g}. "
+                                    f"{str.__str__(problem)}", **fields_of(problem)))
     used = short_upstream.shape[1]
     if shorter.shape == table_shape and not np.all(shorter[used:] == 0):
         problems.append(f"after a backward pass on L = {used} positions, rows {used} and beyond of grad_embedding "
