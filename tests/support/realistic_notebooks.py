@@ -20,7 +20,7 @@ from posenc_autograder.devtools import bench
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.intake.submissions import Submission
-from posenc_autograder.results import NoteKind, NotebookResult
+from posenc_autograder.results import NUMBER, NoteKind, NotebookResult    # NUMBER: a number in prose
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=40)
@@ -328,7 +328,6 @@ def grade(course: Course, case: Realistic) -> NotebookResult:
     return pipeline.judge(course, submission, execute_task(task), LIMITS)
 
 
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 INTERNAL_NAMES = ("integrity_shared_probes", "too_many_replays", "runner_error", "the cell you added at position")
 
 

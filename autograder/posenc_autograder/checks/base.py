@@ -223,10 +223,14 @@ def calling(function: str, **groups: list[dict]) -> dict:
     return {"function": function, "groups": groups}
 
 
+LABEL_LIST_ENTRIES = 4     # a longer list argument is named by its shape in a sentence (the page's line writes it)
+
+
 def call_label(function: str, record: dict) -> str:
     """`f(3, 4, base=10)`, with arrays shown by shape, for messages."""
     def show(value):
-        if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], list)):
+        if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], list)) \
+                or (isinstance(value, list) and len(value) > LABEL_LIST_ENTRIES):
             return f"<array of shape {np.shape(value)}>"
         return repr(value) if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else str(value)
     parts = [show(a) for a in record["args"]] + [f"{k}={show(v)}" for k, v in record["kwargs"].items()]
@@ -493,9 +497,11 @@ def number(value, what: str) -> float:
     return result
 
 
-def each_case(problem: Callable[..., str | None], *columns, function: str | None = None) -> Findings:
+def each_case(problem: Callable[..., str | None], *columns, function: str | None = None,
+              stand_ins: tuple[str, ...] = (), reproduce: Callable[..., dict] | None = None) -> Findings:
     """problem(*row) for each row of the columns (say, the calls and their records), limited per group; with the
-    `function` the cases are call() records of, the first problem keeps its failing call as data.
+    `function` the cases are call() records of (run with the probe's `stand_ins` for the functions it names), or
+    with `reproduce(*row)` (a reproduction() of the row's case), the first problem keeps its failing call as data.
 
     Every case needs its answer: observations with fewer or more records than cases (lost, or
     tampered with next to student code) fail instead of being judged on the cases they kept."""
@@ -505,13 +511,22 @@ def each_case(problem: Callable[..., str | None], *columns, function: str | None
                          f"test could not be judged; run the notebook from the top without changing the grader's code"])
     rows = sorted(zip(*columns), key=lambda row: case_size(row[0]))        # smallest failing case first
     failing = [(row, said) for row in rows if (said := problems_of(functools.partial(problem, *row)))]
-    found = [p for _, said in failing for p in said]
-    if found and variants.current() is not None and (shown := inputs_of(failing[0][0][0])):
-        found[0] = ProblemText(found[0], inputs=shown)
-    if found and function is not None and (called := call_of(function, failing[0][0][0])):
-        found[0] = ProblemText(found[0], call=called)
+    found = [p for row, said in failing for p in [with_case(said[0], row, function, stand_ins, reproduce), *said[1:]]]
     reported = limit_problems(found)
     return Findings(reported, cases=len(rows), failed=len(found), reported=len(reported))
+
+
+def with_case(problem, row: tuple, function: str | None, stand_ins: tuple[str, ...],
+              reproduce: Callable[..., Reproduction] | None):
+    """A failing case's first problem with the case as data: its inputs (the student's own variant, small enough to
+    show) and its failing call, from the call() record (`function`) or from `reproduce(*row)`."""
+    if variants.current() is not None and (shown := inputs_of(row[0])):
+        problem = ProblemText(problem, inputs=shown)
+    if function is not None and (called := call_of(function, row[0], stand_ins)):
+        problem = ProblemText(problem, call=called)
+    if reproduce is not None:
+        problem = reproduced(problem, reproduce(*row))
+    return problem
 
 
 def each_call(function: str, group: str, problem: Callable[..., str | None]) -> Callable[[dict, dict], Findings]:
@@ -520,7 +535,7 @@ def each_call(function: str, group: str, problem: Callable[..., str | None]) -> 
     def judge(inputs: dict, obs: dict) -> Findings:
         return each_case(lambda case, record: problem(*case["args"], record=record, label=call_label(function, case),
                                                       **case["kwargs"]), inputs["groups"][group], obs[group],
-                         function=None if inputs.get("stand_ins") else function)   # stand-ins: no plain call
+                         function=function, stand_ins=tuple(sorted(inputs.get("stand_ins", {}))))
     return judge
 
 
@@ -561,7 +576,7 @@ def inputs_of(case) -> list[list] | None:
 SNIPPET_SCALARS = (bool, int, float, str, type(None))
 
 
-def call_of(function: str, case) -> dict | None:
+def call_of(function: str, case, stand_ins: tuple[str, ...] = ()) -> dict | None:
     """A failing call() record as data for the page's snippet: scalar arguments as they are (the sentence shows them
     already), each array argument as {"input": its place among inputs_of(case), "shape", "dtype"}, never its
     values (the page takes them from the problem's inputs, which exist only when the student may see them). None
@@ -583,9 +598,114 @@ def call_of(function: str, case) -> dict | None:
         raise TypeError(type(value).__name__)
     try:
         return {"function": function, "args": [written(v) for v in case["args"]],
-                "kwargs": {str(k): written(v) for k, v in case["kwargs"].items()}}
+                "kwargs": {str(k): written(v) for k, v in case["kwargs"].items()},
+                **({"stand_ins": list(stand_ins)} if stand_ins else {})}
     except TypeError:
         return None
+
+
+# --- reproducing a failing case that is more than one call: lines of code, as data ---------------
+
+def step(function: str, *args, assign: str | None = None, **kwargs) -> dict:
+    """A line `assign = function(*args, **kwargs)` of a reproduction (function may be a method: `layer.forward`)."""
+    return {"call": function, "args": list(args), "kwargs": kwargs, **({"assign": assign} if assign else {})}
+
+
+def setting(target: str, value) -> dict:
+    """A line `target = value` (say, `layer.embedding = <the table the probe set>`)."""
+    return {"set": target, "value": value}
+
+
+def reading(target: str) -> dict:
+    """A line that reads an attribute (say, `layer.grad_embedding`): the value judged."""
+    return {"get": target}
+
+
+@dataclasses.dataclass(frozen=True)
+class Unshown:
+    """An argument of a reproduction that is no array nor number (the grader's encoder, say): named, described."""
+    name: str
+    what: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    """A failing case as lines of code (call data the page writes out: each array argument by its place among
+    `arrays`, its shape and dtype; an all-zero one as np.zeros), with the arrays themselves, which become the
+    problem's inputs only when the student may see them."""
+    call: dict
+    arrays: list
+
+
+def reproduction(*lines: dict, stand_ins=()) -> Reproduction:
+    """The lines (step, setting, reading) of a case as data; `stand_ins`: the student functions the probe replaced
+    with the grader's own while the case ran (the page says so: the line runs the student's own)."""
+    arrays: list[np.ndarray] = []
+
+    def written(value):
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, SNIPPET_SCALARS) or (isinstance(value, dict) and set(value) == {"default_rng"}):
+            return value
+        if isinstance(value, Unshown):
+            return {"object": value.name, "what": value.what}
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(type(value).__name__)
+        if array.size and not array.any():
+            return {"zeros": list(array.shape)}
+        arrays.append(array)
+        return {"input": len(arrays) - 1, "shape": list(array.shape), "dtype": str(array.dtype)}
+
+    written_lines = []          # an argument a line of code cannot write (TypeError): no reproduction at all
+    for line in lines:
+        line = dict(line)
+        if "call" in line:
+            line["args"] = [written(v) for v in line["args"]]
+            line["kwargs"] = {str(k): written(v) for k, v in line["kwargs"].items()}
+        if "set" in line:
+            line["value"] = written(line["value"])
+        written_lines.append(line)
+    return Reproduction({"lines": written_lines, **({"stand_ins": sorted(stand_ins)} if stand_ins else {})}, arrays)
+
+
+def called(function: str, case: dict, stand_ins=()) -> Reproduction:
+    """The reproduction of one call() record of `function`."""
+    return reproduction(step(function, *case["args"], **case["kwargs"]), stand_ins=stand_ins)
+
+
+def reproduced(problem, found: Reproduction):
+    """The problem (anything but a sentence, None say, stays as it is) with the case's reproduction as its call, and
+    the case's arrays as its inputs when they are the student's own variant and few enough to show."""
+    if not isinstance(problem, str):
+        return problem
+    return ProblemText(problem, call=found.call, inputs=shown_arrays(found.arrays))
+
+
+def shown_arrays(arrays: list[np.ndarray]) -> list | None:
+    """The arrays a page may show of a case, by place (None for one left out): all of them are the student's own
+    variant, and the smallest are shown until SHOWN_INPUT_NUMBERS entries in all (a page is no place for thousands
+    of numbers). None when none is shown (course-wide inputs are everyone's: never shown)."""
+    if variants.current() is None:
+        return None
+    shown: list = [None] * len(arrays)
+    budget = SHOWN_INPUT_NUMBERS
+    for place in sorted(range(len(arrays)), key=lambda i: arrays[i].size):
+        if 0 < arrays[place].size <= budget:
+            shown[place], budget = arrays[place].tolist(), budget - arrays[place].size
+    return shown if any(a is not None for a in shown) else None
+
+
+def reproducing(check: Callable[[], str | None], found: Reproduction) -> Callable[[], str | None]:
+    """A zero-argument check (for problems_of) whose problem carries the reproduction."""
+    return lambda: reproduced(_problem_or_rejected(check), found)
+
+
+def _problem_or_rejected(check):
+    try:
+        return check()
+    except Rejected as exc:
+        return exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
 
 
 def problems_of(*checks) -> list[str]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.base import HiddenTest, ProblemText, Rejected, each_case, raised_problem
+from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, each_case, raised_problem, reading,
+                                          reproduction, step)
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction
 from posenc_autograder.probes.calls import contract_each
 
@@ -110,8 +111,22 @@ def contracts_judge(promised: dict, argument_names: dict):
         verdicts = verdicts or {}
         return each_case(lambda name, record: _function_problem(
             name, calls[name], record, promised[name], argument_names.get(name, []), verdicts.get(name, True)),
-            list(calls), [obs.get(name, {}) for name in calls])
+            list(calls), [obs.get(name, {}) for name in calls],
+            reproduce=lambda name, record: contract_reproduction(name, calls[name], inputs.get("stand_ins", {})))
     return judge
+
+
+def contract_reproduction(name: str, c: dict, stand_ins: dict):
+    """A contract's call as lines (probes.calls.contract_target's): a function called; or an instance built, stepped
+    (forward, then backward, say), then its member called or read."""
+    replaced = tuple(stand_ins.get(name, {}))
+    if "member" not in c:
+        return reproduction(step(name, *c["args"], **c["kwargs"]), stand_ins=replaced)
+    lines = [step(name.split(".", 1)[0], *c["init"]["args"], assign="instance", **c["init"]["kwargs"])]
+    lines += [step(f"instance.{method}", *taken["args"], **taken["kwargs"]) for method, taken in c["steps"]]
+    member = f"instance.{c['member']}"
+    lines.append(reading(member) if c.get("attribute") else step(member, *c["args"], **c["kwargs"]))
+    return reproduction(*lines, stand_ins=replaced)
 
 
 def contracts_test(assignment: str, entries: tuple[StudentFunction, ...], **fields) -> HiddenTest:

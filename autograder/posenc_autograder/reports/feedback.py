@@ -21,6 +21,7 @@ td ul { margin: 0; padding-left: 1.1rem; } td li { overflow-wrap: anywhere; } ta
 details pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: .4rem; user-select: all; }
 pre.quoted { max-height: 24rem; overflow: auto; user-select: text; }
 .inputs { font-size: .9em; color: #444; margin-top: .3rem; } code.snippet { overflow-wrap: anywhere; }
+pre.snippet { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: .4rem; margin: .3rem 0; }
 h1 { overflow-wrap: anywhere; font-size: 1.6rem; }
 @media (max-width: 40rem) {
   table.tests thead { display: none; } table.tests tr { display: block; border-bottom: 2px solid #ccc; }

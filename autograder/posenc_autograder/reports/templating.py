@@ -17,12 +17,15 @@ def number(value) -> str:
 def arrays(inputs: list) -> list[dict]:
     """A failing case's input arrays for a page: shape, the first entries, and the whole array to copy."""
     shown = []
-    for values in inputs:
+    for place, values in enumerate(inputs):
+        if values is None:                   # an array of the case too large to show (the snippet names it)
+            continue
         array = np.asarray(values, dtype=np.float64)
         flat = array.ravel()
         preview = ", ".join(f"{v:.4g}" for v in flat[:PREVIEW_ENTRIES]) + (", ..." if flat.size > PREVIEW_ENTRIES
                                                                             else "")
-        shown.append({"shape": tuple(array.shape), "preview": f"[{preview}]", "full": repr(array.tolist())})
+        shown.append({"place": place + 1, "shape": tuple(array.shape), "preview": f"[{preview}]",
+                      "full": repr(array.tolist())})
     return shown
 
 
@@ -30,9 +33,10 @@ SNIPPET_INLINE_NUMBERS = 16    # a snippet writing more numbers than this is fol
 
 
 def snippet(problem) -> dict | None:
-    """The line that reproduces a problem's failing call: scalars by repr, each array the student may see written in
-    full (float64 repr, so the call reproduces exactly), each other array as a name the line needs, with its shape
-    and dtype (`needs`). `numbers`: how many array entries the line writes. None without a call."""
+    """The lines that reproduce a problem's failing case: scalars by repr, an all-zero array as np.zeros, each array
+    the student may see written in full (float64 repr, so the call reproduces exactly), each other array as a name
+    the lines need, with its shape and dtype (`needs`), and the student functions the grader stood in for while the
+    case ran (`stand_ins`). `numbers`: how many array entries the lines write. None without a call."""
     call = getattr(problem, "call", None)
     if not call:
         return None
@@ -42,19 +46,35 @@ def snippet(problem) -> dict | None:
         nonlocal numbers
         if isinstance(value, dict) and "default_rng" in value:
             return f"np.random.default_rng({int(value['default_rng'])})"
+        if isinstance(value, dict) and "zeros" in value:
+            return f"np.zeros({tuple(int(n) for n in value['zeros'])})"
+        if isinstance(value, dict) and "object" in value:
+            if str(value["object"]) not in [need["name"] for need in needs]:
+                needs.append({"name": str(value["object"]), "what": str(value["what"])})
+            return str(value["object"])
         if not isinstance(value, dict):
             return repr(value)
         place, dtype = int(value["input"]), str(value["dtype"])
-        if place < len(shown):
+        if place < len(shown) and shown[place] is not None:
             numbers += int(np.size(shown[place]))
             values = repr(np.asarray(shown[place], dtype=np.float64).tolist())
             return f"np.array({values})" if dtype == "float64" else f"np.array({values}, dtype=np.{dtype})"
         name = f"input{place + 1}"
-        needs.append({"name": name, "shape": tuple(value["shape"]), "dtype": dtype})
+        if name not in [need["name"] for need in needs]:
+            needs.append({"name": name, "shape": tuple(value["shape"]), "dtype": dtype, "what": None})
         return name
-    arguments = [written(v) for v in call["args"]] + [f"{k}={written(v)}" for k, v in call["kwargs"].items()]
-    return {"line": f"{call['function']}({', '.join(arguments)})", "needs": needs, "numbers": numbers,
-            "folded": numbers > SNIPPET_INLINE_NUMBERS}
+
+    def line_of(line: dict) -> str:
+        if "set" in line:
+            return f"{line['set']} = {written(line['value'])}"
+        if "get" in line:
+            return str(line["get"])
+        arguments = [written(v) for v in line["args"]] + [f"{k}={written(v)}" for k, v in line["kwargs"].items()]
+        return (f"{line['assign']} = " if line.get("assign") else "") + f"{line['call']}({', '.join(arguments)})"
+    lines = call.get("lines") or [{"call": call["function"], "args": call["args"], "kwargs": call["kwargs"]}]
+    text = "\n".join(line_of(line) for line in lines)
+    return {"line": text, "needs": needs, "numbers": numbers, "lines": len(lines),
+            "stand_ins": list(call.get("stand_ins", [])), "folded": numbers > SNIPPET_INLINE_NUMBERS}
 
 
 ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),

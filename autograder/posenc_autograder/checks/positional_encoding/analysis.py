@@ -6,9 +6,9 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, call, calling, compare, each_call, each_case,
-                                           mismatch, normal, number, observed_array, problems_of, require_shape,
-                                           value_of)
+from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, call, called, calling, compare, each_call,
+                                           each_case, mismatch, normal, number, observed_array, problems_of,
+                                           reproducing, require_shape, value_of)
 
 ASSIGNMENT = "positional_encoding"
 ROTATION_FN, DOT_FN, STATS_FN = "relative_position_matrix", "dot_product_distance", "encoding_statistics"
@@ -76,8 +76,9 @@ def _judge_rotation(inputs, obs):
                     f"{actual:.6g}: the error must be measured, not assumed")
         return None
 
-    return each_case(_offset_problem, groups["offsets"], obs["offsets"]) + \
-        problems_of(second_window_problem, measured_error_problem)
+    return each_case(_offset_problem, groups["offsets"], obs["offsets"], function=ROTATION_FN) + \
+        problems_of(reproducing(second_window_problem, called(ROTATION_FN, second)),
+                    reproducing(measured_error_problem, called(ROTATION_FN, noisy)))
 
 
 # --- dot products ------------------------------------------------------------------------------
@@ -116,8 +117,10 @@ def _sinusoidal_dot_problem(pe, record):
 
 def _judge_dot(inputs, obs):
     [random], [sinusoidal] = inputs["groups"]["random"], inputs["groups"]["sinusoidal"]
-    return problems_of(lambda: _random_dot_problem(random["args"][0], obs["random"][0]),
-                       lambda: _sinusoidal_dot_problem(sinusoidal["args"][0], obs["sinusoidal"][0]))
+    return problems_of(reproducing(lambda: _random_dot_problem(random["args"][0], obs["random"][0]),
+                                   called(DOT_FN, random)),
+                       reproducing(lambda: _sinusoidal_dot_problem(sinusoidal["args"][0], obs["sinusoidal"][0]),
+                                   called(DOT_FN, sinusoidal)))
 
 
 # --- statistics --------------------------------------------------------------------------------

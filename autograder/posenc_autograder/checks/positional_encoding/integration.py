@@ -10,8 +10,8 @@ from posenc_autograder.checks.positional_encoding import stand_ins
 from posenc_autograder.checks.positional_encoding.stand_ins import projection_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring
-from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, each_case,
-                                          mismatch, normal, raised_problem)
+from posenc_autograder.checks.base import (HiddenTest, Unshown, against_any, call, calling, compare, each_call,
+                                          each_case, mismatch, normal, raised_problem, reproduced, reproduction, step)
 
 ASSIGNMENT = "positional_encoding"
 ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"
@@ -70,9 +70,17 @@ def _same(a, b) -> bool:
 def _judge_wiring(inputs, obs):
     """Each case against attention on the right input: the probe's stand-in attention, or the reference for
     an encode_and_attend that computes attention itself. A mistake in self_attention is not charged here."""
-    if "error" in obs:
-        return [raised_problem(f"running {WIRED_FN} failed: {obs['error']}", obs["error"])]
     W, projection = inputs["W"], inputs["stand_ins"][ATTENTION_FN]["projection"]
+    perm = np.array(inputs["permutation"])
+
+    def of_case(key, _case=None):
+        """encode_and_attend as the probe called it in this case (the encoder: the grader's, not shown)."""
+        x = inputs["X"][:, perm] if key.endswith("permuted") else inputs["X"]
+        encoder = {"encoder": ENCODER} if key.startswith("encoded") else {}
+        return reproduction(step(WIRED_FN, x, *W, **encoder), stand_ins=(ATTENTION_FN,))
+    if "error" in obs:
+        return [reproduced(raised_problem(f"running {WIRED_FN} failed: {obs['error']}", obs["error"]),
+                           of_case("encoded"))]
     cases = _wiring_cases(inputs)
 
     def attention_on(x):
@@ -86,7 +94,10 @@ def _judge_wiring(inputs, obs):
         return against_any(lambda expected: compare(obs[key], expected, f"{WIRED_FN} {label}", 1e-9, diagnose),
                            *attention_on(seen))
 
-    return each_case(case_problem, list(cases), list(cases.values()))
+    return each_case(case_problem, list(cases), list(cases.values()), reproduce=of_case)
+
+
+ENCODER = Unshown("encoder", "an encoder of the grader's whose forward(X) adds the rows of a table of its own to X")
 
 
 TESTS = [

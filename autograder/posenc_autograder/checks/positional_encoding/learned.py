@@ -8,7 +8,8 @@ from posenc_autograder.probes.positional_encoding import (probe_learned_accumula
                                                           probe_learned_forward, probe_learned_init)
 from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, as_array, compare, each_case,
                                           expect_error, fields_of, mismatch, normal, observed_array, problems_of,
-                                          require_shape, value_of, with_cause, raised_problem)
+                                          reading, reproduced, reproducing, reproduction, require_shape, setting, step,
+                                          value_of, with_cause, raised_problem)
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"
@@ -22,17 +23,29 @@ def _built(inputs) -> str:
     return f"{CLASS}({inputs['max_seq_len']}, {inputs['d_model']})"
 
 
+def _layer_line(inputs, seed: int | None) -> dict:
+    """`layer = LearnedPositionalEncoding(L, d, rng=np.random.default_rng(seed))`, as the probe builds it."""
+    rng = {} if seed is None else {"rng": {"default_rng": int(seed)}}
+    return step(CLASS, inputs["max_seq_len"], inputs["d_model"], assign="layer", **rng)
+
+
+def _all_of(problems: list, found) -> list:
+    return [reproduced(p, found) for p in problems]
+
+
 # --- initialisation ----------------------------------------------------------------------------
 
 def _judge_init(inputs, obs):
     what = f"{_built(inputs)}.embedding"
+    seeded = reproduction(_layer_line(inputs, inputs["seeds"][0]), reading("layer.embedding"))
     if "error" in obs:
-        return [raised_problem(f"{_built(inputs)} with rng=... raised {obs['error']}", obs["error"])]
+        return [reproduced(raised_problem(f"{_built(inputs)} with rng=... raised {obs['error']}", obs["error"]),
+                           seeded)]
     try:
         table, same_seed, other_seed = (require_shape(as_array(t, what), (inputs["max_seq_len"], inputs["d_model"]),
                                                       what) for t in obs["tables"])
     except Rejected as problem:
-        return [problem.args[0]]
+        return [reproduced(problem.args[0], seeded)]
     problems = []
     mean, std = float(table.mean()), float(table.std())
     if not (abs(mean) <= 5e-4 and abs(std - ref.LEARNED_INIT_STD) <= 5e-4):
@@ -50,9 +63,11 @@ def _judge_init(inputs, obs):
                         "table from the `rng` argument")
     elif np.array_equal(table, other_seed):
         problems.append("layers built with different seeds got the same table: draw it from the `rng` argument")
-    problems += problems_of(lambda: observed_array(obs["without_rng"], f"{_built(inputs)}.embedding without rng",
-                                                   table.shape))
-    return problems
+    problems = _all_of(problems, seeded)
+    problems += problems_of(reproducing(lambda: observed_array(obs["without_rng"], f"{_built(inputs)}.embedding "
+                                                               f"without rng", table.shape),
+                                        reproduction(_layer_line(inputs, None), reading("layer.embedding"))))
+    return [p for p in problems if p is not None]
 
 
 # --- forward -----------------------------------------------------------------------------------
@@ -65,13 +80,19 @@ def _forward_inputs():
 
 
 def _judge_forward(inputs, obs):
-    if "error" in obs:
-        return [raised_problem(f"building {_built(inputs)} failed: {obs['error']}", obs["error"])]
     table, max_seq_len = inputs["table"], inputs["max_seq_len"]
+
+    def of_layer(*lines):
+        return reproduction(_layer_line(inputs, inputs["seed"]), setting("layer.embedding", table), *lines)
+    if "error" in obs:
+        return [reproduced(raised_problem(f"building {_built(inputs)} failed: {obs['error']}", obs["error"]),
+                           reproduction(_layer_line(inputs, inputs["seed"])))]
     return each_case(lambda X, r: compare(r, X + table[None, :X.shape[1]], f"forward(X) with X of shape {X.shape}",
-                                          1e-12), inputs["inputs"], obs["forward"]) + problems_of(
-        lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
-                             f"when L > max_seq_len = {max_seq_len}"))
+                                          1e-12), inputs["inputs"], obs["forward"],
+                     reproduce=lambda X, r: of_layer(step("layer.forward", X))) + problems_of(
+        reproducing(lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
+                                         f"when L > max_seq_len = {max_seq_len}"),
+                    of_layer(step("layer.forward", inputs["too_long"]))))
 
 
 # --- backward: gradient check ------------------------------------------------------------------
@@ -110,17 +131,21 @@ def _backward_inputs():
 def _judge_backward(inputs, obs):
     """grad_embedding against the exact gradient of sum(upstream * forward(X)) with respect to the table (the
     upstream rows summed over the batch), computed here; the input gradient is upstream itself."""
-    if "error" in obs:
-        return [raised_problem(f"forward/backward failed: {obs['error']}", obs["error"])]
     upstream, table_shape = inputs["upstream"], (inputs["max_seq_len"], inputs["d_model"])
-    problems = problems_of(lambda: compare(obs["input_grad"], upstream, "the input gradient returned by backward "
-                                           "(it should be grad_output passed through unchanged)", 1e-12))
+    passes = (_layer_line(inputs, inputs["seed"]), step("layer.forward", inputs["X"]))
+    returned = reproduction(*passes, step("layer.backward", upstream))
+    stored = reproduction(*passes, step("layer.backward", upstream), reading("layer.grad_embedding"))
+    if "error" in obs:
+        return [reproduced(raised_problem(f"forward/backward failed: {obs['error']}", obs["error"]), stored)]
+    problems = problems_of(reproducing(lambda: compare(obs["input_grad"], upstream, "the input gradient returned by "
+                                                       "backward (it should be grad_output passed through unchanged)",
+                                                       1e-12), returned))
     try:
         grad = as_array(value_of(obs["grad_embedding"], "reading grad_embedding"), "grad_embedding")
     except Rejected as problem:
-        return problems + [problem.args[0]]
+        return problems + [reproduced(problem.args[0], stored)]
     problem = _grad_problem(grad, upstream, table_shape)
-    return problems + ([problem] if problem else [])
+    return problems + ([reproduced(problem, stored)] if problem else [])
 
 
 # --- backward: batch accumulation and unused positions -----------------------------------------
@@ -134,29 +159,39 @@ def _accumulation_inputs():
 
 
 def _judge_accumulation(inputs, obs):
+    def after(passes: int):
+        """The layer built, the first `passes` (forward, backward) passes, then grad_embedding read."""
+        lines = [_layer_line(inputs, inputs["seed"])]
+        for X, upstream in inputs["passes"][:passes]:
+            lines += [step("layer.forward", X), step("layer.backward", upstream)]
+        return reproduction(*lines, reading("layer.grad_embedding"))
     if "error" in obs:
-        return [raised_problem(f"forward/backward failed: {obs['error']}", obs["error"])]
+        return [reproduced(raised_problem(f"forward/backward failed: {obs['error']}", obs["error"]),
+                           after(len(inputs["passes"])))]
     table_shape = (inputs["max_seq_len"], inputs["d_model"])
     try:
         single, batch4, shorter = (as_array(g, "grad_embedding") for g in obs["grads"])
     except Rejected as problem:
-        return [problem.args[0]]
+        return [reproduced(problem.args[0], after(len(inputs["passes"])))]
     (_, row), (_, rows), (_, short_upstream) = inputs["passes"]
     problems = []
-    problem = _grad_problem(single, row, table_shape) or _grad_problem(batch4, rows, table_shape)
+    problem = _grad_problem(single, row, table_shape)
+    failed_pass = 1 if problem else 2
+    problem = problem or _grad_problem(batch4, rows, table_shape)
     if problem:
         ratio = np.linalg.norm(batch4) / max(np.linalg.norm(single), 1e-300)
-        problems.append(ProblemText(f"with {len(rows)} identical batch elements grad_embedding should be "
-                                    f"{len(rows)}x the single-element one; the ratio of norms is {ratio:.4g}. "
-                                    f"{str.__str__(problem)}", **fields_of(problem)))
+        problems.append(reproduced(ProblemText(f"with {len(rows)} identical batch elements grad_embedding should be "
+                                               f"{len(rows)}x the single-element one; the ratio of norms is "
+                                               f"{ratio:.4g}. {str.__str__(problem)}", **fields_of(problem)),
+                                   after(failed_pass)))
     used = short_upstream.shape[1]
     if shorter.shape == table_shape and not np.all(shorter[used:] == 0):
-        problems.append(f"after a backward pass on L = {used} positions, rows {used} and beyond of grad_embedding "
-                        f"are not zero: positions that were not used get zero gradient (it looks like gradients "
-                        f"from an earlier call are kept; start from zeros in every backward)")
-    elif problem := _grad_problem(shorter, short_upstream, table_shape, f"grad_embedding after a pass with L = {used}"):
-        problems.append(problem)
-    return problems
+        problem = (f"after a backward pass on L = {used} positions, rows {used} and beyond of grad_embedding are not "
+                   f"zero: positions that were not used get zero gradient (it looks like gradients from an earlier "
+                   f"call are kept; start from zeros in every backward)")
+    else:
+        problem = _grad_problem(shorter, short_upstream, table_shape, f"grad_embedding after a pass with L = {used}")
+    return problems + ([reproduced(problem, after(3))] if problem else [])
 
 
 TESTS = [

@@ -10,9 +10,10 @@ from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_t
 from posenc_autograder.checks.positional_encoding.stand_ins import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.base import (HiddenTest, Rejected, against_any, call, call_label, calling, compare,
-                                          each_call, each_case, expect_error, judging_all, mismatch, normal,
-                                          observed_array, problems_of, raised_problem, with_cause)
+from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, against_any, call, call_label,
+                                          call_of, calling, compare, each_call, each_case, expect_error, judging_all,
+                                          mismatch, normal, observed_array, problems_of, raised_problem, reproduced,
+                                          reproducing, reproduction, step, with_cause)
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"
@@ -62,7 +63,7 @@ def _judge_unique(inputs, obs):
     try:
         table, second = (observed_array(r, what, (seq_len, d_model)) for r in obs["tables"])
     except Rejected as problem:
-        return [problem.args[0]]
+        return _of_call([problem.args[0]], c)
     problems = []
     squared = (table ** 2).sum(axis=1)
     distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
@@ -80,7 +81,12 @@ def _judge_unique(inputs, obs):
         p = int(np.argmax(np.abs(norms - target)))
         problems.append(f"row {p} of {what} has norm {norms[p]:.10g}; every row should have norm "
                         f"sqrt(d_model/2) = {target:.10g} because each (sin, cos) pair contributes 1")
-    return problems
+    return _of_call(problems, c)
+
+
+def _of_call(problems: list, c: dict) -> list:
+    """Problems of one table call, each carrying the call (what the page writes as the line that reproduces it)."""
+    return [ProblemText(p, call=call_of(PE_FN, c)) for p in problems]
 
 
 # --- frequency structure -----------------------------------------------------------------------
@@ -98,7 +104,7 @@ def _judge_frequency(inputs, obs):
     try:
         table = observed_array(obs["tables"][0], call_label(PE_FN, c), (seq_len, d_model))
     except Rejected as problem:
-        return [problem.args[0]]
+        return _of_call([problem.args[0]], c)
     problems = []
     fast, slow = table[:, 0].var(), table[:, d_model - 2].var()
     if not fast > 20 * slow:
@@ -111,7 +117,7 @@ def _judge_frequency(inputs, obs):
             problems.append(f"the {label} (sin, cos) pair has wavelength {measured:.6g} positions; expected "
                             f"2*pi*10000^(2i/d) = {expected[pair]:.6g}")
     explanation = diagnose_pe_table(table, seq_len, d_model) if problems else None    # the values' known mistakes
-    return [with_cause(p, explanation) for p in problems] if explanation else problems
+    return _of_call([with_cause(p, explanation) for p in problems] if explanation else problems, c)
 
 
 # --- the SinusoidalPositionalEncoding class ----------------------------------------------------
@@ -129,9 +135,13 @@ def _judge_class(inputs, obs):
     """The module against the table it was given (the stand-in for sinusoidal_positional_encoding) or, for a
     module that builds its own, the formula's table: either way a table mistake is not charged here."""
     max_seq_len, d_model = inputs["max_seq_len"], inputs["d_model"]
+    module = step(PE_CLASS, max_seq_len, d_model, assign="module")
+
+    def of_module(*lines):
+        return reproduction(module, *lines, stand_ins=(PE_FN,))
     if "error" in obs:
-        return [raised_problem(f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: {obs['error']}",
-                               obs["error"])]
+        return [reproduced(raised_problem(f"building or using {PE_CLASS}({max_seq_len}, {d_model}) failed: "
+                                          f"{obs['error']}", obs["error"]), of_module())]
     tables = (ref.sinusoidal_positional_encoding(max_seq_len, d_model), inputs["stand_ins"][PE_FN]["table"])
 
     def forward_problem(X, record):
@@ -145,11 +155,16 @@ def _judge_class(inputs, obs):
         return against_any(against, *tables)
 
     length = inputs["encoding_length"]
-    return each_case(forward_problem, inputs["inputs"], obs["forward"]) + problems_of(
-        lambda: against_any(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})", 1e-9), *tables),
-        lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
-                             f"when L > max_seq_len = {max_seq_len}"),
-        lambda: expect_error(obs["odd"], "ValueError", f"{PE_CLASS}{tuple(inputs['odd'])}", ODD))
+    return each_case(forward_problem, inputs["inputs"], obs["forward"],
+                     reproduce=lambda X, record: of_module(step("module.forward", X))) + problems_of(
+        reproducing(lambda: against_any(lambda t: compare(obs["encoding"], t[:length], f"get_encoding({length})",
+                                                          1e-9), *tables),
+                    of_module(step("module.get_encoding", length))),
+        reproducing(lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
+                                         f"when L > max_seq_len = {max_seq_len}"),
+                    of_module(step("module.forward", inputs["too_long"]))),
+        reproducing(lambda: expect_error(obs["odd"], "ValueError", f"{PE_CLASS}{tuple(inputs['odd'])}", ODD),
+                    reproduction(step(PE_CLASS, *inputs["odd"]), stand_ins=(PE_FN,))))
 
 
 TESTS = [

@@ -131,7 +131,7 @@ def _judge_rope(inputs, obs):
     def problem(x, positions, record, label, base):
         def against(theta):
             return compare(record, _rotate(x, positions, base, theta=theta),
-                           f"{label} with positions {positions[:4]}...", 1e-10,
+                           label, 1e-10,
                            diagnose=lambda a: _rope_diagnosis(a, x, positions, base, theta))
         return against_any(against, ref.angular_frequencies(x.shape[-1], base),
                            lookup_answer(inputs["stand_ins"][FREQ_FN], x.shape[-1], base))
