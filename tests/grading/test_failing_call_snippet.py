@@ -1,11 +1,13 @@
 """A failed case's page line reproduces the failing call: run against the student's function, in this process, it
-gives back the very value the page reports as wrong; inputs the student has not been shown are never written."""
+gives back the very value the page reports as wrong; inputs the student has not been shown are never written. A case
+that is more than one call (a module built, stepped, then read) is lines that do the same."""
 import re
 import html
 
 import numpy as np
 
-from posenc_autograder.checks.positional_encoding import integration, sinusoidal
+from posenc_autograder.checks.positional_encoding import integration, learned, sinusoidal
+from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.reports import feedback
 from posenc_autograder.results import GradedTest, NotebookResult
@@ -82,3 +84,57 @@ def test_inputs_the_student_has_not_seen_are_named_not_written():
     assert line == "self_attention(input1, input2, input3, input4)"
     assert "The line needs <code>input1</code>: an array of shape (5, 8)" in page
     assert "np.array(" not in page
+
+
+class BatchMeanLayer:
+    """A realistic mistake in the learned module's backward pass: the gradient averaged over the batch."""
+
+    def __init__(self, max_seq_len, d_model, rng=None):
+        rng = np.random.default_rng() if rng is None else rng
+        self.embedding = rng.normal(0.0, 0.02, size=(max_seq_len, d_model))
+        self.grad_embedding = np.zeros_like(self.embedding)
+
+    def forward(self, X):
+        self.seq_len = X.shape[1]
+        return X + self.embedding[None, :self.seq_len]
+
+    def backward(self, grad_output):
+        self.grad_embedding = np.zeros_like(self.embedding)
+        self.grad_embedding[:self.seq_len] = grad_output.mean(axis=0)
+        return grad_output
+
+
+def the_lines(page: str) -> str:
+    found = re.search(r'<pre class="snippet">([^<]*)</pre>', page)
+    assert found, "the page shows no lines reproducing the failing case"
+    return html.unescape(found.group(1))
+
+
+def test_lines_that_build_a_module_and_step_it_reproduce_the_wrong_gradient():
+    """The learned module's backward case is more than one call: build the layer with its seed, forward, backward,
+    then read grad_embedding; run on the student's class, the lines give the reported wrong value."""
+    test = next(t for t in learned.TESTS if t.id == "hidden_learned_backward")
+    [problem] = test.verdict(record_in_process(test.task_entry(VARIANT), {"LearnedPositionalEncoding": BatchMeanLayer}),
+                             VARIANT)
+    page = page_of(test, problem)
+    lines = the_lines(page).splitlines()
+    assert lines[0] == "layer = LearnedPositionalEncoding(11, 6, rng=np.random.default_rng(4))"
+    assert lines[-1] == "layer.grad_embedding" and "input1" not in page       # both arrays written: 252 numbers
+    namespace = {"np": np, "LearnedPositionalEncoding": BatchMeanLayer}
+    exec("\n".join(lines[:-1]), namespace)                  # noqa: S102 - the lines under test, on our own class
+    got = eval(lines[-1], namespace)                        # noqa: S307
+    assert got[tuple(problem.details["where"])] == problem.details["got"]
+
+
+def test_a_case_run_with_a_stand_in_says_so_and_names_what_it_does_not_show():
+    """encode_and_attend is judged with the grader's attention and encoder: the line names the encoder it needs and
+    says which function of the student's a stand-in replaced."""
+    test = next(t for t in integration.TESTS if t.id == "hidden_integration")
+    namespace = {"self_attention": unscaled_attention}                 # replaced by the probe's stand-in
+    exec("def encode_and_attend(X, W_q, W_k, W_v, encoder=None):\n"       # noqa: S102 - a mistake: no encoder
+         "    return self_attention(X, W_q, W_k, W_v)", namespace)
+    problem = test.verdict(record_in_process(test.task_entry(VARIANT), namespace), VARIANT)[0]
+    page = page_of(test, problem)
+    assert re.search(r"encode_and_attend\(np\.array\(.*encoder=encoder\)", the_line(page))
+    assert "The line needs <code>encoder</code>: an encoder of the grader's" in html.unescape(page)
+    assert "your <code>self_attention</code> was replaced by a stand-in" in page

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from posenc_autograder.checks import variants
+from posenc_autograder.checks.diagnosis import Ambiguous
 from posenc_autograder.probes import codec
 from posenc_autograder.results import Problem, ProblemKind
 
@@ -444,8 +445,9 @@ LIKELY_CAUSE = "Likely cause: "
 def with_cause(problem: str, explanation: str) -> ProblemText:
     """The problem followed by its diagnosed cause, in the words feedback uses, with the cause kept as data
     (what "Fix this first" and the dashboard group by)."""
+    definite = {"pattern": True} if isinstance(explanation, Ambiguous) else {}
     return ProblemText(f"{str.__str__(problem)}. {LIKELY_CAUSE}{explanation}.", **{**fields_of(problem),
-                                                                              "cause": explanation})
+                                                                              "cause": str(explanation), **definite})
 
 
 def against_any(problem: Callable[..., str | None], *expectations) -> str | None:

@@ -82,9 +82,12 @@ def changed_arguments(sent: dict, record: dict) -> list[int]:
 def _function_problem(name, sent, record, promised, argument_names, value_tests_passed) -> str | None:
     if "missing" in record:
         return str(record["missing"])
-    if "error" in record:
-        return raised_problem(f"{name} raised {record['error']}, so its return type could not be checked",
-                              record["error"])
+    cause = None if value_tests_passed else getattr(value_tests_passed, "cause", None)   # what its value tests found
+    pattern = bool(cause) and getattr(value_tests_passed, "pattern", False) or None
+    if "error" in record:      # with values found wrong, one mistake behind both: their cause (one dashboard row)
+        raised = raised_problem(f"{name} raised {record['error']}, so its return type could not be checked",
+                                record["error"])
+        return ProblemText(raised, cause=cause, pattern=pattern) if cause else raised
     if "kind" not in record:
         raise Rejected(f"the grader received no answer for {name}")
     problem = kind_problem(record["kind"], promised, name)
@@ -93,8 +96,6 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
         names = [argument_names[i] if i < len(argument_names) else f"argument {i}" for i in changed]
         problem = ProblemText(f"{name} changed its argument {', '.join(names)} in place: the caller's array must "
                               f"come back unchanged (likely cause: {CAUSES['in_place']})", cause=CAUSES["in_place"])
-    cause = None if value_tests_passed else getattr(value_tests_passed, "cause", None)   # what its value tests found
-    pattern = bool(cause) and getattr(value_tests_passed, "pattern", False) or None
     if problem is None and not value_tests_passed:
         problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
                               f"tests" + (f", which found: {cause}" if cause else ""), cause=cause, pattern=pattern)

@@ -60,6 +60,13 @@ def frequency_mistakes(d: int, base: float) -> dict[str, np.ndarray]:
             "spacing": np.exp(-i / max(d // 2 - 1, 1) * np.log(base))}
 
 
+class Ambiguous(str):
+    """An explanation naming several mistakes that fit the answer alike: no definite diagnosis (base.with_cause marks
+    its problem as a pattern, so a definite diagnosis of the same failure elsewhere is the one that counts)."""
+
+
 def either(explanations: list[str]) -> str | None:
     """One explanation, or all that fit the answer equally (two mistakes can make the same numbers)."""
-    return "; or ".join(explanations) if explanations else None
+    if len(explanations) > 1:
+        return Ambiguous("; or ".join(explanations))
+    return explanations[0] if explanations else None

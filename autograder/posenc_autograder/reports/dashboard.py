@@ -170,16 +170,22 @@ def _subjects(cell_id: str) -> set[str]:
     return set(test.subjects) if test is not None else set()
 
 
-def _diagnosed(causes: dict) -> dict:
-    return {cause: p for cause, p in causes.items() if cause and not p.pattern}
+def _rank(problem) -> int:
+    """How definite a problem's cause is: 0 a diagnosed mistake, 1 an exception the code raised, 2 a pattern of the
+    difference (or several mistakes that fit alike)."""
+    return 2 if problem.pattern else 1 if problem.error else 0
 
 
 def _best_causes(own: dict, related: list[dict]) -> dict:
-    """The causes a failed test is counted under: its own diagnosed mistakes; else those of the same student's failed
-    tests of the same functions (one bug, one row); else the patterns it or they describe; else none (its own row)."""
-    borrowed = [cause for found in related for cause in found.items() if cause[0]]
-    return (_diagnosed(own) or _diagnosed(dict(borrowed)) or {c: p for c, p in own.items() if c}
-            or dict(borrowed) or own)
+    """The causes a failed test is counted under: its own diagnosed mistakes, else those of the same student's failed
+    tests of the same functions (one bug, one row), else the exceptions it or they raised; {} when only patterns
+    or nothing is named (the first of these failures then gives the row)."""
+    for rank in (0, 1):
+        found = {c: p for c, p in own.items() if c and _rank(p) == rank} or \
+            {c: p for causes in related for c, p in causes.items() if c and _rank(p) == rank}
+        if found:
+            return found
+    return {}
 
 
 def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], list[MistakeRow]]:
@@ -202,11 +208,13 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
             named[t.cell_id] = {likely_cause(p): p for p in examples if likely_cause(p)} or {None: examples[0]}
         for cell_id, found in named.items():
             test = next(t for t in failed if t.cell_id == cell_id)
-            causes = _best_causes(found, [f for other, f in named.items()
-                                          if other != cell_id and _subjects(other) & _subjects(cell_id)])
+            related = [other for other in named if other != cell_id and _subjects(other) & _subjects(cell_id)]
+            # Failures of the same functions that no one diagnosed: one row, the first one's (its pattern, or itself).
+            first = next(other for other in named if other == cell_id or other in related)
+            causes = _best_causes(found, [named[other] for other in related]) or named[first]
             for cause, problem in causes.items():
-                key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {cell_id}")
-                label = cause or f"{cell_id} failed without a named cause"
+                key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {first}")
+                label = cause or f"{first} failed without a named cause"
                 mistakes.setdefault(key, MistakeRow(r.assignment, label, problem.text)).add(r, test)
     order = lambda row: (-len(row.results), row.assignment, row.label)  # noqa: E731
     return sorted(mistakes.values(), key=order), sorted(stubs.values(), key=order)

@@ -104,6 +104,8 @@ def diagnose_rotation(actual: np.ndarray, d_model: int, offset: int) -> str | No
     if matches(actual, exact.T):
         return ("the rotation blocks are transposed: with rows (sin, cos) the block is "
                 "[[cos wk, sin wk], [-sin wk, cos wk]], which maps PE[pos] to PE[pos + k], not PE[pos - k]")
+    if matches(actual, np.eye(d_model)):         # before offset +/- 1: for offset 1 the identity is both
+        return "M is the identity: it must rotate each pair by omega_i * offset"
     if matches(actual, ref.rotation_matrix_for_offset(d_model, offset + 1)) or \
             matches(actual, ref.rotation_matrix_for_offset(d_model, offset - 1)):
         return "M looks like it rotates by offset +/- 1: check the positions you paired up"
@@ -113,8 +115,6 @@ def diagnose_rotation(actual: np.ndarray, d_model: int, offset: int) -> str | No
     if matches(actual, exact[np.ix_(np.argsort(perm), np.argsort(perm))]):
         return ("the 2x2 blocks pair columns (i, i + d/2) as for a concatenated [sin | cos] table; "
                 "with interleaved columns each block acts on columns (2i, 2i+1)")
-    if matches(actual, np.eye(d_model)):
-        return "M is the identity: it must rotate each pair by omega_i * offset"
     return None
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from posenc_autograder.checks.diagnosis import either
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
                                                           probe_learned_forward, probe_learned_init)
@@ -117,10 +118,8 @@ def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
         "grad_embedding uses only the first batch element; sum the gradient over the batch": upstream[0],
         "grad_embedding uses only the last batch element; sum the gradient over the batch": upstream[-1],
     }
-    for explanation, rows in known.items():
-        if mismatch(grad[:used], rows, 1e-10, "") is None:
-            return with_cause(problem, explanation)
-    return problem
+    fitting = [explanation for explanation, rows in known.items() if mismatch(grad[:used], rows, 1e-10, "") is None]
+    return with_cause(problem, either(fitting)) if fitting else problem     # identical rows: several fit alike
 
 
 def _backward_inputs():

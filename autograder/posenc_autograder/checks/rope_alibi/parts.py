@@ -176,7 +176,7 @@ def _slopes_problem(n, record, label):
              DIAGNOSES["slopes_from_zero"]: 2.0 ** (-8.0 * np.arange(n) / n)}
     expected = ref.alibi_slopes(n)
     return compare(record, expected, label, 1e-12,
-                   diagnose=lambda a: next((why for why, wrong in known.items() if matches(a, wrong)), None)
+                   diagnose=lambda a: next(iter(known_mistakes(a, expected, known)), None)
                    or diagnose_float32_relative(a, expected))
 
 
