@@ -32,7 +32,7 @@ class NoteKind(str, enum.Enum):
 PROSE_NUMBERS = 16       # numbers a sentence a student reads may hold; a longer quote is summarised in it
 QUOTE_NUMBERS = 8        # of them, what a quote of the student's own output may take (the sentence has its own)
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
-NUMBER_RUN = re.compile(rf"\[*(?:{NUMBER.pattern}[\s,;\[\]]*){{4,}}")     # 4+ numbers in a row: a printed array
+NUMBER_RUN = re.compile(rf"(?:\[[\[ ]*)?(?:{NUMBER.pattern}[\s,;\[\]]*){{4,}}")   # 4+ numbers in a row: an array
 
 
 def summarised(text: str, numbers: int = QUOTE_NUMBERS) -> str:

@@ -2,7 +2,8 @@
 
 Problems and notes are plain dataclasses (older stored results still load); a difference with no known mistake
 is described by its pattern; a message is withheld only for grader text the student has not seen; the released
-helpers neither write None back nor crash on an unexpected value; a part whose self-check printed failures fails.
+helpers neither write None back nor crash on an unexpected value; a part whose self-check printed failures fails;
+what a student's code raises or prints is summarised in the sentence (at most 16 numbers) and kept whole, folded.
 """
 import json
 
@@ -16,7 +17,8 @@ from posenc_autograder.course import grade_id
 from posenc_autograder.grading import execute, pipeline
 from posenc_autograder.portal.pages import visible_result
 from posenc_autograder.reports import feedback
-from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
+from posenc_autograder.probes.shell_runner import error_text
+from posenc_autograder.results import NUMBER, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 
 def test_problems_and_notes_are_data_not_strings_and_old_results_still_load():
@@ -115,3 +117,34 @@ def test_a_part_whose_self_check_printed_failures_fails_its_row():
     problem = pipeline.visible_problem(errors["test_pe_visible"])
     assert problem.kind == ProblemKind.SELF_CHECK and "row 0: expected 0, got 1" in problem.text
     assert "problem(s) above" not in problem.text
+
+
+def prose_numbers(text: str) -> int:
+    return len(NUMBER.findall(text))
+
+
+def test_what_a_students_code_raises_is_summarised_in_the_sentence_and_kept_whole_in_a_fold():
+    """An answer cell that defined its function, then raised with a 640-number array as its message: the note says so
+    (the line survives the cap on the message), its sentence holds at most 16 numbers, and the page folds the whole
+    message; a visible self-check's many failures are summarised the same way."""
+    nb = nbformat.read(ROOT / "solutions" / "positional_encoding" / "positional_encoding.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if grade_id(c) == "sinusoidal_positional_encoding")
+    cell.source += "\n\nmine = np.arange(640.0).reshape(40, 16)\nassert (mine == 0).all(), mine\n"
+    try:
+        exec(compile(cell.source, "<cell>", "exec"), {"np": np})          # noqa: S102 - the course's own cell
+    except AssertionError as error:
+        evalue = error_text(error)
+    cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue=evalue[:1000], traceback=[])]
+    [error] = pipeline.answer_cell_errors(nbformat.writes(nb), "positional_encoding")
+    assert error.defined and error.line == len(cell.source.splitlines())
+    [note] = pipeline.raised_after_defining_notes([error])
+    assert prose_numbers(note.text) <= 16 and "[" in note.text and "numbers]" in note.text, note.text
+    assert note.quoted.startswith("AssertionError: [[") and prose_numbers(note.quoted) > 100
+    page = feedback.render(NotebookResult("ann", "positional_encoding", "nb", True, [], [note]))
+    assert '<details><summary>the whole message</summary><pre class="quoted">AssertionError: [[' in page
+    failures = "\n".join(f"Part {i}: f({i}, {i + 1}): at index ({i},) expected {i}.5, got {i}.25" for i in range(9))
+    said = execute.student_message(failures)
+    assert prose_numbers(said["text"]) <= 16 < prose_numbers(failures) and said["quoted"] == failures
+    assert said["text"].endswith("more lines)")
+    problem = pipeline.visible_problem({"ename": None, **said})
+    assert problem.quoted == failures and prose_numbers(problem.text) <= 16

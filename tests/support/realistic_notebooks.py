@@ -268,14 +268,17 @@ def new_students(pe, rope, ctx) -> list[Realistic]:
                   full_pe, None, ("defined its functions, then line",)),
         Realistic("pe_learned_batch_mean", "positional_encoding",
                   edited(pe, "LearnedPositionalEncoding",
-                         solution_replaced("grad_output.sum(axis=0)", "grad_output.mean(axis=0)")), None),
+                         solution_replaced("grad_output.sum(axis=0)", "grad_output.mean(axis=0)")),
+                  full_pe - 4 - 2 - 0.5),       # backward, accumulation, 2 of the 12 contracts (2 points, in halves)
         Realistic("pe_base_1000", "positional_encoding",
                   edited(pe, "sinusoidal_positional_encoding",
-                         solution_replaced("np.log(10000.0)", "np.log(1000.0)")), None),
+                         solution_replaced("np.log(10000.0)", "np.log(1000.0)")),
+                  full_pe - 4 - 2 - 2 - 0.5),   # values, stability, frequency, the table's contract
         Realistic("pe_float32_table", "positional_encoding",
                   edited(pe, "sinusoidal_positional_encoding",
                          solution_replaced("pe = np.empty((seq_len, d_model), dtype=np.float64)",
-                                           "pe = np.empty((seq_len, d_model), dtype=np.float32)")), None),
+                                           "pe = np.empty((seq_len, d_model), dtype=np.float32)")),
+                  full_pe - 0.5),               # its contract (float64) alone: values are judged to float32's digits
         Realistic("rope_loops_display", "rope_alibi",
                   added_after(edited(rope, "rope", answer_replaced("apply_rope", LOOP_ROPE)), "rope",
                               "%time rotated = apply_rope(np.eye(4), [0, 1, 2, 3])\ndisplay(rotated)\n!ls\n"
@@ -285,11 +288,13 @@ def new_students(pe, rope, ctx) -> list[Realistic]:
                   edited(rope, "rope", lambda s: s + "\n\nprint(apply_rope(np.ones((4, 8))))   # quick look\n"),
                   full_rope, None, ("defined its functions, then line",)),
         Realistic("rope_halves_pairing", "rope_alibi",
-                  edited(rope, "rope", answer_replaced("apply_rope", HALVES_ROPE)), None),
+                  edited(rope, "rope", answer_replaced("apply_rope", HALVES_ROPE)),
+                  full_rope - 4 - 0.5),         # apply_rope, its contract (rope_scores is judged on a stand-in)
         Realistic("rope_slopes_power_of_two_only", "rope_alibi",
                   edited(rope, "alibi", answer_replaced("alibi_slopes",
                                                         "    return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) "
-                                                        "/ n_heads)\n")), None),
+                                                        "/ n_heads)\n")),
+                  full_rope - 1 - 0.5),         # the 2 of 7 head counts that are not powers of two, its contract
         Realistic("ctx_capture_plot_helper", "context_extension",
                   added_after(edited(ctx, "yarn", solution_replaced(
                       "np.clip((turns - alpha) / (beta - alpha), 0.0, 1.0)", "ramp(turns, alpha, beta)")),
@@ -302,10 +307,12 @@ def new_students(pe, rope, ctx) -> list[Realistic]:
                   full_ctx),
         Realistic("ctx_ntk_exponent_d_over_d_minus_1", "context_extension",
                   edited(ctx, "interpolation", solution_replaced("head_dim / (head_dim - 2)",
-                                                                 "head_dim / (head_dim - 1)")), None),
+                                                                 "head_dim / (head_dim - 1)")),
+                  full_ctx - 1.5 - 0.5),        # the 5 of 9 cases with a scale above 1, its contract
         Realistic("ctx_interpolation_off_by_one", "context_extension",
                   edited(ctx, "interpolation", solution_replaced("(train_len / target_len)",
-                                                                 "((train_len - 1) / (target_len - 1))")), None),
+                                                                 "((train_len - 1) / (target_len - 1))")),
+                  full_ctx - 2 - 0.5),          # every case but train_len == target_len, its contract
     ]
 
 

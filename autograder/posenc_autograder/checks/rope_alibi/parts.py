@@ -32,8 +32,8 @@ DIAGNOSES = {
     "clockwise": "the rotation turns the wrong way: (a, b) -> (a cos - b sin, a sin + b cos) is counter-clockwise",
     "halves": "your rotation pairs dimension i with i + d/2 (the \"rotate half\" layout): that is a legitimate RoPE "
               "convention, the one GPT-NeoX and Hugging Face code use, so your understanding is right; "
-              "this exercise asks for the other one, adjacent pairs (2i, 2i+1) as in the RoFormer paper, "
-              "so take x[..., 0::2] and x[..., 1::2]",
+              "this exercise asks for the other one, adjacent pairs (2i, 2i+1) as in the RoFormer paper: an even "
+              "column with the odd one after it",
     "halves_pair_angles": "your rotation pairs dimension i with i + d/2 (rotate half) but takes the angles of "
                           "adjacent pairs, each repeated (theta_0, theta_0, theta_1, theta_1, ...): the two layouts "
                           "were mixed, so a pair's two columns turn by different angles; this exercise uses adjacent "
