@@ -348,7 +348,8 @@ def visible_problem(error: dict) -> Problem:
     if error.get("ename"):
         return Problem(f"raised {error['ename']}: {error['text']}", kind=ProblemKind.RAISED, error=error["ename"],
                        quoted=error.get("quoted"))
-    return Problem(f"your self-check reported: {error['text']}", kind=ProblemKind.SELF_CHECK, quoted=error.get("quoted"))
+    return Problem(f"your self-check reported: {error['text']}", kind=ProblemKind.SELF_CHECK,
+                   quoted=error.get("quoted"))
 
 
 def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:

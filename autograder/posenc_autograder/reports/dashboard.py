@@ -40,14 +40,14 @@ th { background: #f4f4f4; }
 .figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1.5rem; }
 figure { margin: 0; } figure img { width: 100%; height: 16rem; object-fit: contain; }
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
-.auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; }
+.auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; min-width: 18rem; }
 .wide { overflow-x: auto; } td { overflow-wrap: break-word; }
 /* A phone's width: each row a card of labelled lines, not columns a few letters wide. */
 @media (max-width: 40rem) {
   .wide table, .wide tbody, .wide tr, .wide td { display: block; width: auto; }
   .wide thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
   .wide tr { border-bottom: 2px solid #ccc; padding: .4rem 0; }
-  .wide td { border: none; padding: .15rem .25rem; }
+  .wide td { border: none; padding: .15rem .25rem; min-width: 0; }
   .wide td[data-label]::before { content: attr(data-label) ": "; font-weight: 600; }
 }
 """
