@@ -30,28 +30,28 @@ class NoteKind(str, enum.Enum):
 
 
 PROSE_NUMBERS = 16       # numbers a sentence a student reads may hold; a longer quote is summarised in it
-QUOTE_NUMBERS = 8        # of them, what a quote of the student's own output may take (the sentence has its own)
+QUOTE_NUMBERS = 12       # of them, what a quote of the student's own output may take (the sentence has its own)
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 NUMBER_RUN = re.compile(rf"(?:\[[\[ ]*)?(?:{NUMBER.pattern}[\s,;\[\]]*){{4,}}")   # 4+ numbers in a row: an array
 
 
 def summarised(text: str, numbers: int = QUOTE_NUMBERS) -> str:
     """What a student's code printed or raised, as a sentence can carry it: each run of numbers (a printed array, over
-    as many lines as numpy wrapped it) as its count, whitespace collapsed, and the first lines that fit in `numbers`
-    numbers, with a count of the rest (the text in full goes beside it, in `quoted`, for the page to fold)."""
-    runs = NUMBER_RUN.sub(lambda run: f"[{len(NUMBER.findall(run.group()))} numbers] ", str(text))
-    lines = [" ".join(line.split()) for line in runs.splitlines() if line.strip()]
-    kept, count = [], 0
-    for line in lines:
-        found = [m.end() for m in NUMBER.finditer(line)]
-        if kept and count + len(found) > numbers:
-            break
-        if len(found) > numbers:              # one line of prose with many numbers: up to the last one that fits
-            line = line[:found[numbers - 1]] + " ..."
-        kept.append(line)
-        count += min(len(found), numbers)
-    rest = len(lines) - len(kept)
-    return " ".join(kept) + (f" (and {rest} more lines)" if rest > 1 else " (and one more line)" if rest else "")
+    as many lines as numpy wrapped it) as its count, whitespace collapsed (a self-check's message is wrapped at any
+    word), and cut after its first `numbers` numbers, at the end of that sentence when it holds no more (the text in
+    full goes beside it, in `quoted`, for the page to fold)."""
+    flat = " ".join(NUMBER_RUN.sub(_counted, str(text)).split())
+    ends = [found.end() for found in NUMBER.finditer(flat)]
+    if len(ends) <= numbers:
+        return flat
+    cut = ends[numbers - 1]
+    sentence = re.search(r"[.;)](?=\s|$)", flat[cut:ends[numbers]])
+    return flat[:cut + (sentence.end() if sentence else 0)] + " ..."
+
+
+def _counted(run: re.Match) -> str:
+    """A run of numbers as its count, keeping the space that followed it."""
+    return f"[{len(NUMBER.findall(run.group()))} numbers]" + (" " if run.group()[-1:].isspace() else "")
 
 
 def quote(text: str) -> tuple[str, str | None]:

@@ -145,6 +145,6 @@ def test_what_a_students_code_raises_is_summarised_in_the_sentence_and_kept_whol
     failures = "\n".join(f"Part {i}: f({i}, {i + 1}): at index ({i},) expected {i}.5, got {i}.25" for i in range(9))
     said = execute.student_message(failures)
     assert prose_numbers(said["text"]) <= 16 < prose_numbers(failures) and said["quoted"] == failures
-    assert said["text"].endswith("more lines)")
+    assert said["text"].endswith(" ...")
     problem = pipeline.visible_problem({"ename": None, **said})
     assert problem.quoted == failures and prose_numbers(problem.text) <= 16
