@@ -17,7 +17,7 @@ import weakref
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -336,21 +336,23 @@ async def assignment(request: Request, session, name: str):
 @student_page
 @released_assignment
 async def upload(request: Request, session, name: str):
-    """An upload is refused before its body is read when the student may not upload now (the policy, a wait after
-    refused files, another of their uploads being checked); then read and checked, one at a time per student."""
+    """An upload is refused before its body is parsed or checked when the student may not upload now (the policy,
+    a wait after refused files, another of their uploads being checked); then checked, one at a time per
+    student."""
     portal, student, back = portal_of(request), session.student_id, (f"/assignments/{name}", "back")
     wait = portal.gate.wait_seconds(student)
     if wait > 0:
-        return unread(message("Wait before uploading", f"The last file you uploaded could not be graded, so your "
-                              f"next upload is read in {math.ceil(wait)} s (the wait doubles after each such file "
-                              f"in a row). This upload was not read and used no attempt.", 429, session, back),
-                      wait)
+        return await unread(request, message(
+            "Wait before uploading", f"The last file you uploaded could not be graded, so your next upload is "
+            f"checked in {math.ceil(wait)} s (the wait doubles after each such file in a row). This upload was not "
+            f"checked and used no attempt.", 429, session, back), wait)
     refusal = await run_in_threadpool(portal.upload_refusal, student, name)
     if refusal:
-        return unread(message("Upload not accepted", f"Not accepted: {refusal}.", 403, session, back))
+        return await unread(request, message("Upload not accepted", f"Not accepted: {refusal}.", 403, session, back))
     if not portal.gate.enter(student):
-        return unread(message("Wait before uploading", "Your previous upload is still being checked; this one was "
-                              "not read and used no attempt.", 429, session, back), 5)
+        return await unread(request, message(
+            "Wait before uploading", "Your previous upload is still being checked; this one was not checked and "
+            "used no attempt.", 429, session, back), 5)
     refused = None
     try:
         outcome, detail = await read_and_check(request, session, name)
@@ -389,10 +391,13 @@ async def read_and_check(request: Request, session, name: str):
         return "busy", None
 
 
-def unread(response: Response, retry_after: float | None = None) -> Response:
-    """An answer sent without reading the request's body: the connection closes after it (its unread bytes
-    cannot be skipped cheaply), and a wait is said in Retry-After too."""
-    response.headers["connection"] = "close"
+async def unread(request: Request, response: Response, retry_after: float | None = None) -> Response:
+    """An answer to an upload whose body is not parsed, hashed nor checked: its bytes are only received and
+    dropped (Guard still caps them), so that the client reads this answer instead of a connection reset; a wait
+    is said in Retry-After too."""
+    with contextlib.suppress(ClientDisconnect):
+        async for _ in request.stream():
+            pass
     if retry_after is not None:
         response.headers["retry-after"] = str(math.ceil(retry_after))
     return response
