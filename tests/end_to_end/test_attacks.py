@@ -19,6 +19,7 @@ from posenc_autograder.records import gradebook
 from posenc_autograder.grading import pipeline
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
+from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine
@@ -71,8 +72,19 @@ def attacked_class(tmp_path_factory):
         (course.submitted / name / ASSIGNMENT).mkdir(parents=True)
         nbformat.write(solved_notebook(), course.submitted / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
     untouched = _tree_digest(course.root, GRADER_WRITES)
+    zygotes_lost = warm.losses()
     after = grade_all(course, jobs=2, limits=LIMITS, quiet=True)
+    WARM_PATH.update(status=warm.status(), lost=warm.losses() - zygotes_lost)
     return course, {r.student: r for r in before}, {r.student: r for r in after}, untouched
+
+
+WARM_PATH = {}
+
+
+def test_the_attacks_ran_in_the_warm_sandbox_and_none_reached_its_zygote(attacked_class):
+    """Isolated grading forks each job from the zygote; a job that could kill the zygote would be retried unseen."""
+    assert WARM_PATH["status"].startswith("a warm interpreter"), WARM_PATH
+    assert WARM_PATH["lost"] == 0, WARM_PATH
 
 
 def test_suite_covers_every_class_with_at_least_35_attacks():

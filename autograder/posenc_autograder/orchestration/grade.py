@@ -23,6 +23,7 @@ from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_
 from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
 from posenc_autograder import settings
+from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 
@@ -229,6 +230,7 @@ def run_command(args) -> int:
     from posenc_autograder.reports import feedback, run_report as report
 
     print(report.summary(course, results))
+    print(f"Student code ran in: {'no sandbox (--no-sandbox)' if args.no_sandbox else warm.status()}")
     print_findings(course, roster_check.class_findings(course, results_store.stored_results(course)))
     for r in results:
         if not r.graded:

@@ -248,6 +248,7 @@ def _kill_cgroup(group: pathlib.Path):
 # --- the supervisor ----------------------------------------------------------------------------
 
 MAX_REPLAYS = 3
+MAX_LOST = 2                      # attempts lost to a dying zygote before the job is given up (not graded)
 POLL_SECONDS = 0.05
 EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
 LOG_TAIL_BYTES = 4000
@@ -344,44 +345,34 @@ class Attempt:
         elif frame.get("done") is True:
             self.done = True
 
-    def run(self, deadline: float, tasks: set[str], seccomp: bytes | None, cgroups) -> tuple[str, int | None]:
-        """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood'),
-        and the cell it ended in."""
+    def run(self, deadline: float, tasks: set[str], cgroups) -> tuple[str, int | None]:
+        """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood', or 'lost':
+        the warm sandbox's zygote died under it, not the student's doing), and the cell it ended in."""
         channel_r, channel_w = os.pipe()
-        seccomp_r, seccomp_w = os.pipe() if seccomp is not None else (None, None)
-        command, env = self.launch(seccomp_r, channel_w)
         try:
-            if seccomp is not None:
-                os.write(seccomp_w, seccomp)          # a few hundred bytes: fits in the pipe buffer
-                os.close(seccomp_w)
-            process = subprocess.Popen(limited_command(command, self.limits, cgroups), env=env,
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                       pass_fds=tuple(fd for fd in (channel_w, seccomp_r) if fd is not None),
-                                       start_new_session=True)
+            process = self.launch(channel_w, cgroups)
+        except ZygoteGone:
+            os.close(channel_r)
+            return "lost", None
         finally:
-            for fd in (channel_w, seccomp_r):
-                if fd is not None:
-                    os.close(fd)
+            os.close(channel_w)
         feeder = threading.Thread(target=_feed, args=(process.stdin, self.payload), daemon=True)
         feeder.start()
         try:
-            return self._watch(process, channel_r, deadline, tasks)
+            ending, cell = self._watch(process, channel_r, deadline, tasks)
+            return ("lost", cell) if process.lost else (ending, cell)
         finally:
-            if not _exited(process):
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            self.cpu_seconds = _reap(process)
+            process.kill()
+            self.cpu_seconds = process.wait()
             for group in cgroups:
                 _kill_cgroup(group)
-            process.stdout.close()
+            process.close()
             os.close(channel_r)
 
     def _watch(self, process, channel_r: int, deadline: float, tasks: set[str]):
         selector = selectors.DefaultSelector()
         selector.register(channel_r, selectors.EVENT_READ, "channel")
-        selector.register(process.stdout, selectors.EVENT_READ, "log")
+        selector.register(process.log, selectors.EVENT_READ, "log")
         exited_at = None
         while True:
             for key, _ in selector.select(0 if exited_at else POLL_SECONDS):
@@ -396,7 +387,7 @@ class Attempt:
                     if self.reader.over_budget:
                         return "flood", self.current
             now = time.monotonic()
-            if exited_at is None and _exited(process):
+            if exited_at is None and process.exited():
                 exited_at = now
             if exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE_SECONDS):
                 return ("finished" if self.done else "died"), self.current
@@ -425,11 +416,66 @@ def _reap(process: subprocess.Popen) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def launcher(limits: Limits, isolate: bool, work: str, home: str):
-    """(command, environment) for given seccomp and channel descriptors; env None: bwrap sets it."""
-    if isolate:
-        return lambda seccomp_fd, channel_fd: (sandbox_command(limits, seccomp_fd, channel_fd), None)
-    return lambda seccomp_fd, channel_fd: (plain_command(), sandbox_environment(channel_fd, work, home))
+class ZygoteGone(RuntimeError):
+    """The warm sandbox's zygote could not take the job (it died): the attempt is lost, not the student's."""
+
+
+class FreshProcess:
+    """A job started as a new process (bubblewrap, or plain without isolation), watched and reaped here."""
+    lost = False
+
+    def __init__(self, command, env, limits: Limits, cgroups, seccomp: bytes | None, channel_w: int):
+        """command(seccomp_fd) -> argv; env None: bubblewrap sets it."""
+        seccomp_r, seccomp_w = os.pipe() if seccomp is not None else (None, None)
+        try:
+            if seccomp is not None:
+                os.write(seccomp_w, seccomp)          # a few hundred bytes: fits in the pipe buffer
+                os.close(seccomp_w)
+            self.process = subprocess.Popen(limited_command(command(seccomp_r), limits, cgroups), env=env,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                            pass_fds=tuple(fd for fd in (channel_w, seccomp_r) if fd is not None),
+                                            start_new_session=True)
+        finally:
+            if seccomp_r is not None:
+                os.close(seccomp_r)
+        self.stdin, self.log = self.process.stdin, self.process.stdout
+
+    def exited(self) -> bool:
+        return _exited(self.process)
+
+    def kill(self) -> None:
+        if not _exited(self.process):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def wait(self) -> float:
+        return _reap(self.process)
+
+    def close(self) -> None:
+        self.process.stdout.close()
+
+
+def launcher(limits: Limits, isolate: bool, work: str, home: str, probe_files: dict[str, str] | None = None):
+    """channel descriptor, cgroups -> a started job: forked from the warm zygote when one can run here (the
+    default for isolated jobs), else a fresh bubblewrap sandbox, or a plain process without isolation."""
+    if not isolate:
+        return lambda channel_w, cgroups: FreshProcess(lambda _: plain_command(), sandbox_environment(
+            channel_w, work, home), limits, cgroups, None, channel_w)
+    from posenc_autograder.sandbox import warm
+
+    def start(channel_w: int, cgroups):
+        zygote = warm.zygote_for(probe_files) if probe_files is not None and warm.enabled() else None
+        if zygote is None:
+            program = filter_program()
+            return FreshProcess(lambda seccomp_fd: sandbox_command(limits, seccomp_fd, channel_w), None, limits,
+                                cgroups, program, channel_w)
+        try:
+            return zygote.spawn(limits, channel_w, cgroups)
+        except warm.ZygoteLost as exc:
+            raise ZygoteGone(str(exc)) from exc
+    return start
 
 
 def _feed(stream, payload: bytes) -> None:
@@ -451,19 +497,29 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
     tasks = set(task_ids)
     events, skip, finished = [], [], False
     results, outputs, reader = {}, {}, ChannelReader(limits)
-    seccomp = filter_program() if isolate else None
     groups = _make_cgroups(limits)
-    log, cpu = b"", 0.0
+    log, cpu, lost = b"", 0.0, 0
     try:
         with _scratch_dirs(isolate) as (work, home):
-            for _ in range(MAX_REPLAYS + 1):
+            start = launcher(limits, isolate, work, home, probe_files)
+            replays = 0
+            while replays <= MAX_REPLAYS:
                 header = json.dumps({"cells": notebook_cells, "probe_files": probe_files,
                                      "limits": limits.for_runner(), "skip": skip}).encode()
                 payload = b"".join([len(header).to_bytes(HEADER_LENGTH_BYTES, "little"), header, task_frame])
-                attempt = Attempt(launcher(limits, isolate, work, home), payload, code_cells, skip, limits,
-                                  reader, results, outputs, decode)
-                ending, cell = attempt.run(deadline, tasks, seccomp, groups)
+                attempt = Attempt(start, payload, code_cells, skip, limits, reader, results, outputs, decode)
+                kept, attempt_started = (dict(results), dict(outputs)), time.monotonic()
+                ending, cell = attempt.run(deadline, tasks, groups)
                 cpu += attempt.cpu_seconds
+                if ending == "lost":
+                    # The zygote died under the job: nothing the student did. Forget what the attempt sent, give its
+                    # time back, and run it again (a new zygote starts, or bubblewrap if none can).
+                    lost += 1
+                    if lost > MAX_LOST:
+                        raise ZygoteGone(f"the warm sandbox was lost {lost} times in a row while running this notebook")
+                    results.clear(), results.update(kept[0]), outputs.clear(), outputs.update(kept[1])
+                    deadline += time.monotonic() - attempt_started
+                    continue
                 log = bytes(attempt.log) if attempt.current is None else log
                 if ending == "finished":
                     finished = True
@@ -476,6 +532,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                 if cell is None:            # died before any cell started: nothing to skip
                     break
                 skip.append(cell)
+                replays += 1
             else:
                 events.append({"event": "too_many_replays", "cell": None})
         counted = _cgroup_cpu_seconds(groups)

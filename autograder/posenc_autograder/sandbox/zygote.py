@@ -1,0 +1,391 @@
+"""The zygote: a warm interpreter that forks one sandboxed job per request. Runs as `python -I -c <this file>`.
+
+This file is the zygote's whole program: it is read as text by sandbox/warm.py and never imported by the
+grader, and it imports nothing of the grader package (only the standard library, numpy, IPython and the
+shipped probes, which arrive as sources in its configuration). It never reads a submission: a job's notebook
+and task go to the job's own standard input, which only the sandboxed job reads.
+
+Its one argument: the descriptor of a SOCK_SEQPACKET socket to the grader. Protocol:
+- first message: the configuration (JSON): probe sources, the root to build, the seccomp program, the
+  sandbox environment. The zygote imports what it holds, then answers {"ready": pid}.
+- each further message: a fork request (JSON limits, optional `inner` argv used by tests) with five
+  descriptors by SCM_RIGHTS: the job's stdin, channel, log, a sync pipe and a status pipe. The zygote
+  forks the job's outer process and answers {"pid": n} with a pidfd of it. The outer process waits for a
+  byte on the sync pipe (the grader has put it into the job's cgroups by then), so everything the job
+  starts is counted and capped by them. When the zygote reaps the outer process (its pidfd readable), it
+  writes {"status", "cpu"} on the job's status pipe and closes it: end of file without that record tells
+  the grader the zygote itself was lost, not that the student's code crashed.
+
+A job is three processes, as under bubblewrap: the outer process (the zygote's child, outside the PID
+namespace, waits), an init (PID 1 of the new PID namespace: builds the root, drops every privilege, reaps,
+and exits with the job) and the job itself (PID 2), so a job cannot signal its own init and everything it
+leaves running dies with the namespace when the job ends.
+"""
+import ctypes
+import errno
+import fcntl
+import gc
+import importlib.abc
+import importlib.util
+import json
+import os
+import pathlib
+import random
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+
+import numpy
+import numpy.random
+from IPython.core.interactiveshell import InteractiveShell  # noqa: F401 - imported once, here, for every job
+
+# What a job's shell imports when it is made and runs its first cells (magics, completer, tracebacks, history):
+# imported here so no job pays for them; the shell itself is made in each job, as ipykernel makes it.
+SHELL_MODULES = ("IPython.core.application", "IPython.core.completer", "IPython.core.magics",
+                 "IPython.core.magic_arguments", "IPython.core.oinspect", "IPython.core.logger", "sqlite3",
+                 "stack_data", "pygments.formatters.terminal256")
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+PR_SET_SECCOMP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 22, 47, 4, 2
+SYS_PIVOT_ROOT, SYS_CAPSET = {"x86_64": (155, 126), "aarch64": (41, 91)}[os.uname().machine]
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+# Inside the job: 0 stdin, 1 and 2 the log, 3 the channel. The sync pipe sits at 4 until the cgroups are joined.
+CHANNEL_FD, SYNC_FD = 3, 4
+FAILED_SETUP = 70                        # the outer process's or init's exit code when the sandbox could not be built
+MAX_MESSAGE = 1 << 20
+
+
+class SandboxSetupFailed(OSError):
+    pass
+
+
+# --- building the sandbox (in the job's own processes) -------------------------------------------------------
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise SandboxSetupFailed(error, f"{what}: {os.strerror(error)}")
+
+
+def _bytes(value):
+    return value.encode() if isinstance(value, str) else value
+
+
+def _mount(source, target, fstype, flags, data=None) -> None:
+    _check(libc.mount(_bytes(source), _bytes(target), _bytes(fstype), flags, _bytes(data)), f"mount {target}")
+
+
+def _bind(source: str, target: str, readonly: bool = True) -> None:
+    path = pathlib.Path(target)
+    if pathlib.Path(source).is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if readonly:
+        _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _namespaces(sandbox_uid: int) -> None:
+    """Every namespace unshared; the sandbox uid and gid mapped to this process's own (as bubblewrap does)."""
+    uid, gid = os.geteuid(), os.getegid()
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
+                        | CLONE_NEWCGROUP), "unshare")
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{sandbox_uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{sandbox_uid} {gid} 1")
+
+
+def _root(layout: dict, limits: dict) -> None:
+    """bubblewrap's root: built on a tmpfs with the old root beside it, pivoted into, the old root detached."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    os.mkdir("/tmp/newroot")
+    os.mkdir("/tmp/oldroot")
+    _check(libc.syscall(SYS_PIVOT_ROOT, b"/tmp", b"/tmp/oldroot"), "pivot_root")
+    os.chdir("/")
+    new = "/newroot"
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    os.mkdir(f"{new}/tmp")         # first, as bubblewrap: binds below stay visible when the venv lives under /tmp
+    _mount("tmpfs", f"{new}/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(limits['tmp_bytes'])},mode=1777")
+    for target, path in layout["symlinks"]:
+        os.symlink(target, f"{new}{path}")
+    for source, target in layout["binds"]:
+        if not os.path.ismount(f"{new}{target}"):          # the venv may sit inside a folder already bound
+            _bind(f"/oldroot{source}", f"{new}{target}")
+    for folder in layout["hidden"]:
+        _mount("tmpfs", f"{new}{folder}", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")
+        _mount(None, f"{new}{folder}", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _dev(new, limits)
+    _proc(new, layout["proc_masks"])
+    _check(libc.umount2(b"/oldroot", MNT_DETACH), "umount the old root")
+    os.chdir(new)
+    _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root into the new root")
+    _check(libc.umount2(b".", MNT_DETACH), "umount the build root")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _dev(new: str, limits: dict) -> None:
+    os.mkdir(f"{new}/dev")
+    _mount("tmpfs", f"{new}/dev", "tmpfs", MS_NOSUID, "size=64k,mode=0755")
+    for name in DEVICES:
+        _bind(f"/oldroot/dev/{name}", f"{new}/dev/{name}", readonly=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{new}/dev/{name}")
+    os.mkdir(f"{new}/dev/shm")
+    _mount("tmpfs", f"{new}/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(limits['shm_bytes'])},mode=1777")
+    _mount(None, f"{new}/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+
+
+def _proc(new: str, masks) -> None:
+    """/proc of this PID namespace, with Docker's masks, read-only."""
+    os.mkdir(f"{new}/proc")
+    _mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV)
+    for name in masks:
+        path = pathlib.Path(f"{new}/proc/{name}")
+        if path.is_dir():
+            _mount("tmpfs", str(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+        elif path.exists():
+            _mount(f"{new}/dev/null", str(path), None, MS_BIND)
+    _mount(None, f"{new}/proc", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _limits(limits: dict) -> None:
+    cpu = int(limits["notebook_seconds"]) + 30
+    for kind, value in ((resource.RLIMIT_AS, (int(limits["memory_bytes"]),) * 2), (resource.RLIMIT_CPU, (cpu, cpu + 5)),
+                        (resource.RLIMIT_FSIZE, (int(limits["max_file_bytes"]),) * 2), (resource.RLIMIT_CORE, (0, 0)),
+                        (resource.RLIMIT_NOFILE, (1024, 1024))):
+        resource.setrlimit(kind, value)
+
+
+def _no_privilege(seccomp_program: bytes, last_capability: int) -> None:
+    """Every capability set emptied, no_new_privs, then the seccomp filter (which needs no capability)."""
+    for capability in range(last_capability + 1):
+        _check(libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0), "drop a bounding capability")
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear the ambient capabilities")
+    _check(libc.syscall(SYS_CAPSET, struct.pack("Ii", LINUX_CAPABILITY_VERSION_3, 0), bytes(24)), "capset")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    program = ctypes.create_string_buffer(seccomp_program)
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = Program(len(seccomp_program) // 8, ctypes.cast(program, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def _die_with_parent(alive_fd: int) -> None:
+    """SIGKILL when the parent ends; the pipe tells whether it ended before the request took effect."""
+    _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "PDEATHSIG")
+    if select.select([alive_fd], [], [], 0)[0]:          # readable: its write end closed, the parent is gone
+        os._exit(FAILED_SETUP)
+
+
+def reseed() -> None:
+    """Fresh random state in the job: a fork copies the zygote's, which every job would otherwise share."""
+    random.seed(os.urandom(32))
+    numpy.random.seed(int.from_bytes(os.urandom(4), "little"))
+
+
+def _init(config: dict, limits: dict, last_capability: int) -> None:
+    """PID 1 of the job's namespace: build the root, give up every privilege, start the job (PID 2), reap
+    until it ends. Returns in the job only."""
+    _root(config["layout"], limits)
+    _limits(limits)
+    _no_privilege(bytes.fromhex(config["seccomp"]), last_capability)
+    inner_alive_r, inner_alive_w = os.pipe()
+    job = os.fork()
+    if job == 0:
+        os.close(inner_alive_w)
+        _die_with_parent(inner_alive_r)
+        os.close(inner_alive_r)
+        return
+    os.close(inner_alive_r)
+    for fd in (0, 1, 2, CHANNEL_FD):
+        os.close(fd)                     # only the job holds its stdin, log and channel
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(FAILED_SETUP)
+        if pid == job:
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def enter(config: dict, limits: dict) -> None:
+    """In the zygote's child: wait for the cgroup join, make the namespaces, and return only in the job itself
+    (PID 2 of its namespace, sandboxed, fresh environment and random state)."""
+    if len(os.listdir("/proc/self/task")) != 1:
+        raise SandboxSetupFailed(0, "the zygote must be single-threaded to enter a user namespace")
+    os.setsid()
+    if os.read(SYNC_FD, 1) != b"1":                # the grader has put this process into the job's cgroups
+        os._exit(FAILED_SETUP)
+    os.close(SYNC_FD)
+    last_capability = int(pathlib.Path("/proc/sys/kernel/cap_last_cap").read_text())
+    _namespaces(int(config["sandbox_uid"]))
+    alive_r, alive_w = os.pipe()
+    init = os.fork()                         # the PID namespace is its children's: init is its PID 1
+    if init:
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of the grader's uid may ptrace or read this one
+        os.close(alive_r)
+        for fd in (0, CHANNEL_FD):
+            os.close(fd)
+        _, status = os.waitpid(init, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    os.close(alive_w)
+    _die_with_parent(alive_r)
+    os.close(alive_r)
+    _init(config, limits, last_capability)
+    os.environ.clear()
+    os.environ.update(config["environment"])
+    os.chdir("/tmp")
+    reseed()
+
+
+# --- the job ----------------------------------------------------------------------------------------------
+
+class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The shipped probe package, importable from its sources in memory (nothing written to disk)."""
+
+    def __init__(self, package: str, files: dict):
+        self.package, self.files = package, files
+
+    def find_spec(self, name, path=None, target=None):
+        package, _, short = name.partition(".")
+        if package == self.package and (short or "__init__") + ".py" in self.files:
+            return importlib.util.spec_from_loader(name, self, is_package=not short)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        short = module.__name__.partition(".")[2] or "__init__"
+        # The grader's own shipped sources, as the bubblewrap bootstrap runs them: nothing of a student's.
+        exec(compile(self.files[short + ".py"], f"{self.package}/{short}.py", "exec"), module.__dict__)  # noqa: S102
+
+
+def run_job(config: dict, inner) -> None:
+    """In the sandboxed job: the test's command, or the shell runner on the payload from standard input."""
+    if inner:
+        os.execv(inner[0], inner)
+    stdin = sys.stdin.buffer
+    payload = json.loads(stdin.read(int.from_bytes(stdin.read(config["header_length_bytes"]), "little")))
+    task_frame = stdin.read()
+    sys.stdin.close()
+    sys.argv[1:] = []                          # as under bubblewrap: `python -I -c`, nothing more
+    payload.pop("probe_files")                # the zygote's own: the grader restarts it when they change
+    runner = sys.modules[f"{config['probe_package']}.shell_runner"]
+    runner.main(payload, task_frame)
+
+
+# --- the server -------------------------------------------------------------------------------------------
+
+def receive(server: socket.socket):
+    """One request: (JSON, descriptors); (None, []) at end of file."""
+    message, fds, _, _ = socket.recv_fds(server, MAX_MESSAGE, 8)
+    if not message:
+        return None, fds
+    return json.loads(message), fds
+
+
+def child(server: socket.socket, request: dict, fds: list[int], config: dict) -> None:
+    """The zygote's child, the job's outer process: nothing of the zygote's kept, then into the sandbox."""
+    try:
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "PDEATHSIG")
+        if os.getppid() != config["zygote_pid"]:
+            os._exit(FAILED_SETUP)               # the zygote died before the request took effect
+        server.detach()                           # closed below: its object must not close a reused number later
+        stdin, channel, log, sync, _status = fds
+        # Copies numbered above any the job keeps first, so the dup2s into 0-4 cannot overwrite one another.
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (stdin, log, channel, sync)]
+        for target, fd in zip((0, 1, CHANNEL_FD, SYNC_FD), moved):
+            os.dup2(fd, target)
+        os.dup2(1, 2)
+        os.closerange(SYNC_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])   # other jobs' pipes, pidfds
+        enter(config, request["limits"])
+        run_job(config, request.get("inner"))
+    except BaseException as exc:  # noqa: BLE001 - whatever happened, this process must not return to the loop
+        try:
+            os.write(2, f"the sandbox could not be built: {exc}\n".encode()[:2000])
+        finally:
+            os._exit(FAILED_SETUP)
+    os._exit(0)
+
+
+def serve(server: socket.socket, config: dict) -> None:
+    jobs = {}                                      # pidfd -> (pid, status pipe)
+    while True:
+        readable, _, _ = select.select([server, *jobs], [], [])
+        for pidfd in [fd for fd in readable if fd in jobs]:
+            pid, status_fd = jobs.pop(pidfd)
+            _, status, usage = os.wait4(pid, 0)
+            record = {"status": os.waitstatus_to_exitcode(status), "cpu": usage.ru_utime + usage.ru_stime}
+            try:
+                os.write(status_fd, json.dumps(record).encode())
+            except OSError:
+                pass                               # the grader stopped watching this job
+            os.close(status_fd)
+            os.close(pidfd)
+        if server not in readable:
+            continue
+        request, fds = receive(server)
+        if request is None:
+            return                                 # the grader closed its end: stop
+        if len(fds) != 5:
+            for fd in fds:
+                os.close(fd)
+            socket.send_fds(server, [b'{"error": "a fork request carries five descriptors"}'], [])
+            continue
+        pid = os.fork()
+        if pid == 0:
+            child(server, request, fds, config)
+        pidfd = os.pidfd_open(pid)
+        for fd in fds[:4]:
+            os.close(fd)
+        jobs[pidfd] = (pid, fds[4])
+        socket.send_fds(server, [json.dumps({"pid": pid}).encode()], [pidfd])
+
+
+def main() -> None:
+    server = socket.socket(fileno=int(sys.argv[1]))
+    message, _, _, _ = socket.recv_fds(server, 64 << 20, 0)
+    config = json.loads(message)
+    config["zygote_pid"] = os.getpid()
+    sys.meta_path.insert(0, ShippedProbes(config["probe_package"], config.pop("probe_files")))
+    for name in SHELL_MODULES:
+        importlib.import_module(name)
+    for name in config["probe_modules"]:                 # the shipped probes, imported once for every job
+        importlib.import_module(f"{config['probe_package']}.{name}")
+    gc.freeze()               # what the zygote holds is never collected: a job's collector leaves those pages shared
+    threads = len(os.listdir("/proc/self/task"))
+    socket.send_fds(server, [json.dumps({"ready": os.getpid(), "threads": threads}).encode()], [])
+    try:
+        serve(server, config)
+    except OSError as exc:
+        if exc.errno not in (errno.ECONNRESET, errno.EPIPE):
+            raise
+
+
+if __name__ == "__main__":
+    main()

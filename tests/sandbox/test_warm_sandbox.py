@@ -1,0 +1,218 @@
+"""The warm sandbox (sandbox/zygote.py, started by sandbox/warm.py), the path isolated grading takes.
+
+A job forked from the zygote holds no privilege, and nothing of one job is reachable from another: files,
+environment, processes and their memory, signals; what a job leaves running dies with it; each job draws its own
+random numbers and holds nothing of the grader package; a zygote that dies costs only the attempts in flight,
+which run again without charging the student (whose own crash is still a crash); new probe sources start a new
+zygote; where no zygote can run, grading falls back to bubblewrap and says so.
+
+The process-level scenarios run in a fresh interpreter as the user running the tests and, when that is root,
+again as an ordinary user (with the venv's interpreter linked where that user can read it).
+"""
+import pathlib
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from ordinary_user import readable_interpreter
+from test_sandbox_privileges import PROBE, _site_packages, assert_unprivileged, ordinary_user  # noqa: F401
+from posenc_autograder.grading.pipeline import probe_files
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import bubblewrap, warm
+
+JOBS = r'''
+import os, sys, time
+sys.path[:0] = PATHS
+from posenc_autograder.sandbox import bubblewrap, warm
+ZYGOTE = warm.Zygote({})
+
+def start(script):
+    """A job forked from the zygote, running a shell script in its sandbox."""
+    read, write = os.pipe()
+    job = ZYGOTE.spawn(bubblewrap.Limits(), write, [], inner=["/bin/sh", "-c", script])
+    os.close(write)
+    os.close(read)
+    return job
+
+def finish(job):
+    out = b"".join(iter(lambda: job.log.read(65536), b""))
+    job.wait(60)
+    return out.decode()
+'''
+
+SCENARIOS = {
+    "privilege": "print(finish(start(PROBE)))",
+    "neighbours": r'''
+victim = start("# victim_marker\necho secret > /tmp/victim_file; export VICTIM_SECRET=1; echo ready; sleep 3")
+time.sleep(1)
+print(finish(start(f"""
+test -e /tmp/victim_file && echo files=shared || echo files=own
+env | grep -q VICTIM_SECRET && echo environment=shared || echo environment=own
+grep -l 'victim[_]marker' /proc/[0-9]*/cmdline 2>/dev/null | grep -q . && echo processes=visible \
+    || echo processes=hidden
+ls /proc | grep -c '^[0-9]' | sed 's/^/process_count=/'
+kill -9 {victim.pid} {ZYGOTE.process.pid} 2>/dev/null && echo signals=delivered || echo signals=refused
+kill -9 -1 2>/dev/null; echo after_kill_all=alive
+cat /proc/{victim.pid}/mem /proc/{ZYGOTE.process.pid}/mem >/dev/null 2>&1 && echo memory=readable \
+    || echo memory=unreachable
+""")))
+print("victim:", finish(victim).strip())
+print("zygote=" + ("alive" if ZYGOTE.alive else "dead"))
+''',
+    "left_running": r'''
+marker = "posenc-left-" + "running"          # built here: this script's own command line does not hold it
+finish(start(f"# {marker}\n(while true; do sleep 1; done) &\necho started"))
+time.sleep(0.5)
+def command_line(pid):
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return b""
+alive = [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in command_line(p)]
+print("leftover=" + ("running" if alive else "gone"))
+''',
+}
+
+
+def run(scenarios: list[str], python: str = sys.executable, user: str | None = None, paths=None) -> dict[str, str]:
+    paths = paths or [str(pathlib.Path(warm.__file__).parents[2]), *_site_packages()]
+    script = f"PATHS = {paths!r}\nPROBE = {PROBE!r}\n" + JOBS + "".join(textwrap.dedent(SCENARIOS[name])
+                                                                  for name in scenarios)
+    prefix = ["runuser", "-u", user, "--"] if user else []
+    done = subprocess.run([*prefix, python, "-I", "-c", script], capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = dict(line.split("=", 1) for line in done.stdout.split() if "=" in line)
+    found["_out"] = done.stdout
+    return found
+
+
+def assert_isolated(found: dict[str, str]) -> None:
+    assert found["files"] == "own" and found["environment"] == "own", found
+    assert found["processes"] == "hidden" and found["memory"] == "unreachable", found
+    assert found["signals"] == "refused" and found["after_kill_all"] == "alive", found
+    assert int(found["process_count"]) <= 5, found          # the job's init, its shell, ls, grep and sed only
+    assert "victim: ready" in found["_out"] and found["zygote"] == "alive", found   # both ran on, untouched
+
+
+@pytest.fixture(scope="module")
+def as_grading_user():
+    """Every scenario in one fresh interpreter (one zygote) as the user running the tests."""
+    return run(["privilege", "neighbours", "left_running"])
+
+
+def test_a_warm_job_holds_no_privilege(as_grading_user):
+    assert_unprivileged(as_grading_user)
+
+
+def test_a_warm_job_reaches_nothing_of_another_job_or_the_zygote(as_grading_user):
+    assert_isolated(as_grading_user)
+
+
+def test_what_a_job_leaves_running_dies_with_it(as_grading_user):
+    assert as_grading_user["leftover"] == "gone"
+
+
+@pytest.fixture(scope="module")
+def readable_venv():
+    """The tests' interpreter, venv and grader package where an ordinary user can read them: the zygote then runs
+    the venv's own Python, as in grading."""
+    with readable_interpreter() as (python, grader):
+        yield str(python), [str(grader)]
+
+
+def test_the_same_as_an_ordinary_user(ordinary_user, readable_venv):   # noqa: F811
+    python, paths = readable_venv
+    found = run(["privilege", "neighbours", "left_running"], python, ordinary_user, paths)
+    assert_unprivileged(found)
+    assert_isolated(found)
+    assert found["leftover"] == "gone"
+
+
+def test_the_zygote_must_be_single_threaded():
+    """enter() refuses in a process running a second thread (the kernel would refuse the user namespace)."""
+    script = textwrap.dedent(f"""
+        import importlib.util, threading, time
+        spec = importlib.util.spec_from_file_location("zygote_under_test", {str(warm.SOURCE)!r})
+        zygote = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(zygote)
+        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+        try:
+            zygote.enter({{}}, {{}})
+        except zygote.SandboxSetupFailed as exc:
+            print("refused:", exc)
+    """)
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+    assert "refused: " in done.stdout and "single-threaded" in done.stdout, done.stdout + done.stderr
+
+
+# --- through run_job, the grading path ----------------------------------------------------------------------
+
+LIMITS = bubblewrap.Limits(cell_seconds=30, notebook_seconds=90)
+
+
+def _run(*sources: str) -> bubblewrap.RunOutcome:
+    cells = [{"cell_type": "code", "source": source} for source in sources]
+    return bubblewrap.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
+
+
+def _stdout(outcome, cell: int) -> str:
+    return "".join(o.get("text", "") for o in outcome.outputs[cell]["outputs"])
+
+
+def test_each_job_draws_its_own_random_numbers_and_holds_nothing_of_the_grader():
+    cell = ("import random, sys, numpy\nprint(random.random(), numpy.random.random())\n"
+            "print(sorted(m for m in sys.modules if m.startswith('posenc_autograder')))\n"
+            "try:\n    import posenc_autograder\nexcept ImportError:\n    print('grader: not importable')")
+    first, second = _run(cell), _run(cell)
+    assert warm.status().startswith("a warm interpreter"), warm.status()
+    draws = [_stdout(outcome, 0).splitlines() for outcome in (first, second)]
+    assert draws[0][0] != draws[1][0], draws
+    assert draws[0][1:] == ["[]", "grader: not importable"], draws
+
+
+def test_a_dead_zygote_costs_the_jobs_in_flight_a_rerun_not_their_marks():
+    _run("pass")                                   # a zygote running
+    zygote, lost = warm._current, warm.losses()
+    outcomes = {}
+    jobs = [threading.Thread(target=lambda n=n: outcomes.__setitem__(n, _run(
+        "import time\ntime.sleep(1.5)", f"print('job {n} ran to the end')"))) for n in range(2)]
+    for job in jobs:
+        job.start()
+    time.sleep(0.8)                                # both jobs are in their first cell
+    zygote.process.kill()
+    for job in jobs:
+        job.join()
+    for n, outcome in outcomes.items():
+        assert outcome.finished and outcome.events == [], outcome
+        assert _stdout(outcome, 1) == f"job {n} ran to the end\n"
+    assert warm._current is not zygote and warm._current.alive and warm.losses() == lost + 1
+    # The student's own crash stays the student's: the cell is reported and skipped, not rerun as lost.
+    crash = _run("import os\nos.kill(1, 9)\nos._exit(3)", "print('after')")
+    assert [e["event"] for e in crash.events] == ["kernel_died"] and crash.events[0]["cell"] == 0
+    assert _stdout(crash, 1) == "after\n" and warm._current.alive
+
+
+def test_new_probe_sources_start_a_new_zygote():
+    files = probe_files()
+    first = warm.zygote_for(files)
+    assert warm.zygote_for(files) is first
+    changed = {**files, "runner.py": files["runner.py"] + "\n# changed\n"}
+    second = warm.zygote_for(changed)
+    assert second is not first and not first.alive and second.alive
+    warm.zygote_for(files)
+
+
+def test_without_a_zygote_grading_falls_back_to_bubblewrap_and_says_so(monkeypatch, capsys):
+    def no_namespaces(*args, **kwargs):
+        raise warm.ZygoteLost("user namespaces are disabled on this host")
+    warm.shutdown()
+    monkeypatch.setattr(warm, "Zygote", no_namespaces)
+    monkeypatch.setattr(warm, "_unavailable", None)
+    outcome = _run("print('graded anyway')")
+    assert outcome.finished and _stdout(outcome, 0) == "graded anyway\n"
+    assert warm.status().startswith("bubblewrap") and "user namespaces are disabled" in warm.status()
+    assert "warning: bubblewrap, one fresh interpreter per job" in capsys.readouterr().err
