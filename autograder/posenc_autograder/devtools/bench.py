@@ -30,6 +30,7 @@ from posenc_autograder.grading.executors import default_jobs
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits, run_job
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
@@ -110,10 +111,22 @@ def floor_cpu(source_root: pathlib.Path, assignment: str = ASSIGNMENT, repeats: 
 
 
 def empty_job_cpu(repeats: int = 5) -> float:
-    """CPU seconds of a sandbox that runs one empty cell: bubblewrap, the interpreter, numpy, IPython, the shell."""
+    """CPU seconds of a sandbox that runs one empty cell: its start, the shell (the warm sandbox: a fork of the
+    zygote; bubblewrap: also the interpreter, numpy, IPython)."""
     runs = [run_job([{"cell_type": "code", "source": ""}], codec.frame({}), [], probe_files(), Limits()).cpu_seconds
             for _ in range(repeats)]
     return statistics.median(runs)
+
+
+@contextlib.contextmanager
+def bubblewrap_per_job():
+    """Every job in a fresh bubblewrap sandbox, as before the warm sandbox: the same run's comparison."""
+    before = os.environ.get(warm.SWITCH)
+    os.environ[warm.SWITCH] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop(warm.SWITCH) if before is None else os.environ.__setitem__(warm.SWITCH, before)
 
 
 def phase_costs(course: Course, jobs: int) -> tuple[dict[str, float], float, float, int]:
@@ -165,13 +178,20 @@ def run_command(args) -> int:
         register = time.perf_counter() - started
         _, ours_cpu, ours, _ = phase_costs(ours_course, jobs)
         idle = nothing_to_grade_cpu(ours_course)
-        tables = {}
+        tables, cold = {}, {}
         for assignment in (ASSIGNMENT, *BONUS):
             course = make_class(source_root, pathlib.Path(tmp) / f"correct-{assignment}", args.per_assignment,
                                 assignment, untouched_every=0)
             gradebook.register(course, assignment, course.work / "release")
             tables[assignment] = phase_costs(course, jobs)
+            course = make_class(source_root, pathlib.Path(tmp) / f"bubblewrap-{assignment}", args.per_assignment,
+                                assignment, untouched_every=0)
+            gradebook.register(course, assignment, course.work / "release")
+            with bubblewrap_per_job():
+                cold[assignment] = phase_costs(course, jobs)
     start = empty_job_cpu()
+    with bubblewrap_per_job():
+        cold_start = empty_job_cpu()
     floors = {assignment: floor_cpu(source_root, assignment) for assignment in tables}
     n = args.students
     print(f"\nThe class: {n} notebooks of {ASSIGNMENT} (every third untouched), {jobs} jobs")
@@ -181,13 +201,17 @@ def run_command(args) -> int:
           f"(goal: 8x wall)")
     print(f"make grade with nothing to grade:     {idle:7.2f} CPU-s, the whole command (goal: under 1)")
     print(f"registering the assignment:           {register:7.1f} s (once a term, before either clock)")
-    print(f"\nCPU seconds per correct notebook, {args.per_assignment} graded per assignment, {jobs} jobs:")
+    print(f"\nCPU seconds per correct notebook, {args.per_assignment} graded per assignment, {jobs} jobs, student code "
+          f"in {warm.status()}; then the same notebooks with bubblewrap per job ({warm.SWITCH}=0):")
     width = max(map(len, tables)) + 2
     print(f"{'phase':<34}" + "".join(f"{a:>{width}}" for a in tables))
     rows = {phase: {a: t[0][phase] / t[3] for a, t in tables.items()} for phase in costs.PHASES}
     rows["  of which a sandbox that runs no cell"] = {a: start for a in tables}
     rows["the run's own (class files, threads)"] = {a: (t[1] - sum(t[0].values())) / t[3] for a, t in tables.items()}
     rows["total"] = {a: t[1] / t[3] for a, t in tables.items()}
+    rows["bubblewrap per job: sandbox"] = {a: t[0]["sandbox"] / t[3] for a, t in cold.items()}
+    rows["  of which a sandbox, no cell"] = {a: cold_start for a in tables}
+    rows["bubblewrap per job: total"] = {a: t[1] / t[3] for a, t in cold.items()}
     rows["floor (checks in a warm process)"] = floors
     rows["total / floor"] = {a: rows["total"][a] / floors[a] for a in tables}
     for phase, values in rows.items():
