@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
 import json
 import os
 import pathlib
@@ -32,18 +31,12 @@ import time
 import uuid
 
 from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import warm
+from posenc_autograder.sandbox.layout import (  # noqa: F401 - the sandbox's facts, used here and by its importers
+    ETC_FILES, HEADER_LENGTH_BYTES, HOME_DIR, PROBE_PACKAGE, PROC_MASKS, ROOT_LINKS, SANDBOX_UID, WORK_DIR,
+    hidden_package_dirs as _hidden_package_dirs, python_locations as _python_locations, sandbox_environment)
 from posenc_autograder.sandbox.seccomp import filter_program
 from posenc_autograder.settings import Limits    # a course setting ([sandbox] in course.toml)
-
-SANDBOX_UID = 65534
-WORK_DIR, HOME_DIR = "/tmp/work", "/tmp/home"
-PROBE_PACKAGE = "posenc_probes"
-# Docker's list of /proc entries that leak host details or accept writes from a root-mapped uid.
-PROC_MASKS = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "sysrq-trigger", "kallsyms",
-              "kmsg", "acpi", "scsi", "asound", "fs")
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
-ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-
 
 class SandboxUnavailable(RuntimeError):
     """The sandbox cannot start on this machine; the message says what is missing and how to get it."""
@@ -59,18 +52,6 @@ def bwrap_binary() -> str | None:
 
 
 # --- the sandbox's view of the host ------------------------------------------------------------
-
-def _python_locations() -> list[pathlib.Path]:
-    venv = pathlib.Path(os.path.abspath(sys.prefix))        # normalised, not resolved: keep the venv
-    return sorted({venv, pathlib.Path(sys.base_prefix).resolve()})
-
-
-def _hidden_package_dirs(bound: list[pathlib.Path]) -> list[pathlib.Path]:
-    """The grader package (reference solutions, judges) when an install put it inside a bound folder."""
-    spec = importlib.util.find_spec("posenc_autograder")
-    found = [pathlib.Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    return [p for p in found if any(p == b or b in p.parents for b in bound)]
-
 
 def root_arguments() -> list[str]:
     """bwrap arguments that build the sandbox root from read-only pieces."""
@@ -122,12 +103,6 @@ def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: lis
             *(inner or [str(python), "-I", "-c", BOOTSTRAP])]
 
 
-def sandbox_environment(channel_fd: int, work: str, home: str) -> dict:
-    return {"HOME": home, "POSENC_WORK_DIR": work, "PATH": f"{pathlib.Path(sys.executable).parent}:/usr/bin:/bin",
-            "POSENC_CHANNEL_FD": str(channel_fd), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1", "JUPYTER_PLATFORM_DIRS": "1", "LANG": "C.UTF-8"}
-
-
 def plain_command() -> list[str]:
     """The same job without isolation (limits only): for measurements and machines without namespaces."""
     return [sys.executable, "-I", "-c", BOOTSTRAP]
@@ -136,7 +111,6 @@ def plain_command() -> list[str]:
 # Runs first in the sandbox: read the payload from stdin (its header's length, the header, then the task
 # frame), make the shipped probe sources importable from memory (nothing is written to disk), then hand
 # over to the shell runner.
-HEADER_LENGTH_BYTES = 4
 BOOTSTRAP = f"""
 import importlib.abc, importlib.util, json, sys
 stdin = sys.stdin.buffer
@@ -463,7 +437,6 @@ def launcher(limits: Limits, isolate: bool, work: str, home: str, probe_files: d
     if not isolate:
         return lambda channel_w, cgroups: FreshProcess(lambda _: plain_command(), sandbox_environment(
             channel_w, work, home), limits, cgroups, None, channel_w)
-    from posenc_autograder.sandbox import warm
 
     def start(channel_w: int, cgroups):
         zygote = warm.zygote_for(probe_files) if probe_files is not None and warm.enabled() else None

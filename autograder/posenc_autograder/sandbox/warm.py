@@ -30,8 +30,9 @@ import tempfile
 import threading
 import time
 
-from posenc_autograder.sandbox import bubblewrap
+from posenc_autograder.sandbox import layout
 from posenc_autograder.sandbox.seccomp import filter_program
+from posenc_autograder.settings import Limits
 
 SOURCE = pathlib.Path(__file__).with_name("zygote.py")
 START_SECONDS = 60
@@ -43,30 +44,30 @@ class ZygoteLost(RuntimeError):
     """The zygote ended or stopped answering: the jobs it had in flight are lost, not the students' fault."""
 
 
-def layout() -> dict:
+def root_layout() -> dict:
     """The sandbox root as bubblewrap builds it (one source: bubblewrap's own lists), as data for the zygote.
     Binds are [source, target] with the source's links resolved here, as bubblewrap resolves them on the host."""
     targets, symlinks = ["/usr"], []
-    for name in bubblewrap.ROOT_LINKS:
+    for name in layout.ROOT_LINKS:
         path = pathlib.Path("/") / name
         if path.is_symlink():
             symlinks.append([os.readlink(path), str(path)])
         elif path.is_dir():
             targets.append(str(path))
-    targets += [f"/etc/{name}" for name in bubblewrap.ETC_FILES if (pathlib.Path("/etc") / name).exists()]
-    python = bubblewrap._python_locations()
+    targets += [f"/etc/{name}" for name in layout.ETC_FILES if (pathlib.Path("/etc") / name).exists()]
+    python = layout.python_locations()
     targets += [str(folder) for folder in python]
     return {"binds": [[os.path.realpath(target), target] for target in targets], "symlinks": symlinks,
-            "proc_masks": list(bubblewrap.PROC_MASKS),
-            "hidden": [str(folder) for folder in bubblewrap._hidden_package_dirs(python)]}
+            "proc_masks": list(layout.PROC_MASKS),
+            "hidden": [str(folder) for folder in layout.hidden_package_dirs(python)]}
 
 
 def configuration(probe_files: dict[str, str]) -> dict:
-    return {"probe_files": probe_files, "probe_package": bubblewrap.PROBE_PACKAGE,
+    return {"probe_files": probe_files, "probe_package": layout.PROBE_PACKAGE,
             "probe_modules": sorted(name[:-3] for name in probe_files if name != "__init__.py"),
-            "layout": layout(), "seccomp": filter_program().hex(), "sandbox_uid": bubblewrap.SANDBOX_UID,
-            "header_length_bytes": bubblewrap.HEADER_LENGTH_BYTES,
-            "environment": bubblewrap.sandbox_environment(3, bubblewrap.WORK_DIR, bubblewrap.HOME_DIR)}
+            "layout": root_layout(), "seccomp": filter_program().hex(), "sandbox_uid": layout.SANDBOX_UID,
+            "header_length_bytes": layout.HEADER_LENGTH_BYTES,
+            "environment": layout.sandbox_environment(3, layout.WORK_DIR, layout.HOME_DIR)}
 
 
 def fingerprint(probe_files: dict[str, str]) -> str:
@@ -77,7 +78,7 @@ def fingerprint(probe_files: dict[str, str]) -> str:
     return digest.hexdigest()
 
 
-def _runner_limits(limits: bubblewrap.Limits) -> dict:
+def _runner_limits(limits: Limits) -> dict:
     return {"tmp_bytes": limits.tmp_bytes, "shm_bytes": limits.shm_bytes, "memory_bytes": limits.memory_bytes,
             "notebook_seconds": limits.notebook_seconds, "max_file_bytes": limits.max_file_bytes}
 
@@ -151,7 +152,7 @@ class Zygote:
                 [sys.executable, "-I", "-c", SOURCE.read_text(), str(theirs.fileno())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errors,
                 pass_fds=(theirs.fileno(),), start_new_session=True, cwd="/",
-                env=bubblewrap.sandbox_environment(-1, bubblewrap.WORK_DIR, bubblewrap.HOME_DIR))
+                env=layout.sandbox_environment(-1, layout.WORK_DIR, layout.HOME_DIR))
         finally:
             theirs.close()
         self.socket = ours
@@ -181,7 +182,7 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def spawn(self, limits: bubblewrap.Limits, channel_w: int, cgroups, inner: list[str] | None = None) -> WarmJob:
+    def spawn(self, limits: Limits, channel_w: int, cgroups, inner: list[str] | None = None) -> WarmJob:
         """Fork a job: put it into `cgroups` before it makes its namespaces, then let it go."""
         stdin_r, stdin_w = os.pipe()
         log_r, log_w = os.pipe()
@@ -278,7 +279,7 @@ def _self_check(zygote: Zygote) -> None:
     """One job that only builds its sandbox and exits: if that fails here, every job would."""
     channel = os.open(os.devnull, os.O_WRONLY)
     try:
-        job = zygote.spawn(bubblewrap.Limits(), channel, [], inner=["/bin/true"])
+        job = zygote.spawn(Limits(), channel, [], inner=["/bin/true"])
     finally:
         os.close(channel)
     try:
