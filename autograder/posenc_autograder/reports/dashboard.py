@@ -38,9 +38,10 @@ table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
 td, th { border-bottom: 1px solid #ddd; padding: .4rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
 .figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1.5rem; }
-figure { margin: 0; } figure img { width: 100%; height: 16rem; object-fit: contain; }
+figure { margin: 0; } figure img { width: 100%; height: auto; }   /* a chart keeps its aspect: many tests, tall bars */
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
-.auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; min-width: 18rem; }
+.auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; min-width: 12rem; }
+td a { overflow-wrap: anywhere; } td[data-label="Who"] { min-width: 10rem; }
 .wide { overflow-x: auto; } td { overflow-wrap: break-word; }
 /* A phone's width: each row a card of labelled lines, not columns a few letters wide. */
 @media (max-width: 40rem) {
