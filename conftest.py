@@ -14,7 +14,7 @@ SLOW_FOLDERS = {"end_to_end"}
 SHARED_BY_GROUP = {"book_build": "book", "postgres_url": "postgres"}   # session fixtures one worker must own
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         for fixture, marker in BY_FIXTURE.items():
@@ -23,4 +23,20 @@ def pytest_collection_modifyitems(items):
         if SLOW_FOLDERS & set(item.path.parts):
             item.add_marker(pytest.mark.slow)
         shared = [group for fixture, group in SHARED_BY_GROUP.items() if fixture in fixtures]
-        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else str(item.path)))
+        group = shared[0] if shared else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False):         # a pytest-xdist worker under --dist loadgroup
+            _in_group(item, group)
+
+
+def _in_group(item, group: str) -> None:
+    """The '@<group>' suffix of the node id by which xdist's loadgroup scheduler keeps a group on one worker.
+    pytest-xdist 3.8 writes it to `_nodeid`, which pytest 9.2 no longer reads (its node ids are structured), so every
+    test was scheduled alone: each worker built the book and remade module fixtures (pytest-xdist#1386). Written
+    here where pytest reads the id; with a pytest whose id xdist can still suffix, xdist's own hook does it."""
+    try:
+        from _pytest.nodes import coerce_node_id
+    except ImportError:
+        return
+    if "@" not in item.nodeid.rpartition("]")[2]:
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
