@@ -22,7 +22,7 @@ import time
 import nbformat
 
 from posenc_autograder.records import gradebook
-from posenc_autograder.checks import hidden_tests
+from posenc_autograder.checks import hidden_tests, stand_ins_in_process
 from posenc_autograder.checks.base import function_verdicts
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
 from posenc_autograder.grading import costs
@@ -95,6 +95,7 @@ def floor_cpu(source_root: pathlib.Path, assignment: str = ASSIGNMENT, repeats: 
         for cell in solved(source_root, assignment).cells:
             if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
                 exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own solution
+    stand_ins_in_process()                                  # the probes' stand-ins, as the sandbox ships them
     tests = hidden_tests(assignment)
     inputs = {test.id: test.plain_inputs() for test in tests}
     best = float("inf")
