@@ -124,6 +124,7 @@ def readable_venv():
         yield str(python), [str(grader)]
 
 
+@pytest.mark.slow
 def test_the_same_as_an_ordinary_user(ordinary_user, readable_venv):   # noqa: F811
     python, paths = readable_venv
     found = run(["privilege", "neighbours", "left_running"], python, ordinary_user, paths)
@@ -174,6 +175,7 @@ def test_each_job_draws_its_own_random_numbers_and_holds_nothing_of_the_grader()
     assert draws[0][1:] == ["[]", "grader: not importable"], draws
 
 
+@pytest.mark.slow
 def test_a_dead_zygote_costs_the_jobs_in_flight_a_rerun_not_their_marks():
     _run("pass")                                   # a zygote running
     zygote, lost = warm._current, warm.losses()
