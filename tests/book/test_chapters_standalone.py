@@ -9,6 +9,7 @@ prints the glued values, so they are part of the compared outputs.
 """
 import asyncio
 import concurrent.futures
+import difflib
 import importlib.metadata as metadata
 import json
 import pathlib
@@ -162,4 +163,11 @@ def test_chapter_runs_alone_and_twice_the_same(chapter, reader_kernel):
     glued = "".join(out.get("text", "") for cell in outputs_of(first) for out in cell)
     assert "glue(" not in chapter.read_text() or "[quoted in the text]" in glued
     for index, (a, b) in enumerate(zip(outputs_of(first), outputs_of(second))):
-        assert a == b, f"{chapter.name}: code cell {index} gave different outputs in two runs"
+        assert a == b, f"{chapter.name}: code cell {index} gave different outputs in two runs:\n" + differences(a, b)
+
+
+def differences(first: list, second: list) -> str:
+    """The lines where two runs' outputs of one cell differ (pytest cuts long reprs in the middle)."""
+    lines = [json.dumps(outputs, indent=1, sort_keys=True).replace("\\n", "\n").splitlines()
+             for outputs in (first, second)]
+    return "\n".join(difflib.unified_diff(*lines, "first run", "second run", lineterm="", n=1))
