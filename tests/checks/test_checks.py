@@ -89,6 +89,13 @@ def test_compare_fails_nan_and_inf_wherever_they_are():
             assert mismatch(observed, expected, 1e300, "t") is not None
 
 
+def test_a_wrong_scalar_is_named_without_a_place_or_an_entry_count():
+    text = str(mismatch(np.float64(2.5), np.float64(2.0), 1e-9, "ntk_scaled_base(500, 2.5, 6)"))
+    assert text.startswith("ntk_scaled_base(500, 2.5, 6) is wrong: expected 2, got 2.5 (off by more than 1e-09"), text
+    table = str(mismatch(np.array([1.0, 3.0]), np.array([1.0, 2.0]), 1e-9, "f(2)"))
+    assert table.startswith("f(2) is wrong at [1]: expected 2, got 3 (1 of 2 entries off"), table
+
+
 def _poisoned(value, bad):
     """The observations with the first entry of every array and every float replaced by `bad`."""
     if isinstance(value, np.ndarray) and value.size:

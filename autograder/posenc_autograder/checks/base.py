@@ -329,13 +329,14 @@ def mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str,
     if not bad.any():
         return None
     worst = np.unravel_index(int(np.argmax(np.where(np.isnan(diff), np.inf, diff))), diff.shape)
-    index = ", ".join(str(int(i)) for i in worst)
+    place = f" at [{', '.join(str(int(i)) for i in worst)}]" if diff.ndim else ""   # a scalar has no place
     judged_at = f" plus {precision} rounding, the precision returned" if precision in LOWER_PRECISIONS else ""
     details = {"what": what, "where": [int(i) for i in worst], "expected": float(expected[worst]),
                "got": float(actual[worst]), "tolerance": atol, "dtype": precision or "float64",
                "wrong": int(bad.sum()), "entries": int(diff.size)}
-    return ProblemText(f"{what} is wrong at [{index}]: expected {expected[worst]:.10g}, got {actual[worst]:.10g} "
-                   f"({int(bad.sum())} of {diff.size} entries off by more than {atol:g}{judged_at})", details=details)
+    count = f"{int(bad.sum())} of {diff.size} entries off" if diff.ndim else "off"
+    return ProblemText(f"{what} is wrong{place}: expected {expected[worst]:.10g}, got {actual[worst]:.10g} "
+                       f"({count} by more than {atol:g}{judged_at})", details=details)
 
 
 LOWER_PRECISIONS = ("float32",)    # returned dtypes whose rounding a value test forgives (PyTorch's default)
