@@ -46,11 +46,11 @@ def skipped_in(source: str) -> list[Skipped]:
     valid IPython: it fails in Jupyter too)."""
     if source.isascii() and not any(mark in source for mark in WRITTEN_WITH):
         return []
-    from IPython.core.inputtransformer2 import TransformerManager   # trusted side only; the shell has it loaded
-
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
+        tree = ast.parse(source)        # plain Python (`!=`, `%` formatting): IPython's transforms leave it as it is
     except (SyntaxError, ValueError):
+        tree = _as_ipython_reads(source)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -58,6 +58,20 @@ def skipped_in(source: str) -> list[Skipped]:
         if used is not None and used not in found:
             found.append(used)
     return sorted(found, key=lambda s: s.line)
+
+
+def _as_ipython_reads(source: str) -> ast.Module | None:
+    """The cell as IPython runs it (its escapes written as get_ipython() calls), its lines numbered as in the cell;
+    None for a cell that is not valid IPython either."""
+    from IPython.core.inputtransformer2 import TransformerManager   # trusted side only; the shell has it loaded
+
+    lines = source.splitlines(keepends=True)
+    blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))   # IPython drops leading blank lines
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError):
+        return None
+    return ast.increment_lineno(tree, blank) if blank else tree
 
 
 def _ipython_call(node) -> Skipped | None:
