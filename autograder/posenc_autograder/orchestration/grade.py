@@ -44,14 +44,14 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     if change:
         result.notes.append(change)
     when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
-    gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
-                            {t.cell_id: t.points for t in result.tests}, when)
+    scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
+                                     {t.cell_id: t.points for t in result.tests}, when)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
     nbformat.write(nbgrader_files.autograded_notebook(
         executed_notebook, release_notebook(course, sub.assignment, sub.notebook), result),
         course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     from posenc_autograder.reports import late_policy
-    feedback.write(result, course.feedback, gradebook.cell_scores(gb, *sub.key),
+    feedback.write(result, course.feedback, scores,
                    late_policy.Deadlines(course).lateness(sub.student, sub.assignment))
     results_store.save(course, result, digest, fingerprint)
     return result

@@ -5,12 +5,11 @@ Only `auto_score` is written, so manual grades entered in formgrader survive eve
 from __future__ import annotations
 
 import pathlib
-import warnings
 
 import nbformat
-from nbgrader.api import (Assignment, BaseCell, Grade, Gradebook, MissingEntry, Notebook, Student,
-                          SubmittedAssignment, SubmittedNotebook)
-from sqlalchemy import update
+from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, Student,
+                          SubmittedAssignment, SubmittedNotebook, new_uuid)
+from sqlalchemy import insert, select, update
 
 from posenc_autograder.authoring import cell_definitions
 from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
@@ -41,30 +40,93 @@ def register(course: Course, assignment: str, scratch: pathlib.Path) -> list[cel
 
 
 def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float],
-                  timestamp=None) -> None:
-    """Automatic scores, and the submission time formgrader shows (it must equal timestamp.txt's)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*not in session.*")
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            gb.update_or_create_student(student)
-            submission = gb.add_submission(assignment, student)
-        submission.timestamp = timestamp
-        gb.db.flush()
-        # One SELECT and one UPDATE for the notebook's grades: the ORM loads each grade and its cell
-        # apart (some 40 queries, a tenth of a second a student).
-        rows = {row.cell: row.grade_id for row in _grade_rows(gb, assignment, student, notebook)}
-        missing = set(scores) - set(rows)
+                  timestamp=None) -> dict[str, tuple[float, bool]]:
+    """Automatic scores, and the submission time formgrader shows (it must equal timestamp.txt's), committed
+    together; returns the notebook's cell_scores() as the gradebook now holds them (manual grades included).
+
+    A handful of SQL statements and one commit: nbgrader's ORM calls (find_submission, add_submission, a
+    commit each) cost some 20 ms of CPU a new student. A first submission gets exactly the rows nbgrader's
+    add_submission gives it (tests/records/test_gradebook_rows.py compares them)."""
+    db = gb.db
+    try:
+        submission = db.execute(select(SubmittedAssignment.id).join(Assignment, SubmittedAssignment.assignment_id
+                                                                    == Assignment.id)
+                                .where(Assignment.name == assignment, SubmittedAssignment.student_id == student)
+                                ).scalar()
+        if submission is None:
+            submission = _add_submission(db, assignment, student)
+        db.execute(update(SubmittedAssignment.__table__).where(SubmittedAssignment.id == submission)
+                   .values(timestamp=timestamp))
+        grades = _notebook_grades(db, submission, notebook)
+        missing = set(scores) - set(grades)
         if missing:         # tests added by a re-release since this submission was first recorded
-            submitted = gb.find_submission_notebook(notebook, assignment, student)
-            for cell_id in sorted(missing):
-                gb.db.add(Grade(cell_id=gb.find_grade_cell(cell_id, notebook, assignment).id, notebook=submitted))
-            gb.db.flush()
-            rows = {row.cell: row.grade_id for row in _grade_rows(gb, assignment, student, notebook)}
-        gb.db.execute(update(Grade), [{"id": rows[cell_id], "auto_score": score, "needs_manual_grade": False}
-                                      for cell_id, score in scores.items()])
-        gb.db.commit()
+            _add_grades(db, submission, notebook, missing)
+            grades = _notebook_grades(db, submission, notebook)
+        db.execute(update(Grade), [{"id": grades[cell_id], "auto_score": score, "needs_manual_grade": False}
+                                   for cell_id, score in scores.items()])
+        found = {name: (float(score), manual is not None) for name, score, manual in db.execute(
+            select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseCell, Grade.cell_id == BaseCell.id)
+            .where(Grade.id.in_(grades.values())))}
+        db.commit()
+    except BaseException:
+        db.rollback()       # the session stays usable for the next notebook; nothing of this one is kept
+        raise
+    return found
+
+
+def _add_submission(db, assignment: str, student: str) -> str:
+    """nbgrader's add_submission (and update_or_create_student) without their ORM round trips or commits: the
+    submission, a submitted notebook per notebook of the assignment, a grade per grade or task cell and a
+    comment per solution or task cell, with nbgrader's own column defaults."""
+    assignment_id = db.execute(select(Assignment.id).where(Assignment.name == assignment)).scalar()
+    if assignment_id is None:
+        raise MissingEntry(f"no such assignment: {assignment}")
+    if db.execute(select(Student.id).where(Student.id == student)).first() is None:
+        db.execute(insert(Student.__table__).values(id=student))
+    submission = new_uuid()
+    db.execute(insert(SubmittedAssignment.__table__).values(id=submission, assignment_id=assignment_id,
+                                                            student_id=student))
+    layout = db.execute(select(Notebook.id, BaseCell.id, BaseCell.type)
+                        .outerjoin(BaseCell, BaseCell.notebook_id == Notebook.id)
+                        .where(Notebook.assignment_id == assignment_id)).all()
+    submitted = {notebook_id: new_uuid() for notebook_id, _, _ in layout}
+    db.execute(insert(SubmittedNotebook.__table__), [{"id": submitted_id, "notebook_id": notebook_id,
+                                                      "assignment_id": submission}
+                                                     for notebook_id, submitted_id in submitted.items()])
+    grades = [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind in layout if kind in GRADED_KINDS]
+    comments = [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind in layout
+                if kind in COMMENTED_KINDS]
+    if grades:
+        db.execute(insert(Grade.__table__), grades)
+    if comments:
+        db.execute(insert(Comment.__table__), comments)
+    return submission
+
+
+GRADED_KINDS = ("GradeCell", "TaskCell")            # nbgrader's polymorphic cell types with a Grade row
+COMMENTED_KINDS = ("SolutionCell", "TaskCell")      # ... with a Comment row
+
+
+def _notebook_grades(db, submission: str, notebook: str) -> dict[str, str]:
+    """cell name -> grade id, for one notebook of a submission."""
+    return dict(db.execute(select(BaseCell.name, Grade.id).join(BaseCell, Grade.cell_id == BaseCell.id)
+                           .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                           .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                           .where(SubmittedNotebook.assignment_id == submission, Notebook.name == notebook)).all())
+
+
+def _add_grades(db, submission: str, notebook: str, cells: set[str]) -> None:
+    """Grade rows for cells a re-release added to a notebook already submitted."""
+    submitted, notebook_id = db.execute(select(SubmittedNotebook.id, Notebook.id)
+                                        .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                                        .where(SubmittedNotebook.assignment_id == submission,
+                                               Notebook.name == notebook)).one()
+    found = db.execute(select(BaseCell.id, BaseCell.name).where(BaseCell.notebook_id == notebook_id,
+                                                                BaseCell.name.in_(cells),
+                                                                BaseCell.type.in_(GRADED_KINDS))).all()
+    if len(found) != len(cells):
+        raise MissingEntry(f"{notebook}: no grade cell {sorted(cells - {name for _, name in found})}")
+    db.execute(insert(Grade.__table__), [{"cell_id": cell, "notebook_id": submitted} for cell, _ in found])
 
 
 def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, notebook: str | None = None):

@@ -1,0 +1,128 @@
+"""Recording scores writes the rows nbgrader's own API would (formgrader and nbgrader's tools read them), in one
+commit of a few statements, and nothing of a notebook whose recording fails."""
+import datetime as dt
+import shutil
+import sqlite3
+
+import pytest
+from sqlalchemy import event
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
+from posenc_autograder.course import Course
+from posenc_autograder.records import gradebook
+
+WHEN = dt.datetime(2026, 11, 20, 10, 0, 0, 123456)
+# Canonical names for the rows a submission adds (their ids are fresh uuids in each gradebook).
+NEW_IDS = """
+SELECT sa.id, 'submission ' || sa.student_id FROM submitted_assignment sa
+UNION ALL SELECT sn.id, 'notebook ' || sa.student_id || '/' || n.name FROM submitted_notebook sn
+  JOIN submitted_assignment sa ON sn.assignment_id = sa.id JOIN notebook n ON sn.notebook_id = n.id
+UNION ALL SELECT g.id, 'grade ' || sa.student_id || '/' || c.name FROM grade g JOIN base_cell c ON g.cell_id = c.id
+  JOIN submitted_notebook sn ON g.notebook_id = sn.id JOIN submitted_assignment sa ON sn.assignment_id = sa.id
+UNION ALL SELECT m.id, 'comment ' || sa.student_id || '/' || c.name FROM comment m JOIN base_cell c ON m.cell_id = c.id
+  JOIN submitted_notebook sn ON m.notebook_id = sn.id JOIN submitted_assignment sa ON sn.assignment_id = sa.id
+"""
+
+
+def dump(database) -> dict[str, list[tuple]]:
+    """Every row of every table, the fresh ids replaced by what they identify, sorted."""
+    with sqlite3.connect(database) as db:
+        names = dict(db.execute(NEW_IDS).fetchall())
+        tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: sorted((tuple(names.get(v, v) for v in row) for row in db.execute(f'SELECT * FROM "{t}"')),
+                          key=repr) for t in tables}
+
+
+@pytest.fixture
+def two_courses(tmp_path):
+    """Two copies of one registered course."""
+    first = Course(make_course(tmp_path / "ours"))
+    second = Course(tmp_path / "nbgraders")
+    shutil.copytree(first.root, second.root)
+    return first, second
+
+
+def graded_cells():
+    return gradebook.graded_cells(Course().source_notebook(ASSIGNMENT, NOTEBOOK))
+
+
+def scores_for(cells, seed: int) -> dict[str, float]:
+    return {cell: round(points * ((i + seed) % 3) / 2, 2) for i, (cell, points) in enumerate(sorted(cells.items()))}
+
+
+def record_with_nbgraders_api(gb, student, scores, timestamp):
+    """What nbgrader's own autograde does: student, submission, then each grade's auto score, through its ORM."""
+    gb.update_or_create_student(student)
+    try:
+        submission = gb.find_submission(ASSIGNMENT, student)
+    except gradebook.MissingEntry:
+        submission = gb.add_submission(ASSIGNMENT, student)
+    submission.timestamp = timestamp
+    for cell, score in scores.items():
+        grade = gb.find_grade(cell, NOTEBOOK, ASSIGNMENT, student)
+        grade.auto_score, grade.needs_manual_grade = score, False
+    gb.db.commit()
+
+
+def test_the_gradebook_holds_the_rows_nbgraders_api_writes(two_courses):
+    ours, theirs = two_courses
+    cells = graded_cells()
+    runs = [("ann", scores_for(cells, 0), WHEN), ("bob", scores_for(cells, 1), None),
+            ("ann", scores_for(cells, 2), WHEN + dt.timedelta(days=1))]          # a resubmission, regraded
+    with gradebook.open_gradebook(ours) as gb:
+        for student, scores, when in runs:
+            gradebook.record_scores(gb, student, ASSIGNMENT, NOTEBOOK, scores, when)
+    with gradebook.open_gradebook(theirs) as gb:
+        for student, scores, when in runs:
+            record_with_nbgraders_api(gb, student, scores, when)
+    mine, nbgraders = dump(ours.path("autograder/gradebook.db")), dump(theirs.path("autograder/gradebook.db"))
+    assert mine["grade"] and mine["comment"] and len(mine["submitted_assignment"]) == 2
+    assert mine == nbgraders
+    with gradebook.open_gradebook(ours) as gb:             # and nbgrader reads it back as it wrote it
+        assert gb.find_submission(ASSIGNMENT, "ann").timestamp == WHEN + dt.timedelta(days=1)
+        assert gb.find_submission(ASSIGNMENT, "ann").score == pytest.approx(sum(runs[2][1].values()))
+
+
+def test_a_notebook_is_recorded_in_one_commit_of_a_few_statements(two_courses):
+    course, _ = two_courses
+    cells = graded_cells()
+    with gradebook.open_gradebook(course) as gb:
+        seen = {"statements": 0, "commits": 0}
+        event.listen(gb.engine, "before_cursor_execute", lambda *a: seen.__setitem__("statements",
+                                                                                      seen["statements"] + 1))
+        event.listen(gb.engine, "commit", lambda *a: seen.__setitem__("commits", seen["commits"] + 1))
+        for student in ("ann", "ann"):                     # a new student, then the same one regraded
+            seen.update(statements=0, commits=0)
+            gradebook.record_scores(gb, student, ASSIGNMENT, NOTEBOOK, scores_for(cells, 1), WHEN)
+            assert seen["commits"] == 1
+            assert seen["statements"] <= 16, seen          # nbgrader's ORM calls: over 40 and three commits
+
+
+def test_the_scores_returned_are_the_gradebooks_with_manual_grades(two_courses):
+    course, _ = two_courses
+    cells = graded_cells()
+    hand_graded = sorted(cells)[0]
+    with gradebook.open_gradebook(course) as gb:
+        gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, scores_for(cells, 0), WHEN)
+        grade = gb.find_grade(hand_graded, NOTEBOOK, ASSIGNMENT, "ann")
+        grade.manual_score, grade.extra_credit = 0.25, 1.0           # set in formgrader
+        gb.db.commit()
+        returned = gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, scores_for(cells, 1), WHEN)
+        assert returned == gradebook.cell_scores(gb, "ann", ASSIGNMENT, NOTEBOOK)
+        assert returned[hand_graded] == (1.25, True)
+        assert {cell for cell, (_, by_hand) in returned.items() if not by_hand} == set(cells) - {hand_graded}
+
+
+def test_a_recording_that_fails_keeps_nothing_of_that_notebook(two_courses):
+    course, _ = two_courses
+    cells = graded_cells()
+    before = dump(course.path("autograder/gradebook.db"))
+    with gradebook.open_gradebook(course) as gb:
+        with pytest.raises(gradebook.MissingEntry):
+            gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, {**scores_for(cells, 0), "no_such_cell": 1.0})
+        assert dump(course.path("autograder/gradebook.db")) == before          # no student, no submission
+        gradebook.record_scores(gb, "bob", ASSIGNMENT, NOTEBOOK, scores_for(cells, 0), WHEN)   # the session goes on
+    with gradebook.open_gradebook(course) as gb:
+        assert gradebook.final_scores(gb, "bob", ASSIGNMENT)[0] == pytest.approx(sum(scores_for(cells, 0).values()))
+        assert [s.student.id for s in gb.assignment_submissions(ASSIGNMENT)] == ["bob"]
+
