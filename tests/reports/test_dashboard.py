@@ -2,10 +2,13 @@
 cleanly in Chromium (the browser fixture comes from conftest, the page loader from support/book_pages)."""
 import html.parser
 import pathlib
+import re
+from xml.etree import ElementTree
 
 import pytest
 
 import nbformat
+import numpy as np
 
 from fixture_submissions import make_course, solved_notebook
 from posenc_autograder import csvsafe
@@ -71,13 +74,15 @@ def class_page(tmp_path):
 class Parsed(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
-        self.tags, self.images, self.links, self.text = [], [], [], []
+        self.tags, self.images, self.charts, self.links, self.text = [], [], [], [], []
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         self.tags.append(tag)
         if tag == "img":
             self.images.append(attrs)
+        if tag == "svg":
+            self.charts.append(attrs)
         if tag == "a":
             self.links.append(attrs.get("href", ""))
         for name, value in attrs.items():
@@ -96,17 +101,16 @@ def parse(path):
 def test_page_is_self_contained_and_every_figure_has_alt_text(class_page):
     course, results, path = class_page
     page = parse(path)
-    assert "script" not in page.tags and "link" not in page.tags
-    assert len(page.images) == 3
-    for image in page.images:
-        assert image["src"].startswith("data:image/svg+xml;base64,")
-        assert len(image.get("alt", "")) > 30
+    assert "script" not in page.tags and "link" not in page.tags and "img" not in page.tags
+    assert len(page.charts) == 3
+    for chart in page.charts:
+        assert chart["role"] == "img" and len(chart.get("aria-label", "")) > 30
     assert "http://" not in path.read_text().replace("http://www.w3.org", "") and "https://" not in path.read_text()
 
 
 def test_alt_text_states_the_figures_numbers(class_page):
     _, results, path = class_page
-    alts = [image["alt"] for image in parse(path).images]
+    alts = [chart["aria-label"] for chart in parse(path).charts]
     # 5 graded notebooks: 0 %, 0 %, 0 %, 40 % (2 of 5 points), 100 %  -> bins 0-10: 3, 40-50: 1, 90-100: 1
     assert "3, 0, 0, 0, 1, 0, 0, 0, 0, 1" in alts[0]
     assert "hidden_pe_values 20 %" in alts[1] and "hidden_dot_product 40 %" in alts[1]
@@ -197,8 +201,9 @@ def test_dashboard_in_chromium(class_page, browser):  # noqa: F811 - pytest fixt
     page.reload(wait_until="load")
     assert problems == [] and dialogs == []
     assert all(url.startswith(("file://", "data:")) for url in requests), requests
-    sizes = page.evaluate("() => [...document.images].map(i => [i.naturalWidth, i.alt.length])")
-    assert len(sizes) == 3 and all(w > 0 and alt > 30 for w, alt in sizes)
+    sizes = page.evaluate("() => [...document.querySelectorAll('svg[role=img]')].map(svg => "
+                          "[svg.getBoundingClientRect().width, svg.getAttribute('aria-label').length])")
+    assert len(sizes) == 3 and all(w > 250 and alt > 30 for w, alt in sizes)
     row = page.locator("tr", has_text=SWAPPED)
     assert row.count() == 1 and row.locator("a").all_inner_texts() == ["bob", "cy", "dee"]
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")     # nothing runs off the page
@@ -212,8 +217,40 @@ def test_dashboard_in_chromium(class_page, browser):  # noqa: F811 - pytest fixt
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     labels = page.evaluate("() => [...document.querySelectorAll('.wide td')].map(td => td.dataset.label || '')")
     assert all(labels), "a cell with no label to show on a phone"
+    problems = chart_text_problems(page)
+    assert problems == [], "\n".join(problems)
     page.screenshot(path=str(shots / "class-dashboard-375.png"), full_page=True)
     page.close()
+
+
+SMALLEST_TEXT_PX = 12         # what a phone's reader can read without zooming
+
+
+def chart_text_problems(page) -> list[str]:
+    """Each chart's words as drawn: too small, outside its chart, or on top of another word of it."""
+    drawn = page.evaluate("""() => [...document.querySelectorAll('svg.chart')].map(svg => {
+        const box = svg.getBoundingClientRect();
+        return [...svg.querySelectorAll('text')].map(t => {
+            const r = t.getBoundingClientRect();
+            const scale = box.width / svg.viewBox.baseVal.width;
+            return {text: t.textContent, px: parseFloat(getComputedStyle(t).fontSize) * scale,
+                    inside: r.left >= box.left - 0.5 && r.right <= box.right + 0.5 && r.top >= box.top - 0.5
+                            && r.bottom <= box.bottom + 0.5, box: [r.left, r.top, r.right, r.bottom]};
+        });
+    })""")
+    assert len(drawn) == 3 and all(len(texts) >= 3 for texts in drawn)
+    problems = []
+    for texts in drawn:
+        for i, t in enumerate(texts):
+            if t["px"] < SMALLEST_TEXT_PX:
+                problems.append(f"{t['text']!r} {t['px']:.1f} px")
+            if not t["inside"]:
+                problems.append(f"{t['text']!r} runs out of its chart")
+            for other in texts[i + 1:]:
+                (a, b, c, d), (e, f, g, h) = t["box"], other["box"]
+                if min(c, g) - max(a, e) > 1 and min(d, h) - max(b, f) > 1:
+                    problems.append(f"{t['text']!r} overlaps {other['text']!r}")
+    return problems
 
 
 def test_a_test_explained_by_another_tests_cause_is_not_listed_again():
@@ -231,13 +268,94 @@ def test_a_test_explained_by_another_tests_cause_is_not_listed_again():
     assert mistakes[0].tests == {"hidden_pe_values": 12.0, "hidden_contracts": 1.5}     # each student's test once
 
 
-def test_count_axes_have_whole_numbers_only():
-    import base64
-    import re
-    import matplotlib
-    results = [result(s, (s != "ann", True), seconds=float(i)) for i, s in enumerate(("ann", "bob"))]
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        for figure in (dashboard.score_histogram(results), dashboard.time_chart(results)):
-            svg = base64.b64decode(figure["data"]).decode()
-            counts = re.findall(r'<g id="ytick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.S)    # the y axis
-            assert counts and all(re.fullmatch(r"\d+", label.strip()) for label in counts), counts
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def drawn(svg: str) -> dict:
+    """What a chart shows, read from its drawing: its bars (tooltip, x, y, width, height) left to right, top to
+    bottom, and its words with where they are (x, y, text)."""
+    root = ElementTree.fromstring(svg)
+    bars = [(rect.find(NS + "title").text, *(float(rect.get(k)) for k in ("x", "y", "width", "height")))
+            for rect in root.iter(NS + "rect") if rect.find(NS + "title") is not None]
+    words = [(float(t.get("x")), float(t.get("y")), t.text) for t in root.iter(NS + "text")]
+    return {"bars": sorted(bars, key=lambda b: (b[2] + b[4], b[1])), "words": words}
+
+
+def counts_on_the_axis(chart: dict) -> list[float]:
+    """Each bar's height read against the chart's own count axis (its whole-number labels left of the bars)."""
+    left = min(b[1] for b in chart["bars"])
+    ticks = sorted((float(word), y) for x, y, word in chart["words"] if x < left and re.fullmatch(r"\d+", word))
+    assert len(ticks) >= 2, ticks
+    (low, y_low), (high, y_high) = ticks[0], ticks[-1]
+    per_count = (y_low - y_high) / (high - low)
+    return [height / per_count for *_, height in chart["bars"]]
+
+
+def bars_by_tooltip(chart: dict, names) -> dict:
+    """The bar each name's tooltip starts with (exactly one per name)."""
+    found = {name: [b for b in chart["bars"] if b[0].startswith(name)] for name in names}
+    assert all(len(bars) == 1 for bars in found.values()), found
+    return {name: bars[0] for name, bars in found.items()}
+
+
+def varied_class() -> list[NotebookResult]:
+    """Twenty-three students of two assignments with scores and times spread out; one not graded."""
+    results = []
+    for i in range(23):
+        tests = [GradedTest(cell, cell, True, points if (i * (k + 3)) % 7 > k else 0.0, points,
+                            [] if (i * (k + 3)) % 7 > k else [Problem("wrong")])
+                 for k, (cell, points) in enumerate([("hidden_pe_values", 4.0), ("hidden_dot_product", 2.0),
+                                                     ("hidden_encoding_statistics", 1.0)])]
+        assignment = "positional_encoding" if i % 3 else "rope_alibi"
+        results.append(NotebookResult(f"s{i:02d}", assignment, assignment, i != 5, tests, [],
+                                      seconds=1 + (i * 37 % 23) / 3))
+    return results
+
+
+def test_each_score_bar_holds_the_notebooks_of_its_tenth():
+    results = varied_class()
+    shares = [100 * r.score / r.max_score for r in results if r.graded]
+    expected, _ = np.histogram(shares, bins=range(0, 101, 10))          # 100 % goes in the last tenth
+    chart = drawn(dashboard.score_histogram(results).svg)
+    bars = bars_by_tooltip(chart, [f"{lo}-{lo + 10} %" for lo in range(0, 100, 10)])
+    assert [int(bar[0].split(": ")[1].split()[0]) for bar in bars.values()] == list(expected)
+    assert counts_on_the_axis(chart) == pytest.approx(list(expected), abs=0.01)
+    assert sum(expected) == len(shares) == 22
+    labels = {word for *_, word in chart["words"]}
+    assert all(str(count) in labels for count in expected if count)       # each count written above its bar
+
+
+def test_each_pass_rate_bar_is_as_long_as_the_share_who_passed():
+    results = varied_class()
+    rates = dashboard.pass_rates(results)
+    chart = drawn(dashboard.pass_rate_chart(rates).svg)
+    track = max(b[3] for b in chart["bars"]) / max(p / n for p, n in rates.values())
+    for assignment in ("positional_encoding", "rope_alibi"):
+        graded = [r for r in results if r.graded and r.assignment == assignment]
+        for cell in ("hidden_pe_values", "hidden_dot_product", "hidden_encoding_statistics"):
+            passed = sum(t.passed for r in graded for t in r.tests if t.cell_id == cell)
+            rows = [b for b in chart["bars"] if b[0] == f"{cell}: {passed} of {len(graded)} students passed"]
+            assert rows, (cell, passed)
+            assert any(b[3] == pytest.approx(track * passed / len(graded), abs=0.01) for b in rows)
+    words = [word for *_, word in chart["words"]]
+    first, second = sorted(words.index(a) for a in ("positional_encoding", "rope_alibi"))   # each heads its tests
+    tests = {"hidden_pe_values", "hidden_dot_product", "hidden_encoding_statistics"}
+    assert set(words[first:second]) & tests == tests and set(words[second:]) & tests == tests
+
+
+def test_each_time_bar_holds_the_notebooks_of_its_bin():
+    results = varied_class()
+    seconds = [r.seconds for r in results if r.graded]
+    expected, bounds = np.histogram(seconds, bins=10)
+    chart = drawn(dashboard.time_chart(results).svg)
+    assert counts_on_the_axis(chart) == pytest.approx(list(expected), abs=0.01)
+    assert [bar[0] for bar in chart["bars"]][0].startswith(f"{bounds[0]:.1f}-{bounds[1]:.1f} s")
+    one = drawn(dashboard.time_chart(results[:1]).svg)            # one notebook: one bar of one
+    assert sorted(counts_on_the_axis(one), reverse=True)[:2] == pytest.approx([1, 0], abs=0.01)
+
+
+def test_chart_words_are_escaped():
+    hostile = {("positional_encoding", HOSTILE): (1, 2), ("rope_alibi", "hidden_x"): (2, 2)}
+    svg = dashboard.pass_rate_chart(hostile).svg
+    assert "<script" not in svg and "<img" not in svg
+    assert HOSTILE in [word for *_, word in drawn(svg)["words"]] + [b[0].split(": ")[0] for b in drawn(svg)["bars"]]

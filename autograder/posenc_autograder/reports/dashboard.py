@@ -3,15 +3,13 @@
 Scores (final, with the automatic ones beside them), per-test pass rates, the class's mistakes grouped by
 diagnosed cause (with who made them, linked to their feedback), parts not attempted, time per notebook,
 students who need attention (by the kind of what happened, and untouched or byte-identical files). Figures
-are matplotlib SVGs inlined as data URIs, each with alt text that states what it shows. Everything a
-student controls (ids, names, notes, diagnoses quoting their code) is HTML-escaped.
+are small SVGs drawn by reports/charts.py and set in the page, each with alt text that states what it shows.
+Everything a student controls (ids, names, notes, diagnoses quoting their code) is HTML-escaped.
 """
 from __future__ import annotations
 
-import base64
 import collections
 import dataclasses
-import io
 import os
 import pathlib
 import re
@@ -23,7 +21,7 @@ from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.grading.pipeline import release_notebook
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
-from posenc_autograder.reports import feedback, templating
+from posenc_autograder.reports import charts, feedback, templating
 from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, ProblemKind
 
 # Kinds of note (results.NoteKind) -> why an instructor should look at the student.
@@ -38,7 +36,7 @@ table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
 td, th { border-bottom: 1px solid #ddd; padding: .4rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
 .figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); gap: 1.5rem; }
-figure { margin: 0; } figure img { width: 100%; height: auto; }   /* a chart keeps its aspect: many tests, tall bars */
+figure { margin: 0; } svg.chart { width: 100%; height: auto; }   /* scaled to its column, aspect kept */
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
 .auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; min-width: 12rem; }
 td a { overflow-wrap: anywhere; } td[data-label="Who"] { min-width: 10rem; }
@@ -58,41 +56,20 @@ def path(course: Course) -> pathlib.Path:
     return course.reports / "class.html"
 
 
-def _pyplot():
-    """matplotlib with its headless backend, imported when a chart is drawn (a run that writes no dashboard
-    does not pay for it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+def notebooks(count: int) -> str:
+    return f"{count} notebook" if count == 1 else f"{count} notebooks"
 
 
-def _figure(fig, alt: str, caption: str) -> dict:
-    """A figure for the page: its SVG as base64 (for a data URI), its alt text and caption (escaped there)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    _pyplot().close(fig)
-    return {"data": base64.b64encode(buffer.getvalue()).decode(), "alt": alt, "caption": caption}
-
-
-def _count_axis(axis) -> None:
-    """Counts of notebooks are whole numbers: no tick at 0.5 notebooks."""
-    from matplotlib.ticker import MaxNLocator
-    axis.set_major_locator(MaxNLocator(integer=True))
-
-
-def score_histogram(results: list[NotebookResult]) -> dict:
+def score_histogram(results: list[NotebookResult]) -> charts.Chart:
+    """Graded notebooks per tenth of the points (100 % counts in the last tenth)."""
     shares = [100 * r.score / r.max_score for r in results if r.graded and r.max_score]
-    fig, ax = _pyplot().subplots(figsize=(5, 3))
-    ax.hist(shares, bins=range(0, 101, 10), color="#4c72b0", edgecolor="white")
-    ax.set_xlabel("score (% of points)")
-    ax.set_ylabel("notebooks")
-    _count_axis(ax.yaxis)
     counts = [sum(lo <= s < lo + 10 or (lo == 90 and s == 100) for s in shares) for lo in range(0, 100, 10)]
     alt = ("Histogram of scores in 10 % bins, from 0-10 % to 90-100 %: "
            + ", ".join(str(c) for c in counts) + " notebooks.")
-    return _figure(fig, alt, "Scores of graded notebooks")
+    tooltips = [f"{lo}-{lo + 10} %: {notebooks(count)}" for lo, count in zip(range(0, 100, 10), counts)]
+    svg = charts.histogram(counts, [str(lo) for lo in range(0, 101, 10)], tooltips, "score (% of points)",
+                           "#4c72b0", alt)
+    return charts.Chart(svg, alt, "Scores of graded notebooks")
 
 
 def pass_rates(results: list[NotebookResult]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -106,29 +83,47 @@ def pass_rates(results: list[NotebookResult]) -> dict[tuple[str, str], tuple[int
     return {k: (v[0], v[1]) for k, v in counts.items()}
 
 
-def pass_rate_chart(rates) -> dict:
+def pass_rate_chart(rates) -> charts.Chart:
+    """A bar per hidden test, under its assignment's name when the class has several."""
     several = len({a for a, _ in rates}) > 1
-    labels = [f"{a}: {t}" if several else t for a, t in rates]
-    values = [100 * p / n for p, n in rates.values()]
-    fig, ax = _pyplot().subplots(figsize=(5, max(3, 0.25 * len(labels) + 1)))
-    ax.barh(labels[::-1], values[::-1], color="#55a868")
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("students who passed (%)")
     alt = "Share of students passing each hidden test: " + "; ".join(
-        f"{label} {value:.0f} %" for label, value in zip(labels, values)) + "."
-    return _figure(fig, alt, "Pass rate per hidden test")
+        f"{f'{a}: {t}' if several else t} {100 * p / n:.0f} %" for (a, t), (p, n) in rates.items()) + "."
+    rows = [(a if several else None, t, p, n) for (a, t), (p, n) in rates.items()]
+    return charts.Chart(charts.pass_rate_bars(rows, alt, "#55a868"), alt, "Pass rate per hidden test")
 
 
-def time_chart(results: list[NotebookResult]) -> dict:
+TIME_BINS = 10
+
+
+def even_bins(values: list[float], bins: int = TIME_BINS) -> tuple[list[float], list[int]]:
+    """(bounds, counts) of `bins` equal bins from the least value to the greatest (a bin holds its lower bound, the
+    last one also its upper; one value alone gets a bin a second wide around it)."""
+    lo, hi = min(values), max(values)
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    bounds = [lo + (hi - lo) * i / bins for i in range(bins)] + [hi]
+    counts = [0] * bins
+    for value in values:
+        i = min(int((value - lo) * bins / (hi - lo)), bins - 1)
+        i = i - 1 if value < bounds[i] else i + 1 if i < bins - 1 and value >= bounds[i + 1] else i
+        counts[i] += 1
+    return bounds, counts
+
+
+def time_chart(results: list[NotebookResult]) -> charts.Chart:
     seconds = sorted(r.seconds for r in results if r.graded)
-    fig, ax = _pyplot().subplots(figsize=(5, 3))
-    ax.hist(seconds, bins=10, color="#dd8452", edgecolor="white")
-    ax.set_xlabel("seconds to grade one notebook")
-    ax.set_ylabel("notebooks")
-    _count_axis(ax.yaxis)
+    caption = "Time per notebook"
+    if not seconds:
+        alt = "No notebook was run."
+        return charts.Chart(charts.empty(alt, "no notebook was run"), alt, caption)
     alt = (f"Histogram of grading time per notebook: median {statistics.median(seconds):.1f} s, "
-           f"slowest {seconds[-1]:.1f} s, over {len(seconds)} notebooks." if seconds else "No notebook was run.")
-    return _figure(fig, alt, "Time per notebook")
+           f"slowest {seconds[-1]:.1f} s, over {len(seconds)} notebooks.")
+    bounds, counts = even_bins(seconds)
+    tooltips = [f"{lo:.1f}-{hi:.1f} s: {notebooks(count)}"
+                for lo, hi, count in zip(bounds, bounds[1:], counts)]
+    svg = charts.histogram(counts, [f"{b:.1f}" for b in bounds], tooltips, "seconds to grade one notebook",
+                           "#dd8452", alt)
+    return charts.Chart(svg, alt, caption)
 
 
 NOT_ATTEMPTED = ("template stub", "NotImplementedError")     # what a probe says of an untouched function
