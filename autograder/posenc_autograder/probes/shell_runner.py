@@ -19,7 +19,11 @@ import re
 import warnings
 
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.profiledir import ProfileDir
+from IPython.paths import get_ipython_dir
+from IPython.utils.path import get_home_dir
 from IPython.utils.text import SList
+from traitlets.config import Config
 
 from . import channel, codec, guard, helpers, magics, runner
 
@@ -110,11 +114,24 @@ def _skip(line, cell=None):
 
 
 def kernel_shell() -> InteractiveShell:
+    """The shell, made and placed in this process (a fresh interpreter; the warm zygote makes it once and each job
+    places its copy)."""
+    return place(made_shell())
+
+
+def made_shell() -> InteractiveShell:
     """The shell configured as ipykernel's: the inline matplotlib backend (so `%matplotlib inline` and plt.show()
     work), display() as a builtin, `%%capture`, `%time` and friends; figures are published as text only (the
-    grader keeps text), and every magic outside magics.RUNS is replaced by one that does nothing."""
-    os.environ["MPLBACKEND"] = INLINE_BACKEND
-    shell = KernelShell.instance(colors="NoColor")
+    grader keeps text), and every magic outside magics.RUNS is replaced by one that does nothing.
+
+    Made so that the warm zygote can make it once for every job: it starts no thread (history is kept in memory,
+    where a job's history lives anyway, without IPython's saving thread) and writes nothing (no profile folder:
+    `place` gives it the job's)."""
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    # An existing folder, so the shell creates none here; its profile folder is made by place().
+    shell = KernelShell.instance(config=config, colors="NoColor", ipython_dir=os.path.abspath(os.sep),
+                                 profile_dir=ProfileDir())
     shell.display_formatter.active_types = ["text/plain"]
     aliases = [name for name, _ in shell.alias_manager.aliases]   # `%ls`, `%cat`: shell commands by another name
     shell.alias_manager.clear_aliases()
@@ -132,6 +149,19 @@ def kernel_shell() -> InteractiveShell:
     shell.register_magic_function(lambda line: once_line(timed_once(line)), magic_kind="line", magic_name="timeit")
     shell.register_magic_function(lambda line, cell: once_cell(timed_once(line), cell), magic_kind="cell",
                                   magic_name="timeit")
+    return shell
+
+
+def place(shell: InteractiveShell) -> InteractiveShell:
+    """What a shell takes from the process it is made in, taken again from this one (the job's): the backend
+    variable in its environment, its working and home folders, and its profile folder, made in the job's home
+    as IPython makes it."""
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
+    folder = os.getcwd()
+    shell.starting_dir, shell.home_dir = folder, get_home_dir()
+    shell.history_manager.dir_hist[:] = [pathlib.Path(folder)]      # the list `_dh` is
+    shell.ipython_dir = get_ipython_dir()
+    shell.profile_dir = ProfileDir.create_profile_dir_by_name(shell.ipython_dir, "default")
     return shell
 
 
@@ -161,8 +191,9 @@ def timed_once(line: str) -> str:
     return " ".join([f"-{option}1" for option in "nr" if option not in chosen] + [line])
 
 
-def main(payload: dict, task_frame: bytes) -> None:
-    """Run every code cell not in payload['skip'], announcing each and sending its capped output."""
+def main(payload: dict, task_frame: bytes, shell: InteractiveShell | None = None) -> None:
+    """Run every code cell not in payload['skip'], announcing each and sending its capped output. `shell`: one made
+    before this job (made_shell, in the warm zygote), placed here; None: made here."""
     runner.TASK = codec.decode_frame(task_frame)
     max_output = int(payload["limits"]["max_cell_output_bytes"])
     skip = set(payload["skip"])
@@ -170,7 +201,7 @@ def main(payload: dict, task_frame: bytes) -> None:
     for folder in (work, pathlib.Path(os.environ["HOME"])):
         folder.mkdir(parents=True, exist_ok=True)
     os.chdir(work)
-    shell = kernel_shell()
+    shell = place(shell) if shell is not None else kernel_shell()
     for name in probe_modules(runner.TASK):      # every probe module loaded and kept before student code runs
         importlib.import_module(f"{__package__}.{name}")
     guard.snapshot()

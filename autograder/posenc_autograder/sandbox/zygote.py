@@ -42,8 +42,8 @@ import numpy
 import numpy.random
 from IPython.core.interactiveshell import InteractiveShell  # noqa: F401 - imported once, here, for every job
 
-# What a job's shell imports when it is made and runs its first cells (magics, completer, tracebacks, history):
-# imported here so no job pays for them; the shell itself is made in each job, as ipykernel makes it.
+# What a job's shell imports when it runs its first cells (magics, completer, tracebacks, history): imported here so
+# no job pays for them. The shell itself is made here too, before serving (see main), and each job places its copy.
 SHELL_MODULES = ("IPython.core.application", "IPython.core.completer", "IPython.core.magics",
                  "IPython.core.magic_arguments", "IPython.core.oinspect", "IPython.core.logger", "sqlite3",
                  "stack_data", "pygments.formatters.terminal256")
@@ -259,6 +259,7 @@ def enter(config: dict, limits: dict) -> None:
     os.environ.clear()
     os.environ.update(config["environment"])
     os.chdir("/tmp")
+    os.environ["PWD"] = os.getcwd()          # as bubblewrap's --chdir sets it: the same environment either way
     reseed()
 
 
@@ -285,6 +286,9 @@ class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(self.files[short + ".py"], f"{self.package}/{short}.py", "exec"), module.__dict__)  # noqa: S102
 
 
+SHELL = None          # the shell made before serving (shell_runner.made_shell): each job runs its own copy of it
+
+
 def run_job(config: dict, inner) -> None:
     """In the sandboxed job: the test's command, or the shell runner on the payload from standard input."""
     if inner:
@@ -296,7 +300,7 @@ def run_job(config: dict, inner) -> None:
     sys.argv[1:] = []                          # as under bubblewrap: `python -I -c`, nothing more
     payload.pop("probe_files")                # the zygote's own: the grader restarts it when they change
     runner = sys.modules[f"{config['probe_package']}.shell_runner"]
-    runner.main(payload, task_frame)
+    runner.main(payload, task_frame, SHELL)
 
 
 # --- the server -------------------------------------------------------------------------------------------
@@ -377,6 +381,11 @@ def main() -> None:
         importlib.import_module(name)
     for name in config["probe_modules"]:                 # the shipped probes, imported once for every job
         importlib.import_module(f"{config['probe_package']}.{name}")
+    global SHELL
+    # Made once, never run: it starts no thread and writes nothing (made_shell); each job is a copy-on-write fork
+    # taken before any cell ran in it, so no job sees another's variables, magics, builtins or imports.
+    runner = sys.modules.get(f"{config['probe_package']}.shell_runner")      # none: a zygote for test commands only
+    SHELL = runner.made_shell() if runner else None
     gc.freeze()               # what the zygote holds is never collected: a job's collector leaves those pages shared
     threads = len(os.listdir("/proc/self/task"))
     socket.send_fds(server, [json.dumps({"ready": os.getpid(), "threads": threads}).encode()], [])

@@ -1,0 +1,143 @@
+"""The IPython shell a warm job runs its cells in: made once in the zygote (probes/shell_runner.made_shell), before it
+serves, and copied into every job by the fork.
+
+Made there, it starts no thread (the zygote must stay single-threaded) and writes nothing (no profile folder, history
+in memory); each job places its copy (working, home and profile folders, environment), so the shell a warm job runs
+in is the shell a fresh interpreter makes; and nothing one job did to its shell (a variable, a magic, a builtin, an
+import, the working folder) is seen by the next one.
+"""
+import json
+import subprocess
+import sys
+import textwrap
+
+from posenc_autograder.grading.pipeline import probe_files
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import bubblewrap, warm
+
+LIMITS = bubblewrap.Limits(cell_seconds=30, notebook_seconds=90)
+
+
+def _run(*sources: str) -> bubblewrap.RunOutcome:
+    cells = [{"cell_type": "code", "source": source} for source in sources]
+    outcome = bubblewrap.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
+    assert outcome.finished and outcome.events == [], (outcome.events, outcome.outputs, outcome.log_tail)
+    return outcome
+
+
+def _stdout(outcome, cell: int) -> str:
+    return "".join(o.get("text", "") for o in outcome.outputs[cell]["outputs"] if o["output_type"] == "stream")
+
+
+MADE_SHELL = r"""
+import os, pathlib, threading
+from posenc_autograder.probes.shell_runner import made_shell
+shell = made_shell()
+print("threads", threading.active_count())
+print("history", shell.history_manager.hist_file)
+print("written", sorted(str(p) for p in pathlib.Path(".").rglob("*")))
+"""
+
+
+def test_the_shell_made_for_the_zygote_starts_no_thread_and_writes_nothing(tmp_path):
+    """In a fresh process whose home and working folder are the same empty folder, as the zygote makes it."""
+    done = subprocess.run([sys.executable, "-c", MADE_SHELL], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["threads 1", "history :memory:", "written []"], done.stdout
+
+
+STATE = r"""
+import builtins, json, os, sys, threading
+ip = get_ipython()
+magics = ip.magics_manager.lsmagic()
+
+
+def listing(folder):
+    return sorted(os.path.relpath(os.path.join(top, name), folder) for top, folders, files in os.walk(folder)
+                  for name in folders + files)
+
+
+print(json.dumps({
+    "user_ns": {name: type(value).__name__ for name, value in ip.user_ns.items()},
+    "hidden": sorted(ip.user_ns_hidden), "in": list(In), "dir_history": [str(p) for p in _dh],
+    "execution_count": ip.execution_count, "main_is_user_module": sys.modules["__main__"] is ip.user_module,
+    "magics": {kind: sorted(magics[kind]) for kind in magics},
+    "skipped": {kind: sorted(n for n, f in magics[kind].items() if getattr(f, "__name__", "") == "_skip")
+                for kind in magics},
+    "aliases": ip.alias_manager.aliases, "active_types": ip.display_formatter.active_types,
+    "folders": [os.getcwd(), ip.starting_dir, ip.home_dir, ip.ipython_dir, ip.profile_dir.location],
+    "home": listing(os.environ["HOME"]), "work": listing(os.getcwd()),
+    "history": [ip.history_manager.hist_file, ip.history_manager.session_number],
+    "environment": {k: v for k, v in os.environ.items() if k != "POSENC_CHANNEL_FD"},
+    "sys_path": sys.path, "builtins": sorted(vars(builtins)), "threads": threading.active_count(),
+    "hooks": [type(sys.displayhook).__name__, sys.excepthook.__name__, ip.colors, ip.autoawait],
+    "events": {name: len(callbacks) for name, callbacks in ip.events.callbacks.items()},
+}, sort_keys=True))
+"""
+
+
+def test_a_warm_jobs_shell_is_the_shell_a_fresh_interpreter_makes(monkeypatch):
+    """The same cell describes its shell in a warm job and in a fresh bubblewrap sandbox (the shell made in the job):
+    namespace, magics, folders, history, environment, sys.path, builtins, hooks."""
+    warm_state = json.loads(_stdout(_run(STATE), 0))
+    assert warm.status().startswith("a warm interpreter"), warm.status()
+    monkeypatch.setenv(warm.SWITCH, "0")
+    fresh_state = json.loads(_stdout(_run(STATE), 0))
+    assert warm_state == fresh_state
+    assert warm_state["folders"] == ["/tmp/work", "/tmp/work", "/tmp/home", "/tmp/home/.ipython",
+                                     "/tmp/home/.ipython/profile_default"]
+    assert warm_state["dir_history"] == ["/tmp/work"] and warm_state["main_is_user_module"]
+    assert warm_state["history"] == [":memory:", 1] and warm_state["threads"] == 1
+    assert ".ipython/profile_default/startup" in warm_state["home"]
+    assert warm_state["environment"]["MPLBACKEND"] == "module://matplotlib_inline.backend_inline"
+    assert "pip" in warm_state["skipped"]["line"] and "time" not in warm_state["skipped"]["line"]
+
+
+def test_a_job_runs_no_thread_of_ipython_and_its_history_works():
+    """No history-saving thread in a job (the history is in memory), and %history still reads back the cells."""
+    outcome = _run("x = 6 * 7", "import threading\nprint(threading.active_count())\n%history -n 1-2")
+    assert _stdout(outcome, 1).splitlines() == ["1", "   1: x = 6 * 7", "   2:", "import threading",
+                                                "print(threading.active_count())", "%history -n 1-2"]
+
+
+MESSY_JOB = textwrap.dedent("""
+    import builtins, os, sys, colorsys
+    left_behind = 'from the previous job'
+    builtins.abs = lambda value: 'tampered'
+    builtins.left_behind_builtin = True
+    get_ipython().register_magic_function(lambda line: 'magic of the previous job', magic_name='left_behind')
+    get_ipython().user_ns_hidden['left_behind_hidden'] = 1
+    get_ipython().execution_count = 100
+    sys.path.append('/left/behind')
+    os.environ['LEFT_BEHIND'] = '1'
+    os.chdir('/tmp')
+    get_ipython().history_manager.dir_hist.append('/left/behind')
+    print('changed')
+""")
+
+LOOK = textwrap.dedent("""
+    import builtins, os, sys
+    print('variable', 'left_behind' in get_ipython().user_ns)
+    print('abs', abs(-2))
+    print('builtin', hasattr(builtins, 'left_behind_builtin'))
+    print('magic', get_ipython().find_line_magic('left_behind') is not None)
+    print('hidden', 'left_behind_hidden' in get_ipython().user_ns_hidden)
+    print('import', 'colorsys' in sys.modules)
+    print('sys.path', '/left/behind' in sys.path)
+    print('environment', 'LEFT_BEHIND' in os.environ)
+    print('folder', os.getcwd())
+    print('dir_history', [str(p) for p in _dh])
+    print('count', get_ipython().execution_count)
+""")
+
+
+def test_a_job_sees_nothing_a_previous_job_did_to_its_shell():
+    assert _stdout(_run(MESSY_JOB), 0) == "changed\n"
+    seen = dict(line.split(" ", 1) for line in _stdout(_run(LOOK), 0).splitlines())
+    # count: the first cell of a fresh shell sees 2 (IPython counts the cell before running it)
+    assert seen == {"variable": "False", "abs": "2", "builtin": "False", "magic": "False", "hidden": "False",
+                    "import": "False", "sys.path": "False", "environment": "False", "folder": "/tmp/work",
+                    "dir_history": "['/tmp/work']", "count": "2"}, seen
+    assert warm.status().startswith("a warm interpreter"), warm.status()
+
