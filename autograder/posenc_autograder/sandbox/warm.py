@@ -3,10 +3,10 @@
 A job under bubblewrap starts a new Python, then imports numpy, IPython and the probes and makes its IPython
 shell: 0.18 CPU-s before its first cell. The zygote pays that once. It is started here as `python -I` in its own
 session, holds only numpy, IPython, the shipped probes and a shell made once that never runs a cell (never the
-grader package, never a submission) and stays single-threaded; each job is a fork of it that builds, before it reads a byte of the submission, what
-bubblewrap builds (user, PID, mount, network, IPC, UTS and cgroup namespaces, the same read-only root and
-/proc masks, its own /tmp and /dev/shm, every capability dropped, no_new_privs, the same seccomp filter,
-rlimits, a clean environment) and reseeds its random state.
+grader package, never a submission) and stays single-threaded; each job is a fork of it that builds, before
+it reads a byte of the submission, what bubblewrap builds (user, PID, mount, network, IPC, UTS and cgroup
+namespaces, the same read-only root and /proc masks, its own /tmp and /dev/shm, every capability dropped,
+no_new_privs, the same seccomp filter, rlimits, a clean environment) and reseeds its random state.
 
 The grader side (this module) keeps one zygote per set of probe sources: a change of the probes (the
 part of the grader fingerprint the zygote holds) starts a new one. A job whose zygote dies while it runs
