@@ -163,3 +163,26 @@ def test_an_upload_whose_checks_outlast_their_time_is_cut_off_before_it_counts(a
     assert upload(alice, notebook_bytes("late check")).status_code == 503
     assert attempts_in(portal) == 0
     assert not list(uploads.folder(portal.course, "alice", ASSIGNMENT).glob("*.ipynb"))
+
+
+def sent_whole(port: int, head: bytes, body: bytes) -> bytes:
+    """What a client that sends its whole request before reading (as a browser does with a form) reads back."""
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        return closed_or_answer(connection, 30)
+
+
+def test_a_body_over_the_cap_by_its_length_is_answered_413_not_reset(app, portal):
+    """Refused on its Content-Length, an oversized body is still received (and dropped) so that the client reads
+    the 413 page saying why instead of a connection reset; nothing of it is kept."""
+    token = portal.new_link("alice")
+    with served(app) as port:
+        cookie = httpx.get(f"http://127.0.0.1:{port}/s/{token}").cookies["portal_session"]
+        head = (f"POST /assignments/{ASSIGNMENT}/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: portal_session="
+                f"{cookie}\r\nContent-Type: multipart/form-data; boundary=x\r\n").encode()
+        answer = sent_whole(port, head, b"x" * (routes.UPLOAD_BYTES + 2**20))
+        assert answer.startswith(b"HTTP/1.1 413") and b"larger than the 20 MB accepted" in answer
+        assert b"x-frame-options" in answer.lower()
+        form = sent_whole(port, b"POST /sign-out HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"x" * (4 * routes.FORM_BYTES))
+        assert form.startswith(b"HTTP/1.1 413")
+    assert attempts_in(portal) == 0

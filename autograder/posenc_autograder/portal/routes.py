@@ -46,6 +46,7 @@ UPLOAD_WAIT_SECONDS = 30.0           # an upload waiting longer for its turn is 
 MAX_ID = 2**63 - 1                   # the largest id a database integer column holds
 BODY_IDLE_SECONDS = 30.0             # a request body that stalls this long is cut off (slow clients)
 BODY_SECONDS = {True: 600.0, False: 30.0}       # a whole body, upload or not (20 MB at 0.3 MB/s fits)
+REFUSED_BODY_BYTES = 100_000_000     # a body refused on its length is received and dropped up to this size
 
 
 NOTICES = {"policy-saved": "The policy was saved.", "extension-saved": "The extension was saved.",
@@ -88,7 +89,7 @@ class Guard:
 
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            return await send_page(with_headers, 413, "File too large", _too_large_text(self.upload_bytes))
+            return await refuse_unread(with_headers, receive, declared, uploading, self.upload_bytes)
         try:
             await self.app(scope, bounded(receive, limit, BODY_SECONDS[uploading]), with_headers)
         except Exception:  # noqa: BLE001 - logged; the client gets a plain page, never a traceback
@@ -129,12 +130,27 @@ def secure_headers(headers) -> list:
     return headers + [(k.encode(), v.encode()) for k, v in pages.HEADERS.items() if k.encode() not in present]
 
 
-async def send_page(send, status: int, title: str, text: str):
+async def send_page(send, status: int, title: str, text: str, more: bool = False):
+    """A plain page, the connection closed after it; `more`: the response is left open (the caller ends it)."""
     body = pages.render("message.html", title=title, text=text, link=None, signed_in=False, csrf="").encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": more})
+
+
+async def refuse_unread(send, receive, declared: bytes, uploading: bool, upload_bytes: int):
+    """413 for a body over the cap by its Content-Length, none of it kept. A client sends its whole body before it
+    reads the answer (browsers, most libraries), and a server that closes on unread bytes resets the connection,
+    losing the page: so the page goes out first, then the body is received and dropped, up to REFUSED_BODY_BYTES
+    and within the usual time limits; a body declared larger, or sent too slowly, is cut off after the page."""
+    await send_page(send, 413, "File too large", _too_large_text(upload_bytes), more=True)
+    if declared.isdigit() and int(declared) <= REFUSED_BODY_BYTES:
+        dropping = bounded(receive, REFUSED_BODY_BYTES, BODY_SECONDS[uploading])
+        with contextlib.suppress(BodyTooLarge, RequestTimeout):
+            while (await dropping()).get("more_body", False):
+                pass
+    await send({"type": "http.response.body", "body": b""})
 
 
 def _too_large_text(upload_bytes: int) -> str:
