@@ -2,10 +2,11 @@
 
 A scratch copy of the course, a real portal (`python -m posenc_autograder portal`, its own process, grading in
 the sandbox) and N simulated students who each sign in by link, upload their own notebook at a moment spread
-over the rush, poll the status until it is graded and fetch the feedback. Each rush runs twice: the honest
-class alone, then the same class with hostile students mixed in (HOSTILE: poisoned notebooks, a freezer's
-unterminated strings of escaped quotes, flooders uploading as fast as the policy lets them, oversized files, a
-forged sandbox frame, slowloris connections). Run on SQLite and on a temporary PostgreSQL server. Prints, per
+over the rush, follow the status until it is graded (as the page does: each request is held by the portal until
+the status changes) and fetch the feedback. Each rush runs twice: the honest class alone, then the same class
+with hostile students mixed in (HOSTILE: poisoned notebooks, a freezer's unterminated strings of escaped quotes,
+flooders uploading as fast as the policy lets them, oversized files, a forged sandbox frame, slowloris
+connections). Run on SQLite and on a temporary PostgreSQL server. Prints, per
 database and rush: time to feedback for one notebook on the idle portal, throughput, the honest students'
 50th and 95th percentile upload-to-feedback time and how many of their uploads were graded, the longest queue
 wait shown, the portal's peak memory (its own process, and with its sandboxes), what the hostile students got,
@@ -111,9 +112,9 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
                                files={"notebook": (f"{NOTEBOOK}.ipynb", data)})
     upload_seconds = time.monotonic() - started
     attempt = answer.headers["location"].split("?")[0]
-    longest_wait, status = 0.0, {}
+    longest_wait, status = 0.0, {"status": "queued"}          # as the attempt's page shows it after the upload
     while time.monotonic() < deadline:
-        status = (await _get(client, f"{attempt}/status.json")).json()
+        status = (await _get(client, f"{attempt}/status.json?since={status['status']}")).json()   # held till it changes
         if status["status"] in ("graded", "error"):
             break
         longest_wait = max(longest_wait, status["wait_seconds"] if status["status"] == "queued" else 0.0)
@@ -265,8 +266,8 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
 
 def where_time_went(course, results: list[dict], kinds: dict[str, str]) -> dict:
     """From the portal's own attempts table: the honest students' time split into uploading (the request, checks
-    included), waiting in the queue, grading, and noticing (the page's polling); and the sandbox time each
-    hostile kind's graded jobs took."""
+    included), waiting in the queue, grading, and noticing (the status requests, the feedback page); and the
+    sandbox time each hostile kind's graded jobs took."""
     sessions = open_database(course.gradebook_url)
     with sessions() as db:
         rows = {a.id: a for a in db.execute(select(Attempt)).scalars()}

@@ -148,10 +148,20 @@ def mean_job_seconds(db) -> float:
     return sum(seconds) / len(seconds) if seconds else DEFAULT_JOB_SECONDS
 
 
+HOLD_RUNNING_SECONDS = 20.0           # a status request held while its notebook runs (below proxies' read timeouts)
+
+
 def poll_seconds(status: str, wait: float) -> float:
-    """How soon a page should ask again: often while running, rarely while far back in the queue (a class of
-    pollers must not cost the portal more than its grading)."""
+    """How soon a page that is not held should ask again: often while running, rarely while far back in the queue
+    (a class of pollers must not cost the portal more than its grading)."""
     return 1.0 if status == Status.RUNNING else min(max(wait / 4, 1.0), 10.0)
+
+
+def hold_seconds(status: str, wait: float) -> float:
+    """How long a status request waits for its attempt's status to change before it is answered unchanged: while
+    queued, as long as a page waited between polls (the jobs ahead and the wait it shows stay as fresh); while
+    running, until the notebook is graded, up to HOLD_RUNNING_SECONDS."""
+    return HOLD_RUNNING_SECONDS if status == Status.RUNNING else poll_seconds(status, wait)
 
 
 def waiting(db, attempt: Attempt, workers: int, window: dt.timedelta = USAGE_WINDOW) -> tuple[int, float]:

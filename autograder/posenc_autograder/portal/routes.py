@@ -24,9 +24,9 @@ from starlette.staticfiles import StaticFiles
 
 from posenc_autograder import settings
 from posenc_autograder.intake.lms import is_safe_id
-from posenc_autograder.portal import auth, pages, uploads
+from posenc_autograder.portal import auth, pages, queue, uploads
 from posenc_autograder.portal import policy as rules
-from posenc_autograder.portal.models import FINISHED
+from posenc_autograder.portal.models import FINISHED, WAITING
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.reports import dashboard
@@ -444,14 +444,42 @@ async def attempt(request: Request, session, found):
 
 
 async def attempt_status(request: Request):
-    """The live status as JSON (the page's script polls it): errors as JSON too."""
+    """The live status as JSON (the page's script asks for it): errors as JSON too. With `?since=<status>` (the
+    status the page shows) the request is held until the attempt's status changes or queue.hold_seconds pass
+    (long polling), then answered with `poll_seconds` 0: ask again at once. A request the student's or the
+    portal's bound on held requests leaves unheld is answered at once with the plain polling interval."""
     session = await current(request)
     if session is None or session.student_id is None:
         return JSONResponse({"error": "not signed in"}, status_code=403)
     found = await find_own_attempt(request, session)
     if found is None:
         return JSONResponse({"error": "not found"}, status_code=404)
-    return JSONResponse(await run_in_threadpool(portal_of(request).status, found))
+    portal, since = portal_of(request), request.query_params.get("since")
+    if since not in WAITING:
+        return JSONResponse(await run_in_threadpool(portal.status, found))
+    with portal.watch.hold(session.student_id, found.id) as change:      # before the read: no change is missed
+        status = await run_in_threadpool(portal.current_status, found)
+        if status["status"] == since:
+            if change is None:
+                return JSONResponse(status)
+            if not await changed_in_time(request, change, queue.hold_seconds(since, status["wait_seconds"])):
+                return Response(status_code=204)                           # the client went away
+            status = await run_in_threadpool(portal.current_status, found)
+    return JSONResponse({**status, "poll_seconds": 0})
+
+
+async def changed_in_time(request: Request, change: asyncio.Event, seconds: float) -> bool:
+    """Wait for the change, at most `seconds`; False when the client went away first (its slot is freed)."""
+    changed, gone = asyncio.ensure_future(change.wait()), asyncio.ensure_future(disconnected(request.receive))
+    done, pending = await asyncio.wait({changed, gone}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return gone not in done
+
+
+async def disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 @student_page

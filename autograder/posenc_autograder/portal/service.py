@@ -19,6 +19,7 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal.gate import UploadGate
+from posenc_autograder.portal.watch import StatusWatch
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
@@ -59,6 +60,8 @@ class Portal:
         self.gate = UploadGate(settings.load(course).sharing)               # [sharing]: waits after refused files
         self.sessions = database(course, register)
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
+        self.watch = StatusWatch()                                          # status requests held for a change
+        self.worker.status_changed = self.watch.changed
         secret, self.secret_file = auth.instructor_secret(course)
         self.secret_hash = auth.digest(secret)
         self._student_locks: dict[str, threading.Lock] = {}
@@ -189,6 +192,12 @@ class Portal:
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
+
+    def current_status(self, attempt: Attempt) -> dict:
+        """status() of the attempt as the database holds it now."""
+        with self.sessions() as db:
+            fresh = db.get(Attempt, attempt.id) or attempt
+        return self.status(fresh)
 
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool]:
         """(result, level, inputs shown, points shown) for a graded attempt, as the policy allows now."""

@@ -81,6 +81,7 @@ class Worker:
         self.restarts = 0
         self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
+        self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -120,6 +121,7 @@ class Worker:
             if job is not None:
                 with contextlib.suppress(Exception), self.sessions() as db:
                     queue.requeue(db, job)
+                self.status_changed(job)
             log.error("grading thread %s died%s; starting a new one", thread.name,
                       f" while grading attempt {job}" if job is not None else "")
             self._start_thread(slot)
@@ -152,7 +154,10 @@ class Worker:
             with self.sessions() as db:
                 job = queue.claim(db, self.usage_window, self.jobs)
                 runs = db.get(Attempt, job).runs if job is not None else 0
-            if job is None or runs <= MAX_RUNS:
+            if job is None:
+                return None
+            if runs <= MAX_RUNS:
+                self.status_changed(job)                   # running now
                 return job
             self._give_up(job, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
 
@@ -190,6 +195,7 @@ class Worker:
         except StoppedShort:
             with self.sessions() as db:
                 queue.run_in_full_later(db, attempt_id)
+            self.status_changed(attempt_id)
             log.info("attempt %s: its short run was stopped while others waited; it runs in full later", attempt_id)
             return
         except Exception as exc:  # noqa: BLE001 - this job's failure, retried or recorded on it alone
@@ -249,6 +255,7 @@ class Worker:
                 status=status, finished_at=utcnow(), score=result.score, max_score=result.max_score,
                 result_json=json.dumps(result.to_json())))
             db.commit()
+        self.status_changed(attempt_id)
 
     def _failed(self, attempt: Attempt, exc: Exception) -> None:
         """Back to the queue while runs are left; then a grader error."""
@@ -258,7 +265,9 @@ class Worker:
             runs = db.get(Attempt, attempt.id).runs
             if runs < MAX_RUNS:
                 queue.requeue(db, attempt.id)
-                return
+        if runs < MAX_RUNS:
+            self.status_changed(attempt.id)
+            return
         self._give_up(attempt.id, exc)
 
     def _give_up(self, attempt_id: int, exc: Exception) -> None:

@@ -1,8 +1,9 @@
 // The portal works without this file; with it, an attempt's status and the instructor's class progress update
-// live (polling the portal's own JSON), and a notebook can be dropped on the upload field.
+// live (the portal's own JSON: an attempt's status is held by the server until it changes), and a notebook can
+// be dropped on the upload field.
 "use strict";
 
-// The server says how soon to ask again (poll_seconds): often while running, rarely far back in the queue.
+// The instructor's class progress: asked again every `every` ms.
 function poll(url, every, onData) {
   let stopped = false;
   async function tick() {
@@ -32,9 +33,31 @@ function describe(s) {
   return "The grader could not run this notebook (not your fault; this attempt is not counted).";
 }
 
+const RETRY_MS = 2000;
+
+// Long polling: each request names the status shown and the server answers when it changes (or after a while);
+// poll_seconds says how soon to ask again (0 after a held request; more when the server could not hold it).
+function follow(url, status, onData) {
+  async function ask() {
+    let next = RETRY_MS;
+    try {
+      const response = await fetch(`${url}?since=${encodeURIComponent(status)}`,
+                                   {credentials: "same-origin", cache: "no-store"});
+      if (response.ok && response.status !== 204) {
+        const data = await response.json();
+        if (onData(data) === false) return;
+        status = data.status;
+        next = data.poll_seconds * 1000;
+      }
+    } catch (error) { /* asked again after RETRY_MS */ }
+    setTimeout(ask, next);
+  }
+  ask();
+}
+
 function watchAttempt(element) {
   if (!["queued", "running"].includes(element.dataset.status)) return;
-  poll(element.dataset.url, 700, (s) => {
+  follow(element.dataset.url, element.dataset.status, (s) => {
     element.textContent = describe(s);
     element.dataset.status = s.status;
     element.className = `status ${s.status}`;

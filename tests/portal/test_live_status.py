@@ -1,0 +1,101 @@
+"""An attempt's live status by long polling: a status request naming the status the page shows is held until
+the attempt's status changes, and answered then (not at the page's next poll); held requests are bounded per
+student and in all (past a bound a request is answered at once, as a plain poll), and a client that goes away
+frees its place. The page without JavaScript still refreshes itself."""
+import json
+import socket
+import threading
+import time
+
+from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.portal.models import Status
+from test_edges import served
+from test_sharing import attempt_of
+
+WAIT = 30.0                         # the longest a test waits for the portal to reach a state (never asserted on)
+
+
+def until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.01)
+
+
+class Asking:
+    """A status request in its own thread (the test client blocks while the portal holds it)."""
+
+    def __init__(self, client, attempt: int, since: str | None):
+        query = f"?since={since}" if since else ""
+        self.answer = None
+        self.thread = threading.Thread(target=self._ask, args=(client, f"/attempts/{attempt}/status.json{query}"))
+        self.thread.start()
+
+    def _ask(self, client, url):
+        self.answer = client.get(url)
+
+    def status(self) -> dict:
+        self.thread.join(WAIT)
+        assert self.answer is not None, "no answer"
+        return json.loads(self.answer.text)
+
+
+def uploaded(client, marker: str) -> int:
+    return attempt_of(upload(client, notebook_bytes(marker)))
+
+
+def test_a_status_request_is_held_until_the_status_changes(app, portal):
+    alice = client_for(app, portal, "alice")
+    job = uploaded(alice, "a")
+    asking = Asking(alice, job, since=Status.QUEUED)
+    until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
+    assert asking.answer is None
+    assert portal.worker._claim() == job                                 # the worker takes it: running
+    running = asking.status()
+    assert running["status"] == Status.RUNNING and running["poll_seconds"] == 0     # ask again at once
+    asking = Asking(alice, job, since=Status.RUNNING)
+    until(lambda: portal.watch.held_by("alice") == 1, "the next request is held")
+    portal.worker.grade(job)
+    graded = asking.status()
+    assert graded["status"] == Status.GRADED and graded["score"] is not None
+    assert portal.watch.held == 0
+    unchanged = json.loads(alice.get(f"/attempts/{job}/status.json?since={Status.QUEUED}").text)
+    assert unchanged["status"] == Status.GRADED                           # already changed: answered at once
+
+
+def test_held_requests_are_bounded_per_student_and_in_all(app, portal):
+    portal.watch.in_all = 3
+    alice, bob, carol = (client_for(app, portal, name) for name in ("alice", "bob", "carol"))
+    jobs = {name: uploaded(client, name) for name, client in (("alice", alice), ("bob", bob), ("carol", carol))}
+    held = [Asking(alice, jobs["alice"], Status.QUEUED) for _ in range(portal.watch.per_student)]
+    until(lambda: portal.watch.held_by("alice") == portal.watch.per_student, "alice's requests are held")
+    over = Asking(alice, jobs["alice"], Status.QUEUED).status()          # one more of hers: a plain poll
+    assert over["status"] == Status.QUEUED and over["poll_seconds"] > 0
+    held.append(Asking(bob, jobs["bob"], Status.QUEUED))
+    until(lambda: portal.watch.held == 3, "bob's request is held")
+    full = Asking(carol, jobs["carol"], Status.QUEUED).status()          # the portal holds all it may
+    assert full["status"] == Status.QUEUED and full["poll_seconds"] > 0
+    assert all(asking.answer is None for asking in held)
+    portal.worker.run_until_idle()
+    assert {asking.status()["status"] for asking in held} == {Status.RUNNING}
+    assert portal.watch.held == 0
+
+
+def test_a_held_request_whose_client_went_away_frees_its_place(app, portal):
+    alice = client_for(app, portal, "alice")
+    job = uploaded(alice, "a")
+    with served(app) as port:
+        connection = socket.create_connection(("127.0.0.1", port))
+        connection.sendall(f"GET /attempts/{job}/status.json?since=queued HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
+                           f"portal_session={alice.cookies['portal_session']}\r\n\r\n".encode())
+        until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
+        connection.close()
+        until(lambda: portal.watch.held_by("alice") == 0, "its place is freed")
+
+
+def test_the_page_follows_the_status_with_and_without_javascript(app, portal):
+    alice = client_for(app, portal, "alice")
+    page = alice.get(f"/attempts/{uploaded(alice, 'a')}").text
+    assert '<noscript><meta http-equiv="refresh"' in page                 # a plain refresh without the script
+    script = alice.get("/static/portal.js").text
+    assert "?since=" in script and "poll_seconds" in script
