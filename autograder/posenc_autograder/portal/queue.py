@@ -148,7 +148,7 @@ def mean_job_seconds(db) -> float:
     return sum(seconds) / len(seconds) if seconds else DEFAULT_JOB_SECONDS
 
 
-HOLD_RUNNING_SECONDS = 20.0           # a status request held while its notebook runs (below proxies' read timeouts)
+HOLD_SECONDS = {Status.QUEUED: 10.0, Status.RUNNING: 20.0}    # a status request held at most (below proxies' timeouts)
 
 
 def poll_seconds(status: str, wait: float) -> float:
@@ -157,11 +157,11 @@ def poll_seconds(status: str, wait: float) -> float:
     return 1.0 if status == Status.RUNNING else min(max(wait / 4, 1.0), 10.0)
 
 
-def hold_seconds(status: str, wait: float) -> float:
-    """How long a status request waits for its attempt's status to change before it is answered unchanged: while
-    queued, as long as a page waited between polls (the jobs ahead and the wait it shows stay as fresh); while
-    running, until the notebook is graded, up to HOLD_RUNNING_SECONDS."""
-    return HOLD_RUNNING_SECONDS if status == Status.RUNNING else poll_seconds(status, wait)
+def hold_seconds(status: str) -> float:
+    """How long a status request waits for its attempt's status to change before it is answered unchanged:
+    while queued, as long as a page far back in the queue waited between polls (so the jobs ahead it shows are
+    refreshed as often, and no request is asked more often than a poll was); while running, longer."""
+    return HOLD_SECONDS[status]
 
 
 def waiting(db, attempt: Attempt, workers: int, window: dt.timedelta = USAGE_WINDOW) -> tuple[int, float]:

@@ -451,21 +451,21 @@ async def attempt_status(request: Request):
     session = await current(request)
     if session is None or session.student_id is None:
         return JSONResponse({"error": "not signed in"}, status_code=403)
-    found = await find_own_attempt(request, session)
-    if found is None:
-        return JSONResponse({"error": "not found"}, status_code=404)
     portal, since = portal_of(request), request.query_params.get("since")
-    if since not in WAITING:
-        return JSONResponse(await run_in_threadpool(portal.status, found))
-    with portal.watch.hold(session.student_id, found.id) as change:      # before the read: no change is missed
-        status = await run_in_threadpool(portal.current_status, found)
-        if status["status"] == since:
-            if change is None:
-                return JSONResponse(status)
-            if not await changed_in_time(request, change, queue.hold_seconds(since, status["wait_seconds"])):
+    held = since in WAITING
+    with portal.watch.hold(session.student_id, request.path_params["attempt_id"]) if held \
+            else contextlib.nullcontext() as change:                    # before the read: no change is missed
+        found = await find_own_attempt(request, session)
+        if found is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        if held and found.status == since:
+            if change is None:                           # past the bounds on held requests: a plain poll
+                return JSONResponse(await run_in_threadpool(portal.status, found))
+            if not await changed_in_time(request, change, queue.hold_seconds(since)):
                 return Response(status_code=204)                           # the client went away
-            status = await run_in_threadpool(portal.current_status, found)
-    return JSONResponse({**status, "poll_seconds": 0})
+            found = await find_own_attempt(request, session) or found
+    status = await run_in_threadpool(portal.status, found)
+    return JSONResponse({**status, "poll_seconds": 0} if held else status)
 
 
 async def changed_in_time(request: Request, change: asyncio.Event, seconds: float) -> bool:

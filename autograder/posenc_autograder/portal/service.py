@@ -193,12 +193,6 @@ class Portal:
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
 
-    def current_status(self, attempt: Attempt) -> dict:
-        """status() of the attempt as the database holds it now."""
-        with self.sessions() as db:
-            fresh = db.get(Attempt, attempt.id) or attempt
-        return self.status(fresh)
-
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool]:
         """(result, level, inputs shown, points shown) for a graded attempt, as the policy allows now."""
         with self.sessions() as db:
