@@ -2,11 +2,21 @@
 are computed once and handed out read-only (a judge that writes to them raises instead of spoiling the next
 notebook), observations are not copied for each judge."""
 import ast
+import contextlib
+import io
 import pathlib
 
 import nbformat
+import numpy as np
+import pytest
 
-from posenc_autograder.probes import magics
+from posenc_autograder.checks import hidden_tests, variants
+from posenc_autograder.checks.base import HiddenTest, remembered
+from posenc_autograder.checks.positional_encoding import reference, sinusoidal
+from posenc_autograder.course import nbgrader_meta
+from posenc_autograder.grading.shared_probes import varies
+from posenc_autograder.probes import codec, magics
+from posenc_autograder.probes.helpers import call_each
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -53,3 +63,94 @@ def test_every_course_cell_reads_as_ipython_reads_it():
     assert len(cells) > 50
     for source in cells + SPECIAL_FORMS:
         assert sorted(s.magic for s in magics.skipped_in(source)) == _as_ipython_alone(source), source
+
+
+# --- references and inputs: computed once, read-only --------------------------------------------
+
+def _writer_of(target: str):
+    """A judge that writes into the reference, its inputs or the observations it was given."""
+    def judge(inputs, obs):
+        if target == "reference":
+            sinusoidal.ref.sinusoidal_positional_encoding(3, 4)[0, 0] = 99.0
+        elif target == "inputs":
+            inputs["table"][0, 0] = 99.0
+        else:
+            obs["table"][0, 0] = 99.0
+        return []
+    return judge
+
+
+def _hidden_test(judge, inputs=None) -> HiddenTest:
+    return HiddenTest(id="hidden_writer", assignment="positional_encoding", title="writes", points=1,
+                      answer_cell="sinusoidal_positional_encoding", probe=call_each, judge=judge,
+                      inputs=inputs or (lambda: {"table": reference.sinusoidal_positional_encoding(3, 4)}))
+
+
+@pytest.mark.parametrize("target", ["reference", "inputs", "observations"])
+def test_a_judge_writing_to_what_it_was_given_raises_and_spoils_nothing(target):
+    table = reference.sinusoidal_positional_encoding(3, 4)
+    writer, reader = _hidden_test(_writer_of(target)), _hidden_test(lambda inputs, obs: [])
+    record = {"observations": {"table": table.copy()}}
+    problems, passed, _ = writer.graded(record)
+    assert passed == 0 and "unexpected form" in str(problems[0])     # the write raised: the grader's bug, said
+    assert np.array_equal(sinusoidal.ref.sinusoidal_positional_encoding(3, 4), table)
+    assert all(np.array_equal(test.plain_inputs()["table"], table) for test in (writer, reader))
+    assert np.array_equal(record["observations"]["table"], table)       # the record the evidence keeps
+
+
+def test_a_judge_may_change_the_containers_it_was_given():
+    def judge(inputs, obs):
+        inputs["table"] = obs.pop("table")
+        return []
+    test = _hidden_test(judge)
+    record = {"observations": {"table": np.zeros((3, 4))}}
+    assert test.graded(record) == ([], 1, 1)
+    assert set(record["observations"]) == {"table"} and test.plain_inputs()["table"].any()
+
+
+def test_a_reference_is_computed_once_per_arguments_and_kept_by_their_types():
+    calls = []
+    frequencies = remembered(lambda d, base=10000.0: calls.append((d, base)) or reference.angular_frequencies(d, base))
+    assert frequencies(8) is frequencies(8) and len(calls) == 1
+    assert np.array_equal(frequencies(8, base=100.0), reference.angular_frequencies(8, 100.0)) and len(calls) == 2
+    frequencies(8.0)                                   # another type: another call (int and float may differ)
+    assert len(calls) == 3
+    positions = np.arange(4.0)                         # an array argument is never a key: computed each time
+    first = remembered(lambda p: calls.append("p") or p * 2)
+    first(positions), first(positions)
+    assert calls.count("p") == 2
+
+
+@pytest.fixture(scope="module")
+def solved_namespaces():
+    from notebook_tools import ROOT
+    from posenc_autograder.checks import stand_ins_in_process
+    from posenc_autograder.devtools.bench import solved
+    found = {}
+    for assignment in ("positional_encoding", "rope_alibi"):
+        namespace: dict = {}
+        with contextlib.redirect_stdout(io.StringIO()):
+            for cell in solved(ROOT, assignment).cells:
+                if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
+                    exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's solution
+        found[assignment] = namespace
+    stand_ins_in_process()
+    return found
+
+
+def test_each_variant_is_judged_against_its_own_references(solved_namespaces):
+    varied = [t for t in hidden_tests("positional_encoding") + hidden_tests("rope_alibi")
+              if varies(t.id) and not t.reads_verdicts]
+    assert len(varied) >= 4
+    told_apart = 0
+    for test in varied:
+        answers = {}
+        for variant in (11, 12):
+            with variants.active(variant):
+                inputs = test.plain_inputs(variant)
+                answers[variant] = {"observations": codec.decode_frame(codec.frame(
+                    test.probe(solved_namespaces[test.assignment], inputs)))}
+        for variant in (11, 12, 11, 12):                # alternated: a reference kept from one would fail the other
+            assert test.graded(answers[variant], variant)[0] == [], (test.id, variant)
+        told_apart += bool(test.graded(answers[11], 12)[0])
+    assert told_apart >= len(varied) // 2, told_apart

@@ -8,9 +8,9 @@ with the trusted reference. Both halves receive the same inputs, built once by `
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
+import inspect
 import math
 from typing import Callable
 
@@ -66,10 +66,11 @@ class HiddenTest:
                 "data": self.plain_inputs(variant)}
 
     def plain_inputs(self, variant: int | None = None) -> dict:
-        """The inputs exactly as the probe receives them: through the channel's codec, as in the sandbox. Built
-        once per (test, variant) for prepare and the judge alike, and kept as the frame's bytes (which nothing
-        can change), so every caller gets its own copy."""
-        return codec.decode_frame(self.inputs_frame(variant))
+        """The inputs exactly as the probe receives them: through the channel's codec, as in the sandbox. Built and
+        decoded once per (test, variant) for prepare and the judge alike; every caller gets its own dicts and lists
+        around the same arrays, which are read-only (a judge that writes to one raises instead of changing the next
+        notebook's inputs)."""
+        return read_only(_decoded_inputs(self, variant))
 
     def inputs_frame(self, variant: int | None = None) -> bytes:
         """The inputs as the channel's codec sends them (built once per test and variant, then kept)."""
@@ -89,7 +90,7 @@ class HiddenTest:
             inputs = self.plain_inputs(variant)
             extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
-                found = self.judge(inputs, copy.deepcopy(record["observations"]), **extra)
+                found = self.judge(inputs, read_only(record["observations"]), **extra)    # the record stays as sent
             return Findings([as_result(p) for p in found], getattr(found, "cases", 0),
                             getattr(found, "failed", 0), getattr(found, "reported", 0))
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
@@ -122,6 +123,63 @@ INPUTS_KEPT = 128      # (test, variant) inputs kept encoded: every test of the 
 @functools.lru_cache(maxsize=INPUTS_KEPT)
 def _inputs_frame(test: HiddenTest, variant: int | None) -> bytes:
     return codec.frame(test.variant_inputs(variant))
+
+
+@functools.lru_cache(maxsize=INPUTS_KEPT)
+def _decoded_inputs(test: HiddenTest, variant: int | None) -> dict:
+    return read_only(codec.decode_frame(_inputs_frame(test, variant)))
+
+
+def read_only(value):
+    """The value with its dicts, lists and tuples copied and its arrays as read-only views (no numbers copied): what a
+    judge receives, so that it may change the containers it was given, while writing to an array raises instead of
+    changing what the next caller sees (kept inputs and references, the record the evidence keeps)."""
+    if isinstance(value, dict):
+        return {key: read_only(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(read_only(item) for item in value)
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    return value
+
+
+REFERENCES_KEPT = 512      # reference results kept: every size and setting the judges of a few assignments ask for
+KEPT_BY = (bool, int, float, str, type(None))
+
+
+def remembered(function: Callable) -> Callable:
+    """A reference function whose results are kept by the values of its arguments when they are all numbers or
+    strings (the sizes and settings every notebook's judge asks for alike; a student's variant has its own) and
+    handed out read-only, so a judge that writes to one raises instead of changing the next notebook's expectation.
+    A call with any other argument (an array, say) runs as it is."""
+    @functools.lru_cache(maxsize=REFERENCES_KEPT, typed=True)
+    def kept(*args, **kwargs):
+        return read_only(function(*args, **kwargs))
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        if all(type(value) in KEPT_BY for value in (*args, *kwargs.values())):
+            return kept(*args, **kwargs)
+        return function(*args, **kwargs)
+    call.kept = kept
+    return call
+
+
+class References:
+    """A reference module as judges use it: its functions remembered(), everything else (classes, constants) as is."""
+
+    def __init__(self, module):
+        self._module, self._functions = module, {}
+
+    def __getattr__(self, name: str):
+        value = getattr(self._module, name)
+        if not inspect.isfunction(value):
+            return value
+        if name not in self._functions:
+            self._functions[name] = remembered(value)
+        return self._functions[name]
 
 
 class Findings(list):

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.positional_encoding import reference as ref
+from posenc_autograder.checks.positional_encoding import reference
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.checks.base import (HiddenTest, Rejected, as_array, call, called, calling, compare, each_call,
                                            each_case, mismatch, normal, number, observed_array, problems_of,
-                                           reproducing, require_shape, value_of)
+                                           References, reproducing, require_shape, value_of)
+
+ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 
 ASSIGNMENT = "positional_encoding"
 ROTATION_FN, DOT_FN, STATS_FN = "relative_position_matrix", "dot_product_distance", "encoding_statistics"

@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks.diagnosis import diagnose_float32, either, frequency_mistakes, matches
-from posenc_autograder.checks.positional_encoding import reference as ref
+from posenc_autograder.checks.base import References
+from posenc_autograder.checks.positional_encoding import reference
+
+ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 
 def _angles(seq_len, d_model, base=ref.DEFAULT_BASE, first=0, omega=None):
     omega = ref.angular_frequencies(d_model, base) if omega is None else omega

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from posenc_autograder.checks.positional_encoding import reference as ref
+from posenc_autograder.checks.positional_encoding import reference
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table
 from posenc_autograder.checks.positional_encoding.stand_ins import table_stand_in
 from posenc_autograder.probes.helpers import call_each
@@ -13,7 +13,9 @@ from posenc_autograder.probes.positional_encoding import probe_pe_class
 from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, against_any, call, call_label,
                                           call_of, calling, compare, each_call, each_case, expect_error, judging_all,
                                           mismatch, normal, observed_array, problems_of, raised_problem, reproduced,
-                                          reproducing, reproduction, step, with_cause)
+                                          References, reproducing, reproduction, step, with_cause)
+
+ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 
 ASSIGNMENT = "positional_encoding"
 PE_FN, PE_CLASS = "sinusoidal_positional_encoding", "SinusoidalPositionalEncoding"

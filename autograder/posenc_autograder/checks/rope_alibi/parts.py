@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.rope_alibi import reference as ref
+from posenc_autograder.checks.rope_alibi import reference
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, expect_error,
-                                          extended, judging_all, normal)
+                                          extended, judging_all, normal, References)
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.checks.diagnosis import diagnose_float32_relative, frequency_mistakes, known_mistakes, matches
 from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in
@@ -20,6 +20,8 @@ from posenc_autograder.checks.rope_alibi import stand_ins
 from posenc_autograder.checks.rope_alibi.stand_ins import shift_stand_in
 from posenc_autograder.checks.rope_alibi.manifest import FUNCTIONS
 from posenc_autograder.probes.helpers import call_each
+
+ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 
 ASSIGNMENT = "rope_alibi"
 FREQ_FN, ROPE_FN, SCORES_FN = "rope_frequencies", "apply_rope", "rope_scores"
