@@ -1,5 +1,5 @@
 """The trusted side's work per notebook, each piece done once and only where it can matter: cells with no magic are
-not parsed for magics, both rounding grids of an answer come from one split of its floats, the evidence file is
+not parsed for magics, both rounding grids of an answer come from its floats' bits, the evidence file is
 encoded without copying the records it keeps, and the grader's own numpy runs single-threaded."""
 import copy
 import json
@@ -34,37 +34,47 @@ def test_cells_that_may_hold_a_skipped_call_are_still_read():
     assert magics.skipped_in("%pip install torch\n") == [magics.Skipped("%pip", 1)]
 
 
-def _grid(array, offset):
-    """One grid's rounding as the evidence defines it: KEPT_BITS significant bits, the grid moved by `offset` steps,
-    tiny values as zero, NaN and infinities as they are."""
+def _grid(array, middle):
+    """One grid's rounding as the evidence defines it, in arithmetic: KEPT_BITS significant bits, to the nearest (ties
+    away from zero) or to the middle of the step the value lies in; tiny values as zero, NaN and infinities as they
+    are."""
     array = np.where(np.abs(array) < 1e-300, 0.0, array)
     mantissa, exponent = np.frexp(array)
-    kept = np.ldexp(np.rint(mantissa * 2.0 ** evidence.KEPT_BITS + offset) - offset,
-                    exponent - evidence.KEPT_BITS) + 0.0
+    steps = np.abs(mantissa) * 2.0 ** evidence.KEPT_BITS
+    steps = np.floor(steps) + 0.5 if middle else np.floor(steps + 0.5)
+    kept = np.ldexp(np.sign(mantissa) * steps, exponent - evidence.KEPT_BITS)
     return np.where(np.isnan(array), np.nan, np.where(np.isfinite(array), kept, array))
 
 
-EDGES = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-301, 5e-324, 1e-300, 2.2250738585072014e-308,
-                  1.7976931348623157e308, -1.7976931348623157e308, 1.0, 0.5, 1 - 2 ** -53, 3.0, -7.5e200])
+EDGES = np.array([np.nan, np.inf, -np.inf, 2.2250738585072014e-300, 1.7976931348623157e308,
+                  -1.7976931348623157e308, 1.0, 0.5, 1 - 2 ** -53, 1 - 2 ** -25, 1 + 2 ** -24, 3.0, -7.5e200,
+                  -(1 + 3 * 2 ** -24), float.fromhex("0x1.fffffe8p+0"), float.fromhex("0x1.fffffffp-3")])
 
 
 @pytest.mark.parametrize("values", [EDGES, np.random.default_rng(0).normal(size=(40, 7)) * 1e5,
                                     np.float64(-2.5), np.array(4.0), np.zeros((0, 3))],
                          ids=["edges", "table", "number", "0-d", "empty"])
-def test_both_grids_round_as_each_grid_alone(values):
+def test_both_grids_round_as_their_arithmetic_says(values):
+    values = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore"):
-        grids = evidence._rounded(np.asarray(values, dtype=np.float64))
-        for offset, rounded in zip(evidence.GRIDS, grids):
-            alone = np.ravel(_grid(np.asarray(values, dtype=np.float64), offset))
-            assert rounded.tobytes() == alone.tobytes(), offset
+        for middle, rounded in zip((False, True), evidence._rounded(values)):
+            alone = np.ravel(_grid(values, middle))
+            assert rounded.view(np.float64).tobytes() == alone.tobytes(), middle
 
 
-def test_an_answers_floats_are_split_once_for_both_grids(monkeypatch):
-    splits = []
-    real = np.frexp
-    monkeypatch.setattr(evidence.np, "frexp", lambda array: splits.append(1) or real(array))
+def test_zero_and_nan_have_one_rounding_each():
+    zeros = evidence._rounded(np.array([0.0, -0.0, 1e-301, -5e-324]))
+    nans = evidence._rounded(np.array([np.nan, -np.nan, np.frombuffer(np.uint64(0x7FF0000000000001).tobytes())[0]]))
+    assert all(len(set(grid.tolist())) == 1 for grid in zeros + nans)
+
+
+def test_an_answers_floats_are_rounded_on_their_bits_and_hashed_with_sha256(monkeypatch):
+    digested = []
+    real = evidence.hashlib.sha256
+    monkeypatch.setattr(evidence.np, "frexp", lambda array: pytest.fail("the floats were split"))
+    monkeypatch.setattr(evidence.hashlib, "sha256", lambda: digested.append(1) or real())
     keys = evidence.answer_keys({"value": np.linspace(0, 1, 50), "scale": 2.0})
-    assert len(keys) == 2 and len(splits) == 2           # two arrays (the table, the number), each split once
+    assert len(keys) == 2 and len(digested) == 2 and evidence.KEY_FORMAT.startswith("sha256")
 
 
 def test_the_evidence_file_is_written_without_copying_its_records(tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ class SharedAnswer:
     trait: Trait
     holders: int
     weight: float
+    among: int = 0        # the students whose answers were compared with theirs (their keys digested alike)
 
 
 def common_threshold(class_size: int) -> int:
@@ -60,11 +61,28 @@ class Classes:
             self.parent[other] = first
 
 
+def by_key_format(records: list[Evidence]) -> dict[str, list[Evidence]]:
+    """The records grouped by how their answer keys were digested (evidence.key_format): a key is compared only with
+    keys of its own format (an attempt kept by an older grader and never regraded, say), and rarity is counted among
+    the records compared."""
+    groups: dict[str, list[Evidence]] = collections.defaultdict(list)
+    for record in records:
+        groups[record.key_format].append(record)
+    return dict(groups)
+
+
 def pair_evidence(records: list[Evidence],
                   cluster: dict[str, str] | None = None) -> dict[tuple[str, str], list[SharedAnswer]]:
-    """(student, student) -> the rare wrong answers they share, one (the rarest) per test.
-    cluster: student -> their cluster of near-identical submissions (default: each their own)."""
-    cluster = cluster or {}
+    """(student, student) -> the rare wrong answers they share, one (the rarest) per test, within each group of
+    records whose keys were digested alike. cluster: student -> their cluster of near-identical submissions (default:
+    each their own)."""
+    found = {}
+    for group in by_key_format(records).values():
+        found.update(_pair_evidence(group, cluster or {}))
+    return found
+
+
+def _pair_evidence(records: list[Evidence], cluster: dict[str, str]) -> dict[tuple[str, str], list[SharedAnswer]]:
     size = len(records)
     classes = Classes()
     for record in records:
@@ -90,5 +108,5 @@ def pair_evidence(records: list[Evidence],
         for pair in itertools.combinations(sorted(students), 2):
             kept = best[pair].get(trait.test)
             if kept is None or weight > kept.weight:
-                best[pair][trait.test] = SharedAnswer(trait, held, weight)
+                best[pair][trait.test] = SharedAnswer(trait, held, weight, size)
     return {pair: sorted(by_test.values(), key=lambda s: -s.weight) for pair, by_test in best.items()}

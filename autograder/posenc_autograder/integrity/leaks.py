@@ -3,7 +3,7 @@
 A test the student fails on their own inputs is judged again on a classmate's inputs; passing there
 means the answers were computed for that classmate (copied outputs, or a notebook run on someone
 else's inputs). Only classmates whose own answers to that test share a value with the student's are
-judged (an index of rounded digests: linear in the class, not quadratic), so a notebook run on the
+judged (an index of rounded digests, of one key format: linear in the class, not quadratic), so a notebook run on the
 inputs of a classmate whose own answers differ is not searched for. Tests whose inputs are the same
 for everyone cannot tell and are skipped.
 """
@@ -32,11 +32,11 @@ def _inputs_text(cell_id: str, variant: int | None) -> str:
 
 def leaks(records: list[Evidence]) -> list[Leak]:
     varied = {r.student: r for r in records if r.variant is not None}
-    index: dict = collections.defaultdict(set)          # (test, digest) -> students whose own answers hold it
+    index: dict = collections.defaultdict(set)          # (key format, test, digest) -> students whose answers hold it
     for record in varied.values():
         for cell_id, keys in record.own_keys.items():
             for key in keys:
-                index[(cell_id, key)].add(record.student)
+                index[(record.key_format, cell_id, key)].add(record.student)
     found = []
     for record in sorted(varied.values(), key=lambda r: r.student):
         for cell_id, probe_record in sorted(record.own_failing.items()):
@@ -44,7 +44,8 @@ def leaks(records: list[Evidence]) -> list[Leak]:
             if check is None or not isinstance(probe_record, dict) or "observations" not in probe_record:
                 continue
             own = _inputs_text(cell_id, record.variant)
-            sharing = sorted({s for key in record.own_keys.get(cell_id, ()) for s in index[(cell_id, key)]}
+            sharing = sorted({s for key in record.own_keys.get(cell_id, ())
+                              for s in index[(record.key_format, cell_id, key)]}
                              - {record.student})
             found += [Leak(record.student, other, cell_id) for other in sharing
                       if _inputs_text(cell_id, varied[other].variant) != own

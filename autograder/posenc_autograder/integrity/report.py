@@ -128,7 +128,7 @@ def _pair_rows(analysis: ClassAnalysis) -> str:
     size = len(analysis.records)
     for rank, pair in enumerate(analysis.pairs, 1):
         answers = "".join(f"<li>{E(s.trait.test)} {E(s.trait.where)}: {E(s.trait.description)} "
-                          f"<span class=note>({s.holders} of {size} students)</span></li>"
+                          f"<span class=note>({s.holders} of {s.among or size} students)</span></li>"
                           for s in pair.shared_answers)
         leaked = "".join(f"<li>{E(leak.student)}'s answers to {E(leak.test)} fit {E(leak.source)}'s inputs, "
                          "not their own</li>"
@@ -162,12 +162,23 @@ def _skipped_list(skipped: list) -> str:
             f"<ul>{items}</ul>")
 
 
+def _key_formats_note(analysis: ClassAnalysis) -> str:
+    """Said when some answers were digested by an older grader: those are compared only among themselves."""
+    formats = behaviour.by_key_format(analysis.records)
+    if len(formats) < 2:
+        return ""
+    older = sum(len(group) for key_format, group in formats.items() if key_format != store.KEY_FORMAT)
+    return (f"<p class=note>The answers of {older} of {len(analysis.records)} students were kept by an older grader, "
+            f"digested another way: they are compared only with each other's, and the others' only with each other's "
+            f"(regrade those students to compare everyone's). Code is compared for everyone.</p>")
+
+
 def page(analyses: list[ClassAnalysis], skipped: list = (), when: str = "") -> str:
     sections = []
     for analysis in analyses:
         sections.append(
             f"<h2>{E(analysis.assignment)} / {E(analysis.notebook)}: {len(analysis.records)} students, "
-            f"{len(analysis.pairs)} pairs with evidence</h2>"
+            f"{len(analysis.pairs)} pairs with evidence</h2>{_key_formats_note(analysis)}"
             "<table><tr><th>#</th><th>pair</th><th>evidence</th><th>rare wrong answers both gave (shared probe set)"
             "</th><th>own code in common</th><th>answers that fit the other's inputs</th></tr>"
             f"{_pair_rows(analysis)}</table>{_side_by_side(analysis)}")

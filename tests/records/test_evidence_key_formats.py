@@ -1,0 +1,45 @@
+"""Evidence says how its answer keys were digested, and the integrity report compares keys of one format only: an
+attempt kept by an older grader (the portal keeps every attempt's evidence, and one may count without being
+regraded) is compared truthfully, with the students kept the same way, never through a chance equality of keys."""
+import json
+
+import numpy as np
+
+from posenc_autograder.integrity import behaviour, report
+from posenc_autograder.probes import codec
+from posenc_autograder.records import evidence
+
+
+def _student(name: str, rare: str, key_format: str = evidence.KEY_FORMAT) -> evidence.Evidence:
+    answers = [evidence.Answer("hidden_pe_values", "/tables[0]", [rare, rare + "'"], True, "returned a wrong table")]
+    return evidence.Evidence(name, "a", "nb", None, f"# {name}'s own code\n", answers, {}, {}, key_format)
+
+
+def test_evidence_written_now_carries_its_key_format_and_older_files_read_as_blake2b(tmp_path):
+    evidence.write(tmp_path / "new.npz", _student("new", "k"))
+    assert evidence.read(tmp_path / "new.npz").key_format == evidence.KEY_FORMAT
+    payload = {"student": "old", "assignment": "a", "notebook": "nb", "variant": None, "code": "",
+               "answers": [{"test": "t", "where": "/", "keys": ["k", "l"], "failed": True, "description": "d"}],
+               "own_keys": {}, "own_failing": {}}          # what evidence.write wrote before keys had a format
+    with open(tmp_path / "old.npz", "wb") as handle:
+        np.savez(handle, skeleton=np.frombuffer(codec.dumps(payload).encode(), dtype=np.uint8))
+    assert evidence.read(tmp_path / "old.npz").key_format == evidence.BLAKE2B_KEY_FORMAT
+    assert evidence.BLAKE2B_KEY_FORMAT != evidence.KEY_FORMAT
+
+
+def test_keys_of_different_formats_are_never_compared_and_rarity_counts_those_compared():
+    today = [_student("ada", "shared"), _student("bo", "shared")] + [_student(f"s{i}", f"own{i}") for i in range(6)]
+    older = [_student(name, "shared", evidence.BLAKE2B_KEY_FORMAT) for name in ("cy", "di")]  # the same key strings
+    pairs = behaviour.pair_evidence(today + older)
+    assert set(pairs) == {("ada", "bo"), ("cy", "di")}          # no pair across the formats
+    (ada_bo,) = pairs[("ada", "bo")]
+    assert (ada_bo.holders, ada_bo.among) == (2, 8)             # not 4 holders in a class of 10
+
+
+def test_the_report_says_when_some_answers_were_digested_by_an_older_grader():
+    today = [_student("ada", "x"), _student("bo", "y")]
+    mixed = report.analyse(today + [_student("cy", "z", evidence.BLAKE2B_KEY_FORMAT)], "")
+    html = report.page([mixed])
+    assert "The answers of 1 of 3 students were kept by an older grader" in html
+    assert "older grader, digested" not in report.page([report.analyse(today, "")])
+    assert json.dumps(evidence.KEY_FORMAT) not in html           # no grader-internal names on the page
