@@ -10,11 +10,14 @@ import nbformat
 import numpy as np
 import pytest
 
-from posenc_autograder.checks import hidden_tests, variants
+from posenc_autograder.checks import REGISTRY, hidden_tests, variants
 from posenc_autograder.checks.base import HiddenTest, remembered
 from posenc_autograder.checks.positional_encoding import reference, sinusoidal
-from posenc_autograder.course import nbgrader_meta
-from posenc_autograder.grading.shared_probes import varies
+from posenc_autograder.course import Course, nbgrader_meta
+from posenc_autograder.grading import pipeline
+from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
+from posenc_autograder.intake.submissions import discover
+from posenc_autograder.sandbox.bubblewrap import Limits
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes.helpers import call_each
 
@@ -154,3 +157,42 @@ def test_each_variant_is_judged_against_its_own_references(solved_namespaces):
             assert test.graded(answers[variant], variant)[0] == [], (test.id, variant)
         told_apart += bool(test.graded(answers[11], 12)[0])
     assert told_apart >= len(varied) // 2, told_apart
+
+
+# --- prepare: the task composed from the kept inputs frames ----------------------------------------
+
+def _decoded_entry(test, variant):
+    """A task entry as prepare built it before: the inputs frame decoded, to be encoded again."""
+    return {**test.task_entry(variant), "data": codec.decode_frame(test.inputs_frame(variant))}
+
+
+@pytest.mark.parametrize("variant", [None, 5])
+def test_a_framed_entry_encodes_as_its_decoded_inputs_would(variant):
+    tests = sorted(REGISTRY.values(), key=lambda t: t.id)
+    framed = codec.frame({test.id: test.task_entry(variant, framed=True) for test in tests})
+    assert framed == codec.frame({test.id: _decoded_entry(test, variant) for test in tests})
+
+
+@pytest.fixture(scope="module")
+def solver_course(tmp_path_factory):
+    from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+    course = Course(make_course(tmp_path_factory.mktemp("prepare")))
+    folder = course.submitted / "solver" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
+    return course
+
+
+def test_prepare_composes_the_task_from_the_kept_frames_without_decoding_them(solver_course, monkeypatch):
+    [submission] = discover(solver_course)
+    variant = variants.student_variant(solver_course, submission.student)
+    monkeypatch.setattr(codec.FrameReader, "_decode", lambda *args: pytest.fail("a frame was decoded in prepare"))
+    task = pipeline.prepare(solver_course, submission, Limits(), isolate=False)
+    monkeypatch.undo()
+    order = list(codec.decode_frame(task.task_frame))          # the notebook's order of cells
+    expected = {cid: _decoded_entry(REGISTRY[cid], variant) for cid in order if cid in REGISTRY}
+    if variant is not None:
+        varied = {cid: _decoded_entry(REGISTRY[cid], None) for cid in expected if varies(cid)}
+        expected[SHARED_CELL] = {"module": "shared", "probe": "run_shared", "data": {"entries": varied}}
+    assert sorted(expected) == task.task_ids and len(expected) > 5
+    assert task.task_frame == codec.frame({cid: expected[cid] for cid in order})

@@ -60,10 +60,11 @@ class HiddenTest:
         with variants.active(variant):
             return self.inputs()
 
-    def task_entry(self, variant: int | None = None) -> dict:
-        """What the sandbox needs to run the probe: its module in the probes package, its name, the inputs."""
+    def task_entry(self, variant: int | None = None, framed: bool = False) -> dict:
+        """What the sandbox needs to run the probe: its module in the probes package, its name, the inputs (framed:
+        as the kept frame, for codec.frame to place in the task as it is)."""
         return {"module": self.probe.__module__.rsplit(".", 1)[-1], "probe": self.probe.__name__,
-                "data": self.plain_inputs(variant)}
+                "data": codec.Framed(self.inputs_frame(variant)) if framed else self.plain_inputs(variant)}
 
     def plain_inputs(self, variant: int | None = None) -> dict:
         """The inputs exactly as the probe receives them: through the channel's codec, as in the sandbox. Built and
@@ -130,18 +131,22 @@ def _decoded_inputs(test: HiddenTest, variant: int | None) -> dict:
     return read_only(codec.decode_frame(_inputs_frame(test, variant)))
 
 
-def read_only(value):
-    """The value with its dicts, lists and tuples copied and its arrays as read-only views (no numbers copied): what a
-    judge receives, so that it may change the containers it was given, while writing to an array raises instead of
-    changing what the next caller sees (kept inputs and references, the record the evidence keeps)."""
+def read_only(value, _views: dict | None = None):
+    """The value with its dicts, lists and tuples copied and its arrays as read-only views (no numbers copied; an array
+    met twice is one view): what a judge receives, so that it may change the containers it was given, while writing
+    to an array raises instead of changing what the next caller sees (kept inputs and references, the record the
+    evidence keeps)."""
+    views = {} if _views is None else _views
     if isinstance(value, dict):
-        return {key: read_only(item) for key, item in value.items()}
+        return {key: read_only(item, views) for key, item in value.items()}
     if type(value) in (list, tuple):
-        return type(value)(read_only(item) for item in value)
+        return type(value)(read_only(item, views) for item in value)
     if isinstance(value, np.ndarray) and value.flags.writeable:
-        view = value.view()
-        view.flags.writeable = False
-        return view
+        if id(value) not in views:
+            view = value.view()
+            view.flags.writeable = False
+            views[id(value)] = (value, view)          # the array kept alive while its id is a key
+        return views[id(value)][1]
     return value
 
 

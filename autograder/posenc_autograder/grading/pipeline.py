@@ -120,8 +120,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
             continue                                 # a visible self-check: it runs as released
         cell = next(c for c in nb.cells if grade_id(c) == cell_id)
         cell.source = probe_cell_source(cell_id, title)
-        task[cell_id] = check.task_entry(variant)
-    shared = shared_probes.shared_probe_entry(task) if variant is not None else None
+        task[cell_id] = check.task_entry(variant, framed=True)      # the kept inputs frames, never decoded here
+    shared = shared_probes.shared_probe_entry(task, framed=True) if variant is not None else None
     if shared is not None:      # the shared probe set, never graded: evidence for the integrity report
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))

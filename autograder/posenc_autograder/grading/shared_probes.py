@@ -17,8 +17,8 @@ def varies(cell_id: str) -> bool:
     return test.inputs_frame(None) != test.inputs_frame(1)
 
 
-def shared_probe_entry(task: dict) -> dict | None:
+def shared_probe_entry(task: dict, framed: bool = False) -> dict | None:
     """The task entry of the shared set: each graded test of the notebook whose inputs vary, on the
-    course-wide inputs (None: no test varies, nothing to run again)."""
-    entries = {cell_id: REGISTRY[cell_id].task_entry(None) for cell_id in task if varies(cell_id)}
+    course-wide inputs (None: no test varies, nothing to run again); framed: HiddenTest.task_entry's."""
+    entries = {cell_id: REGISTRY[cell_id].task_entry(None, framed) for cell_id in task if varies(cell_id)}
     return {"module": "shared", "probe": "run_shared", "data": {"entries": entries}} if entries else None

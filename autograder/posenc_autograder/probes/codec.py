@@ -35,7 +35,39 @@ def _key(key) -> str:
     return ESCAPE + key if key in RESERVED or key.startswith(ESCAPE) else key
 
 
+class Framed:
+    """A value already encoded by frame(), placed inside a value being framed as it is: its skeleton is read (it is
+    small), its arrays' indexes moved after those before it and their bytes joined without being decoded. Prepare
+    builds each task from the inputs frames it keeps this way instead of decoding them only to encode them again."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def encoded(self, arrays: list):
+        skeleton_bytes, array_bytes = HEADER.unpack_from(self.data)
+        shapes, body = json.loads(self.data[HEADER.size:HEADER.size + skeleton_bytes])
+        first, offset = len(arrays), HEADER.size + skeleton_bytes
+        for shape in shapes:          # views of the frame's own bytes: joined into the new frame, never copied here
+            count = math.prod(shape)
+            arrays.append(np.frombuffer(self.data, dtype="<f8", count=count, offset=offset).reshape(shape))
+            offset += count * ITEM_BYTES
+        return _moved(body, first)
+
+
+def _moved(body, first: int):
+    """An encoded body with every array index moved by `first` (data keys are escaped already: left as they are)."""
+    if isinstance(body, dict):
+        if set(body) == {ARRAY_REF}:
+            return {ARRAY_REF: body[ARRAY_REF] + first}
+        return {key: _moved(item, first) for key, item in body.items()}
+    if isinstance(body, list):
+        return [_moved(item, first) for item in body]
+    return body
+
+
 def _encode(value, arrays: list | None = None):
+    if isinstance(value, Framed) and arrays is not None:
+        return value.encoded(arrays)
     if isinstance(value, np.ndarray):
         array = np.ascontiguousarray(value, dtype="<f8")
         if arrays is not None:        # one copy of an array met twice (the same object: a shared record)
