@@ -17,7 +17,7 @@ from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.intake.submissions import discover
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes.helpers import call_each
 
@@ -196,3 +196,35 @@ def test_prepare_composes_the_task_from_the_kept_frames_without_decoding_them(so
         expected[SHARED_CELL] = {"module": "shared", "probe": "run_shared", "data": {"entries": varied}}
     assert sorted(expected) == task.task_ids and len(expected) > 5
     assert task.task_frame == codec.frame({cid: expected[cid] for cid in order})
+
+
+# --- the supervisor: frames decoded once, arrays not copied ----------------------------------------
+
+def _pieces(data: bytes, size: int = 1 << 16) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def test_the_trusted_side_reads_arrays_as_read_only_views_of_the_bytes_received():
+    table = np.arange(300_000.0).reshape(1000, 300)
+    reader = ChannelReader(Limits())
+    [frame] = [f for piece in _pieces(codec.frame({"result": "t", "record": {"observations": {"t": table}}}))
+               for f in reader.feed(piece)]
+    received = frame["record"]["observations"]["t"]
+    assert np.array_equal(received, table) and not received.flags.writeable
+    base = received
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, bytes) and len(base) >= table.nbytes        # the frame as received: no copy of its own
+    with pytest.raises(ValueError):
+        received.flags.writeable = True                                  # and no way back to writing
+
+
+def test_a_short_skeleton_is_not_counted_byte_by_byte_but_its_depth_still_is(monkeypatch):
+    monkeypatch.setattr(codec, "structure", lambda text: pytest.fail("a short skeleton was counted"))
+    reader = codec.FrameReader(1 << 20, max_nodes=1000, max_depth=8)
+    deep = {"a": [[[[[[[1]]]]]]]}                                         # the skeleton's list, then 8 more levels
+    assert reader.feed(codec.frame({"a": [[[[[[1]]]]]]})) == [{"a": [[[[[[1]]]]]]}]
+    assert reader.feed(codec.frame(deep)) == [codec.REFUSED]
+    monkeypatch.undo()
+    counted = codec.FrameReader(1 << 20, max_nodes=40)
+    assert counted.feed(codec.frame({"a": list(range(50))})) == [codec.REFUSED]   # long enough to hold 40: counted

@@ -128,7 +128,7 @@ def _inputs_frame(test: HiddenTest, variant: int | None) -> bytes:
 
 @functools.lru_cache(maxsize=INPUTS_KEPT)
 def _decoded_inputs(test: HiddenTest, variant: int | None) -> dict:
-    return read_only(codec.decode_frame(_inputs_frame(test, variant)))
+    return codec.decode_frame(_inputs_frame(test, variant), writable=False)
 
 
 def read_only(value, _views: dict | None = None):

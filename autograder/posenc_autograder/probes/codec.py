@@ -3,8 +3,9 @@
 Two forms. `dumps`/`loads`: JSON text, arrays inline as base64 or kept aside by index (the integrity
 store). `frame`/`FrameReader`: what crosses the sandbox boundary, a bounded header, a small JSON skeleton
 (arrays replaced by their index, with a table of their shapes) and then the arrays' raw little-endian
-float64 bytes. The reader checks the header, counts the skeleton and checks every shape against the
-bytes announced before it builds anything, and decodes each frame once.
+float64 bytes. The reader checks the header, bounds the skeleton's values (counted on its bytes, unless it is
+too short to hold more than the cap) and its depth, and checks every shape against the bytes announced before
+it builds any array; it decodes each frame once.
 """
 from __future__ import annotations
 
@@ -169,9 +170,10 @@ def frame_skeleton(data: bytes) -> str:
     return data[HEADER.size:HEADER.size + size].decode()
 
 
-def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
-    """One whole frame (bytes) back to its value; raises ValueError (TooLarge) on anything malformed."""
-    reader = FrameReader(len(data), max_nodes, max_depth)
+def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH, writable: bool = True):
+    """One whole frame (bytes) back to its value; raises ValueError (TooLarge) on anything malformed. writable=False:
+    its arrays are read-only views of `data` itself (no copy)."""
+    reader = FrameReader(len(data), max_nodes, max_depth, writable)
     frames = reader.feed(data)
     if len(frames) != 1 or reader.pending or frames[0] is REFUSED:
         raise ValueError("not exactly one well-formed frame")
@@ -183,17 +185,24 @@ REFUSED = object()                   # what FrameReader.feed yields for a frame 
 
 class FrameReader:
     """Splits a byte stream into frames and decodes each once, within caps checked before any allocation:
-    a frame's total size against `max_frame_bytes` from its header alone, its skeleton's values and depth
-    counted on its bytes, every array's shape against the bytes announced. A frame over a cap is skipped
-    without being kept; a malformed one is dropped; both yield REFUSED."""
+    a frame's total size against `max_frame_bytes` from its header alone, its skeleton's values counted on its
+    bytes (a skeleton of fewer bytes than `max_nodes` cannot hold more values: it is parsed as it is) and its depth
+    before anything is built from it, every array's shape against the bytes announced. A frame over a cap is
+    skipped without being kept; a malformed one is dropped; both yield REFUSED.
 
-    def __init__(self, max_frame_bytes: int, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
+    A frame's pieces are kept as they arrive and joined once when it is whole. writable=False (the trusted side,
+    which only reads what it is sent): its arrays are read-only views of those joined bytes, with no further copy;
+    else each frame's arrays get one writable copy (the sandbox side hands its inputs to student code)."""
+
+    def __init__(self, max_frame_bytes: int, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
+                 writable: bool = True):
         self.max_frame_bytes, self.max_nodes, self.max_depth = max_frame_bytes, max_nodes, max_depth
-        self.buffer, self.skipping = bytearray(), 0
+        self.writable = writable
+        self.header, self.pieces, self.kept, self.needed, self.skipping = bytearray(), [], 0, 0, 0
 
     @property
     def pending(self) -> int:
-        return len(self.buffer) + self.skipping
+        return len(self.header) + self.kept + self.skipping
 
     def feed(self, data) -> list:
         frames = []
@@ -204,46 +213,64 @@ class FrameReader:
                 self.skipping -= dropped
                 view = view[dropped:]
                 continue
-            if len(self.buffer) < HEADER.size:
-                need = HEADER.size - len(self.buffer)
-                self.buffer += view[:need]
+            if not self.needed:                      # between frames: the header first
+                need = HEADER.size - len(self.header)
+                self.header += view[:need]
                 view = view[need:]
-                if len(self.buffer) < HEADER.size:
+                if len(self.header) < HEADER.size:
                     break
-            skeleton_bytes, array_bytes = HEADER.unpack_from(self.buffer)
-            total = HEADER.size + skeleton_bytes + array_bytes
-            if skeleton_bytes > MAX_SKELETON_BYTES or total > self.max_frame_bytes:
-                self.skipping = skeleton_bytes + array_bytes
-                self.buffer.clear()
-                frames.append(REFUSED)
-                continue
-            need = total - len(self.buffer)
-            self.buffer += view[:need]
-            view = view[need:]
-            if len(self.buffer) < total:
+                skeleton_bytes, array_bytes = HEADER.unpack_from(self.header)
+                self.header.clear()
+                if skeleton_bytes > MAX_SKELETON_BYTES or HEADER.size + skeleton_bytes + array_bytes \
+                        > self.max_frame_bytes:
+                    self.skipping = skeleton_bytes + array_bytes
+                    frames.append(REFUSED)
+                    continue
+                self.sizes, self.needed = (skeleton_bytes, array_bytes), skeleton_bytes + array_bytes
+                if not self.needed:                  # nothing after the header: malformed (a skeleton is never empty)
+                    frames.append(REFUSED)
+                    continue
+            piece = view[:self.needed - self.kept]
+            whole = type(data) is bytes and len(piece) == len(data)
+            self.pieces.append(data if whole else bytes(piece))    # kept as it arrived until the frame is whole
+            self.kept += len(piece)
+            view = view[len(piece):]
+            if self.kept < self.needed:
                 break
-            frames.append(self._decode(skeleton_bytes, array_bytes))
-            self.buffer.clear()
+            body = self.pieces[0] if len(self.pieces) == 1 else b"".join(self.pieces)
+            self.pieces, self.kept, self.needed = [], 0, 0
+            frames.append(self._decode(body, *self.sizes))
         return frames
 
-    def _decode(self, skeleton_bytes: int, array_bytes: int):
+    def _decode(self, body: bytes, skeleton_bytes: int, array_bytes: int):
         try:
-            text = bytes(self.buffer[HEADER.size:HEADER.size + skeleton_bytes])
-            nodes, depth = structure(text)
+            text = body[:skeleton_bytes]
+            nodes, depth = structure(text) if len(text) >= self.max_nodes else (0, 0)   # fewer bytes, fewer values
             if nodes > self.max_nodes or depth > self.max_depth:
                 return REFUSED
-            shapes, body = _skeleton(json.loads(text))
+            parsed = json.loads(text)
+            if _depth(parsed, self.max_depth) > self.max_depth:
+                return REFUSED
+            shapes, skeleton = _skeleton(parsed)
             if sum(math.prod(shape) for shape in shapes) * ITEM_BYTES != array_bytes:
                 return REFUSED
-            payload = bytearray(memoryview(self.buffer)[HEADER.size + skeleton_bytes:])     # one copy, writable
-            arrays, offset = [], 0
+            payload = bytearray(memoryview(body)[skeleton_bytes:]) if self.writable else body  # writable: one copy
+            arrays, offset = [], skeleton_bytes if not self.writable else 0
             for shape in shapes:
                 count = math.prod(shape)
                 arrays.append(np.frombuffer(payload, dtype="<f8", count=count, offset=offset).reshape(shape))
                 offset += count * ITEM_BYTES
-            return _decode(body, arrays, inline=False)
+            return _decode(skeleton, arrays, inline=False)
         except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
             return REFUSED
+
+
+def _depth(value, limit: int, level: int = 0) -> int:
+    """How deep the parsed value nests (as structure() counts brackets), looked at no deeper than past `limit`."""
+    if level > limit or not isinstance(value, (dict, list)):
+        return level
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(item, limit, level + 1) for item in items if isinstance(item, (dict, list))), default=level + 1)
 
 
 def _skeleton(parsed) -> tuple[list[tuple[int, ...]], object]:

@@ -246,7 +246,7 @@ class ChannelReader:
 
     def __init__(self, limits: Limits):
         self.limits, self.total = limits, 0
-        self.frames = codec.FrameReader(limits.max_frame_bytes)
+        self.frames = codec.FrameReader(limits.max_frame_bytes, writable=False)    # read-only: arrays not copied
         self.output_bytes = 0            # output text kept so far, all attempts
 
     @property
