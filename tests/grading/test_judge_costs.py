@@ -33,6 +33,9 @@ def test_plain_python_with_a_percent_or_a_bang_is_not_tokenised(monkeypatch):
     import IPython.core.inputtransformer2 as transformer
     monkeypatch.setattr(transformer, "TransformerManager", NoTransformer)
     assert magics.skipped_in("if a != b:\n    print('%d of 3' % a)\n") == []
+    monkeypatch.setattr(magics.ast, "parse", lambda *args: pytest.fail("a cell that cannot hold an escape was parsed"))
+    assert magics.skipped_in("if a != b:\n    print('%d of %d' % (a, b), 100 % 7)\n") == []
+    monkeypatch.undo()
     assert magics.skipped_in("x = 1\nget_ipython().system('ls')  # 5 % 3\n") == [magics.Skipped("!", 2)]
 
 
@@ -46,7 +49,9 @@ SPECIAL_FORMS = ["x = 1\n", "if a != b:\n    !ls\n", "x = !ls\n", "y = %time 1\n
                  ",f a b\n", ";f a\n", "%%capture out\nprint(1)\n", "%%bash\nls\n", "%%time\nx?\n", "foo(\n",
                  "s = '%d' % 3\n", "get_ipython().system('ls')\n", "'''\n%pip install x\n'''\n", "x = (1\n%2)\n",
                  "In [1]: get_ipython().system('ls')\n", "%sx ls\n", "%conda install x\n", "a = 1 if b != 2 else 3\n",
-                 "\uff47et_ipython().system('ls')\n", "print(f'{x!r} {y % 2}')\n", "%matplotlib inline\nx = 1 % 2\n"]
+                 "\uff47et_ipython().system('ls')\n", "print(f'{x!r} {y % 2}')\n", "%matplotlib inline\nx = 1 % 2\n",
+                 "In [1]: !ls\n", ">>> !ls\n", "   ...: %pip install x\n", "def f():\n    !ls\n", "x = 1 \\\n%ls\n",
+                 "y = (1 if a != b\n     else %d)\n", "x=%who_ls\n", "a = b;!ls\n", "\t%conda list\n", "f(x) ! g\n"]
 
 
 def _as_ipython_alone(source: str) -> list:

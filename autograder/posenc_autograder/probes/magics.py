@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 
 # Magics a notebook uses for its own computation or display, harmless in a sandbox without a network,
 # a terminal, a GUI or the student's files: everything else (package installs, shell commands, other
@@ -24,10 +25,11 @@ RUNS = {
                        "svg", "javascript", "js"}),
 }
 SHELL_ESCAPES = ("system", "getoutput")          # `!cmd` and `x = !cmd`, as IPython's transformer writes them
-# Every skipped use is written with one of these: IPython's escapes become get_ipython() calls, or the call is written
-# out. A cell with none of them (and only ASCII, since Python reads a fullwidth `ｇet_ipython` as get_ipython) has
-# nothing to skip, so most cells are not tokenised and parsed at all.
-WRITTEN_WITH = ("%", "!", "get_ipython")
+# Every skipped use is written out as a get_ipython() call, or with an escape IPython turns into one: `%` or `!` where a
+# line starts (after indentation or a prompt it strips: `In [1]: `, `>>> `, `...: `) or after an assignment's `=`. A
+# cell with neither (and only ASCII, since Python reads a fullwidth `ｇet_ipython` as get_ipython) has nothing to skip,
+# so most cells (`!=`, `%` formatting) are neither tokenised nor parsed at all.
+MAY_ESCAPE = re.compile(r"(?:^|\n)\s*[%!]|[=>:]\s*[%!]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +46,7 @@ def runs(kind: str, name: str) -> bool:
 def skipped_in(source: str) -> list[Skipped]:
     """Every magic or shell escape in a cell that the grader skips, in order (none for a cell that is not
     valid IPython: it fails in Jupyter too)."""
-    if source.isascii() and not any(mark in source for mark in WRITTEN_WITH):
+    if source.isascii() and "get_ipython" not in source and not MAY_ESCAPE.search(source):
         return []
     try:
         tree = ast.parse(source)        # plain Python (`!=`, `%` formatting): IPython's transforms leave it as it is
