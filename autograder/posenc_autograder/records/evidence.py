@@ -64,6 +64,9 @@ KEPT_BITS = 24          # answers compare rounded to 24 significant bits (float3
 DROPPED = 52 - (KEPT_BITS - 1)          # of a float64's 52 stored mantissa bits
 HALF_STEP = np.uint64(1 << (DROPPED - 1))
 KEPT = np.uint64(~((1 << DROPPED) - 1) & (2**64 - 1))
+MAGNITUDE = np.uint64(2**63 - 1)
+TINY = np.float64(1e-300).view(np.uint64)
+INFINITY = np.float64(np.inf).view(np.uint64)
 KEY_FORMAT = "sha256-80, 24 bits nearest and cell middle"      # how answer_keys digests (stored with the keys)
 BLAKE2B_KEY_FORMAT = "blake2b-80, 24 bits rint"                # evidence written before: keys never compared with these
 
@@ -114,16 +117,17 @@ def _rounded(array: np.ndarray) -> list[np.ndarray]:
     the sign and exponent stay, a carry out of the mantissa moves to the next power of two as rounding does. Tiny
     values (and -0.0) count as 0; NaN (any payload) and infinities stay as they are in both."""
     array = np.ravel(array)
-    tiny = np.abs(array) < 1e-300
-    if tiny.any():
-        array = np.where(tiny, 0.0, array)                  # an ulp from zero is zero
     bits = np.ascontiguousarray(array).view(np.uint64)
+    magnitude = bits & MAGNITUDE                          # the bits without the sign: ordered as the floats' sizes
+    if magnitude.min(initial=INFINITY) < TINY:
+        array = np.where(magnitude < TINY, 0.0, array)      # an ulp from zero is zero
+        bits = array.view(np.uint64)
     nearest = bits + HALF_STEP
     nearest &= KEPT
     middle = bits & KEPT
     middle |= HALF_STEP
-    if not np.isfinite(array).all():
-        odd = ~np.isfinite(array)
+    if magnitude.max(initial=0) >= INFINITY:
+        odd = magnitude >= INFINITY
         kept = np.where(np.isnan(array), np.nan, array).view(np.uint64)
         nearest[odd] = middle[odd] = kept[odd]
     return [nearest, middle]
