@@ -233,3 +233,19 @@ def test_a_short_skeleton_is_not_counted_byte_by_byte_but_its_depth_still_is(mon
     monkeypatch.undo()
     counted = codec.FrameReader(1 << 20, max_nodes=40)
     assert counted.feed(codec.frame({"a": list(range(50))})) == [codec.REFUSED]   # long enough to hold 40: counted
+
+
+def test_prepare_judge_and_evidence_read_one_parsed_release_and_leave_it_as_it_was(solver_course, monkeypatch):
+    from posenc_autograder.course import RELEASE_DIRECTORY
+    from posenc_autograder.grading.execute import execute_task
+    from posenc_autograder.records import evidence
+    [submission] = discover(solver_course)
+    path = solver_course.path(RELEASE_DIRECTORY) / submission.assignment / f"{submission.notebook}.ipynb"
+    monkeypatch.setattr(pipeline, "release_notebook", lambda *args: pytest.fail("the release was copied"))
+    limits = Limits(cell_seconds=20, notebook_seconds=60)
+    execution = execute_task(pipeline.prepare(solver_course, submission, limits, isolate=False))
+    result = pipeline.judge(solver_course, submission, execution, limits)
+    evidence.keep_graded(solver_course, submission, execution)
+    assert result.graded and result.score > 0
+    assert pipeline.released(solver_course, submission.assignment, submission.notebook) == nbformat.read(
+        path, as_version=4)

@@ -62,9 +62,15 @@ def probe_cell_source(cell_id: str, title: str) -> str:
 
 def release_notebook(course: Course, assignment: str, notebook: str):
     """The released notebook (a copy of its own for each caller): parsed once while the file is unchanged."""
+    return copy.deepcopy(released(course, assignment, notebook))
+
+
+def released(course: Course, assignment: str, notebook: str):
+    """The released notebook as parsed once while the file is unchanged, shared: for callers that only read it
+    (prepare's assembly copies the cells it keeps)."""
     path = course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb"
     state = path.stat()
-    return copy.deepcopy(_parsed_file(str(path), state.st_mtime_ns, state.st_size))
+    return _parsed_file(str(path), state.st_mtime_ns, state.st_size)
 
 
 @functools.lru_cache(maxsize=16)
@@ -98,7 +104,7 @@ def probe_files() -> dict[str, str]:
 
 
 def prepare(course: Course, submission: Submission, limits: Limits, isolate: bool) -> GradingTask | NotebookResult:
-    release = release_notebook(course, submission.assignment, submission.notebook)
+    release = released(course, submission.assignment, submission.notebook)
     cells = test_cells(release)
     if submission.path is None:
         return not_graded(submission, cells, submission.notes)
@@ -135,7 +141,7 @@ def grader_error(course: Course, submission: Submission, exc: Exception) -> Note
     note = Note(NoteKind.GRADER_ERROR, f"the grader hit an unexpected error on this notebook "
                 f"({type(exc).__name__}); it was not graded and the instructor has been told")
     try:
-        cells = test_cells(release_notebook(course, submission.assignment, submission.notebook))
+        cells = test_cells(released(course, submission.assignment, submission.notebook))
     except Exception:  # noqa: BLE001 - the release itself is unreadable: report with no tests
         cells = []
     result = not_graded(submission, cells, submission.notes + [note])
@@ -154,7 +160,7 @@ def not_graded(submission: Submission, cells, notes) -> NotebookResult:
 # --- judge (trusted side) ----------------------------------------------------------------------
 
 def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
-    release = release_notebook(course, submission.assignment, submission.notebook)
+    release = released(course, submission.assignment, submission.notebook)
     variant = variants.student_variant(course, submission.student)
     notes = list(submission.notes) + _describe_events(execution.events)
     if execution.failure:

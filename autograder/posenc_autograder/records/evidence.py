@@ -18,7 +18,7 @@ from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.probes import codec
 from posenc_autograder.checks import variants
-from posenc_autograder.grading.pipeline import release_notebook, submitted_notebook
+from posenc_autograder.grading.pipeline import released, submitted_notebook
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
 
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
@@ -309,7 +309,7 @@ def keep_graded(course: Course, submission, execution, target: pathlib.Path | No
     where the report reads it (make grade: the submission is the one that counts); the portal keeps every
     attempt's at its own `target` and copies the counting attempt's to path()."""
     keep(course, submission, execution, variants.student_variant(course, submission.student),
-         release_notebook(course, submission.assignment, submission.notebook), target)
+         released(course, submission.assignment, submission.notebook), target)
 
 
 def keep(course: Course, submission, execution, variant: int | None, release,
