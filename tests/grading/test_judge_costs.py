@@ -10,6 +10,7 @@ import nbformat
 import numpy as np
 import pytest
 
+from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, hidden_tests, variants
 from posenc_autograder.checks.base import HiddenTest, remembered
 from posenc_autograder.checks.positional_encoding import reference, sinusoidal
@@ -191,9 +192,15 @@ def solver_course(tmp_path_factory):
 def test_prepare_composes_the_task_from_the_kept_frames_without_decoding_them(solver_course, monkeypatch):
     [submission] = discover(solver_course)
     variant = variants.student_variant(solver_course, submission.student)
+    submitted = pipeline.submitted_notebook(submission.path, settings.load(solver_course).caps)
+    copying = pipeline.copy.deepcopy
+    monkeypatch.setattr(pipeline.copy, "deepcopy", lambda value, *args: pytest.fail("the submission was copied")
+                        if value is submitted else copying(value, *args))
     monkeypatch.setattr(codec.FrameReader, "_decode", lambda *args: pytest.fail("a frame was decoded in prepare"))
     task = pipeline.prepare(solver_course, submission, Limits(), isolate=False)
     monkeypatch.undo()
+    assert submitted == pipeline.read_notebook(submission.path)          # read, and left as it was
+    assert nbformat.writes(nbformat.reads(task.notebook_json, as_version=4)) == task.notebook_json   # valid as sent
     order = list(codec.decode_frame(task.task_frame))          # the notebook's order of cells
     expected = {cid: _decoded_entry(REGISTRY[cid], variant) for cid in order if cid in REGISTRY}
     if variant is not None:

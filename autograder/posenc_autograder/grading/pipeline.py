@@ -110,7 +110,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         return not_graded(submission, cells, submission.notes)
     try:
         caps = settings.load(course).caps
-        student_nb = copy.deepcopy(submitted_notebook(submission.path, caps))     # assemble() changes its cells
+        student_nb = submitted_notebook(submission.path, caps)      # read only: assemble() copies what it keeps
     except UnreadableNotebook as exc:
         return not_graded(submission, cells,
                           submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
@@ -132,7 +132,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
         task[shared_probes.SHARED_CELL] = shared
-    return GradingTask(submission.key, nbformat.writes(nb), codec.frame(task), sorted(task), probe_files(),
+    # new_notebook validated what assembly built; the supervisor validates the text again when it reads it
+    return GradingTask(submission.key, nbformat.v4.writes(nb), codec.frame(task), sorted(task), probe_files(),
                        dataclasses.asdict(limits), isolate)
 
 
