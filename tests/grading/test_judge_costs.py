@@ -256,3 +256,16 @@ def test_prepare_judge_and_evidence_read_one_parsed_release_and_leave_it_as_it_w
     assert result.graded and result.score > 0
     assert pipeline.released(solver_course, submission.assignment, submission.notebook) == nbformat.read(
         path, as_version=4)
+
+
+def test_the_grader_code_a_message_may_not_quote_is_stripped_once_per_probe_file(monkeypatch):
+    from posenc_autograder.grading import execute
+    from posenc_autograder.grading.pipeline import probe_files
+    task = execute.GradingTask(("s", "a", "n"), "", codec.frame({}), [], probe_files(), {}, False)
+    first = execute.grader_quotable(task)
+    stripped = []
+    real = execute.STRING_LITERAL
+    monkeypatch.setattr(execute, "STRING_LITERAL", type("Counting", (), {
+        "sub": staticmethod(lambda *args: stripped.append(1) or real.sub(*args))}))
+    task.probe_files = probe_files()                 # read again for the next job: the same sources
+    assert execute.grader_quotable(task) == first and stripped == []
