@@ -114,3 +114,20 @@ def test_the_guard_puts_back_what_a_cell_replaced():
     finally:
         guard.restore()
         guard.clear()
+
+
+def test_the_guard_puts_back_what_a_cell_deleted_even_with_a_name_added_in_its_place():
+    """The namespace keeps its length (one name deleted, one added): restore still finds both."""
+    import builtins
+    import numpy as np
+    original_sum, original_len = np.sum, builtins.len
+    guard.snapshot()
+    try:
+        del np.sum, builtins.len
+        np.stand_in_sum = builtins.stand_in_len = lambda *a, **k: 0
+        guard.restore()
+        assert np.sum is original_sum and builtins.len is original_len
+        assert not hasattr(np, "stand_in_sum") and not hasattr(builtins, "stand_in_len")
+    finally:
+        guard.restore()
+        guard.clear()
