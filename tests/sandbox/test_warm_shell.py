@@ -1,10 +1,11 @@
-"""The IPython shell a warm job runs its cells in: made once in the zygote (probes/shell_runner.made_shell), before it
-serves, and copied into every job by the fork.
+"""What a warm job starts from: the IPython shell and the guard's snapshot, made once in the zygote
+(probes/shell_runner.prepared) before it serves and copied into every job by the fork; and the one piece of code
+(zygote.py) that reads a job's payload and loads the shipped probes, whichever way the job starts.
 
-Made there, it starts no thread (the zygote must stay single-threaded) and writes nothing (no profile folder, history
-in memory); each job places its copy (working, home and profile folders, environment), so the shell a warm job runs
-in is the shell a fresh interpreter makes; and nothing one job did to its shell (a variable, a magic, a builtin, an
-import, the working folder) is seen by the next one.
+Made there, the shell starts no thread (the zygote must stay single-threaded) and writes nothing (no profile folder,
+history in memory); each job places its copy (working, home and profile folders, environment), so the shell a warm
+job runs in is the shell a fresh interpreter makes; nothing one job did to its shell (a variable, a magic, a builtin,
+an import, the working folder) is seen by the next one; and the snapshot holds what the job's first cell finds.
 """
 import json
 import subprocess
@@ -141,3 +142,31 @@ def test_a_job_sees_nothing_a_previous_job_did_to_its_shell():
                     "dir_history": "['/tmp/work']", "count": "2"}, seen
     assert warm.status().startswith("a warm interpreter"), warm.status()
 
+
+
+def test_a_fresh_interpreter_runs_the_zygotes_own_payload_reader_and_probe_loader():
+    """One source for loading the shipped probes: bubblewrap's job and a job without a sandbox run zygote.py itself."""
+    program = warm.SOURCE.read_text()
+    for command in (bubblewrap.sandbox_command(LIMITS, 3, 4), bubblewrap.plain_command()):
+        assert command[-5:-2] == ["-I", "-c", program] and command[-2] == warm.ONE_JOB, command[-5:]
+        assert json.loads(command[-1])["probe_package"] == "posenc_probes"
+
+
+SNAPSHOT = r"""
+import builtins, sys
+guard, runner = sys.modules['posenc_probes.guard'], sys.modules['posenc_probes.runner']
+trap = {'exit', 'quit', 'get_ipython'}          # IPython's BuiltinTrap puts these in builtins while a cell runs
+changed = []
+for namespace, kept in guard._SNAPSHOT:
+    names = (namespace.keys() | kept.keys()) - (trap if namespace is vars(builtins) else set())
+    changed += [n for n in names if n not in namespace or n not in kept or namespace[n] is not kept[n]]
+print(len(guard._SNAPSHOT) > 10, vars(runner) in [namespace for namespace, _ in guard._SNAPSHOT], sorted(changed))
+"""
+
+
+def test_the_guards_snapshot_is_what_the_first_cell_finds(monkeypatch):
+    """Taken once in the zygote (or at the start of a fresh interpreter's job): every name of numpy, builtins and the
+    probes is the object the job's first cell finds there, nothing added or missing, the task included."""
+    assert _stdout(_run(SNAPSHOT), 0) == "True True []\n"
+    monkeypatch.setenv(warm.SWITCH, "0")
+    assert _stdout(_run(SNAPSHOT), 0) == "True True []\n"

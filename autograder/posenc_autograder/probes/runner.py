@@ -9,7 +9,7 @@ import importlib
 
 from . import channel, guard
 
-TASK: dict = {}          # cell id -> task entry, set by shell_runner before any cell runs
+TASK: dict = {}          # cell id -> task entry, filled (in place) by shell_runner before any cell runs
 
 
 def record(entry: dict, namespace: dict) -> dict:

@@ -144,7 +144,7 @@ def made_shell() -> InteractiveShell:
     shell.register_magic_function(lambda line: show_inline("inline"), magic_kind="line", magic_name="matplotlib")
     manager = shell.input_transformer_manager
     tokenised = manager.do_token_transforms
-    manager.do_token_transforms = lambda lines: lines if plain_python("".join(lines)) else tokenised(lines)
+    manager.do_token_transforms = lambda lines: lines if plain_python(lines) else tokenised(lines)
     once_line, once_cell = shell.find_line_magic("timeit"), shell.find_cell_magic("timeit")
     shell.register_magic_function(lambda line: once_line(timed_once(line)), magic_kind="line", magic_name="timeit")
     shell.register_magic_function(lambda line, cell: once_cell(timed_once(line), cell), magic_kind="cell",
@@ -165,20 +165,25 @@ def place(shell: InteractiveShell) -> InteractiveShell:
     return shell
 
 
-SPECIAL_SYNTAX = ("%", "!", "?")      # magics, shell escapes, help: IPython's token transforms look for these
+ESCAPES = ("%", "!", "?")           # magics, shell escapes, help: IPython's token transforms look for these anywhere
+LINE_ESCAPES = (",", ";", "/")      # autocall (`,f a`, `;f a`, `/f x`): only as the first token of a line
 
 
-def plain_python(source: str) -> bool:
-    """Whether IPython's token transforms would leave the cell as it is, found without its tokenizer (most of a cell's
-    cost to run): Python that parses, with no character its special syntax starts with (the autocall escapes
-    `/f x`, `,f a`, `;f a` cannot start a line of Python that parses). Anything else goes through IPython."""
-    if any(mark in source for mark in SPECIAL_SYNTAX):
-        return False
+def plain_python(lines: list[str]) -> bool:
+    """Whether IPython's token transforms would leave the cell's lines as they are, found without its tokenizer (most
+    of a cell's cost to run). Each transform needs `%`, `!` or `?` as a token, or an autocall escape as the first
+    token of a line: a cell with none of those characters and no line starting with an escape is left as it is,
+    unread. A cell that has them but parses as Python is left as it is too (`!=`, `%` formatting, `?` in a string):
+    none of that syntax is Python. Anything else goes through IPython."""
+    source = "".join(lines)
+    if not any(mark in source for mark in ESCAPES) and not any(line.lstrip().startswith(LINE_ESCAPES)
+                                                               for line in lines):
+        return True
     try:
         with warnings.catch_warnings():       # IPython compiles the cell itself: its warnings are shown then, once
             warnings.simplefilter("ignore")
             ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
 
@@ -191,20 +196,28 @@ def timed_once(line: str) -> str:
     return " ".join([f"-{option}1" for option in "nr" if option not in chosen] + [line])
 
 
+def prepared() -> InteractiveShell:
+    """What a job needs before its payload, once the probes it may call are imported: the shell made (not yet placed)
+    and the guard's snapshot taken. Done once in the warm zygote for every job, or at the start of a job in a fresh
+    interpreter."""
+    shell = made_shell()
+    guard.snapshot()
+    return shell
+
+
 def main(payload: dict, task_frame: bytes, shell: InteractiveShell | None = None) -> None:
-    """Run every code cell not in payload['skip'], announcing each and sending its capped output. `shell`: one made
-    before this job (made_shell, in the warm zygote), placed here; None: made here."""
-    runner.TASK = codec.decode_frame(task_frame)
+    """Run every code cell not in payload['skip'], announcing each and sending its capped output. `shell`: the one
+    prepared() made before this job (in the warm zygote), placed here; None: prepared here."""
+    runner.TASK.update(codec.decode_frame(task_frame))   # in place: a snapshot taken before (the zygote's) holds it
     max_output = int(payload["limits"]["max_cell_output_bytes"])
     skip = set(payload["skip"])
     work = pathlib.Path(os.environ["POSENC_WORK_DIR"])
     for folder in (work, pathlib.Path(os.environ["HOME"])):
         folder.mkdir(parents=True, exist_ok=True)
     os.chdir(work)
-    shell = place(shell) if shell is not None else kernel_shell()
     for name in probe_modules(runner.TASK):      # every probe module loaded and kept before student code runs
         importlib.import_module(f"{__package__}.{name}")
-    guard.snapshot()
+    shell = place(shell if shell is not None else prepared())
     restore, run_probe, send = guard.restore, runner.run, channel.send      # held here, out of a cell's reach
     for index, cell in enumerate(payload["cells"]):
         if cell["cell_type"] != "code" or index in skip:

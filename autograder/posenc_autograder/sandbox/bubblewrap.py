@@ -100,38 +100,12 @@ def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: lis
             "--chdir", "/tmp", "--clearenv",
             *[arg for name, value in sandbox_environment(channel_fd, WORK_DIR, HOME_DIR).items()
               for arg in ("--setenv", name, value)],
-            *(inner or [str(python), "-I", "-c", BOOTSTRAP])]
+            *(inner or warm.one_job_command(str(python)))]
 
 
 def plain_command() -> list[str]:
     """The same job without isolation (limits only): for measurements and machines without namespaces."""
-    return [sys.executable, "-I", "-c", BOOTSTRAP]
-
-
-# Runs first in the sandbox: read the payload from stdin (its header's length, the header, then the task
-# frame), make the shipped probe sources importable from memory (nothing is written to disk), then hand
-# over to the shell runner.
-BOOTSTRAP = f"""
-import importlib.abc, importlib.util, json, sys
-stdin = sys.stdin.buffer
-payload = json.loads(stdin.read(int.from_bytes(stdin.read({HEADER_LENGTH_BYTES}), "little")))
-task_frame = stdin.read()
-sys.stdin.close()
-files = payload.pop("probe_files")
-class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path=None, target=None):
-        package, _, short = name.partition(".")
-        if package == "{PROBE_PACKAGE}" and (short or "__init__") + ".py" in files:
-            return importlib.util.spec_from_loader(name, self, is_package=not short)
-    def create_module(self, spec):
-        return None
-    def exec_module(self, module):
-        short = module.__name__.partition(".")[2] or "__init__"
-        exec(compile(files[short + ".py"], "{PROBE_PACKAGE}/" + short + ".py", "exec"), module.__dict__)
-sys.meta_path.insert(0, ShippedProbes())
-from {PROBE_PACKAGE}.shell_runner import main
-main(payload, task_frame)
-"""
+    return warm.one_job_command(sys.executable)
 
 
 # --- limits ------------------------------------------------------------------------------------

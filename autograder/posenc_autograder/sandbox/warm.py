@@ -70,6 +70,16 @@ def configuration(probe_files: dict[str, str]) -> dict:
             "environment": layout.sandbox_environment(3, layout.WORK_DIR, layout.HOME_DIR)}
 
 
+ONE_JOB = "job"          # zygote.py's argument for one job in a fresh interpreter (its ONE_JOB)
+
+
+def one_job_command(python: str) -> list[str]:
+    """A job in a fresh interpreter (under bubblewrap, or without a sandbox): zygote.py run for that one job, so it
+    reads its payload and loads the shipped probes with the zygote's own code."""
+    return [python, "-I", "-c", SOURCE.read_text(), ONE_JOB,
+            json.dumps({"probe_package": layout.PROBE_PACKAGE, "header_length_bytes": layout.HEADER_LENGTH_BYTES})]
+
+
 def fingerprint(probe_files: dict[str, str]) -> str:
     """What a zygote holds: its own program, the interpreter and the probe sources."""
     digest = hashlib.sha256(SOURCE.read_bytes() + sys.executable.encode())

@@ -5,7 +5,11 @@ grader, and it imports nothing of the grader package (only the standard library,
 shipped probes, which arrive as sources in its configuration). It never reads a submission: a job's notebook
 and task go to the job's own standard input, which only the sandboxed job reads.
 
-Its one argument: the descriptor of a SOCK_SEQPACKET socket to the grader. Protocol:
+With the arguments `job <configuration JSON>` it runs one job of its own instead, in a fresh interpreter (under
+bubblewrap, or without a sandbox): the same payload reader and loader of the shipped probes, the shell made in
+the job. So the probes are loaded by one piece of code whichever way a job starts.
+
+Otherwise its one argument is the descriptor of a SOCK_SEQPACKET socket to the grader. Protocol:
 - first message: the configuration (JSON): probe sources, the root to build, the seccomp program, the
   sandbox environment. The zygote imports what it holds, then answers {"ready": pid}.
 - each further message: a fork request (JSON limits, optional `inner` argv used by tests) with five
@@ -58,7 +62,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 PR_SET_SECCOMP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 22, 47, 4, 2
-SYS_PIVOT_ROOT, SYS_CAPSET = {"x86_64": (155, 126), "aarch64": (41, 91)}[os.uname().machine]
+# Elsewhere the seccomp filter has no table, so no sandbox is built (a job without one still runs this file).
+SYS_PIVOT_ROOT, SYS_CAPSET = {"x86_64": (155, 126), "aarch64": (41, 91)}.get(os.uname().machine, (-1, -1))
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 # Inside the job: 0 stdin, 1 and 2 the log, 3 the channel. The sync pipe sits at 4 until the cgroups are joined.
@@ -286,21 +291,34 @@ class ShippedProbes(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(self.files[short + ".py"], f"{self.package}/{short}.py", "exec"), module.__dict__)  # noqa: S102
 
 
-SHELL = None          # the shell made before serving (shell_runner.made_shell): each job runs its own copy of it
+SHELL = None          # the shell made before serving (shell_runner.prepared): each job runs its own copy of it
+ONE_JOB = "job"       # the argument that runs one job in a fresh interpreter instead of serving
+
+
+def read_payload(config: dict) -> tuple[dict, bytes]:
+    """The job's payload from its standard input: the JSON header's length, the header, then the task frame."""
+    stdin = sys.stdin.buffer
+    payload = json.loads(stdin.read(int.from_bytes(stdin.read(config["header_length_bytes"]), "little")))
+    task_frame = stdin.read()
+    sys.stdin.close()
+    sys.argv[1:] = []                          # `python -I -c`, nothing more, whichever way the job started
+    return payload, task_frame
 
 
 def run_job(config: dict, inner) -> None:
     """In the sandboxed job: the test's command, or the shell runner on the payload from standard input."""
     if inner:
         os.execv(inner[0], inner)
-    stdin = sys.stdin.buffer
-    payload = json.loads(stdin.read(int.from_bytes(stdin.read(config["header_length_bytes"]), "little")))
-    task_frame = stdin.read()
-    sys.stdin.close()
-    sys.argv[1:] = []                          # as under bubblewrap: `python -I -c`, nothing more
+    payload, task_frame = read_payload(config)
     payload.pop("probe_files")                # the zygote's own: the grader restarts it when they change
-    runner = sys.modules[f"{config['probe_package']}.shell_runner"]
-    runner.main(payload, task_frame, SHELL)
+    sys.modules[f"{config['probe_package']}.shell_runner"].main(payload, task_frame, SHELL)
+
+
+def one_job(config: dict) -> None:
+    """A job in a fresh interpreter: the probes from its payload, the shell made by the runner in this process."""
+    payload, task_frame = read_payload(config)
+    sys.meta_path.insert(0, ShippedProbes(config["probe_package"], payload.pop("probe_files")))
+    importlib.import_module(f"{config['probe_package']}.shell_runner").main(payload, task_frame)
 
 
 # --- the server -------------------------------------------------------------------------------------------
@@ -372,6 +390,9 @@ def serve(server: socket.socket, config: dict) -> None:
 
 
 def main() -> None:
+    if sys.argv[1] == ONE_JOB:
+        one_job(json.loads(sys.argv[2]))
+        return
     server = socket.socket(fileno=int(sys.argv[1]))
     message, _, _, _ = socket.recv_fds(server, 64 << 20, 0)
     config = json.loads(message)
@@ -382,10 +403,11 @@ def main() -> None:
     for name in config["probe_modules"]:                 # the shipped probes, imported once for every job
         importlib.import_module(f"{config['probe_package']}.{name}")
     global SHELL
-    # Made once, never run: it starts no thread and writes nothing (made_shell); each job is a copy-on-write fork
-    # taken before any cell ran in it, so no job sees another's variables, magics, builtins or imports.
+    # The shell made once and never run (it starts no thread and writes nothing), and the guard's snapshot of the
+    # probes taken: each job is a copy-on-write fork taken before any cell ran in it, so no job sees another's
+    # variables, magics, builtins or imports.
     runner = sys.modules.get(f"{config['probe_package']}.shell_runner")      # none: a zygote for test commands only
-    SHELL = runner.made_shell() if runner else None
+    SHELL = runner.prepared() if runner else None
     gc.freeze()               # what the zygote holds is never collected: a job's collector leaves those pages shared
     threads = len(os.listdir("/proc/self/task"))
     socket.send_fds(server, [json.dumps({"ready": os.getpid(), "threads": threads}).encode()], [])
