@@ -1,5 +1,6 @@
 """Recording scores writes the rows nbgrader's own API would (formgrader and nbgrader's tools read them), in one
-commit of a few statements, and nothing of a notebook whose recording fails."""
+commit of a few statements, and nothing of a notebook whose recording fails. (A run stopped midway:
+test_stopped_run.py.)"""
 import datetime as dt
 import shutil
 import sqlite3
@@ -70,13 +71,16 @@ def test_the_gradebook_holds_the_rows_nbgraders_api_writes(two_courses):
     runs = [("ann", scores_for(cells, 0), WHEN), ("bob", scores_for(cells, 1), None),
             ("ann", scores_for(cells, 2), WHEN + dt.timedelta(days=1))]          # a resubmission, regraded
     with gradebook.open_gradebook(ours) as gb:
-        for student, scores, when in runs:
+        gradebook.add_submissions(gb, ASSIGNMENT, ["bob", "cy"])      # as a run makes its new students' rows
+        for student, scores, when in runs:                             # ann's are made on the way
             gradebook.record_scores(gb, student, ASSIGNMENT, NOTEBOOK, scores, when)
     with gradebook.open_gradebook(theirs) as gb:
         for student, scores, when in runs:
             record_with_nbgraders_api(gb, student, scores, when)
+        gb.update_or_create_student("cy")                              # cy's run stopped before her scores
+        gb.add_submission(ASSIGNMENT, "cy")
     mine, nbgraders = dump(ours.path("autograder/gradebook.db")), dump(theirs.path("autograder/gradebook.db"))
-    assert mine["grade"] and mine["comment"] and len(mine["submitted_assignment"]) == 2
+    assert mine["grade"] and mine["comment"] and len(mine["submitted_assignment"]) == 3
     assert mine == nbgraders
     with gradebook.open_gradebook(ours) as gb:             # and nbgrader reads it back as it wrote it
         assert gb.find_submission(ASSIGNMENT, "ann").timestamp == WHEN + dt.timedelta(days=1)

@@ -27,14 +27,17 @@ from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 
-# The gradebook (nbgrader, SQLAlchemy), the reports (matplotlib) and the release check (nbgrader's
-# preprocessors) are imported where they are used: a run with nothing to grade needs none of them, and
-# importing them costs over a CPU-second.
+# The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
+# imported where they are used: a run with nothing to grade needs none of them, and importing them costs
+# over a CPU-second.
 
 
 def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
            executed_notebook: str | None = None) -> NotebookResult:
-    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record."""
+    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record.
+
+    The result record goes first and comes back last: a run stopped in between leaves this notebook with no
+    record, so the next run grades it again instead of trusting files that may disagree with the gradebook."""
     from posenc_autograder.records import gradebook, nbgrader_files
     from posenc_autograder.reports import feedback
 
@@ -43,6 +46,8 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     change = regrade_changes(result, previous, fingerprint, digest)
     if change:
         result.notes.append(change)
+    if previous is not None:
+        results_store.forget(course, *sub.key)
     when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
     scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
                                      {t.cell_id: t.points for t in result.tests}, when)
@@ -99,6 +104,9 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     for assignment in sorted({s.assignment for s in submissions}):
         gradebook.register(course, assignment, course.work / "release")
     with gradebook.open_gradebook(course) as gb:
+        for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
+            gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged)
+                                                       if s.assignment == assignment and not same])
         results = _grade_submissions(course, gb, list(zip(submissions, digests, unchanged)), fingerprints, jobs=jobs,
                                      isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
     rebuild_class_files(course, results_store.merged(course, results), refused)

@@ -38,6 +38,11 @@ def save(course: Course, result: NotebookResult, digest: str | None, fingerprint
     return file
 
 
+def forget(course: Course, student: str, assignment: str, notebook: str) -> None:
+    """No stored result for this notebook (until save() writes the new one)."""
+    path(course, student, assignment, notebook).unlink(missing_ok=True)
+
+
 def stored_results(course: Course) -> list[NotebookResult]:
     """Every stored result whose submission folder still exists, in a stable order."""
     found = []
