@@ -8,9 +8,9 @@ from posenc_autograder.reports import run_report
 from posenc_autograder.results import NotebookResult
 
 
-def rebuild_class_files(course: Course, results: list[NotebookResult] | None = None, refused: list[str] = ()) -> None:
-    """Write every class-wide file again; `results` defaults to every stored result (the whole class)."""
-    if results is None:
-        results = results_store.stored_results(course)
+def rebuild_class_files(course: Course, fresh: list[NotebookResult] = (), refused: list[str] = ()) -> None:
+    """Write every class-wide file again, for the whole class: every stored result, `fresh` (this run's) in place
+    of the stored ones of their notebooks."""
+    stored = results_store.class_results(course, fresh)
     with gradebook.open_gradebook(course) as gb:
-        run_report.write_all(course, gb, results, refused)
+        run_report.write_all(course, gb, stored.results, refused, stored.files)

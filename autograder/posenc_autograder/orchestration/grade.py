@@ -18,14 +18,14 @@ from posenc_autograder.records import results_store, stamps
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook
+from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook, submitted_notebook
 from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_higher_scores, regrade_changes
 from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
 from posenc_autograder import settings
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
-from posenc_autograder.intake.submissions import Submission, discover, sha256
+from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, discover, sha256
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
 # imported where they are used: a run with nothing to grade needs none of them, and importing them costs
@@ -52,14 +52,27 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
                                      {t.cell_id: t.points for t in result.tests}, when)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
-    nbformat.write(nbgrader_files.autograded_notebook(
-        executed_notebook, release_notebook(course, sub.assignment, sub.notebook), result),
-        course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    release = release_notebook(course, sub.assignment, sub.notebook)
+    nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
+                   course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     from posenc_autograder.reports import late_policy
     feedback.write(result, course.feedback, scores,
                    late_policy.Deadlines(course).lateness(sub.student, sub.assignment))
-    results_store.save(course, result, digest, fingerprint)
+    results_store.save(course, result, digest, fingerprint, answers_untouched(course, sub, release))
     return result
+
+
+def answers_untouched(course: Course, sub: Submission, release) -> bool | None:
+    """Whether the submission's answer cells are the released template's, from the parse grading made of it (the
+    dashboard flags it from the stored result); None when there is no readable file."""
+    from posenc_autograder.reports import dashboard
+
+    if sub.path is None:
+        return None
+    try:
+        return dashboard.untouched(submitted_notebook(sub.path, settings.load(course).caps), release)
+    except (UnreadableNotebook, OSError):
+        return None
 
 
 def settle(course: Course, gb, sub: Submission, make_result, digest: str | None, fingerprint: str,
@@ -88,15 +101,15 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
         print(f"Not graded: submitted/{reason}", file=sys.stderr)
     fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
     digests = [sha256(sub.path) if sub.path else None for sub in submissions]
-    unchanged = [not force and _stored_if_unchanged(course, sub, digest, fingerprints) is not None
-                 for sub, digest in zip(submissions, digests)]
+    # Each stored record is read once: the result of an unchanged file and grader, else None.
+    kept = [None if force else _stored_if_unchanged(course, sub, digest, fingerprints)
+            for sub, digest in zip(submissions, digests)]
+    unchanged = [result is not None for result in kept]
     if all(unchanged):
         # Nothing to grade: the class files stand if nothing they are made from changed either.
         stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
         if stamp is not None and stamps.recall(course, CLASS_FILES, stamp):
-            results = [_stored_if_unchanged(course, sub, digest, fingerprints)
-                       for sub, digest in zip(submissions, digests)]
-            return sorted(results, key=lambda r: (r.student, r.assignment, r.notebook))
+            return sorted(kept, key=lambda r: (r.student, r.assignment, r.notebook))
     stamps.forget(course, CLASS_FILES)
     from posenc_autograder.orchestration.class_files import rebuild_class_files
     from posenc_autograder.records import gradebook
@@ -107,9 +120,9 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
         for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
             gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged)
                                                        if s.assignment == assignment and not same])
-        results = _grade_submissions(course, gb, list(zip(submissions, digests, unchanged)), fingerprints, jobs=jobs,
+        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept)), fingerprints, jobs=jobs,
                                      isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
-    rebuild_class_files(course, results_store.merged(course, results), refused)
+    rebuild_class_files(course, results, refused)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
         stamps.remember(course, CLASS_FILES, stamp)
@@ -158,8 +171,7 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
     pending: dict[tuple, tuple[Submission, str | None]] = {}
 
     def tasks():
-        for sub, digest, unchanged in planned:
-            stored = _stored_if_unchanged(course, sub, digest, fingerprints) if unchanged else None
+        for sub, digest, stored in planned:
             if stored is not None:
                 results.append(stored)                    # unchanged file and grader
                 progress.step(f"{sub.student} (unchanged)")

@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import os
 import pathlib
@@ -115,10 +114,14 @@ def diagnosis_text(test) -> str:
 def autograded_notebook(executed_json: str | None, release, result) -> nbformat.NotebookNode:
     """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
     # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
-    nb = copy.deepcopy(executed(executed_json)) if executed_json else copy.deepcopy(release)   # parsed once a run
+    parsed = executed(executed_json) if executed_json else release          # parsed once, shared: never changed here
     released = {grade_id(c): c for c in release.cells if grade_id(c)}
     tests = {t.cell_id: t for t in result.tests}
-    nb.cells = [c for c in nb.cells if grade_id(c) != SHARED_CELL]     # the integrity probes are not the student's
+    # New notebook and cell objects over the parsed ones' values: a cell's outputs and source are replaced, never
+    # edited in place, so no deep copy is needed (nbformat's writer makes its own). The integrity probes' cell
+    # is not the student's.
+    nb = nbformat.NotebookNode({**parsed, "cells": [nbformat.NotebookNode(c) for c in parsed.cells
+                                                    if grade_id(c) != SHARED_CELL]})
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

@@ -5,6 +5,7 @@ run limited to some students merges into the class instead of replacing it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -30,10 +31,13 @@ def result_from_json(data: dict) -> NotebookResult:
     return NotebookResult.from_json(data)
 
 
-def save(course: Course, result: NotebookResult, digest: str | None, fingerprint: str) -> pathlib.Path:
+def save(course: Course, result: NotebookResult, digest: str | None, fingerprint: str,
+         untouched: bool | None = None) -> pathlib.Path:
+    """digest: the graded file's sha256; untouched: whether its answer cells are the released template's (None:
+    not known). The dashboard flags both from here instead of reading every submission again."""
     file = path(course, result.student, result.assignment, result.notebook)
     file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps({"sha256": digest, "fingerprint": fingerprint,
+    file.write_text(json.dumps({"sha256": digest, "fingerprint": fingerprint, "untouched": untouched,
                                 "result": result.to_json()}, indent=1))
     return file
 
@@ -43,23 +47,43 @@ def forget(course: Course, student: str, assignment: str, notebook: str) -> None
     path(course, student, assignment, notebook).unlink(missing_ok=True)
 
 
-def stored_results(course: Course) -> list[NotebookResult]:
-    """Every stored result whose submission folder still exists, in a stable order."""
-    found = []
+@dataclasses.dataclass(frozen=True)
+class GradedFile:
+    """What a stored result says of the file it graded."""
+    sha256: str | None
+    untouched: bool | None       # None: not known (a result stored before this was kept, or by the portal)
+
+
+@dataclasses.dataclass
+class ClassResults:
+    """The whole class as the class files show it: each notebook's result, and what was graded."""
+    results: list[NotebookResult]
+    files: dict[tuple[str, str, str], GradedFile]
+
+
+def class_results(course: Course, fresh: list[NotebookResult] = ()) -> ClassResults:
+    """Every stored result whose submission folder still exists, each record read once, in a stable order; `fresh`
+    (this run's) replace the stored ones of their notebooks."""
+    results, files = {}, {}
     for file in sorted(course.autograded.glob(f"*/*/*{SUFFIX}")):
         student, assignment = file.parent.parent.name, file.parent.name
         record = load(file)
         if record is None or not (course.submitted / student / assignment).is_dir():
             continue
         try:
-            found.append(result_from_json(record["result"]))
+            result = result_from_json(record["result"])
         except (KeyError, TypeError):
             continue
-    return found
+        key = (result.student, result.assignment, result.notebook)
+        results[key] = result
+        untouched = record.get("untouched")
+        files[key] = GradedFile(record.get("sha256") if isinstance(record.get("sha256"), str) else None,
+                                untouched if isinstance(untouched, bool) else None)
+    results.update({(r.student, r.assignment, r.notebook): r for r in fresh})
+    return ClassResults([results[k] for k in sorted(results)], files)
 
 
-def merged(course: Course, fresh: list[NotebookResult]) -> list[NotebookResult]:
-    """The whole class: this run's results, and the stored ones for everyone this run did not touch."""
-    by_key = {(r.student, r.assignment, r.notebook): r for r in stored_results(course)}
-    by_key.update({(r.student, r.assignment, r.notebook): r for r in fresh})
-    return [by_key[k] for k in sorted(by_key)]
+def stored_results(course: Course) -> list[NotebookResult]:
+    """Every stored result whose submission folder still exists, in a stable order."""
+    return class_results(course).results
+

@@ -216,27 +216,43 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
     return sorted(mistakes.values(), key=order), sorted(stubs.values(), key=order)
 
 
-def submission_flags(course: Course, results: list[NotebookResult]) -> dict[tuple, list[str]]:
+def submission_flags(course: Course, results: list[NotebookResult], files: dict | None = None
+                     ) -> dict[tuple, list[str]]:
     """(student, assignment, notebook) -> what is odd about the file itself: untouched (its answer cells are
-    the released template's) or byte-identical to a classmate's."""
+    the released template's) or byte-identical to a classmate's. `files` (results_store.GradedFile by key) says
+    it for the files it knows, as grading found them; the others are read here."""
     flags: dict[tuple, list[str]] = collections.defaultdict(list)
+    known = {key: file for key, file in (files or {}).items() if file.untouched is not None}
     wanted = {(r.student, r.assignment, r.notebook) for r in results}
     digests: dict[str, list[tuple]] = collections.defaultdict(list)
-    for sub in discover(course):
-        if sub.key not in wanted or sub.path is None:
+    for key in sorted(wanted & set(known)):
+        if known[key].untouched:
+            flags[key].append(UNTOUCHED)
+        if known[key].sha256:
+            digests[known[key].sha256].append(key)
+    for sub in discover(course) if wanted - set(known) else []:
+        if sub.key not in wanted or sub.key in known or sub.path is None:
             continue
         try:
             notebook = read_notebook(sub.path)
         except UnreadableNotebook:
             continue
-        if answer_cells(notebook) == answer_cells(release_notebook(course, sub.assignment, sub.notebook)):
-            flags[sub.key].append("untouched: the answers are the released template")
+        if untouched(notebook, release_notebook(course, sub.assignment, sub.notebook)):
+            flags[sub.key].append(UNTOUCHED)
         digests[sha256(sub.path)].append(sub.key)
     for same in digests.values():
         for key in same if len(same) > 1 else []:
-            others = ", ".join(k[0] for k in same if k != key)
+            others = ", ".join(k[0] for k in sorted(same) if k != key)
             flags[key].append(f"byte-identical to {others}")
     return flags
+
+
+UNTOUCHED = "untouched: the answers are the released template"
+
+
+def untouched(notebook, release) -> bool:
+    """The notebook's answer cells hold what the released template's hold."""
+    return answer_cells(notebook) == answer_cells(release)
 
 
 def answer_cells(notebook) -> dict[str, str]:
@@ -258,16 +274,17 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
 
 
 def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None,
-           lateness: dict | None = None) -> str:
+           lateness: dict | None = None, files: dict | None = None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
-    (student, assignment) -> (score, max) from the gradebook, manual grades included."""
+    (student, assignment) -> (score, max) from the gradebook, manual grades included; `files`: what grading
+    found of each file (submission_flags)."""
     finals = finals or {}
     people = roster.load(course)
     graded = [r for r in results if r.graded]
     rates = pass_rates(results)
     figures = [score_histogram(results)] + ([pass_rate_chart(rates)] if rates else []) + [time_chart(results)]
     mistakes, stubs = grouped_mistakes(results)
-    flags = submission_flags(course, results)
+    flags = submission_flags(course, results, files)
     needing = [(r, attention(r) + flags.get((r.student, r.assignment, r.notebook), [])) for r in results]
     needing = [(r, why) for r, why in needing if why]
     students = []
@@ -288,8 +305,8 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
 
 
 def write(course: Course, results: list[NotebookResult], refused: list[str] = (),
-          finals: dict | None = None, lateness: dict | None = None) -> pathlib.Path:
+          finals: dict | None = None, lateness: dict | None = None, files: dict | None = None) -> pathlib.Path:
     """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time."""
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused, finals, lateness))
+    path(course).write_text(render(course, results, refused, finals, lateness, files))
     return path(course)

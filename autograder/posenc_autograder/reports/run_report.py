@@ -1,8 +1,8 @@
 """After a run: the grades files, the run report, the class dashboard, and the summary for the instructor.
 
-All of them cover the whole class (stored results merged in by orchestration/grade.py). Student-controlled text is
-made inert on the way out: spreadsheet cells cannot start a formula (csvsafe), Markdown and HTML in
-the report are escaped.
+All of them cover the whole class (stored results merged in: records/results_store.class_results).
+Student-controlled text is made inert on the way out: spreadsheet cells cannot start a formula (csvsafe),
+Markdown and HTML in the report are escaped.
 """
 from __future__ import annotations
 
@@ -113,8 +113,10 @@ def visible_failures_section(results: list[NotebookResult]) -> list[str]:
     return ["## Visible self-checks that failed", "", *rows, ""] if rows else []
 
 
-def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = ()) -> None:
-    """`refused`: folders under submitted/ that were not read, with why (they have no result)."""
+def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = (), files: dict | None = None
+              ) -> None:
+    """`refused`: folders under submitted/ that were not read, with why (they have no result); `files`: what each
+    stored result says of the file it graded (results_store.GradedFile), for the dashboard's flags."""
     from posenc_autograder.records import gradebook          # nbgrader: only for the files written here
 
     before_late, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
@@ -123,7 +125,7 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: list[s
     write_grades_csv(course, results, finals, cell_scores, before_late, lateness)
     lms_exports.write_all(course, results, finals)
     write_run_report(course, results)
-    dashboard.write(course, results, refused, finals, lateness)
+    dashboard.write(course, results, refused, finals, lateness, files)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:

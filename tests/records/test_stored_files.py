@@ -1,0 +1,104 @@
+"""What storing a result writes is built once from what grading already holds: the dashboard's flags (untouched,
+byte-identical) come from the stored results, not from reading every submission again; each result record is read
+once to decide and once for the class files; the autograded notebook is built over the shared parse of the executed
+notebook without copying it or changing it."""
+import collections
+import copy
+import json
+
+import nbformat
+import pytest
+
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+from posenc_autograder.course import RELEASE_DIRECTORY, Course
+from posenc_autograder.grading import pipeline
+from posenc_autograder.orchestration import grade
+from posenc_autograder.records import nbgrader_files, results_store
+from posenc_autograder.reports import dashboard
+from posenc_autograder.sandbox.bubblewrap import Limits
+
+LIMITS = Limits(cell_seconds=20, notebook_seconds=60)
+
+
+def submit(course, student, nb):
+    folder = course.submitted / student / ASSIGNMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """ann and ben hand in the same file, cat the released template."""
+    course = Course(make_course(tmp_path_factory.mktemp("stored")))
+    submit(course, "ann", solved_notebook())
+    submit(course, "ben", solved_notebook())
+    submit(course, "cat", nbformat.read(course.path(RELEASE_DIRECTORY) / ASSIGNMENT / f"{NOTEBOOK}.ipynb", 4))
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    return course
+
+
+def flags_on_the_page(course) -> dict[str, str]:
+    attention = dashboard.path(course).read_text().split(">Students who need attention<")[1].split(">Every student<")[0]
+    return {row.split("</a>")[0].rsplit(">", 1)[1]: row for row in attention.split("<tr>")[2:] if "<a " in row}
+
+
+def test_the_dashboard_flags_files_from_the_stored_results_without_reading_them(graded, monkeypatch):
+    from posenc_autograder.orchestration.class_files import rebuild_class_files
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the dashboard read a submission again")
+    monkeypatch.setattr(dashboard, "read_notebook", unread)
+    monkeypatch.setattr(dashboard, "sha256", unread)
+    rebuild_class_files(graded)
+    flags = flags_on_the_page(graded)
+    assert "untouched" in flags["cat"] and "byte-identical" not in flags["cat"]
+    assert "byte-identical to ben" in flags["ann"] and "byte-identical to ann" in flags["ben"]
+    assert "untouched" not in flags["ann"] + flags["ben"]
+
+
+def test_a_result_stored_without_what_it_graded_is_flagged_by_reading_the_file(graded):
+    """Results stored before the records said what they graded (or by an older grader): the file is read, as before."""
+    record = results_store.path(graded, "cat", ASSIGNMENT, NOTEBOOK)
+    kept = record.read_text()
+    data = json.loads(kept)
+    del data["untouched"]
+    record.write_text(json.dumps(data))
+    try:
+        page = dashboard.render(graded, results_store.stored_results(graded),
+                                files=results_store.class_results(graded).files)
+        assert "untouched: the answers are the released template" in page
+    finally:
+        record.write_text(kept)
+
+
+def test_each_result_record_is_read_once_to_decide_and_once_for_the_class_files(graded, monkeypatch):
+    edited = solved_notebook()
+    edited.metadata["edited"] = True                # ben saved his notebook again: a new file, graded again
+    submit(graded, "ben", edited)
+    reads = collections.Counter()
+    real = results_store.load
+
+    def counted(file):
+        reads[file.parent.parent.name] += 1
+        return real(file)
+    monkeypatch.setattr(results_store, "load", counted)
+    results = grade.grade_all(graded, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    assert sorted(r.student for r in results) == ["ann", "ben", "cat"]
+    # ann and cat: unchanged, then the class files; ben: also the earlier result his regrade is compared with
+    assert reads == {"ann": 2, "cat": 2, "ben": 3}
+
+
+def test_the_autograded_notebook_is_built_over_the_shared_parse_without_copying_or_changing_it(graded, monkeypatch):
+    release = pipeline.release_notebook(graded, ASSIGNMENT, NOTEBOOK)
+    result = results_store.stored_results(graded)[0]
+    executed_text = nbformat.writes(solved_notebook())
+    parsed = pipeline.executed(executed_text)              # the judge's readers share this parse
+    before = json.dumps(parsed, sort_keys=True)
+    with monkeypatch.context() as patch:
+        patch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("the notebook was deep-copied"))
+        built = nbgrader_files.autograded_notebook(executed_text, release, result)
+    assert json.dumps(parsed, sort_keys=True) == before
+    hidden = [t for t in result.tests if t.hidden]
+    shown = {nbgrader_files.grade_id(c): c for c in built.cells}
+    assert hidden and all(shown[t.cell_id].outputs[0].text == nbgrader_files.diagnosis_text(t) for t in hidden)
+    nbformat.validate(built)
