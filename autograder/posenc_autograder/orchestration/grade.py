@@ -33,15 +33,15 @@ from posenc_autograder.intake.submissions import Submission, UnreadableNotebook,
 
 
 def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
-           executed_notebook: str | None = None) -> NotebookResult:
-    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record.
+           previous: dict | None, executed_notebook: str | None = None) -> NotebookResult:
+    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record
+    (`previous`: the record stored before, results_store.load).
 
     The result record goes first and comes back last: a run stopped in between leaves this notebook with no
     record, so the next run grades it again instead of trusting files that may disagree with the gradebook."""
     from posenc_autograder.records import gradebook, nbgrader_files
     from posenc_autograder.reports import feedback
 
-    previous = results_store.load(results_store.path(course, *sub.key))
     result = keep_higher_scores(result, previous, digest, fingerprint)
     change = regrade_changes(result, previous, fingerprint, digest)
     if change:
@@ -79,12 +79,13 @@ def settle(course: Course, gb, sub: Submission, make_result, digest: str | None,
            executed_notebook: str | None = None) -> NotebookResult:
     """Build and store one submission's result. An unexpected error costs that submission only: it is
     stored as 'not graded' with the reason (feedback included), and the run goes on."""
+    previous = results_store.load(results_store.path(course, *sub.key))       # both attempts compare with it
     try:
-        return finish(course, gb, sub, make_result(), digest, fingerprint, executed_notebook)
+        return finish(course, gb, sub, make_result(), digest, fingerprint, previous, executed_notebook)
     except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
         failed = grader_error(course, sub, exc)
         try:
-            return finish(course, gb, sub, failed, digest, fingerprint)
+            return finish(course, gb, sub, failed, digest, fingerprint, previous)
         except Exception:  # noqa: BLE001 - still listed in the run report
             return failed
 

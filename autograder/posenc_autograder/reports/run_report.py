@@ -1,6 +1,6 @@
 """After a run: the grades files, the run report, the class dashboard, and the summary for the instructor.
 
-All of them cover the whole class (stored results merged in: records/results_store.class_results).
+All of them cover the whole class (stored results merged in by the results store's class_results).
 Student-controlled text is made inert on the way out: spreadsheet cells cannot start a formula (csvsafe),
 Markdown and HTML in the report are escaped.
 """
