@@ -89,15 +89,17 @@ def test_each_result_record_is_read_once_to_decide_and_once_for_the_class_files(
 
 
 def test_the_autograded_notebook_is_built_over_the_shared_parse_without_copying_or_changing_it(graded, monkeypatch):
-    release = pipeline.release_notebook(graded, ASSIGNMENT, NOTEBOOK)
+    release = pipeline.released(graded, ASSIGNMENT, NOTEBOOK)       # shared by prepare, the judge, the evidence
     result = results_store.stored_results(graded)[0]
     executed_text = nbformat.writes(solved_notebook())
     parsed = pipeline.executed(executed_text)              # the judge's readers share this parse
-    before = json.dumps(parsed, sort_keys=True)
+    before = [json.dumps(shared, sort_keys=True) for shared in (parsed, release)]
     with monkeypatch.context() as patch:
         patch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("the notebook was deep-copied"))
         built = nbgrader_files.autograded_notebook(executed_text, release, result)
-    assert json.dumps(parsed, sort_keys=True) == before
+        missing = nbgrader_files.autograded_notebook(None, release, result)      # no file: the release carries it
+    assert [json.dumps(shared, sort_keys=True) for shared in (parsed, release)] == before
+    assert len(missing.cells) == len(release.cells)
     hidden = [t for t in result.tests if t.hidden]
     shown = {nbgrader_files.grade_id(c): c for c in built.cells}
     assert hidden and all(shown[t.cell_id].outputs[0].text == nbgrader_files.diagnosis_text(t) for t in hidden)

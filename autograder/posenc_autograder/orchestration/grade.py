@@ -18,7 +18,7 @@ from posenc_autograder.records import results_store, stamps
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import grader_error, judge, prepare, release_notebook, submitted_notebook
+from posenc_autograder.grading.pipeline import grader_error, judge, prepare, released, submitted_notebook
 from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_higher_scores, regrade_changes
 from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
@@ -52,7 +52,7 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
                                      {t.cell_id: t.points for t in result.tests}, when)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
-    release = release_notebook(course, sub.assignment, sub.notebook)
+    release = released(course, sub.assignment, sub.notebook)             # shared: only read here
     nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
                    course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     from posenc_autograder.reports import late_policy

@@ -18,7 +18,7 @@ import urllib.parse
 
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
-from posenc_autograder.grading.pipeline import release_notebook
+from posenc_autograder.grading.pipeline import released
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
 from posenc_autograder.reports import charts, feedback, templating
@@ -237,7 +237,7 @@ def submission_flags(course: Course, results: list[NotebookResult], files: dict 
             notebook = read_notebook(sub.path)
         except UnreadableNotebook:
             continue
-        if untouched(notebook, release_notebook(course, sub.assignment, sub.notebook)):
+        if untouched(notebook, released(course, sub.assignment, sub.notebook)):
             flags[sub.key].append(UNTOUCHED)
         digests[sha256(sub.path)].append(sub.key)
     for same in digests.values():
