@@ -6,7 +6,6 @@ import threading
 import time
 
 import httpx
-import uvicorn
 
 from conftest import client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
@@ -66,7 +65,7 @@ def served(app):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = uvicorn.Server(portal_app.server_config(app, "127.0.0.1", port))
+    server = portal_app.PortalServer(portal_app.server_config(app, "127.0.0.1", port), app.state.portal.watch)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -8,8 +8,10 @@ import threading
 import time
 
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.portal import app as portal_app
+from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import Status
-from test_edges import served
+from test_edges import closed_or_answer, served
 from test_sharing import attempt_of
 
 WAIT = 30.0                         # the longest a test waits for the portal to reach a state (never asserted on)
@@ -81,16 +83,42 @@ def test_held_requests_are_bounded_per_student_and_in_all(app, portal):
     assert portal.watch.held == 0
 
 
+def held_over_a_socket(port: int, client, job: int) -> socket.socket:
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.sendall(f"GET /attempts/{job}/status.json?since=queued HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
+                       f"portal_session={client.cookies['portal_session']}\r\n\r\n".encode())
+    return connection
+
+
 def test_a_held_request_whose_client_went_away_frees_its_place(app, portal):
     alice = client_for(app, portal, "alice")
     job = uploaded(alice, "a")
     with served(app) as port:
-        connection = socket.create_connection(("127.0.0.1", port))
-        connection.sendall(f"GET /attempts/{job}/status.json?since=queued HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
-                           f"portal_session={alice.cookies['portal_session']}\r\n\r\n".encode())
+        connection = held_over_a_socket(port, alice, job)
         until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
         connection.close()
         until(lambda: portal.watch.held_by("alice") == 0, "its place is freed")
+
+
+def test_a_server_that_stops_answers_its_held_requests_first(app, portal, monkeypatch):
+    """uvicorn waits for open requests before it stops: a held one is answered at once, not after its hold."""
+    monkeypatch.setitem(queue.HOLD_SECONDS, Status.QUEUED, 3600.0)
+    alice = client_for(app, portal, "alice")
+    job = uploaded(alice, "a")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = portal_app.PortalServer(portal_app.server_config(app, "127.0.0.1", port), portal.watch)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    until(lambda: server.started, "the server is up")
+    connection = held_over_a_socket(port, alice, job)
+    until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
+    server.should_exit = True
+    answer = closed_or_answer(connection, WAIT)
+    assert answer is not None and answer.startswith(b"HTTP/1.1 200") and b'"queued"' in answer
+    thread.join(WAIT)
+    assert not thread.is_alive()
 
 
 def test_the_page_follows_the_status_with_and_without_javascript(app, portal):

@@ -20,6 +20,7 @@ from posenc_autograder.course import course_for_command
 from posenc_autograder.grading.executors import default_jobs
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal, PortalBusy
+from posenc_autograder.portal.watch import StatusWatch
 from posenc_autograder.portal.worker import dask_execute
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
 
@@ -56,6 +57,19 @@ class SlowClientProtocol(H11Protocol):
     def _head_overdue(self) -> None:
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():    # no whole request head yet
             self.transport.close()
+
+
+class PortalServer(uvicorn.Server):
+    """uvicorn's server, which on shutdown first answers the status requests held for a change: it waits for
+    every open request to end, and a held one could otherwise keep it waiting for its longest hold."""
+
+    def __init__(self, config: uvicorn.Config, watch: StatusWatch):
+        super().__init__(config)
+        self.watch = watch
+
+    async def shutdown(self, sockets=None) -> None:
+        self.watch.close()
+        await super().shutdown(sockets)
 
 
 def server_config(app, host: str, port: int) -> uvicorn.Config:
@@ -102,6 +116,6 @@ def run_command(args) -> int:
     except PortalBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.Server(config).run()
+    PortalServer(config, portal.watch).run()
     return 0
 

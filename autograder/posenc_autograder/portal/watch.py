@@ -23,6 +23,7 @@ class StatusWatch:
         self._lock = threading.Lock()
         self._waiting: dict[int, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
         self._by_student: collections.Counter = collections.Counter()
+        self.closed = False
 
     @property
     def held(self) -> int:
@@ -38,7 +39,7 @@ class StatusWatch:
         reading the status, so that no change between the read and the wait is missed."""
         entry = (asyncio.get_running_loop(), asyncio.Event())
         with self._lock:
-            allowed = self._by_student[student] < self.per_student and self.held < self.in_all
+            allowed = not self.closed and self._by_student[student] < self.per_student and self.held < self.in_all
             if allowed:
                 self._by_student[student] += 1
                 self._waiting.setdefault(attempt_id, []).append(entry)
@@ -58,6 +59,18 @@ class StatusWatch:
         """The attempt's new status is committed: answer every request held on it. Called from any thread."""
         with self._lock:
             entries = list(self._waiting.get(attempt_id, ()))
+        self._wake(entries)
+
+    def close(self) -> None:
+        """The server stops: answer every held request now, and hold no new one (a held request would keep the
+        server waiting for its connection to close)."""
+        with self._lock:
+            self.closed = True
+            entries = [entry for held in self._waiting.values() for entry in held]
+        self._wake(entries)
+
+    @staticmethod
+    def _wake(entries) -> None:
         for loop, event in entries:
             with contextlib.suppress(RuntimeError):            # its event loop is closed: nothing waits there
                 loop.call_soon_threadsafe(event.set)
