@@ -3,6 +3,7 @@ are computed once and handed out read-only (a judge that writes to them raises i
 notebook), observations are not copied for each judge."""
 import ast
 import contextlib
+import dataclasses
 import io
 import pathlib
 
@@ -269,3 +270,30 @@ def test_the_grader_code_a_message_may_not_quote_is_stripped_once_per_probe_file
         "sub": staticmethod(lambda *args: stripped.append(1) or real.sub(*args))}))
     task.probe_files = probe_files()                 # read again for the next job: the same sources
     assert execute.grader_quotable(task) == first and stripped == []
+
+
+def test_a_leak_is_found_only_through_keys_of_one_format(solved_namespaces):
+    """A student whose answers were computed on a classmate's inputs is found when both keep keys of one format, and
+    not through a classmate whose evidence an older grader kept (equal key strings of another format prove nothing)."""
+    from posenc_autograder.integrity import leaks
+    from posenc_autograder.records import evidence
+    test = next(t for t in hidden_tests("positional_encoding") if varies(t.id) and not t.reads_verdicts)
+
+    def answers(variant):
+        with variants.active(variant):
+            observed = test.probe(solved_namespaces[test.assignment], test.plain_inputs(variant))
+        return {"observations": codec.decode_frame(codec.frame(observed))}
+
+    copied = answers(22)                                    # computed on the classmate's (variant 22) inputs
+    assert test.graded(copied, 21)[0] and not test.graded(copied, 22)[0]
+
+    def kept(student, variant, record, failing=False):
+        return evidence.compact(evidence.StudentRecord(student, "a", "nb", variant, {test.id: record}, {}, "",
+                                                       {test.id: failing}))
+
+    copier = kept("copier", 21, copied, failing=True)
+    assert copier.own_failing and copier.own_keys[test.id] and copier.key_format == evidence.KEY_FORMAT
+    source = kept("source", 22, answers(22))
+    assert [(leak.student, leak.source) for leak in leaks.leaks([copier, source])] == [("copier", "source")]
+    older = dataclasses.replace(source, key_format=evidence.BLAKE2B_KEY_FORMAT)     # the same strings, kept before
+    assert leaks.leaks([copier, older]) == []
