@@ -297,3 +297,11 @@ def test_a_leak_is_found_only_through_keys_of_one_format(solved_namespaces):
     assert [(leak.student, leak.source) for leak in leaks.leaks([copier, source])] == [("copier", "source")]
     older = dataclasses.replace(source, key_format=evidence.BLAKE2B_KEY_FORMAT)     # the same strings, kept before
     assert leaks.leaks([copier, older]) == []
+
+
+def test_the_executed_notebook_is_read_by_the_judge_without_validating_it_again(monkeypatch):
+    text = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1 % 2")]))
+    pipeline.executed.cache_clear()
+    monkeypatch.setattr(nbformat, "validate", lambda *args, **kwargs: pytest.fail("validated again"))
+    assert pipeline.executed(text).cells[0].source == "x = 1 % 2"
+    assert pipeline.executed(text) == nbformat.v4.reads(text)

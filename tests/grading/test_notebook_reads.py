@@ -37,7 +37,8 @@ def test_a_run_parses_and_writes_each_notebook_once(course, monkeypatch):
 
     for name in ("read", "reads", "write", "writes"):
         monkeypatch.setattr(nbformat, name, counted(name, getattr(nbformat, name)))
-    monkeypatch.setattr(nbformat.v4, "writes", counted("writes", nbformat.v4.writes))    # written without validating
+    for name in ("reads", "writes"):              # our own text, read or written without validating it again
+        monkeypatch.setattr(nbformat.v4, name, counted(name, getattr(nbformat.v4, name)))
     monkeypatch.setattr(pipeline, "read_notebook", counted("submission", submissions.read_notebook))
     monkeypatch.setattr(class_files, "rebuild_class_files", lambda *a, **k: None)     # the dashboard reads its own
     for cache in (pipeline._parsed_file, pipeline._parsed_submission, pipeline.executed):
