@@ -15,7 +15,7 @@ from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, hidden_tests, variants
 from posenc_autograder.checks.base import HiddenTest, remembered
 from posenc_autograder.checks.positional_encoding import reference, sinusoidal
-from posenc_autograder.course import Course, nbgrader_meta
+from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.intake.submissions import discover
@@ -201,7 +201,11 @@ def test_prepare_composes_the_task_from_the_kept_frames_without_decoding_them(so
     task = pipeline.prepare(solver_course, submission, Limits(), isolate=False)
     monkeypatch.undo()
     assert submitted == pipeline.read_notebook(submission.path)          # read, and left as it was
-    assert nbformat.writes(nbformat.reads(task.notebook_json, as_version=4)) == task.notebook_json   # valid as sent
+    invalid = {}
+    sent = nbformat.reads(task.notebook_json, as_version=4, capture_validation_error=invalid)
+    assert not invalid and sorted(grade_id(c) for c in sent.cells if grade_id(c) in REGISTRY) == [
+        cid for cid in task.task_ids if cid in REGISTRY]
+    assert "\n " not in task.notebook_json                        # compact: not nbformat's indented form
     order = list(codec.decode_frame(task.task_frame))          # the notebook's order of cells
     expected = {cid: _decoded_entry(REGISTRY[cid], variant) for cid in order if cid in REGISTRY}
     if variant is not None:

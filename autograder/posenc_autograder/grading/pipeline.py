@@ -9,6 +9,7 @@ import ast
 import copy
 import dataclasses
 import functools
+import json
 import pathlib
 import re
 
@@ -133,9 +134,10 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
         task[shared_probes.SHARED_CELL] = shared
-    # new_notebook validated what assembly built; the supervisor validates the text again when it reads it
-    return GradingTask(submission.key, nbformat.v4.writes(nb), codec.frame(task), sorted(task), probe_files(),
-                       dataclasses.asdict(limits), isolate)
+    # Compact JSON (nbformat's indented form goes through Python's slow encoder): only the supervisor reads this
+    # text, validating it; new_notebook validated what assembly built.
+    return GradingTask(submission.key, json.dumps(nb, ensure_ascii=False), codec.frame(task), sorted(task),
+                       probe_files(), dataclasses.asdict(limits), isolate)
 
 
 def grader_error(course: Course, submission: Submission, exc: Exception) -> NotebookResult:
