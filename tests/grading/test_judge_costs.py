@@ -227,13 +227,21 @@ def test_the_trusted_side_reads_arrays_as_read_only_views_of_the_bytes_received(
     [frame] = [f for piece in _pieces(codec.frame({"result": "t", "record": {"observations": {"t": table}}}))
                for f in reader.feed(piece)]
     received = frame["record"]["observations"]["t"]
-    assert np.array_equal(received, table) and not received.flags.writeable
+    assert np.array_equal(received, table) and not received.flags.writeable and received.flags.aligned
     base = received
     while isinstance(base, np.ndarray):
         base = base.base
     assert isinstance(base, bytes) and len(base) >= table.nbytes        # the frame as received: no copy of its own
     with pytest.raises(ValueError):
         received.flags.writeable = True                                  # and no way back to writing
+
+
+def test_a_frame_whose_arrays_would_not_be_aligned_is_copied_once_to_aligned_memory():
+    skeleton = b'[[[3]], {"t": {"__ndarray_index__": 0}}]   '                  # 43 bytes: as student code may send
+    assert len(skeleton) % 8 and len(codec.frame_skeleton(codec.frame({"t": np.ones(3)}))) % 8 == 0
+    data = codec.HEADER.pack(len(skeleton), 24) + skeleton + np.arange(3.0).tobytes()
+    [frame] = codec.FrameReader(1 << 20, writable=False).feed(data)
+    assert frame["t"].tolist() == [0.0, 1.0, 2.0] and frame["t"].flags.aligned and not frame["t"].flags.writeable
 
 
 def test_a_short_skeleton_is_not_counted_byte_by_byte_but_its_depth_still_is(monkeypatch):

@@ -160,6 +160,7 @@ def frame(value) -> bytes:
     arrays: list = []
     body = _encode(value, arrays)
     skeleton = json.dumps([[list(a.shape) for a in arrays], body], allow_nan=False).encode()
+    skeleton += b" " * (-len(skeleton) % ITEM_BYTES)        # JSON's own blanks: the arrays start 8-byte aligned
     return b"".join([HEADER.pack(len(skeleton), sum(a.nbytes for a in arrays)), skeleton,
                      *arrays])            # C-contiguous "<f8": their buffers, joined as they are
 
@@ -254,15 +255,23 @@ class FrameReader:
             shapes, skeleton = _skeleton(parsed)
             if sum(math.prod(shape) for shape in shapes) * ITEM_BYTES != array_bytes:
                 return REFUSED
-            payload = bytearray(memoryview(body)[skeleton_bytes:]) if self.writable else body  # writable: one copy
-            arrays, offset = [], skeleton_bytes if not self.writable else 0
+            # In place only when read-only and aligned (frame() pads the skeleton; numpy is slow on unaligned floats)
+            in_place = not self.writable and (_address(body) + skeleton_bytes) % ITEM_BYTES == 0
+            payload = body if in_place else bytearray(memoryview(body)[skeleton_bytes:])      # else one copy
+            arrays, offset = [], skeleton_bytes if in_place else 0
             for shape in shapes:
                 count = math.prod(shape)
-                arrays.append(np.frombuffer(payload, dtype="<f8", count=count, offset=offset).reshape(shape))
+                array = np.frombuffer(payload, dtype="<f8", count=count, offset=offset).reshape(shape)
+                array.flags.writeable = self.writable
+                arrays.append(array)
                 offset += count * ITEM_BYTES
             return _decode(skeleton, arrays, inline=False)
         except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
             return REFUSED
+
+
+def _address(data: bytes) -> int:
+    return np.frombuffer(data, dtype=np.uint8, count=0).__array_interface__["data"][0] if data else 0
 
 
 def _depth(value, limit: int, level: int = 0) -> int:
