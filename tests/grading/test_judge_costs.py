@@ -180,6 +180,15 @@ def test_a_framed_entry_encodes_as_its_decoded_inputs_would(variant):
     assert framed == codec.frame({test.id: _decoded_entry(test, variant) for test in tests})
 
 
+def test_a_framed_value_whose_data_looks_like_an_array_index_keeps_it_as_data():
+    value = {"s": '{"__ndarray_index__": 0}', "__ndarray_index__": 1, "t": np.ones(2), "l": [{"~": np.zeros(1)}]}
+    inner = codec.frame(value)
+    framed = codec.frame({"first": np.arange(3.0), "inner": codec.Framed(inner)})
+    assert framed == codec.frame({"first": np.arange(3.0), "inner": codec.decode_frame(inner)})
+    back = codec.decode_frame(framed)["inner"]
+    assert back["s"] == value["s"] and back["__ndarray_index__"] == 1 and back["t"].tolist() == [1.0, 1.0]
+
+
 @pytest.fixture(scope="module")
 def solver_course(tmp_path_factory):
     from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook

@@ -46,24 +46,21 @@ class Framed:
 
     def encoded(self, arrays: list):
         skeleton_bytes, array_bytes = HEADER.unpack_from(self.data)
-        shapes, body = json.loads(self.data[HEADER.size:HEADER.size + skeleton_bytes])
         first, offset = len(arrays), HEADER.size + skeleton_bytes
+        text = self.data[HEADER.size:offset]
+        if first:                     # every array index moved after the arrays before it, in the text itself
+            text = REFERENCE_TEXT.sub(lambda found: b'{"%s": %d}' % (ARRAY_REF.encode(), int(found[1]) + first), text)
+        shapes, body = json.loads(text)
         for shape in shapes:          # views of the frame's own bytes: joined into the new frame, never copied here
             count = math.prod(shape)
             arrays.append(np.frombuffer(self.data, dtype="<f8", count=count, offset=offset).reshape(shape))
             offset += count * ITEM_BYTES
-        return _moved(body, first)
+        return body
 
 
-def _moved(body, first: int):
-    """An encoded body with every array index moved by `first` (data keys are escaped already: left as they are)."""
-    if isinstance(body, dict):
-        if set(body) == {ARRAY_REF}:
-            return {ARRAY_REF: body[ARRAY_REF] + first}
-        return {key: _moved(item, first) for key, item in body.items()}
-    if isinstance(body, list):
-        return [_moved(item, first) for item in body]
-    return body
+# An array's index as frame() writes it. Never part of a data string (JSON escapes the quotes in those), and data keys
+# that look like the codec's own are escaped: the pattern is found only where frame() put an index.
+REFERENCE_TEXT = re.compile(rb'\{"' + ARRAY_REF.encode() + rb'": (\d+)\}')
 
 
 def _encode(value, arrays: list | None = None):
