@@ -276,6 +276,9 @@ def test_prepare_judge_and_evidence_read_one_parsed_release_and_leave_it_as_it_w
     result = pipeline.judge(solver_course, submission, execution, limits)
     evidence.keep_graded(solver_course, submission, execution)
     assert result.graded and result.score > 0
+    invalid = {}
+    executed = nbformat.reads(execution.executed_notebook, as_version=4, capture_validation_error=invalid)
+    assert not invalid and "\n " not in execution.executed_notebook and any(c.get("outputs") for c in executed.cells)
     assert pipeline.released(solver_course, submission.assignment, submission.notebook) == nbformat.read(
         path, as_version=4)
 
