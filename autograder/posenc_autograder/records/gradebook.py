@@ -9,7 +9,7 @@ import pathlib
 import nbformat
 from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, Student,
                           SubmittedAssignment, SubmittedNotebook, new_uuid)
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from posenc_autograder.authoring import cell_definitions
 from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
@@ -49,24 +49,18 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
     add_submission gives it (tests/records/test_gradebook_rows.py compares them)."""
     db = gb.db
     try:
-        submission = db.execute(select(SubmittedAssignment.id).join(Assignment, SubmittedAssignment.assignment_id
-                                                                    == Assignment.id)
-                                .where(Assignment.name == assignment, SubmittedAssignment.student_id == student)
-                                ).scalar()
+        submission = db.execute(SUBMISSION_ID, {"assignment": assignment, "student": student}).scalar()
         if submission is None:
             submission = _add_submissions(db, assignment, [student])[student]
-        db.execute(update(SubmittedAssignment.__table__).where(SubmittedAssignment.id == submission)
-                   .values(timestamp=timestamp))
+        db.execute(SET_TIMESTAMP, {"submission": submission, "when": timestamp})
         grades = _notebook_grades(db, submission, notebook)
         missing = set(scores) - set(grades)
         if missing:         # tests added by a re-release since this submission was first recorded
             _add_grades(db, submission, notebook, missing)
             grades = _notebook_grades(db, submission, notebook)
-        db.execute(update(Grade), [{"id": grades[cell_id], "auto_score": score, "needs_manual_grade": False}
-                                   for cell_id, score in scores.items()])
-        found = {name: (float(score), manual is not None) for name, score, manual in db.execute(
-            select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseCell, Grade.cell_id == BaseCell.id)
-            .where(Grade.id.in_(grades.values())))}
+        db.execute(SET_AUTO_SCORE, [{"grade": grades[cell_id], "score": score} for cell_id, score in scores.items()])
+        found = {name: (float(score), manual is not None)
+                 for name, score, manual in db.execute(CELL_SCORES, {"grades": list(grades.values())})}
         db.commit()
     except BaseException:
         db.rollback()       # the session stays usable for the next notebook; nothing of this one is kept
@@ -130,12 +124,27 @@ GRADED_KINDS = ("GradeCell", "TaskCell")            # nbgrader's polymorphic cel
 COMMENTED_KINDS = ("SolutionCell", "TaskCell")      # ... with a Comment row
 
 
+# record_scores' statements, built once (building them is a third of its CPU); values are bound per call.
+SUBMISSION_ID = (select(SubmittedAssignment.id)
+                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                 .where(Assignment.name == bindparam("assignment"),
+                        SubmittedAssignment.student_id == bindparam("student")))
+SET_TIMESTAMP = (update(SubmittedAssignment.__table__).where(SubmittedAssignment.id == bindparam("submission"))
+                 .values(timestamp=bindparam("when")))
+NOTEBOOK_GRADES = (select(BaseCell.name, Grade.id).join(BaseCell, Grade.cell_id == BaseCell.id)
+                   .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                   .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                   .where(SubmittedNotebook.assignment_id == bindparam("submission"),
+                          Notebook.name == bindparam("notebook")))
+SET_AUTO_SCORE = (update(Grade.__table__).where(Grade.id == bindparam("grade"))
+                  .values(auto_score=bindparam("score"), needs_manual_grade=False))
+CELL_SCORES = (select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseCell, Grade.cell_id == BaseCell.id)
+               .where(Grade.id.in_(bindparam("grades", expanding=True))))
+
+
 def _notebook_grades(db, submission: str, notebook: str) -> dict[str, str]:
     """cell name -> grade id, for one notebook of a submission."""
-    return dict(db.execute(select(BaseCell.name, Grade.id).join(BaseCell, Grade.cell_id == BaseCell.id)
-                           .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
-                           .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
-                           .where(SubmittedNotebook.assignment_id == submission, Notebook.name == notebook)).all())
+    return dict(db.execute(NOTEBOOK_GRADES, {"submission": submission, "notebook": notebook}).all())
 
 
 def _add_grades(db, submission: str, notebook: str, cells: set[str]) -> None:
