@@ -1,13 +1,14 @@
 """What storing a result writes is built once from what grading already holds: the dashboard's flags (untouched,
 byte-identical) come from the stored results, not from reading every submission again; each result record is read
 once to decide and once for the class files; the autograded notebook is built over the shared parse of the executed
-notebook without copying it or changing it."""
+notebook without copying it or changing it, and validated once, when written."""
 import collections
 import copy
 import json
 
 import nbformat
 import pytest
+from nbformat.v4 import new_output
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
@@ -91,15 +92,26 @@ def test_each_result_record_is_read_once_to_decide_and_once_for_the_class_files(
 def test_the_autograded_notebook_is_built_over_the_shared_parse_without_copying_or_changing_it(graded, monkeypatch):
     release = pipeline.released(graded, ASSIGNMENT, NOTEBOOK)       # shared by prepare, the judge, the evidence
     result = results_store.stored_results(graded)[0]
-    executed_text = nbformat.writes(solved_notebook())
+    executed_nb = solved_notebook()
+    answer = next(c for c in executed_nb.cells if c.cell_type == "code" and not nbgrader_files.grade_id(c))
+    answer.outputs = [new_output("stream", name="stderr", text="careful\n"),
+                      new_output("error", ename="ValueError", evalue="no", traceback=["tb"]),
+                      new_output("execute_result", data={"text/plain": "42"}, execution_count=1),
+                      new_output("display_data", data={"text/html": "<b>x</b>"})]
+    executed_text = nbformat.writes(executed_nb)
     parsed = pipeline.executed(executed_text)              # the judge's readers share this parse
     before = [json.dumps(shared, sort_keys=True) for shared in (parsed, release)]
     with monkeypatch.context() as patch:
         patch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("the notebook was deep-copied"))
+        patch.setattr(nbformat.v4.nbbase, "validate", lambda *a, **k: pytest.fail("an output validated alone"))
         built = nbgrader_files.autograded_notebook(executed_text, release, result)
         missing = nbgrader_files.autograded_notebook(None, release, result)      # no file: the release carries it
     assert [json.dumps(shared, sort_keys=True) for shared in (parsed, release)] == before
     assert len(missing.cells) == len(release.cells)
+    kept = next(c for c in built.cells if c.cell_type == "code" and c.source == answer.source).outputs
+    assert kept == [new_output("stream", name="stderr", text="careful\n"),         # as nbformat's own would be
+                    new_output("error", ename="ValueError", evalue="no", traceback=[]),
+                    new_output("stream", name="stdout", text="42")]
     hidden = [t for t in result.tests if t.hidden]
     shown = {nbgrader_files.grade_id(c): c for c in built.cells}
     assert hidden and all(shown[t.cell_id].outputs[0].text == nbgrader_files.diagnosis_text(t) for t in hidden)

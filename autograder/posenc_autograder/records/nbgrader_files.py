@@ -86,21 +86,26 @@ def _text(value, limit: int = MAX_OUTPUT_CHARS) -> str:
     return ("".join(map(str, value)) if isinstance(value, list) else str(value or ""))[:limit]
 
 
+def _stream(name: str, text: str) -> nbformat.NotebookNode:
+    """A stream output as nbformat.v4.new_output makes it, without validating each one (~80 us apiece; the
+    notebook is validated once, when it is written)."""
+    return nbformat.NotebookNode(output_type="stream", name=name, text=text)
+
+
 def _plain_text(outputs) -> list:
     """Only text survives: html, javascript, images and widgets a student forged never reach formgrader."""
     kept = []
     for output in outputs if isinstance(outputs, list) else []:
         kind = output.get("output_type") if isinstance(output, dict) else None
         if kind == "stream":
-            name = "stderr" if output.get("name") == "stderr" else "stdout"
-            kept.append(nbformat.v4.new_output("stream", name=name, text=_text(output.get("text"))))
+            kept.append(_stream("stderr" if output.get("name") == "stderr" else "stdout", _text(output.get("text"))))
         elif kind == "error":
-            kept.append(nbformat.v4.new_output("error", ename=_text(output.get("ename"), 200),
-                                               evalue=_text(output.get("evalue"), 2_000), traceback=[]))
+            kept.append(nbformat.NotebookNode(output_type="error", ename=_text(output.get("ename"), 200),
+                                              evalue=_text(output.get("evalue"), 2_000), traceback=[]))
         elif kind in ("execute_result", "display_data") and isinstance(output.get("data"), dict):
             text = _text(output["data"].get("text/plain"))
             if text:
-                kept.append(nbformat.v4.new_output("stream", name="stdout", text=text))
+                kept.append(_stream("stdout", text))
     return kept
 
 
@@ -129,6 +134,6 @@ def autograded_notebook(executed_json: str | None, release, result) -> nbformat.
         cell.outputs = _plain_text(cell.get("outputs", []))
         if cell_id in tests and tests[cell_id].hidden:
             cell.source = released[cell_id].source if cell_id in released else ""
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=diagnosis_text(tests[cell_id]))]
+            cell.outputs = [_stream("stdout", diagnosis_text(tests[cell_id]))]
     return nb
 
