@@ -131,3 +131,23 @@ def test_the_guard_puts_back_what_a_cell_deleted_even_with_a_name_added_in_its_p
     finally:
         guard.restore()
         guard.clear()
+
+
+GUARDED_MEDIAN = r"""
+import sys, types
+import numpy as np
+from posenc_autograder.probes import guard
+assert "numpy.ma" not in sys.modules            # numpy imports np.ma on first use (np.median's NaN check)
+guard.snapshot()
+np.median(np.arange(5.0))                        # a student's cell
+np.fake = types.ModuleType("numpy.fake")         # and a module of the student's own
+guard.restore()                                  # before the first probe
+print(np.median(np.arange(5.0)), hasattr(np, "fake"))
+"""
+
+
+def test_a_submodule_numpy_imported_after_the_snapshot_still_works_after_restore():
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", GUARDED_MEDIAN], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.split() == ["2.0", "False"], done.stderr[-1500:]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import sys
 import threading
+import types
 
 import numpy as np
 
@@ -46,7 +47,16 @@ def restore() -> None:
         # only then keeps the common case (nothing added) to one update in C (numpy alone has 500 names).
         if _length(namespace) != _length(kept):
             for name in namespace.keys() - kept.keys():
-                del namespace[name]
+                if not _imported_since(namespace, name):
+                    del namespace[name]
+
+
+def _imported_since(namespace: dict, name: str) -> bool:
+    """Whether the name is the namespace's own submodule, imported after the snapshot (numpy imports np.ma on first
+    use, from np.median, say): removed, it would be imported again on every use, forever (a RecursionError)."""
+    value, owner = namespace[name], namespace.get("__name__")
+    return isinstance(value, types.ModuleType) and isinstance(owner, str) \
+        and sys.modules.get(f"{owner}.{name}") is value
 
 
 def clear() -> None:
