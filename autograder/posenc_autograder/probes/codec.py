@@ -4,8 +4,8 @@ Two forms. `dumps`/`loads`: JSON text, arrays inline as base64 or kept aside by 
 store). `frame`/`FrameReader`: what crosses the sandbox boundary, a bounded header, a small JSON skeleton
 (arrays replaced by their index, with a table of their shapes) and then the arrays' raw little-endian
 float64 bytes. The reader checks the header, bounds the skeleton's values (counted on its bytes, unless it is
-too short to hold more than the cap) and its depth, and checks every shape against the bytes announced before
-it builds any array; it decodes each frame once.
+too short to hold more than the cap) and its depth (as it decodes it), and checks every shape against the bytes
+announced before it builds any array; it decodes each frame once.
 """
 from __future__ import annotations
 
@@ -84,11 +84,18 @@ def _encode(value, arrays: list | None = None):
     return value
 
 
-def _decode(value, arrays=None, inline=True):
+def _decode(value, arrays=None, inline=True, levels: int | None = None):
+    """The value with the codec's structures decoded; `levels`: how many more levels of nesting are allowed (TooLarge
+    past them; None: not counted here)."""
+    if isinstance(value, (dict, list)):
+        if levels is not None and levels <= 0:
+            raise TooLarge("nested deeper than the cap")
+        inner = None if levels is None else levels - 1
     if isinstance(value, dict):
         reserved = set(value) & set(RESERVED)
         if not reserved:
-            return {(k[1:] if k.startswith(ESCAPE) else k): _decode(v, arrays, inline) for k, v in value.items()}
+            return {(k[1:] if k.startswith(ESCAPE) else k): _decode(v, arrays, inline, inner)
+                    if isinstance(v, (dict, list)) else v for k, v in value.items()}
         # The codec's own structures, exactly; anything else holding a reserved key is forged.
         if set(value) == {ARRAY_REF} and arrays is not None and type(value[ARRAY_REF]) is int \
                 and value[ARRAY_REF] in (arrays if isinstance(arrays, dict) else range(len(arrays))):
@@ -101,8 +108,8 @@ def _decode(value, arrays=None, inline=True):
         if set(value) == {FLOAT_KEY} and value[FLOAT_KEY] in NON_FINITE:
             return float(value[FLOAT_KEY])
         raise ValueError(f"a reserved key of the codec in data: {sorted(reserved)}")
-    if isinstance(value, list):
-        return [_decode(v, arrays, inline) for v in value]
+    if isinstance(value, list):          # plain numbers and strings (most of a long list) need no call of their own
+        return [_decode(v, arrays, inline, inner) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 
@@ -184,9 +191,9 @@ REFUSED = object()                   # what FrameReader.feed yields for a frame 
 class FrameReader:
     """Splits a byte stream into frames and decodes each once, within caps checked before any allocation:
     a frame's total size against `max_frame_bytes` from its header alone, its skeleton's values counted on its
-    bytes (a skeleton of fewer bytes than `max_nodes` cannot hold more values: it is parsed as it is) and its depth
-    before anything is built from it, every array's shape against the bytes announced. A frame over a cap is
-    skipped without being kept; a malformed one is dropped; both yield REFUSED.
+    bytes (a skeleton of fewer bytes than `max_nodes` cannot hold more values: it is parsed as it is), its depth as
+    it is decoded (nothing past the cap is handed on), every array's shape against the bytes announced. A frame over
+    a cap is skipped without being kept; a malformed one is dropped; both yield REFUSED.
 
     A frame's pieces are kept as they arrive and joined once when it is whole. writable=False (the trusted side,
     which only reads what it is sent): its arrays are read-only views of those joined bytes, with no further copy;
@@ -246,10 +253,7 @@ class FrameReader:
             nodes, depth = structure(text) if len(text) >= self.max_nodes else (0, 0)   # fewer bytes, fewer values
             if nodes > self.max_nodes or depth > self.max_depth:
                 return REFUSED
-            parsed = json.loads(text)
-            if _depth(parsed, self.max_depth) > self.max_depth:
-                return REFUSED
-            shapes, skeleton = _skeleton(parsed)
+            shapes, skeleton = _skeleton(json.loads(text))
             if sum(math.prod(shape) for shape in shapes) * ITEM_BYTES != array_bytes:
                 return REFUSED
             # In place only when read-only and aligned (frame() pads the skeleton; numpy is slow on unaligned floats)
@@ -262,21 +266,13 @@ class FrameReader:
                 array.flags.writeable = self.writable
                 arrays.append(array)
                 offset += count * ITEM_BYTES
-            return _decode(skeleton, arrays, inline=False)
+            return _decode(skeleton, arrays, inline=False, levels=self.max_depth - 1)   # the skeleton's list is one
         except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
             return REFUSED
 
 
 def _address(data: bytes) -> int:
     return np.frombuffer(data, dtype=np.uint8, count=0).__array_interface__["data"][0] if data else 0
-
-
-def _depth(value, limit: int, level: int = 0) -> int:
-    """How deep the parsed value nests (as structure() counts brackets), looked at no deeper than past `limit`."""
-    if level > limit or not isinstance(value, (dict, list)):
-        return level
-    items = value.values() if isinstance(value, dict) else value
-    return max((_depth(item, limit, level + 1) for item in items if isinstance(item, (dict, list))), default=level + 1)
 
 
 def _skeleton(parsed) -> tuple[list[tuple[int, ...]], object]:
