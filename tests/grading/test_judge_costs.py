@@ -15,7 +15,7 @@ from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, hidden_tests, variants
 from posenc_autograder.checks.base import HiddenTest, remembered
 from posenc_autograder.checks.positional_encoding import reference, sinusoidal
-from posenc_autograder.course import Course, grade_id, nbgrader_meta
+from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.intake.submissions import discover
@@ -191,12 +191,8 @@ def test_a_framed_value_whose_data_looks_like_an_array_index_keeps_it_as_data():
 
 @pytest.fixture(scope="module")
 def solver_course(tmp_path_factory):
-    from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
-    course = Course(make_course(tmp_path_factory.mktemp("prepare")))
-    folder = course.submitted / "solver" / ASSIGNMENT
-    folder.mkdir(parents=True)
-    nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
-    return course
+    from fixture_submissions import course_with_solvers
+    return course_with_solvers(tmp_path_factory.mktemp("prepare"), "solver")
 
 
 def test_prepare_composes_the_task_from_the_kept_frames_without_decoding_them(solver_course, monkeypatch):

@@ -1,13 +1,13 @@
 """Each notebook is parsed once and written once on its way through a run: the released notebook once per run,
 the student's once (prepare and the evidence share it), the executed one once (the judge's readers and the
-autograded notebook share it), and nbformat's writer once per text that leaves a stage."""
+autograded notebook share it), and nbformat's writer once, for the autograded notebook (the texts passed between
+stages are compact JSON)."""
 import collections
 
 import nbformat
 import pytest
 
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
-from posenc_autograder.course import Course
+from fixture_submissions import course_with_solvers
 from posenc_autograder.grading import pipeline
 from posenc_autograder.intake import submissions
 from posenc_autograder.orchestration import class_files, grade
@@ -18,12 +18,7 @@ STUDENTS = ("ann", "ben", "cat")
 
 @pytest.fixture
 def course(tmp_path):
-    course = Course(make_course(tmp_path / "course"))
-    for student in STUDENTS:
-        folder = course.submitted / student / ASSIGNMENT
-        folder.mkdir(parents=True)
-        nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
-    return course
+    return course_with_solvers(tmp_path / "course", *STUDENTS)
 
 
 def test_a_run_parses_and_writes_each_notebook_once(course, monkeypatch):

@@ -162,6 +162,16 @@ def make_course(tmp: pathlib.Path, registered: bool = True) -> pathlib.Path:
     return tmp
 
 
+def course_with_solvers(tmp: pathlib.Path, *students: str) -> Course:
+    """make_course with each student's submission of the core assignment: its solved notebook."""
+    course = Course(make_course(tmp))
+    for student in students:
+        folder = course.submitted / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
+    return course
+
+
 def _registration_key() -> str:
     """What a registered gradebook depends on: the released notebooks, the course config, nbgrader's version."""
     digest = hashlib.sha256(importlib.metadata.version("nbgrader").encode())
