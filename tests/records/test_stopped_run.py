@@ -3,11 +3,9 @@ gradebook, and the next run grades whatever has no result; new students' gradebo
 grading, never hold a score no result explains."""
 import dataclasses
 
-import nbformat
 import pytest
 
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
-from posenc_autograder.course import Course
+from fixture_submissions import ASSIGNMENT, course_with_solvers
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.reports import feedback
@@ -19,12 +17,7 @@ LIMITS = Limits(cell_seconds=20, notebook_seconds=60)
 
 @pytest.fixture
 def course(tmp_path):
-    course = Course(make_course(tmp_path / "course"))
-    for student in STUDENTS:
-        folder = course.submitted / student / ASSIGNMENT
-        folder.mkdir(parents=True)
-        nbformat.write(solved_notebook(), folder / f"{NOTEBOOK}.ipynb")
-    return course
+    return course_with_solvers(tmp_path / "course", *STUDENTS)
 
 
 def run(course, **options):
