@@ -2,12 +2,16 @@
 the attempt's status changes, and answered then (not at the page's next poll); held requests are bounded per
 student and in all (past a bound a request is answered at once, as a plain poll), and a client that goes away
 frees its place. The page without JavaScript still refreshes itself."""
+import asyncio
 import json
 import socket
 import threading
 import time
 
+import httpx
+
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.devtools import portal_load
 from posenc_autograder.portal import app as portal_app
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import Status
@@ -127,3 +131,22 @@ def test_the_page_follows_the_status_with_and_without_javascript(app, portal):
     assert '<noscript><meta http-equiv="refresh"' in page                 # a plain refresh without the script
     script = alice.get("/static/portal.js").text
     assert "?since=" in script and "poll_seconds" in script
+
+
+def test_bench_portals_students_follow_the_status_as_the_page_does(app, portal):
+    """make bench-portal's simulated student is held while queued (the worker starts only then) and reads the
+    wait the page showed first."""
+    link = f"/s/{portal.new_link('ann')}"
+
+    def start_when_held():
+        until(lambda: portal.watch.held_by("ann") == 1, "the student's request is held")
+        portal.worker.run_until_idle()
+    grading = threading.Thread(target=start_when_held)
+    grading.start()
+
+    async def student():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as client:
+            return await portal_load.one_student(client, link, notebook_bytes("ann"), 0, time.monotonic() + WAIT)
+    outcome = asyncio.run(student())
+    grading.join(WAIT)
+    assert outcome["status"] == Status.GRADED and outcome["shown_wait"] > 0
