@@ -181,3 +181,46 @@ def test_the_shell_tokenises_only_cells_ipython_would_change(tmp_path):
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["cells"] > 50 and found["different"] == [], found
     assert found["plain"] == 0 and found["magic"] > 0 and found["python_with_marks"] == 0, found
+
+
+ASYNC_SCRIPT = r"""
+import json, pathlib, sys
+import nbformat
+from IPython.core import async_helpers, interactiveshell
+from IPython.core.interactiveshell import InteractiveShell
+from posenc_autograder.probes.shell_runner import kernel_shell
+shell = kernel_shell()
+cells = [c.source for path in sorted(pathlib.Path(sys.argv[1]).glob("*/*.ipynb"))
+         for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+cells += ["await g()\n", "x = await g()\n", "async def f():\n    await g()\n", "async with a as b:\n    pass\n",
+          "async for x in y:\n    pass\n", "[x async for x in y]\n", "(await x for x in y)\n", "await\n", "return 1\n",
+          "def f(:\n", "if True:\n    await g()\n", "print('await')\n", "# async\nx = 1\n", "asyncio = 1\n"]
+compiled = []
+real = async_helpers._should_be_async
+interactiveshell._should_be_async = lambda cell: compiled.append(cell) or real(cell)
+different = []
+for cell in cells:
+    transformed = shell.transform_cell(cell)
+    ours = shell.should_run_async(cell, transformed_cell=transformed)
+    ipython = InteractiveShell.should_run_async(shell, cell, transformed_cell=transformed)
+    if ours != ipython:
+        different.append(cell)
+compiled.clear()
+shell.should_run_async("x = 1\n", transformed_cell="x = 1\n")
+plain = len(compiled)
+print(json.dumps({"different": different, "plain": plain, "cells": len(cells),
+                  "async": sum(shell.should_run_async(c, transformed_cell=shell.transform_cell(c)) for c in cells)}))
+"""
+
+
+def test_a_cell_that_cannot_await_is_not_compiled_to_ask_whether_it_awaits(tmp_path):
+    """IPython compiles every cell once more to ask whether it must run as a coroutine: the shell answers as IPython
+    does for every solution cell and the async forms, and compiles nothing for a cell without `await` or `async`."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", ASYNC_SCRIPT, str(root / "solutions")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["cells"] > 50 and found["different"] == [] and found["async"] >= 6, found
+    assert found["plain"] == 0, found

@@ -10,10 +10,19 @@ import os
 from . import codec
 
 FD_VARIABLE = "POSENC_CHANNEL_FD"
+WRITE_PARTS = 512          # buffers in one gathering write (the kernel takes at most IOV_MAX, 1024)
 
 
 def send(message: dict) -> None:
-    data = memoryview(codec.frame(message))
+    """One frame on the channel, written from the buffers it is made of (an 8 MB record is never copied into one)."""
+    parts = [view.cast("B") for view in map(memoryview, codec.frame_parts(message)) if view.nbytes]
     fd = int(os.environ.get(FD_VARIABLE, "-1"))
-    while data:
-        data = data[os.write(fd, data):]
+    first = 0
+    while first < len(parts):
+        written = os.writev(fd, parts[first:first + WRITE_PARTS])
+        while written:                       # past what was written; the rest of a part written in part stays
+            size = len(parts[first])
+            if written >= size:
+                written, first = written - size, first + 1
+            else:
+                parts[first], written = parts[first][written:], 0

@@ -63,22 +63,26 @@ class Framed:
 REFERENCE_TEXT = re.compile(rb'\{"' + ARRAY_REF.encode() + rb'": (\d+)\}')
 
 
-def _encode(value, arrays: list | None = None):
+def _encode(value, arrays: list | None = None, indexes: dict | None = None):
+    """indexes: id of each array in `arrays` -> its index (made here for the outermost call), so that an array met
+    again is found without searching the list."""
+    if arrays is not None and indexes is None:
+        indexes = {id(array): i for i, array in enumerate(arrays)}
     if isinstance(value, Framed) and arrays is not None:
-        return value.encoded(arrays)
+        return value.encoded(arrays)          # views made for this frame: never met again
     if isinstance(value, np.ndarray):
         array = np.ascontiguousarray(value, dtype="<f8")
         if arrays is not None:        # one copy of an array met twice (the same object: a shared record)
-            index = next((i for i, kept in enumerate(arrays) if kept is array), None)
+            index = indexes.get(id(array))          # `arrays` holds every array indexed: their ids stay theirs
             if index is None:
+                index = indexes[id(array)] = len(arrays)
                 arrays.append(array)
-                index = len(arrays) - 1
             return {ARRAY_REF: index}
         return {ARRAY_KEY: base64.b64encode(array.tobytes()).decode("ascii"), "shape": list(array.shape)}
     if isinstance(value, dict):          # data keys never look like the codec's own
-        return {_key(k): _encode(v, arrays) for k, v in value.items()}
+        return {_key(k): _encode(v, arrays, indexes) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_encode(v, arrays) for v in value]
+        return [_encode(v, arrays, indexes) for v in value]
     if isinstance(value, float) and not np.isfinite(value):
         return {FLOAT_KEY: repr(value)}
     return value
@@ -161,12 +165,17 @@ ITEM_BYTES = 8                      # float64, little-endian: the only array typ
 def frame(value) -> bytes:
     """One frame: header, skeleton (the value with arrays replaced by their index, and the arrays' shapes),
     then every array's bytes as they are in memory (little-endian float64, no base64)."""
+    return b"".join(frame_parts(value))
+
+
+def frame_parts(value) -> list:
+    """A frame as the buffers it is made of, in order: header and skeleton, then each array's own memory
+    (C-contiguous "<f8"), not copied: what the sandbox's channel writes with gathering writes."""
     arrays: list = []
     body = _encode(value, arrays)
     skeleton = json.dumps([[list(a.shape) for a in arrays], body], allow_nan=False).encode()
     skeleton += b" " * (-len(skeleton) % ITEM_BYTES)        # JSON's own blanks: the arrays start 8-byte aligned
-    return b"".join([HEADER.pack(len(skeleton), sum(a.nbytes for a in arrays)), skeleton,
-                     *arrays])            # C-contiguous "<f8": their buffers, joined as they are
+    return [HEADER.pack(len(skeleton), sum(a.nbytes for a in arrays)) + skeleton, *arrays]
 
 
 def frame_skeleton(data: bytes) -> str:

@@ -94,6 +94,9 @@ def error_text(error: BaseException) -> str:
     return f"{message} (line {line})" if line else message
 
 
+ASYNC_WORDS = ("await", "async")
+
+
 class KernelShell(InteractiveShell):
     """The shell as a Jupyter kernel runs cells, without the kernel: figures go to the inline backend, which
     needs no event loop; `!cmd` shell escapes are refused and do nothing, so the rest of the cell runs."""
@@ -106,6 +109,14 @@ class KernelShell(InteractiveShell):
 
     def getoutput(self, cmd, split=True, depth=0):
         return SList()
+
+    def should_run_async(self, raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None):
+        """IPython's answer, without compiling the whole cell once more when it cannot be a coroutine: only `await`,
+        `async for`, `async with` and async comprehensions make one, and none is written without those words."""
+        if isinstance(transformed_cell, str) and not any(word in transformed_cell for word in ASYNC_WORDS):
+            return False
+        return super().should_run_async(raw_cell, transformed_cell=transformed_cell,
+                                        preprocessing_exc_tuple=preprocessing_exc_tuple)
 
 
 def _skip(line, cell=None):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import pathlib
@@ -200,6 +201,8 @@ MAX_LOST = 2                      # attempts lost to a dying zygote before the j
 POLL_SECONDS = 0.05
 EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
 LOG_TAIL_BYTES = 4000
+LOG_READ_BYTES = 1 << 16
+CHANNEL_READ_BYTES = 1 << 20      # the channel's pipe size (_widen), read whole
 OUTPUT_KINDS = {"stdout", "stderr"}
 
 
@@ -297,6 +300,7 @@ class Attempt:
         """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood', or 'lost':
         the warm sandbox's zygote died under it, not the student's doing), and the cell it ended in."""
         channel_r, channel_w = os.pipe()
+        _widen(channel_w)
         try:
             process = self.launch(channel_w, cgroups)
         except ZygoteGone:
@@ -324,7 +328,7 @@ class Attempt:
         exited_at = None
         while True:
             for key, _ in selector.select(0 if exited_at else POLL_SECONDS):
-                data = os.read(key.fd, 1 << 16)
+                data = os.read(key.fd, CHANNEL_READ_BYTES if key.data == "channel" else LOG_READ_BYTES)
                 if not data:
                     selector.unregister(key.fileobj)
                 elif key.data == "log":
@@ -343,6 +347,15 @@ class Attempt:
                 return "notebook_time_limit", self.current
             if self.current is not None and now - self.since > self.limits.cell_seconds:
                 return "cell_timeout", self.current
+
+
+def _widen(pipe_fd: int) -> None:
+    """The channel's pipe holds 1 MiB instead of 64 KiB, so an 8 MB record crosses in a few writes and reads, not
+    hundreds; where the kernel refuses (a user over its pipe quota), the default stays."""
+    try:
+        fcntl.fcntl(pipe_fd, fcntl.F_SETPIPE_SZ, CHANNEL_READ_BYTES)
+    except OSError:
+        pass
 
 
 def _exited(process: subprocess.Popen) -> bool:
