@@ -3,6 +3,7 @@ are computed once and handed out read-only (a judge that writes to them raises i
 notebook), observations are not copied for each judge."""
 import ast
 import contextlib
+import copy
 import dataclasses
 import io
 import pathlib
@@ -199,8 +200,8 @@ def test_prepare_composes_the_task_from_the_kept_frames_without_decoding_them(so
     [submission] = discover(solver_course)
     variant = variants.student_variant(solver_course, submission.student)
     submitted = pipeline.submitted_notebook(submission.path, settings.load(solver_course).caps)
-    copying = pipeline.copy.deepcopy
-    monkeypatch.setattr(pipeline.copy, "deepcopy", lambda value, *args: pytest.fail("the submission was copied")
+    copying = copy.deepcopy
+    monkeypatch.setattr(copy, "deepcopy", lambda value, *args: pytest.fail("the submission was copied")
                         if value is submitted else copying(value, *args))
     monkeypatch.setattr(codec.FrameReader, "_decode", lambda *args: pytest.fail("a frame was decoded in prepare"))
     task = pipeline.prepare(solver_course, submission, Limits(), isolate=False)
@@ -266,7 +267,6 @@ def test_prepare_judge_and_evidence_read_one_parsed_release_and_leave_it_as_it_w
     from posenc_autograder.records import evidence
     [submission] = discover(solver_course)
     path = solver_course.path(RELEASE_DIRECTORY) / submission.assignment / f"{submission.notebook}.ipynb"
-    monkeypatch.setattr(pipeline, "release_notebook", lambda *args: pytest.fail("the release was copied"))
     limits = Limits(cell_seconds=20, notebook_seconds=60)
     execution = execute_task(pipeline.prepare(solver_course, submission, limits, isolate=False))
     result = pipeline.judge(solver_course, submission, execution, limits)

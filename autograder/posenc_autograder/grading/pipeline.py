@@ -6,7 +6,6 @@ local thread or on a remote Dask worker; only plain data crosses in either direc
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
 import functools
 import json
@@ -59,11 +58,6 @@ def cell_title(source: str) -> str:
 def probe_cell_source(cell_id: str, title: str) -> str:
     return (f"# {title}\nfrom {PROBE_PACKAGE}.runner import run as _posenc_probe\n"
             f"_posenc_probe({cell_id!r}, globals())")
-
-
-def release_notebook(course: Course, assignment: str, notebook: str):
-    """The released notebook (a copy of its own for each caller): parsed once while the file is unchanged."""
-    return copy.deepcopy(released(course, assignment, notebook))
 
 
 def released(course: Course, assignment: str, notebook: str):
