@@ -198,6 +198,18 @@ def test_a_dead_zygote_costs_the_jobs_in_flight_a_rerun_not_their_marks():
     assert _stdout(crash, 1) == "after\n" and warm._current.alive
 
 
+def test_the_zygotes_own_cpu_holds_its_start_and_not_its_jobs_work():
+    """make bench adds the zygote's own CPU to the sandbox's: it must be the zygote's (its imports, its forks), never
+    a job's, which the job's own account already holds."""
+    _run("pass")
+    started = warm.zygote_cpu_seconds()
+    assert 0.05 < started < 30, started                 # importing numpy and IPython costs a tenth of a second or more
+    burn = _run("import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass")
+    assert burn.cpu_seconds >= 0.5 and warm.zygote_cpu_seconds() - started < 0.25, (burn.cpu_seconds, started)
+    warm.shutdown()
+    assert warm.zygote_cpu_seconds() == 0.0
+
+
 def test_new_probe_sources_start_a_new_zygote():
     files = probe_files()
     first = warm.zygote_for(files)

@@ -302,6 +302,19 @@ def _self_check(zygote: Zygote) -> None:
         raise ZygoteLost(f"the zygote cannot build a sandbox here: {log or job.record}")
 
 
+def zygote_cpu_seconds() -> float:
+    """CPU seconds the running zygote has used itself (starting, then forking and reaping jobs): no job's account
+    holds them. 0 when none runs."""
+    zygote = _current
+    if zygote is None or not zygote.alive:
+        return 0.0
+    try:    # /proc/<pid>/stat: utime and stime are the 12th and 13th fields after the command's closing parenthesis
+        fields = pathlib.Path(f"/proc/{zygote.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def losses() -> int:
     """How many zygotes this process found dead while in use."""
     return _lost
