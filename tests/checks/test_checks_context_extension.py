@@ -161,3 +161,18 @@ def test_gemma3_layers_by_hand():
     assert angles[5, 0] == 131_071 / 8
     ratio = (angles[0, -1] / 1023) / (angles[5, -1] / 131_071)
     assert math.isclose(ratio, 100 ** (126 / 128) * 8, rel_tol=1e-12)
+
+
+def test_a_right_answer_costs_its_judge_no_catalogue_of_mistakes(monkeypatch):
+    """The named wrong answers are worked out only to explain a wrong answer: the solution's attention weights are
+    judged without them (they were four extra attention computations a case), a wrong answer still gets its cause."""
+    from posenc_autograder.checks.context_extension import parts
+    from posenc_autograder.notebook import run_check
+    monkeypatch.setattr(parts, "_attention_mistakes", lambda *args, **kwargs: pytest.fail("mistakes worked out"))
+    assert run_check("hidden_stretched_attention", quiet_namespace()) == []
+    monkeypatch.undo()
+    wrong = [m for m in CONTEXT_MISTAKES if m.failing_check == "hidden_stretched_attention"]
+    assert wrong, "the catalogue has an attention mistake"
+    for mistake in wrong:
+        problems = run_check("hidden_stretched_attention", quiet_namespace(mistake.code))
+        assert any(mistake.feedback_phrase in p.text for p in problems), (mistake.name, problems)

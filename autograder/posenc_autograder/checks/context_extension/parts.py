@@ -6,6 +6,8 @@ from the student's other functions), and compares what came back with the refere
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from posenc_autograder.checks.context_extension import reference as ref
@@ -75,10 +77,10 @@ DIAGNOSES = {
 }
 
 
-def _diagnose(known: dict, expected, diagnoses: dict = DIAGNOSES):
+def _diagnose(known: Callable[[], dict], expected, diagnoses: dict = DIAGNOSES):
     """A diagnose() for compare: the first named mistake whose answer the student's array matches (and the right
-    answer does not)."""
-    return lambda actual: next((diagnoses[key] for key in known_mistakes(actual, expected, known)), None)
+    answer does not). The mistakes are worked out only for a wrong answer (compare asks only then)."""
+    return lambda actual: next((diagnoses[key] for key in known_mistakes(actual, expected, known())), None)
 
 
 def _tolerance(expected) -> float:
@@ -94,7 +96,7 @@ def _values(function, group, expected, mistakes, diagnoses: dict = DIAGNOSES):
         if np.ndim(want) == 0 and "value" in record and np.size(record["value"]) == 1:
             record = {**record, "value": np.reshape(record["value"], ())}
         return compare(record, np.asarray(want, dtype=np.float64), label, _tolerance(want),
-                       diagnose=_diagnose(mistakes(*args, **kwargs), want, diagnoses))
+                       diagnose=_diagnose(lambda: mistakes(*args, **kwargs), want, diagnoses))
     return each_call(function, group, problem)
 
 
