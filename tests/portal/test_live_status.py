@@ -3,6 +3,7 @@ the attempt's status changes, and answered then (not at the page's next poll); h
 student and in all (past a bound a request is answered at once, as a plain poll), and a client that goes away
 frees its place. The page without JavaScript still refreshes itself."""
 import asyncio
+import concurrent.futures
 import json
 import socket
 import threading
@@ -147,6 +148,8 @@ def test_bench_portals_students_follow_the_status_as_the_page_does(app, portal):
     async def student():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as client:
             return await portal_load.one_student(client, link, notebook_bytes("ann"), 0, time.monotonic() + WAIT)
-    outcome = asyncio.run(student())
+    # In a thread of its own: a browser test's sync Playwright on this worker may leave this thread's loop running.
+    with concurrent.futures.ThreadPoolExecutor(1) as own_loop:
+        outcome = own_loop.submit(asyncio.run, student()).result()
     grading.join(WAIT)
     assert outcome["status"] == Status.GRADED and outcome["shown_wait"] > 0
