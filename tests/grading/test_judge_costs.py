@@ -23,13 +23,9 @@ from posenc_autograder.intake.submissions import discover
 from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes.helpers import call_each
+from test_trusted_costs import NoTransformer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-class NoTransformer:
-    def __init__(self):
-        raise AssertionError("the cell was handed to IPython's transformer")
 
 
 def test_plain_python_with_a_percent_or_a_bang_is_not_tokenised(monkeypatch):

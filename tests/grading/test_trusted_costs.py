@@ -169,16 +169,21 @@ print(json.dumps({"different": different, "plain": plain, "magic": magic, "pytho
 """
 
 
+def shell_script_findings(script: str, home: pathlib.Path) -> dict:
+    """What a script comparing our shell with IPython's prints last, run in a fresh process (the shell is a
+    singleton) on every cell of the solutions."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script, str(root / "solutions")], cwd=home, capture_output=True,
+                         text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(home)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_the_shell_tokenises_only_cells_ipython_would_change(tmp_path):
     """In a fresh process (the shell is a singleton): every code cell of the solutions and a set of IPython's special
     forms and broken cells transform exactly as IPython alone transforms them; a cell of plain Python is not
     tokenised, nor one that parses as Python with `!=`, `%` or `?` in it."""
-    root = pathlib.Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", TRANSFORM_SCRIPT, str(root / "solutions")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+    found = shell_script_findings(TRANSFORM_SCRIPT, tmp_path)
     assert found["cells"] > 50 and found["different"] == [], found
     assert found["plain"] == 0 and found["magic"] > 0 and found["python_with_marks"] == 0, found
 
@@ -216,11 +221,6 @@ print(json.dumps({"different": different, "plain": plain, "cells": len(cells),
 def test_a_cell_that_cannot_await_is_not_compiled_to_ask_whether_it_awaits(tmp_path):
     """IPython compiles every cell once more to ask whether it must run as a coroutine: the shell answers as IPython
     does for every solution cell and the async forms, and compiles nothing for a cell without `await` or `async`."""
-    root = pathlib.Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", ASYNC_SCRIPT, str(root / "solutions")], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120,
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    found = json.loads(out.stdout.strip().splitlines()[-1])
+    found = shell_script_findings(ASYNC_SCRIPT, tmp_path)
     assert found["cells"] > 50 and found["different"] == [] and found["async"] >= 6, found
     assert found["plain"] == 0, found
