@@ -71,6 +71,7 @@ def test_visible_checks_report_each_mistake_and_the_summary_fails(mistake):
     results, summary = visible(quiet_namespace(mistake.code))
     said = " ".join(" ".join(problems) for problems in results.values())
     assert summary is not None and mistake.feedback_phrase in " ".join(said.split()), said
+    assert "at index ()" not in said, said                      # a wrong number is named without an index
 
 
 @pytest.mark.parametrize("name", sorted(CONTEXT_ALTERNATIVES))
