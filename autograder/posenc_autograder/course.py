@@ -17,6 +17,7 @@ CONFIG = "autograder/nbgrader_config.py"
 SOURCE_DIRECTORY = "solutions"
 RELEASE_DIRECTORY = "exercises"
 SUBMITTED_DIRECTORY = "autograder/submitted"
+ATTEMPTS_DIRECTORY = "autograder/attempts"          # every attempt from every door, kept (intake/attempts.py)
 AUTOGRADED_DIRECTORY = "autograder/autograded"
 FEEDBACK_DIRECTORY = "autograder/feedback"
 DOWNLOADED_DIRECTORY = "autograder/downloaded"
@@ -72,6 +73,10 @@ class Course:
     @property
     def submitted(self) -> pathlib.Path:
         return self.path(SUBMITTED_DIRECTORY)
+
+    @property
+    def attempts(self) -> pathlib.Path:
+        return self.path(ATTEMPTS_DIRECTORY)
 
     @property
     def autograded(self) -> pathlib.Path:

@@ -1,8 +1,9 @@
 """autograder/course.toml: the course's own settings, read once into typed values.
 
-Sections: [late.<assignment>] (the late policy), [sandbox] (the limits of one grading job), [caps] (the sizes
-accepted from a student), [portal] (the rules of an assignment the instructor has not set in the portal) and
-[sharing] (how the portal shares its sandboxes and upload checks between students).
+Sections: [course] (the course's time zone and which attempt counts), [late.<assignment>] (the late policy),
+[sandbox] (the limits of one grading job), [caps] (the sizes accepted from a student), [portal] (the rules of an
+assignment the instructor has not set in the portal) and [sharing] (how the portal shares its sandboxes and upload
+checks between students).
 The dataclasses below state every default once; a course's file overrides any key it names. A missing file,
 section or key means the default (no late policy: nothing is deducted); an unknown section or key, or a value
 of the wrong kind, stops the command with the file, the key and what is expected.
@@ -17,6 +18,7 @@ import pathlib
 import re
 import tomllib
 import typing
+import zoneinfo
 
 SETTINGS_FILE = "autograder/course.toml"
 UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
@@ -24,6 +26,23 @@ UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
 
 class SettingsError(SystemExit):
     """course.toml says something the grader cannot use; the message names the key and the fix."""
+
+
+COUNTED_ATTEMPTS = ("best_on_time", "best", "latest")
+
+
+@dataclasses.dataclass(frozen=True)
+class CourseRules:
+    """[course]: facts of the whole course. `time_zone` (an IANA name) is how a time stated without its zone is read
+    (an LMS's server time, a deadline written without offset); `counted_attempt` is which of a student's attempts,
+    from any door (LMS, portal, exchange, by hand, LTI), is the grade: the best of those on time (the best late one
+    when none was), the best, or the latest."""
+    time_zone: str = "UTC"
+    counted_attempt: typing.Literal["best_on_time", "best", "latest"] = "best_on_time"
+
+    @property
+    def zone(self) -> dt.tzinfo:
+        return zoneinfo.ZoneInfo(self.time_zone)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,12 +118,13 @@ class Sharing:
     refused_wait_max_seconds: int = 480    # the wait doubles with each refusal in a row, up to this
 
 
-SECTIONS = {"sandbox": Limits, "caps": Caps, "portal": PortalDefaults, "sharing": Sharing}
+SECTIONS = {"course": CourseRules, "sandbox": Limits, "caps": Caps, "portal": PortalDefaults, "sharing": Sharing}
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     late: dict[str, LatePolicy] = dataclasses.field(default_factory=dict)
+    course: CourseRules = CourseRules()
     sandbox: Limits = Limits()
     caps: Caps = Caps()
     portal: PortalDefaults = PortalDefaults()
@@ -135,8 +155,13 @@ def _read(path: pathlib.Path, _mtime: int | None) -> Settings:
     late = data.get("late", {})
     if not isinstance(late, dict):
         raise SettingsError(f"error: {path}: [late] must be a table of assignments ([late.<assignment>])")
-    return Settings(late={name: _late_policy(path, name, table) for name, table in late.items()},
-                    **{name: _section(path, name, kind, data.get(name, {})) for name, kind in SECTIONS.items()})
+    sections = {name: _section(path, name, kind, data.get(name, {})) for name, kind in SECTIONS.items()}
+    try:
+        zone = sections["course"].zone
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise SettingsError(f"error: {path}: [course] time_zone = {sections['course'].time_zone!r}: write a time "
+                            f"zone's IANA name, such as \"Europe/Berlin\" or \"UTC\"") from None
+    return Settings(late={name: _late_policy(path, name, table, zone) for name, table in late.items()}, **sections)
 
 
 BYTE_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
@@ -166,6 +191,10 @@ def _value(where: str, key: str, hint, value):
         return value
     if key.endswith("_bytes") and isinstance(value, str):
         value = parse_bytes(value, where)
+    if hint is str:
+        if not isinstance(value, str):
+            raise SettingsError(f"error: {where} = {value!r}: write a quoted text")
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         unit = ' or a size such as "3 GiB"' if key.endswith("_bytes") else ""
         raise SettingsError(f"error: {where} = {value!r}: write a whole number from 0{unit}")
@@ -188,7 +217,7 @@ def size(count: int) -> str:
     return f"{count:,} B"
 
 
-def _late_policy(path: pathlib.Path, assignment: str, table) -> LatePolicy:
+def _late_policy(path: pathlib.Path, assignment: str, table, zone: dt.tzinfo) -> LatePolicy:
     where = f"{path}: [late.{assignment}]"
     if not isinstance(table, dict):
         raise SettingsError(f"error: {where} must be a table (deadline, per, penalty, cap, grace_minutes)")
@@ -205,22 +234,44 @@ def _late_policy(path: pathlib.Path, assignment: str, table) -> LatePolicy:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             raise SettingsError(f"error: {where} {key} = {value!r}: a number from {low} to {high:g}")
         numbers[key] = float(value)
-    return LatePolicy(deadline=parse_time(table.get("deadline", ""), where), per=per, **numbers)
+    return LatePolicy(deadline=parse_time(table.get("deadline", ""), f"{where} deadline", zone), per=per, **numbers)
 
 
-def parse_time(value, where: str = "") -> dt.datetime | None:
-    """An ISO 8601 time with its offset ('' or absent: None); a time without offset is refused (whose 17:00?)."""
+class TimeError(SettingsError, ValueError):
+    """A time that cannot be read: the message names where it came from and what was found."""
+
+
+def parse_time(value, where: str = "", zone: dt.tzinfo | None = None, formats: tuple[str, ...] = ()
+               ) -> dt.datetime | None:
+    """The one reading of a time, whatever door it came in by: an aware datetime ('' or None: None).
+
+    Accepts a datetime, an ISO 8601 text ('Z' or an offset, or none) or one of `formats` (strptime, an LMS's own way
+    of writing times: Blackboard's '%Y-%m-%d-%H-%M-%S', Moodle's '%A, %d %B %Y, %I:%M %p'). A time without its zone is
+    read in `zone`, the zone its source states its times in (an LMS's server, or [course] time_zone); without one it is
+    refused: a time is never guessed, and never read as "on time"."""
     if value in ("", None):
         return None
-    if isinstance(value, dt.datetime):           # TOML's own date-time
-        parsed = value
-    else:
+    parsed = value if isinstance(value, dt.datetime) else None
+    text = str(value).strip()
+    if parsed is None:
         try:
-            parsed = dt.datetime.fromisoformat(str(value))
+            parsed = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
         except ValueError:
-            raise SettingsError(f"error: {where} deadline = {value!r}: write an ISO 8601 time such as "
-                                f"2026-12-01T17:00:00+01:00") from None
+            for form in formats:
+                try:
+                    parsed = dt.datetime.strptime(text, form)
+                    break
+                except ValueError:
+                    continue
+    if parsed is None:
+        raise TimeError(f"error: {where} = {text!r}: write an ISO 8601 time such as 2026-12-01T17:00:00+01:00")
     if parsed.tzinfo is None:
-        raise SettingsError(f"error: {where} deadline = {value!r} has no UTC offset: add one, "
-                            f"e.g. 2026-12-01T17:00:00+01:00")
+        if zone is None:
+            raise TimeError(f"error: {where} = {text!r} has no UTC offset: add one, e.g. 2026-12-01T17:00:00+01:00")
+        parsed = parsed.replace(tzinfo=zone)
     return parsed
+
+
+def stamp(when: dt.datetime) -> str:
+    """A time as every record and file states it: ISO 8601 in UTC, with its offset."""
+    return when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,316 @@
+"""The record of every attempt, whichever door it came in by: one place every door writes to and every grade is read
+from.
+
+Doors (DOORS): an LMS download (`make collect`), the course's portal, nbgrader's exchange, a file placed by hand in
+autograder/submitted/, and an LTI launch. Each door calls `add` with what it knows: the student, the assignment,
+its own name of the attempt (`source`: "canvas resubmission 1 (submission 93)", "portal attempt 3"), when it was
+handed in (an aware time: read it with settings.parse_time, in the zone the door states its times in) and the
+files. Nothing is ever overwritten: each attempt's files are kept under
+autograder/attempts/<student>/<assignment>/<door>-<digest>/, and the record itself is
+autograder/attempts/<student>/<assignment>/attempts.json (a file per student and assignment, written whole under a
+lock), so it moves with the course whatever database the gradebook is in.
+
+Which attempt counts is one rule, [course] counted_attempt in course.toml (`choose`); autograder/submitted/ holds
+the counted attempt's files (`place`), which is what `make grade` and nbgrader grade. A graded file's points come
+back with `scored` (by the file's sha256, so any door's attempt of the same bytes has them). When a later attempt
+from another door scores lower than the one that counts, or replaces work that scored more, `findings` names the
+student for the run report and the dashboard.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import pathlib
+from typing import Callable
+
+from posenc_autograder import settings
+from posenc_autograder.course import Course
+
+DOORS = ("lms", "portal", "exchange", "hand", "lti")
+RECORD = "attempts.json"
+TIMESTAMP = "timestamp.txt"                        # nbgrader's, beside the files in submitted/
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One attempt as it came in. `files`: file name -> sha256 of its bytes; `scores`: sha256 -> [points, max]
+    of the files graded so far (a file's points are the same whichever door brought it)."""
+    student: str
+    assignment: str
+    door: str                                      # one of DOORS
+    source: str                                    # the door's own name of the attempt
+    received_at: str                               # ISO 8601 in UTC with its offset (settings.stamp)
+    files: dict[str, str]
+    scores: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The attempt's folder name: its door and the digest of its files (the same files by one door: one)."""
+        return f"{self.door}-{files_digest(self.files)[:20]}"
+
+    @property
+    def time(self) -> dt.datetime:
+        return dt.datetime.fromisoformat(self.received_at)
+
+    @property
+    def graded(self) -> bool:
+        return any(digest in self.scores for digest in self.files.values())
+
+    @property
+    def score(self) -> float | None:
+        found = [self.scores[d][0] for d in self.files.values() if d in self.scores]
+        return round(sum(found), 6) if found else None
+
+    @property
+    def max_score(self) -> float | None:
+        found = [self.scores[d][1] for d in self.files.values() if d in self.scores]
+        return round(sum(found), 6) if found else None
+
+    def describe(self) -> str:
+        """What the instructor reads: 'canvas resubmission 1 (submission 93), 2026-11-22T23:30:00+00:00'."""
+        return f"{self.source or self.door}, {self.received_at}"
+
+
+def files_digest(files: dict[str, str]) -> str:
+    """One digest of an attempt's files (names and contents): the same attempt by one door is recorded once."""
+    return hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest()
+
+
+def file_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- the files ---------------------------------------------------------------------------------------
+
+def folder(course: Course, student: str, assignment: str) -> pathlib.Path:
+    found = course.attempts / student / assignment
+    if found.resolve().parent.parent != course.attempts.resolve():
+        raise ValueError(f"'{student}' would be kept outside {course.attempts}")
+    return found
+
+
+def files_of(course: Course, attempt: Attempt) -> dict[str, pathlib.Path]:
+    """file name -> where its bytes are kept."""
+    kept = folder(course, attempt.student, attempt.assignment) / attempt.key
+    return {name: kept / name for name in attempt.files}
+
+
+def _write_new(path: pathlib.Path, data: bytes) -> None:
+    """A fresh file renamed into place: whatever was at `path` (a link, a FIFO) is replaced, never written through."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.unlink(missing_ok=True)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, path)
+
+
+@contextlib.contextmanager
+def _locked(course: Course, student: str, assignment: str):
+    """The record of one student's assignment, read and written by one door at a time (threads and processes)."""
+    where = folder(course, student, assignment)
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield where
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _read(where: pathlib.Path) -> list[Attempt]:
+    try:
+        rows = json.loads((where / RECORD).read_text())
+    except (OSError, ValueError):
+        return []
+    return [Attempt(**{**row, "files": dict(row["files"]), "scores": dict(row.get("scores", {}))}) for row in rows]
+
+
+def _save(where: pathlib.Path, attempts: list[Attempt]) -> None:
+    ordered = sorted(attempts, key=lambda a: (a.received_at, a.door, a.key))
+    _write_new(where / RECORD, json.dumps([dataclasses.asdict(a) for a in ordered], indent=1).encode())
+
+
+# --- what the doors call -------------------------------------------------------------------------------
+
+def add(course: Course, student: str, assignment: str, door: str, source: str, received_at: dt.datetime,
+        files: dict[str, bytes]) -> Attempt:
+    """Keep one attempt (its files and its row); the same files again by the same door are the same attempt (the
+    first time it was received is kept). Returns the attempt as recorded, with any points its files have."""
+    if door not in DOORS:
+        raise ValueError(f"unknown door {door!r} (known: {', '.join(DOORS)})")
+    if received_at.tzinfo is None:
+        raise ValueError("an attempt's time must carry its zone: read it with settings.parse_time")
+    if not files:
+        raise ValueError("an attempt holds at least one file")
+    digests = {name: file_digest(data) for name, data in files.items()}
+    with _locked(course, student, assignment) as where:
+        attempts = _read(where)
+        known_scores = {d: s for a in attempts for d, s in a.scores.items()}
+        attempt = Attempt(student, assignment, door, source, settings.stamp(received_at), digests,
+                          {d: known_scores[d] for d in digests.values() if d in known_scores})
+        same = next((a for a in attempts if a.key == attempt.key), None)
+        if same is not None:
+            return same
+        kept = where / attempt.key
+        kept.mkdir(exist_ok=True)
+        for name, data in files.items():
+            if os.sep in name or name.startswith("."):
+                raise ValueError(f"{name!r} is not a file name")
+            _write_new(kept / name, data)
+        _save(where, [*attempts, attempt])
+        return attempt
+
+
+def of(course: Course, student: str, assignment: str) -> list[Attempt]:
+    """One student's attempts at one assignment, oldest first."""
+    try:
+        return _read(folder(course, student, assignment))
+    except ValueError:
+        return []
+
+
+def everyone(course: Course) -> dict[tuple[str, str], list[Attempt]]:
+    """(student, assignment) -> attempts, for the whole class."""
+    found = {}
+    for record in sorted(course.attempts.glob(f"*/*/{RECORD}")) if course.attempts.is_dir() else ():
+        attempts = _read(record.parent)
+        if attempts:
+            found[attempts[0].student, attempts[0].assignment] = attempts
+    return found
+
+
+def scored(course: Course, student: str, assignment: str, digest: str, score: float, max_score: float) -> None:
+    """The points a file with this sha256 earned when graded, on every attempt that holds it."""
+    with _locked(course, student, assignment) as where:
+        attempts = _read(where)
+        if not any(digest in a.files.values() for a in attempts):
+            return
+        _save(where, [dataclasses.replace(a, scores={**a.scores, digest: [float(score), float(max_score)]})
+                      if digest in a.files.values() else a for a in attempts])
+
+
+# --- which attempt counts -------------------------------------------------------------------------------
+
+LatePercent = Callable[[Attempt], float]           # the late policy's deduction for an attempt (reports.late_policy)
+
+
+def penalised(attempt: Attempt, late_percent: LatePercent) -> float:
+    return (attempt.score or 0.0) * (1 - late_percent(attempt) / 100)
+
+
+def choose(attempts: list[Attempt], rule: str, late_percent: LatePercent) -> Attempt | None:
+    """The attempt that counts under `rule` ([course] counted_attempt), among those graded (for "latest": the
+    latest, graded or not, since its points do not decide). best_on_time: the best of the attempts on time, else
+    the best late one after its deduction; best: the best after deductions. Ties: on time first, then the later."""
+    if rule == "latest":
+        return max(attempts, key=lambda a: (a.time, a.door == "hand")) if attempts else None
+    graded = [a for a in attempts if a.graded]
+    if not graded:
+        return None
+    if rule == "best_on_time":
+        on_time = [a for a in graded if late_percent(a) == 0]
+        graded = on_time or graded
+    return max(graded, key=lambda a: (round(penalised(a, late_percent), 6), late_percent(a) == 0, a.time))
+
+
+def to_grade(attempts: list[Attempt], rule: str) -> Attempt | None:
+    """An attempt whose points are needed before the rule can decide (oldest first), or None."""
+    if rule == "latest":
+        return None
+    return next((a for a in attempts if not a.graded), None)
+
+
+def next_in_submitted(attempts: list[Attempt], rule: str, late_percent: LatePercent) -> Attempt | None:
+    """What autograder/submitted/ should hold now: an attempt still to be graded, else the one that counts."""
+    return to_grade(attempts, rule) or choose(attempts, rule, late_percent)
+
+
+def in_submitted(course: Course, student: str, assignment: str) -> dict[str, str]:
+    """file name -> sha256 of the notebooks in submitted/<student>/<assignment>/ now."""
+    where = course.submitted / student / assignment
+    found = {}
+    for path in sorted(where.glob("*.ipynb")) if where.is_dir() else ():
+        if path.is_file() and not path.is_symlink():
+            found[path.name] = file_digest(path.read_bytes())
+    return found
+
+
+def place(course: Course, attempt: Attempt) -> bool:
+    """Put the attempt's files in submitted/<student>/<assignment>/ (what make grade and nbgrader grade), with
+    nbgrader's timestamp.txt; the other notebooks there go (each is kept in the record). False: already there."""
+    target = course.submitted / attempt.student / attempt.assignment
+    if target.resolve().parent.parent != course.submitted.resolve():
+        raise ValueError(f"'{attempt.student}' would be stored outside {course.submitted}")
+    if in_submitted(course, attempt.student, attempt.assignment) == attempt.files:
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.ipynb"):
+        old.unlink()
+    for name, path in files_of(course, attempt).items():
+        _write_new(target / name, path.read_bytes())
+    when = attempt.time.astimezone(dt.timezone.utc)
+    _write_new(target / TIMESTAMP, when.strftime(TIMESTAMP_FORMAT).encode())
+    return True
+
+
+def record_hand_placed(course: Course, student: str, assignment: str) -> Attempt | None:
+    """A file put in submitted/ by hand (no door recorded it): recorded as the door 'hand', at its timestamp.txt
+    (nbgrader's, UTC) or else the file's modification time."""
+    files = in_submitted(course, student, assignment)
+    if not files or any(a.files == files for a in of(course, student, assignment)):
+        return None
+    where = course.submitted / student / assignment
+    try:
+        when = dt.datetime.strptime((where / TIMESTAMP).read_text().strip(), TIMESTAMP_FORMAT)
+        when = when.replace(tzinfo=dt.timezone.utc)
+    except (OSError, ValueError):
+        newest = max((where / name).stat().st_mtime for name in files)
+        when = dt.datetime.fromtimestamp(newest, dt.timezone.utc)
+    return add(course, student, assignment, "hand", "placed in autograder/submitted/", when,
+               {name: (where / name).read_bytes() for name in files})
+
+
+# --- what the instructor is told ------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """A student whose attempts from two doors disagree: a later one scored lower than the one that counts
+    (kind "later_scored_lower"), or the one that counts replaced work that scored more ("replaced_better")."""
+    student: str
+    assignment: str
+    kind: str
+    counted: Attempt
+    other: Attempt
+
+    def text(self) -> str:
+        points = lambda a: f"{a.score:g}/{a.max_score:g}" if a.graded else "not graded"   # noqa: E731
+        if self.kind == "later_scored_lower":
+            return (f"{self.student}, {self.assignment}: a later attempt from the {self.other.door} "
+                    f"({self.other.describe()}) scored {points(self.other)}, lower than the one that counts, from the "
+                    f"{self.counted.door} ({self.counted.describe()}, {points(self.counted)})")
+        return (f"{self.student}, {self.assignment}: the attempt that counts, from the {self.counted.door} "
+                f"({self.counted.describe()}, {points(self.counted)}), replaced one from the {self.other.door} "
+                f"({self.other.describe()}) that scored {points(self.other)}")
+
+
+def findings(attempts: list[Attempt], counted: Attempt | None) -> list[Finding]:
+    if counted is None:
+        return []
+    found = []
+    for other in attempts:
+        if other.door == counted.door or not other.graded or not counted.graded:
+            continue
+        if other.time > counted.time and other.score < counted.score:
+            found.append(Finding(counted.student, counted.assignment, "later_scored_lower", counted, other))
+        elif other.time < counted.time and other.score > counted.score:
+            found.append(Finding(counted.student, counted.assignment, "replaced_better", counted, other))
+    return found

@@ -1,0 +1,111 @@
+"""The record of every attempt (intake/attempts.py): every door's attempt kept with its door, time (with its zone)
+and digest, no door's file overwritten by another's, and one rule choosing the attempt that counts."""
+import datetime as dt
+import zoneinfo
+
+import pytest
+
+from fixture_submissions import make_course
+from posenc_autograder import settings
+from posenc_autograder.course import Course
+from posenc_autograder.intake import attempts
+
+UTC = dt.timezone.utc
+BERLIN = zoneinfo.ZoneInfo("Europe/Berlin")
+T0 = dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def course(tmp_path):
+    return Course(make_course(tmp_path / "course"))
+
+
+def test_each_door_keeps_its_own_file_and_time_with_its_zone(course):
+    canvas = attempts.add(course, "alice", "a", "lms", "canvas submission 7", T0, {"a.ipynb": b"full marks"})
+    portal = attempts.add(course, "alice", "a", "portal", "portal attempt 1", T0.astimezone(BERLIN)
+                          + dt.timedelta(hours=1), {"a.ipynb": b"template"})
+    again = attempts.add(course, "alice", "a", "lms", "canvas submission 7", T0 + dt.timedelta(days=1),
+                         {"a.ipynb": b"full marks"})
+    kept = attempts.of(course, "alice", "a")
+    assert [a.door for a in kept] == ["lms", "portal"] and again == canvas      # the same file again: one attempt
+    assert portal.received_at == "2026-11-20T13:00:00+00:00"                     # stated in UTC, zone kept
+    assert {attempts.files_of(course, a)["a.ipynb"].read_bytes() for a in kept} == {b"full marks", b"template"}
+    with pytest.raises(ValueError, match="zone"):
+        attempts.add(course, "alice", "a", "hand", "", dt.datetime(2026, 11, 20), {"a.ipynb": b"x"})
+
+
+def test_the_rule_chooses_among_every_door_and_names_a_lower_later_attempt(course):
+    good = attempts.add(course, "bob", "a", "lms", "canvas", T0, {"a.ipynb": b"good"})
+    worse = attempts.add(course, "bob", "a", "portal", "portal attempt 1", T0 + dt.timedelta(hours=2),
+                         {"a.ipynb": b"worse"})
+    assert attempts.to_grade(attempts.of(course, "bob", "a"), "best") == good
+    attempts.scored(course, "bob", "a", good.files["a.ipynb"], 44, 44)
+    attempts.scored(course, "bob", "a", worse.files["a.ipynb"], 0, 44)
+    kept = attempts.of(course, "bob", "a")
+    on_time = lambda a: 0.0                                                    # noqa: E731
+    assert attempts.choose(kept, "best", on_time).door == "lms"
+    assert attempts.choose(kept, "latest", on_time).door == "portal"
+    late_portal = lambda a: 50.0 if a.door == "lms" else 0.0                   # noqa: E731
+    assert attempts.choose(kept, "best_on_time", late_portal).door == "portal"  # the only one on time
+    assert attempts.choose(kept, "best", late_portal).door == "lms"             # 22 after deduction beats 0
+    found = attempts.findings(kept, attempts.choose(kept, "best", on_time))
+    assert [(f.student, f.kind) for f in found] == [("bob", "later_scored_lower")]
+    assert "bob" in found[0].text() and "portal" in found[0].text()
+    replaced = attempts.findings(kept, attempts.choose(kept, "latest", on_time))
+    assert [f.kind for f in replaced] == ["replaced_better"]
+
+
+def test_place_puts_the_counted_attempt_in_submitted_with_nbgraders_timestamp(course):
+    first = attempts.add(course, "carol", "a", "lms", "canvas", T0, {"a.ipynb": b"one"})
+    second = attempts.add(course, "carol", "a", "portal", "portal attempt 1", T0 + dt.timedelta(hours=1),
+                          {"a.ipynb": b"two"})
+    assert attempts.place(course, second) and not attempts.place(course, second)
+    assert (course.submitted / "carol" / "a" / "a.ipynb").read_bytes() == b"two"
+    assert attempts.place(course, first)
+    assert (course.submitted / "carol" / "a" / "a.ipynb").read_bytes() == b"one"
+    assert (course.submitted / "carol" / "a" / "timestamp.txt").read_text() == "2026-11-20 12:00:00.000000 UTC"
+    assert attempts.files_of(course, second)["a.ipynb"].read_bytes() == b"two"    # nothing lost
+
+
+def test_a_file_placed_by_hand_is_recorded_as_its_own_door(course):
+    folder = course.submitted / "dan" / "a"
+    folder.mkdir(parents=True)
+    (folder / "a.ipynb").write_bytes(b"by hand")
+    (folder / "timestamp.txt").write_text("2026-11-21 09:30:00.000000 UTC")
+    found = attempts.record_hand_placed(course, "dan", "a")
+    assert (found.door, found.received_at) == ("hand", "2026-11-21T09:30:00+00:00")
+    assert attempts.record_hand_placed(course, "dan", "a") is None
+
+
+@pytest.mark.parametrize("text, zone, formats, expected", [
+    ("2026-11-22T23:30:00", BERLIN, (), "2026-11-22T22:30:00+00:00"),          # no zone: the stated one
+    ("2026-11-22T23:30:00Z", BERLIN, (), "2026-11-22T23:30:00+00:00"),
+    ("2026-11-22T23:30:00-05:00", BERLIN, (), "2026-11-23T04:30:00+00:00"),
+    ("Sunday, 22 November 2026, 11:30 PM", BERLIN, ("%A, %d %B %Y, %I:%M %p",), "2026-11-22T22:30:00+00:00"),
+    ("2026-11-22-23-30-00", zoneinfo.ZoneInfo("America/New_York"), ("%Y-%m-%d-%H-%M-%S",),
+     "2026-11-23T04:30:00+00:00"),
+])
+def test_one_parse_reads_every_format_in_its_zone(text, zone, formats, expected):
+    assert settings.stamp(settings.parse_time(text, "t", zone, formats)) == expected
+
+
+def test_a_time_without_zone_or_unreadable_is_never_on_time():
+    with pytest.raises(settings.TimeError, match="no UTC offset"):
+        settings.parse_time("2026-11-22T23:30:00", "roster submitted_at")
+    with pytest.raises(settings.TimeError, match="ISO 8601"):
+        settings.parse_time("yesterday", "roster submitted_at", UTC)
+
+
+def test_the_course_states_its_zone_and_rule(course):
+    course.path(settings.SETTINGS_FILE).write_text('[course]\ntime_zone = "Mars/Olympus"\n')
+    with pytest.raises(settings.SettingsError, match="IANA"):
+        settings.load(course)
+    course.path(settings.SETTINGS_FILE).write_text('[course]\ncounted_attempt = "first"\n')
+    with pytest.raises(settings.SettingsError, match="best_on_time"):
+        settings.load(course)
+    course.path(settings.SETTINGS_FILE).write_text(
+        '[course]\ntime_zone = "Europe/Berlin"\ncounted_attempt = "latest"\n'
+        '[late.a]\ndeadline = "2026-12-01T17:00:00"\npenalty = 10\n')
+    loaded = settings.load(course)
+    assert loaded.course.counted_attempt == "latest"
+    assert settings.stamp(loaded.late_policy("a").deadline) == "2026-12-01T16:00:00+00:00"
