@@ -53,3 +53,23 @@ def test_collect_replaces_a_fifo_or_link_instead_of_writing_through_it(folder, t
         store(course, NB, "mallory", {"other.ipynb": b"new"}, dt.datetime(2026, 11, 20, 10))
     assert target.read_text() == "keep" and (path / "other.ipynb").read_bytes() == b"new"
     assert nbgrader_files.read_timestamp(path) == dt.datetime(2026, 11, 20, 10)
+
+
+def test_the_exchange_secret_is_kept_and_a_forged_one_is_not(folder, tmp_path):
+    """nbgrader's submit writes the secret fetch_feedback will look for; a student's own nbgrader writes it, so a
+    link, a FIFO, an oversized or non-hex one is never used (a fresh secret is made: no page is lost or redirected)."""
+    course, path = folder
+    secret = "0123456789abcdef" * 8                     # nbgrader's token_hex(64)
+    (path / nbgrader_files.SECRET).write_text(secret)
+    nbgrader_files.place_beside(course, "mallory", NB, None)
+    for root in (course.autograded, course.feedback):
+        assert (root / "mallory" / NB / nbgrader_files.SECRET).read_text() == secret
+    target = tmp_path / "someone-elses-secret.txt"
+    target.write_text("f" * 128)
+    forged = {"link": lambda p: p.symlink_to(target), "fifo": os.mkfifo,
+              "huge": lambda p: p.write_text("a" * 10_000), "not hex": lambda p: p.write_text("../" * 20)}
+    for how, make in forged.items():
+        (path / nbgrader_files.SECRET).unlink()
+        make(path / nbgrader_files.SECRET)
+        with deadline(10):
+            assert nbgrader_files.exchange_secret(course, "mallory", NB) is None, how

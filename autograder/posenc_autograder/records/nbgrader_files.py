@@ -1,8 +1,11 @@
 """What nbgrader's own tools expect next to our results, so they work after `make grade`.
 
 - timestamp.txt and submission_secret.txt in autograded/ and feedback/ (as nbgrader's autograde and
-  generate_feedback leave them): `release_feedback` and formgrader read them. submitted/ is the students'
-  (`make collect` writes its timestamp.txt); grading reads it without following links or waiting on FIFOs;
+  generate_feedback leave them): `release_feedback` and formgrader read them. The secret is the one nbgrader's
+  `submit` wrote, when the work came through the exchange (`nbgrader collect` copies it into submitted/):
+  `release_feedback` names the page after it and the student's `fetch_feedback` looks for that name. submitted/ is
+  the students' (`make collect` writes its timestamp.txt); grading reads it without following links or waiting on
+  FIFOs;
 - the autograded notebook: released cell sources, plain-text outputs only, and each hidden test's
   diagnosis as that cell's output, so formgrader and `generate_feedback` show what went wrong.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import pathlib
+import re
 import secrets
 import stat
 
@@ -61,9 +65,25 @@ def submission_time(course: Course, student: str, assignment: str) -> dt.datetim
     return found
 
 
+MAX_SECRET_CHARS = 256
+SECRET_PATTERN = re.compile(r"[0-9a-f]{32,%d}" % MAX_SECRET_CHARS)    # nbgrader's: token_hex(64), 128 characters
+
+
+def exchange_secret(course: Course, student: str, assignment: str) -> str | None:
+    """The secret nbgrader's `submit` wrote beside the submission (None: not from the exchange). The student's own
+    nbgrader wrote it, so it is read as untrusted: a regular file, bounded, lowercase hex only."""
+    try:
+        text = read_bytes_safely(course.submitted / student / assignment / SECRET, MAX_SECRET_CHARS + 2)
+    except (UnreadableNotebook, OSError):
+        return None
+    text = text.decode("ascii", "replace").strip()
+    return text if SECRET_PATTERN.fullmatch(text) else None
+
+
 def place_beside(course: Course, student: str, assignment: str, when: dt.datetime | None) -> None:
-    """timestamp.txt and a submission secret in autograded/ and feedback/, as nbgrader's apps leave them."""
-    secret = None
+    """timestamp.txt and a submission secret in autograded/ and feedback/, as nbgrader's apps leave them: the
+    exchange's secret when the work came through it, else the one placed before, else a new one."""
+    secret = exchange_secret(course, student, assignment)
     for root in (course.autograded, course.feedback):
         folder = root / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
