@@ -109,3 +109,33 @@ def test_the_course_states_its_zone_and_rule(course):
     loaded = settings.load(course)
     assert loaded.course.counted_attempt == "latest"
     assert settings.stamp(loaded.late_policy("a").deadline) == "2026-12-01T16:00:00+00:00"
+
+
+def test_collect_reads_each_lms_time_in_its_zone_and_keeps_another_doors_file(course, tmp_path):
+    """Canvas's zip stores UTC in its extended-timestamp field; Moodle's DOS time has no zone (the course's);
+    a portal attempt already in submitted/ is kept beside the collected one, both in the record."""
+    import io
+    import struct
+    import zipfile
+
+    from lms_zips import CANVAS, MOODLE, NB, make_zip, notebook, roster_rows
+    from posenc_autograder.intake.collect import collect
+
+    course.path(settings.SETTINGS_FILE).write_text('[course]\ntime_zone = "Europe/Berlin"\n')
+    utc = dt.datetime(2026, 11, 22, 23, 30, tzinfo=UTC)
+    canvas = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(canvas, "w") as zf:
+        info = zipfile.ZipInfo(list(CANVAS)[2], date_time=(2026, 11, 1, 0, 0, 0))        # the DOS time: wrong zone
+        info.extra = struct.pack("<HHBi", 0x5455, 5, 1, int(utc.timestamp()))
+        zf.writestr(info, CANVAS[list(CANVAS)[2]])
+    portal = attempts.add(course, "doejane", NB, "portal", "portal attempt 1", T0, {f"{NB}.ipynb": b"portal"})
+    attempts.place(course, portal)
+    out = io.StringIO()
+    assert collect(course, canvas, NB, out=out) == 0
+    assert roster_rows(course)["doejane"]["submitted_at"] == "2026-11-22T23:30:00+00:00"
+    assert "kept beside the attempt from the portal" in out.getvalue()
+    assert (course.submitted / "doejane" / NB / f"{NB}.ipynb").read_bytes() == b"portal"
+    assert [a.door for a in attempts.of(course, "doejane", NB)] == ["portal", "lms"]
+    moodle = make_zip(tmp_path / "moodle.zip", {list(MOODLE)[0]: notebook("john")}, when=(2026, 11, 22, 23, 30, 0))
+    assert collect(course, moodle, NB, out=io.StringIO()) == 0
+    assert roster_rows(course)["john_smith"]["submitted_at"] == "2026-11-22T22:30:00+00:00"   # Berlin is UTC+1

@@ -67,7 +67,7 @@ def test_blackboard_latest_attempt_and_usernames_with_underscores(course, tmp_pa
     assert collect(course, make_zip(tmp_path / "gradebook.zip", BLACKBOARD), NB) == 0
     assert stored(course) == {"jsmith": ([f"{NB}.ipynb"], ["jsmith later"]), "j_doe": ([f"{NB}.ipynb"], ["jdoe"])}
     rows = roster_rows(course)
-    assert rows["jsmith"]["submitted_at"] == "2026-11-21T09:00:00" and rows["j_doe"]["name"] == "Jane Doe"
+    assert rows["jsmith"]["submitted_at"] == "2026-11-21T09:00:00+00:00" and rows["j_doe"]["name"] == "Jane Doe"
 
 
 def test_plain_ids_with_underscores_stay_apart(course, tmp_path):
@@ -148,8 +148,9 @@ def test_hostile_members_are_skipped_with_reasons_and_nothing_escapes(course, tm
         line = next(line for line in report.splitlines() if line.startswith(f"  skipped {name!r}"[:40]))
         assert reason in line, (name, line)
     created = {p for p in tmp_path.rglob("*")} - before
-    assert all(course.submitted in p.parents or p == course.submitted or p == course.path(ROSTER_FILE)
-               or p in course.submitted.parents for p in created), created
+    kept = (course.submitted, course.attempts)                 # the counted files, and every attempt's record
+    assert all(any(k in p.parents or p == k or p in k.parents for k in kept) or p == course.path(ROSTER_FILE)
+               for p in created), created
     assert not any(p.suffix == ".bin" for p in created)
 
 

@@ -49,7 +49,7 @@ def test_blackboard_upload_named_as_another_students_attempt_is_not_hers(course,
     assert "imitates blackboard's naming" in skipped_line(report, f"{mallory}_alice_attempt_{FAR_FUTURE}_{NB}")
     assert "not a notebook" in skipped_line(report, f"{mallory}_alice_attempt_{FAR_FUTURE}.txt")
     rows = roster_rows(course)
-    assert (rows["alice"]["name"], rows["alice"]["submitted_at"]) == ("Alice Adams", "2026-11-19T09:00:00")
+    assert (rows["alice"]["name"], rows["alice"]["submitted_at"]) == ("Alice Adams", "2026-11-19T09:00:00+00:00")
     assert rows["mallory"]["lms_prefix"] == mallory
     # Alice's real resubmission in a later zip is not refused as older than a forged 2099 attempt.
     later = blackboard_attempt("alice", "Alice Adams", "2026-11-22-08-00-00", "alice again")
@@ -120,7 +120,7 @@ def test_times_come_from_the_lms_name_checked_against_the_zip_and_the_note(cours
                f"{prefix}.txt": b"Name: John Smith (jsmith)\nDate Submitted: Friday, November 20, 2026 10:00:00 AM\n"}
     report = run(course, tmp_path / "bb.zip", members, when=(2026, 11, 20, 10, 0, 0))
     assert "later than the zip was made" in report
-    assert roster_rows(course)["jsmith"]["submitted_at"] == "2026-11-20T10:00:00"
+    assert roster_rows(course)["jsmith"]["submitted_at"] == "2026-11-20T10:00:00+00:00"
     prefix = f"{BB}_jdoe_attempt_2026-11-20-10-00-00"
     members = {f"{prefix}_{NB}.ipynb": notebook("doe"),
                f"{prefix}.txt": b"Name: Jane Doe (jdoe)\nDate Submitted: Sunday, November 1, 2026 10:00:00 AM\n"}

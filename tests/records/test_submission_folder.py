@@ -45,12 +45,14 @@ def test_a_linked_timestamp_is_not_followed(folder, tmp_path):
 
 def test_collect_replaces_a_fifo_or_link_instead_of_writing_through_it(folder, tmp_path):
     course, path = folder
+    store(course, NB, "mallory", {f"{NB}.ipynb": b"{}"}, dt.datetime(2026, 11, 19, tzinfo=dt.timezone.utc))
+    (path / "timestamp.txt").unlink(missing_ok=True)
     os.mkfifo(path / "timestamp.txt")
     target = tmp_path / "victim.ipynb"
     target.write_text("keep")
     (path / "other.ipynb").symlink_to(target)
     with deadline(10):
-        store(course, NB, "mallory", {"other.ipynb": b"new"}, dt.datetime(2026, 11, 20, 10))
+        store(course, NB, "mallory", {"other.ipynb": b"new"}, dt.datetime(2026, 11, 20, 10, tzinfo=dt.timezone.utc))
     assert target.read_text() == "keep" and (path / "other.ipynb").read_bytes() == b"new"
     assert nbgrader_files.read_timestamp(path) == dt.datetime(2026, 11, 20, 10)
 

@@ -39,10 +39,11 @@ BLACKBOARD = {
 PLAIN = {f"j_smith_{NB}.ipynb": notebook("smith"), f"j_doe_{NB}.ipynb": notebook("doe")}
 
 
-def make_zip(path, members: dict, when=(2026, 11, 20, 10, 0, 0)):
+def make_zip(path, members: dict, when=(2026, 11, 20, 10, 0, 0), times: dict | None = None):
+    """`when`: every entry's DOS time (no zone); `times`: member name -> its own DOS time."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in members.items():
-            info = zipfile.ZipInfo(name, date_time=when)
+            info = zipfile.ZipInfo(name, date_time=(times or {}).get(name, when))
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return path

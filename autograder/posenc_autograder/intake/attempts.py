@@ -30,6 +30,7 @@ from typing import Callable
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
+from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 
 DOORS = ("lms", "portal", "exchange", "hand", "lti")
 RECORD = "attempts.json"
@@ -192,7 +193,8 @@ def scored(course: Course, student: str, assignment: str, digest: str, score: fl
     """The points a file with this sha256 earned when graded, on every attempt that holds it."""
     with _locked(course, student, assignment) as where:
         attempts = _read(where)
-        if not any(digest in a.files.values() for a in attempts):
+        if all(digest not in a.files.values() or a.scores.get(digest) == [float(score), float(max_score)]
+               for a in attempts):
             return
         _save(where, [dataclasses.replace(a, scores={**a.scores, digest: [float(score), float(max_score)]})
                       if digest in a.files.values() else a for a in attempts])
@@ -238,9 +240,11 @@ def in_submitted(course: Course, student: str, assignment: str) -> dict[str, str
     """file name -> sha256 of the notebooks in submitted/<student>/<assignment>/ now."""
     where = course.submitted / student / assignment
     found = {}
-    for path in sorted(where.glob("*.ipynb")) if where.is_dir() else ():
-        if path.is_file() and not path.is_symlink():
-            found[path.name] = file_digest(path.read_bytes())
+    for path in sorted(where.glob("*.ipynb")) if where.is_dir() and not where.is_symlink() else ():
+        try:
+            found[path.name] = file_digest(read_bytes_safely(path))      # a link or a FIFO is never followed
+        except (UnreadableNotebook, OSError):
+            continue
     return found
 
 
@@ -270,13 +274,16 @@ def record_hand_placed(course: Course, student: str, assignment: str) -> Attempt
         return None
     where = course.submitted / student / assignment
     try:
-        when = dt.datetime.strptime((where / TIMESTAMP).read_text().strip(), TIMESTAMP_FORMAT)
-        when = when.replace(tzinfo=dt.timezone.utc)
-    except (OSError, ValueError):
-        newest = max((where / name).stat().st_mtime for name in files)
+        text = read_bytes_safely(where / TIMESTAMP, 200).decode("utf-8", "replace").strip()
+        when = dt.datetime.strptime(text, TIMESTAMP_FORMAT).replace(tzinfo=dt.timezone.utc)
+    except (UnreadableNotebook, OSError, ValueError):
+        newest = max((where / name).lstat().st_mtime for name in files)
         when = dt.datetime.fromtimestamp(newest, dt.timezone.utc)
-    return add(course, student, assignment, "hand", "placed in autograder/submitted/", when,
-               {name: (where / name).read_bytes() for name in files})
+    try:
+        data = {name: read_bytes_safely(where / name) for name in files}
+    except (UnreadableNotebook, OSError):
+        return None
+    return add(course, student, assignment, "hand", "placed in autograder/submitted/", when, data)
 
 
 # --- what the instructor is told ------------------------------------------------------------------------

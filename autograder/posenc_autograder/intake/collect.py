@@ -1,7 +1,11 @@
 """`make collect ZIP=path [ASSIGNMENT=name] [LMS=name]`: an LMS download → submitted/ (LMS: a module of intake/lms/).
 
-Each notebook is stored as autograder/submitted/<student>/<assignment>/<file the student uploaded>
-with nbgrader's timestamp.txt, and the LMS's ids, name, time and late flag go to the roster.
+Each attempt goes to the record of every attempt (intake/attempts.py, the door "lms"), its files kept under
+autograder/attempts/; it is placed in autograder/submitted/<student>/<assignment>/<file the student uploaded> with
+nbgrader's timestamp.txt unless another door's attempt is there (then `make grade` applies [course] counted_attempt),
+and the LMS's ids, name, time and late flag go to the roster. Times carry their zone: a zip entry's UTC time where the
+zip stores one (its extended-timestamp field), else its DOS time, and a time in the LMS's part of a name, read in
+the course's time zone ([course] time_zone: the LMS's server's).
 A second zip adds or replaces only the students it holds, and every member is accounted for:
 new, replaced, unchanged, or skipped with the reason. The zip is untrusted (see safezip).
 """
@@ -11,16 +15,15 @@ import collections
 import dataclasses
 import datetime as dt
 import hashlib
-import os
 import pathlib
+import struct
 import sys
 
-from posenc_autograder.intake import lms, roster
+from posenc_autograder.intake import attempts, lms, roster
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
 from posenc_autograder import settings
 
-TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"   # what nbgrader writes to timestamp.txt
 CLOCK_SLACK = dt.timedelta(days=2)       # time zones between the LMS's clock and the zip's, with room to spare
 
 
@@ -57,19 +60,40 @@ def attempt_label(entry: lms.Entry) -> str:
     return lms.REGISTRY[entry.lms].attempt_label(entry)
 
 
-def zip_time(member: Member) -> dt.datetime | None:
+EXTENDED_TIMESTAMP = 0x5455                 # the zip extra field holding Unix (UTC) times
+
+
+def _utc_from_extra(extra: bytes) -> dt.datetime | None:
+    """The modification time of a zip entry's extended-timestamp field (UTC seconds), if it has one."""
+    at = 0
+    while at + 4 <= len(extra):
+        kind, size = struct.unpack_from("<HH", extra, at)
+        body = extra[at + 4:at + 4 + size]
+        if kind == EXTENDED_TIMESTAMP and len(body) >= 5 and body[0] & 1:
+            return dt.datetime.fromtimestamp(struct.unpack_from("<i", body, 1)[0], dt.timezone.utc)
+        at += 4 + size
+    return None
+
+
+def zip_time(member: Member, zone: dt.tzinfo) -> dt.datetime | None:
+    """When the LMS stored the entry, with its zone: the UTC time of its extended-timestamp field, else its DOS time
+    (which carries no zone) read in `zone`, the course's."""
     try:
-        return dt.datetime(*member.info.date_time)
-    except ValueError:
+        return _utc_from_extra(member.info.extra) or settings.parse_time(dt.datetime(*member.info.date_time),
+                                                                         repr(member.name), zone)
+    except (ValueError, OverflowError, OSError, struct.error):
         return None
 
 
-def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcome: Outcome) -> dt.datetime:
-    """When the LMS's part of the name says it was submitted, cross-checked with the zip entry's time and the day
-    the LMS's note of the attempt states; without one, the time the LMS stored on the zip entry."""
-    stored = zip_time(member) or dt.datetime(1980, 1, 1)
+def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcome: Outcome,
+                 zone: dt.tzinfo) -> dt.datetime:
+    """When the LMS's part of the name says it was submitted (read in `zone`, the course's time zone), cross-checked
+    with the zip entry's time and the day the LMS's note of the attempt states; without one, the time the LMS stored
+    on the zip entry."""
+    stored = zip_time(member, zone) or dt.datetime(1980, 1, 1, tzinfo=dt.timezone.utc)
     if entry.submitted_at is None:
         return stored
+    entry = dataclasses.replace(entry, submitted_at=settings.parse_time(entry.submitted_at, repr(member.name), zone))
     if entry.submitted_at > stored + CLOCK_SLACK:
         outcome.warnings.append(f"{member.name!r}: the LMS's name says {entry.submitted_at.isoformat()}, later "
                                 f"than the zip was made ({stored.isoformat()}); the zip's time was used")
@@ -198,26 +222,21 @@ def latest_attempts(entries, outcome: Outcome):
     return chosen
 
 
-def _write_new(path: pathlib.Path, data: bytes) -> None:
-    """Write a fresh file and rename it into place: whatever is at `path` (a link, a FIFO someone put there)
-    is replaced, never opened or written through."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.replace(temporary, path)
-
-
-def store(course: Course, assignment: str, student: str, files: dict[str, bytes], stamp: dt.datetime) -> None:
-    folder = course.submitted / student / assignment
-    if folder.resolve().parent.parent != course.submitted.resolve():
-        raise ValueError(f"'{student}' would be stored outside {course.submitted}")
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.ipynb"):
-        old.unlink()                     # the new attempt replaces the whole earlier one
-    for name, data in files.items():
-        _write_new(folder / name, data)
-    _write_new(folder / "timestamp.txt", stamp.strftime(TIMESTAMP_FORMAT).encode())
+def store(course: Course, assignment: str, student: str, files: dict[str, bytes], stamp: dt.datetime,
+          source: str = "an LMS download") -> attempts.Attempt | None:
+    """Record the attempt (its files kept, nothing overwritten) and place it in submitted/, unless another door's
+    attempt is there or a later one of the LMS's: returns the other door's attempt left in place (None: placed)."""
+    attempt = attempts.add(course, student, assignment, "lms", source, stamp, files)
+    here = attempts.in_submitted(course, student, assignment)
+    recorded = attempts.of(course, student, assignment)
+    there = next((a for a in reversed(recorded) if a.files == here), None) if here else None
+    if there is None and here:
+        there = attempts.record_hand_placed(course, student, assignment)
+    if there is not None and there.door != "lms":
+        return there
+    if there is None or there.time <= attempt.time:
+        attempts.place(course, attempt)
+    return None
 
 
 def looks_like(course: Course, members: list[str]) -> dict[str, int]:
@@ -259,7 +278,7 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
             wrong = wrong_assignment(course, assignment, parsed,
                                      [m.name for m in archive.members if m.name.lower().endswith(".ipynb")])
             if wrong:
-                print(f"Refused: {wrong} Nothing was collected.", file=sys.stderr)
+                print(f"Refused: {wrong}\nNothing was collected.", file=sys.stderr)
                 return 1
             entries = assign_ids(parsed, rows, assignment)
             for student, files in sorted(latest_attempts(entries, outcome).items()):
@@ -286,25 +305,39 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
     if not data:
         return
     entry, member = next(iter(files.values()))
-    stamp = checked_time(entry, member, notes, outcome)
+    stamp = checked_time(entry, member, notes, outcome, settings.load(course).course.zone)
     digest = hashlib.sha256(b"".join(hashlib.sha256(data[n]).digest() for n in sorted(data))).hexdigest()
     before = rows.get((student, assignment))
     if before and before["sha256"] == digest:
         outcome.unchanged.append(student)
         return
-    if before and before["submitted_at"] > stamp.isoformat():
+    earlier = before and _time_of(course, before)
+    if earlier and earlier > stamp:
+        attempts.add(course, student, assignment, "lms", f"{entry.lms} {attempt_label(entry)}".strip(), stamp, data)
         outcome.skipped.append((member.name, f"older than the submission of {student} already collected "
-                                             f"({before['submitted_at']})"))
+                                             f"({before['submitted_at']}); kept in the record of attempts"))
         return
     existed = before is not None or any((course.submitted / student / assignment).glob("*.ipynb"))
-    store(course, assignment, student, data, stamp)
+    other = store(course, assignment, student, data, stamp, f"{entry.lms} {attempt_label(entry)}".strip())
     (outcome.replaced if existed else outcome.new).append(student)
+    if other is not None:
+        outcome.warnings.append(f"{student}: kept beside the attempt from the {other.door} ({other.describe()}) "
+                                f"in submitted/; make grade counts one by [course] counted_attempt")
     rows[(student, assignment)] = {
         "student_id": student, "assignment": assignment, "lms": entry.lms, "lms_user_id": entry.lms_user_id,
-        "name": entry.name, "submitted_at": stamp.isoformat(), "late": "yes" if entry.late else "no",
+        "name": entry.name, "submitted_at": settings.stamp(stamp), "late": "yes" if entry.late else "no",
         "attempt": attempt_label(entry), "file_name": " ".join(sorted(data)),
         "source_zip": source, "sha256": digest, "lms_prefix": entry.prefix,
         "extension": before.get("extension", "") if before else ""}        # the instructor's, kept
+
+
+def _time_of(course: Course, row: dict) -> dt.datetime | None:
+    """The roster's time of a row (older rosters wrote it without zone: the course's)."""
+    try:
+        return settings.parse_time(row.get("submitted_at", ""), f"{roster.ROSTER_FILE} submitted_at",
+                                   settings.load(course).course.zone)
+    except settings.TimeError:
+        return None
 
 
 def arguments(parser) -> None:

@@ -25,6 +25,7 @@ from posenc_autograder.results import NotebookResult
 from posenc_autograder import settings
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
+from posenc_autograder.intake import attempts
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, discover, sha256
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
@@ -51,6 +52,8 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
     scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
                                      {t.cell_id: t.points for t in result.tests}, when)
+    if digest:
+        attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
     release = released(course, sub.assignment, sub.notebook)             # shared: only read here
     nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
@@ -90,11 +93,51 @@ def settle(course: Course, gb, sub: Submission, make_result, digest: str | None,
             return failed
 
 
+def place_counted(course: Course, assignments: list[str] | None = None, students: list[str] | None = None
+                  ) -> set[tuple[str, str]]:
+    """Apply [course] counted_attempt to every student's attempts from every door (intake/attempts.py): a file put
+    in submitted/ by hand is recorded first; submitted/ then holds an attempt still to be graded, else the one that
+    counts. Returns the (student, assignment) whose submitted/ changed."""
+    from posenc_autograder.reports import late_policy
+
+    rule, deadlines = settings.load(course).course.counted_attempt, late_policy.Deadlines(course)
+    keys = set(attempts.everyone(course))
+    if course.submitted.is_dir():
+        keys |= {(p.parent.name, p.name) for p in course.submitted.glob("*/*") if p.is_dir() and not p.is_symlink()}
+    changed = set()
+    for student, assignment in sorted(keys):
+        if (students and student not in students) or (assignments and assignment not in assignments) \
+                or assignment not in course.assignments():
+            continue
+        try:
+            attempts.record_hand_placed(course, student, assignment)
+        except ValueError:
+            continue                                      # not a safe folder: discover() reports it
+        target = attempts.next_in_submitted(attempts.of(course, student, assignment), rule, deadlines.attempt_percent)
+        if target is not None and attempts.place(course, target):
+            changed.add((student, assignment))
+    return changed
+
+
 def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = False,
               assignments: list[str] | None = None, students: list[str] | None = None,
               scheduler: str | None = None, limits: Limits | None = None, quiet: bool = False) -> list[NotebookResult]:
-    """Grade what was asked; the class-wide files always cover the whole class (stored results merged in).
-    limits: the sandbox's, by default the course's ([sandbox] in course.toml)."""
+    """Grade what was asked, every door's attempts included: each attempt the counting rule needs points of is
+    graded in turn, then the one that counts is in submitted/ and graded; the class-wide files always cover the
+    whole class (stored results merged in). limits: the sandbox's, by default the course's ([sandbox])."""
+    place_counted(course, assignments, students)
+    rounds = 1 + sum(len(found) for found in attempts.everyone(course).values())
+    for _ in range(rounds):
+        results = _grade_round(course, jobs=jobs, isolate=isolate, force=force, assignments=assignments,
+                               students=students, scheduler=scheduler, limits=limits, quiet=quiet)
+        if not place_counted(course, assignments, students):
+            return results
+        force = False
+    return results
+
+
+def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assignments, students, scheduler,
+                 limits: Limits | None, quiet: bool) -> list[NotebookResult]:
     limits = limits or settings.load(course).sandbox
     refused: list[str] = []
     submissions = discover(course, assignments, students, refused)
@@ -106,6 +149,9 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     kept = [None if force else _stored_if_unchanged(course, sub, digest, fingerprints)
             for sub, digest in zip(submissions, digests)]
     unchanged = [result is not None for result in kept]
+    for sub, digest, result in zip(submissions, digests, kept):
+        if result is not None and digest:
+            attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     if all(unchanged):
         # Nothing to grade: the class files stand if nothing they are made from changed either.
         stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)

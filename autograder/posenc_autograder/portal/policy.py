@@ -20,6 +20,19 @@ def defaults(assignment: str, portal: PortalDefaults = PortalDefaults()) -> Poli
     return Policy(assignment=assignment, **{**POLICY_DEFAULTS, **dataclasses.asdict(portal)})
 
 
+def with_course_deadline(policy: Policy, course_settings, assignment: str) -> Policy:
+    """The policy with course.toml's deadline and grace for the assignment where [late.<assignment>] states them
+    (the late policy reads the same: one deadline everywhere); a copy, never the saved row."""
+    if assignment not in course_settings.late:
+        return policy
+    late = course_settings.late_policy(assignment)
+    values = {column.key: getattr(policy, column.key) for column in Policy.__table__.columns}
+    values["grace_minutes"] = int(late.grace_minutes)
+    if late.deadline is not None:
+        values["deadline"] = late.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)   # stored naive UTC
+    return Policy(**values)
+
+
 def deadline(policy: Policy, extension: Extension | None) -> dt.datetime | None:
     """The student's own deadline: the extension replaces the class's."""
     return extension.deadline if extension is not None else policy.deadline

@@ -151,7 +151,7 @@ class Portal:
     # --- a student's view ---------------------------------------------------------------------------
 
     def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt]]:
-        policy = db.get(Policy, assignment) or self.worker.default_policy(assignment)
+        policy = self.worker.policy_for(db, assignment)
         attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
                                                          assignment).order_by(Attempt.number)).scalars())
         return policy, db.get(Extension, (student, assignment)), attempts
@@ -304,7 +304,7 @@ class Portal:
         """The class live: queue counts, and per student and assignment their attempts and the counting score."""
         with self.sessions() as db:
             students = list(db.execute(select(Student).order_by(Student.id)).scalars())
-            policies = {a: db.get(Policy, a) or self.worker.default_policy(a) for a in self.assignments}
+            policies = {a: self.worker.policy_for(db, a) for a in self.assignments}
             extensions = {(e.student_id, e.assignment): e.deadline for e in db.execute(select(Extension)).scalars()}
             by_key: dict[tuple[str, str], list[Attempt]] = {}
             for attempt in db.execute(select(Attempt).order_by(Attempt.number)).scalars():

@@ -24,12 +24,13 @@ from posenc_autograder.grading.execute import Execution, GradingTask, execute_ta
 from posenc_autograder.grading.regrade import grader_fingerprint
 from posenc_autograder.orchestration.grade import settle
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare
+from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
-from posenc_autograder.records import evidence, gradebook, nbgrader_files
+from posenc_autograder.records import evidence, gradebook
 from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder import settings
 from posenc_autograder.sandbox.bubblewrap import Limits
@@ -225,11 +226,17 @@ class Worker:
         """The rules of an assignment the instructor has not set: the course's ([portal] in course.toml)."""
         return rules.defaults(assignment, settings.load(self.course).portal)
 
+    def policy_for(self, db, assignment: str) -> Policy:
+        """The assignment's rules as they apply: the portal's (saved, else the course's defaults), with the deadline
+        and grace of course.toml's [late.<assignment>] where it states them (one deadline, read everywhere)."""
+        return rules.with_course_deadline(db.get(Policy, assignment) or self.default_policy(assignment),
+                                          settings.load(self.course), assignment)
+
     def limits_for(self, assignment: str) -> Limits:
         """The sandbox's limits, with the notebook's time as the assignment's policy states it (never longer
         than the portal's own limit)."""
         with self.sessions() as db:
-            policy = db.get(Policy, assignment) or self.default_policy(assignment)
+            policy = self.policy_for(db, assignment)
         seconds = min(policy.notebook_seconds or self.limits.notebook_seconds, self.limits.notebook_seconds)
         return dataclasses.replace(self.limits, notebook_seconds=seconds)
 
@@ -297,13 +304,43 @@ class Worker:
         except Exception:  # noqa: BLE001 - the gradebook step of one student, retried later
             log.exception("storing the counting attempt of %s for %s failed", student, assignment)
 
+    def record(self, attempt: Attempt) -> record_of_attempts.Attempt:
+        """The attempt in the record of every door's attempts (intake/attempts.py), with its points once graded."""
+        source = uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256)
+        recorded = record_of_attempts.add(self.course, attempt.student_id, attempt.assignment, "portal",
+                                          f"portal attempt {attempt.number}",
+                                          attempt.uploaded_at.replace(tzinfo=dt.timezone.utc),
+                                          {f"{attempt.notebook}.ipynb": source.read_bytes()})
+        if attempt.status == Status.GRADED and attempt.score is not None:
+            record_of_attempts.scored(self.course, attempt.student_id, attempt.assignment, attempt.sha256,
+                                      attempt.score, attempt.max_score)
+        return recorded
+
     def store_counting(self, student: str, assignment: str) -> Attempt | None:
-        """Store the attempt that counts now where `make grade` stores a submission (a no-op when it already is)."""
+        """Store the attempt that counts now, by [course] counted_attempt among every door's attempts, where
+        `make grade` stores a submission (a no-op when it already is). An attempt from another door that counts is
+        put back in submitted/ (make grade grades it again if need be); then no portal attempt is promoted."""
+        from posenc_autograder.reports import late_policy
+
         with self.store_lock, self.sessions() as db:
             attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
                                                              Attempt.assignment == assignment)).scalars())
-            chosen = rules.counting_attempt(db.get(Policy, assignment) or self.default_policy(assignment), attempts)
-            if chosen is None or chosen.promoted:
+            for attempt in attempts:
+                if attempt.status == Status.GRADED:
+                    self.record(attempt)
+            counted = record_of_attempts.choose(record_of_attempts.of(self.course, student, assignment),
+                                                settings.load(self.course).course.counted_attempt,
+                                                late_policy.Deadlines(self.course).attempt_percent)
+            chosen = next((a for a in attempts if counted is not None and counted.door == "portal"
+                           and counted.files == {f"{a.notebook}.ipynb": a.sha256}), None)
+            if chosen is None:
+                if counted is not None:
+                    record_of_attempts.place(self.course, counted)
+                    db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
+                               .values(promoted=False))
+                    db.commit()
+                return None
+            if chosen.promoted and record_of_attempts.in_submitted(self.course, student, assignment) == counted.files:
                 return chosen
             self._store(chosen, db.get(Student, student))
             db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
@@ -314,10 +351,7 @@ class Worker:
     def _store(self, attempt: Attempt, student: Student | None) -> None:
         course, key = self.course, (attempt.student_id, attempt.assignment, attempt.notebook)
         folder = course.submitted / attempt.student_id / attempt.assignment
-        source = uploads.path(course, attempt.student_id, attempt.assignment, attempt.sha256)
-        uploads.write_durably(folder / f"{attempt.notebook}.ipynb", source.read_bytes())
-        uploads.write_durably(folder / nbgrader_files.TIMESTAMP,
-                              nbgrader_files.format_timestamp(attempt.uploaded_at).encode())
+        record_of_attempts.place(course, self.record(attempt))         # any other door's files there are kept
         executed_file = uploads.executed_path(course, attempt.student_id, attempt.assignment, attempt.id)
         executed = executed_file.read_bytes().decode("utf-8", "replace") if executed_file.is_file() else None
         result = NotebookResult.from_json(json.loads(attempt.result_json))
@@ -330,7 +364,8 @@ class Worker:
         rows[attempt.student_id, attempt.assignment] = {
             **row, "student_id": attempt.student_id, "assignment": attempt.assignment,
             "name": row.get("name") or (student.name if student else ""),
-            "submitted_at": attempt.uploaded_at.isoformat() + "+00:00", "late": "yes" if attempt.late else "no",
+            "submitted_at": settings.stamp(attempt.uploaded_at.replace(tzinfo=dt.timezone.utc)),
+            "late": "yes" if attempt.late else "no",
             "attempt": f"portal attempt {attempt.number}", "file_name": f"{attempt.notebook}.ipynb",
             "source_zip": "", "sha256": attempt.sha256}
         roster.save(course, rows)

@@ -2,9 +2,11 @@
 feedback page and the dashboard (one computation, so they agree).
 
 The policy is per assignment in autograder/course.toml ([late.<assignment>]). The deadline that applies to a
-student is, first, an extension: the roster's `extension` column (an ISO 8601 time with its offset) or one
-granted in the portal; else the assignment's deadline from course.toml, else the portal's. The submission time is
-the roster's `submitted_at` (the LMS's, or the portal's upload time).
+student is, first, an extension: the roster's `extension` column (ISO 8601; without offset, in [course] time_zone)
+or one granted in the portal; else the assignment's deadline from course.toml, else the portal's. The submission
+time is that of the attempt that counts, from the record of attempts (intake/attempts.py: the one in submitted/),
+else the roster's `submitted_at`; every time is read by settings.parse_time, in the course's zone when it states
+none. A time that cannot be read is never taken as "on time": it is listed in `problems` for the run report.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import functools
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
-from posenc_autograder.intake import roster
+from posenc_autograder.intake import attempts, roster
 from posenc_autograder.records import portal_dates
 
 
@@ -61,22 +63,65 @@ class Deadlines:
     def portal_extensions(self) -> dict:
         return portal_dates.extensions(self.course)
 
+    @functools.cached_property
+    def problems(self) -> list[str]:
+        """Times that could not be read (each named with where it is), for the run report: never "on time"."""
+        return []
+
+    def _time(self, value, where: str) -> dt.datetime | None:
+        try:
+            return settings.parse_time(value, where, self.settings.course.zone)
+        except settings.TimeError as exc:
+            if str(exc) not in self.problems:
+                self.problems.append(str(exc).removeprefix("error: "))
+            return None
+
+    def deadline(self, student: str, assignment: str) -> tuple[dt.datetime | None, bool]:
+        """(the deadline that applies to the student, whether it is an extension's)."""
+        person = self.people.get((student, assignment), {})
+        extension = (self._time(person.get("extension", ""), f"{roster.ROSTER_FILE} extension of {student}")
+                     or self.portal_extensions.get((student, assignment)))
+        policy = self.settings.late_policy(assignment)
+        return extension or policy.deadline or self.portal_deadlines.get(assignment), extension is not None
+
+    def submitted(self, student: str, assignment: str) -> dt.datetime | None:
+        """When the attempt that counts (the one in submitted/) was handed in: the record's time, else the
+        roster's."""
+        here = attempts.in_submitted(self.course, student, assignment)
+        found = next((a for a in reversed(attempts.of(self.course, student, assignment)) if here and a.files == here),
+                     None)
+        if found is not None:
+            return found.time
+        person = self.people.get((student, assignment), {})
+        return self._time(person.get("submitted_at", ""), f"{roster.ROSTER_FILE} submitted_at of {student}")
+
+    def percent_at(self, student: str, assignment: str, when: dt.datetime | None) -> float:
+        """What the late policy deducts from an attempt handed in at `when` (the one computation)."""
+        deadline, _ = self.deadline(student, assignment)
+        return self.settings.late_policy(assignment).percent_off(when, deadline)
+
+    def is_late(self, student: str, assignment: str) -> bool | None:
+        """Past the deadline and its grace (None: no deadline or no time), whatever the penalty."""
+        deadline, _ = self.deadline(student, assignment)
+        submitted = self.submitted(student, assignment)
+        if deadline is None or submitted is None:
+            return None
+        grace = dt.timedelta(minutes=self.settings.late_policy(assignment).grace_minutes)
+        return submitted > deadline + grace
+
+    def attempt_percent(self, attempt: attempts.Attempt) -> float:
+        """The deduction for one recorded attempt (attempts.choose's late_percent)."""
+        return self.percent_at(attempt.student, attempt.assignment, attempt.time)
+
     def lateness(self, student: str, assignment: str) -> Lateness | None:
         """None when on time, without a submission time, or without a deadline or penalty."""
         policy = self.settings.late_policy(assignment)
         if not policy.penalty:
             return None
-        person = self.people.get((student, assignment), {})
-        try:
-            submitted = settings.parse_time(person.get("submitted_at", ""), f"{roster.ROSTER_FILE} submitted_at")
-            extension = settings.parse_time(person.get("extension", ""), f"{roster.ROSTER_FILE} extension of "
-                                                                         f"{student}")
-        except settings.SettingsError:
-            return None                   # an unreadable time in the roster: no deduction rather than a wrong one
-        extension = extension or self.portal_extensions.get((student, assignment))
-        deadline = extension or policy.deadline or self.portal_deadlines.get(assignment)
+        submitted = self.submitted(student, assignment)
+        deadline, extended = self.deadline(student, assignment)
         percent = policy.percent_off(submitted, deadline)
-        return Lateness(percent, submitted, deadline, extension is not None) if percent > 0 else None
+        return Lateness(percent, submitted, deadline, extended) if percent > 0 else None
 
     def class_lateness(self, keys) -> dict[tuple[str, str], Lateness]:
         return {key: found for key in keys if (found := self.lateness(*key))}
