@@ -14,7 +14,8 @@ from posenc_autograder.checks.context_extension.catalogue import (ALTERNATIVES a
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.context_extension import reference as ref
-from posenc_autograder.checks.context_extension.layers import GEMMA3, LAYER_DIAGNOSES, layer_rotation_angles
+from posenc_autograder.checks.context_extension.layers import GEMMA3, LAYER_DIAGNOSES
+from posenc_autograder.checks.context_extension.reference import layer_rotation_angles
 from posenc_autograder.checks.context_extension.parts import DIAGNOSES, LLAMA31
 from posenc_autograder.course import grade_id
 

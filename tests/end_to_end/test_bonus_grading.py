@@ -1,33 +1,40 @@
-"""The two bonus assignments through `make grade` in the sandbox, as the core one is in test_grading.py: a solved
-notebook earns every point, the untouched template none, and a catalogued mistake exactly what the in-process
-catalogue says (the same verdicts on both sides of the sandbox)."""
+"""The bonus assignments (every assignment but the core one, discovered as make bench discovers them) through
+`make grade` in the sandbox, as the core one is in test_grading.py: a solved notebook earns every point, the untouched
+template none, and a catalogued mistake exactly what the in-process catalogue says (the same verdicts on both sides of
+the sandbox)."""
 import re
 
 import nbformat
 import pytest
 
-from posenc_autograder.checks.context_extension.catalogue import MISTAKES as CONTEXT_MISTAKES
 from fixture_submissions import make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder.checks import total_points
-from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
+from posenc_autograder.checks import manifest, total_points
+from posenc_autograder.checks.catalogue import catalogues
 from posenc_autograder.course import Course, grade_id
+from posenc_autograder.devtools.bench import bonus_assignments
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
-from posenc_autograder.checks.rope_alibi.catalogue import MISTAKES as ROPE_MISTAKES
 
-BONUS = ("rope_alibi", "context_extension")
-ANSWER_CELL = {function.name: function.cell for function in FUNCTIONS}
-# One mistake of each bonus catalogue whose points were worked out by hand.
-MISTAKES = {"context_extension": next(m for m in CONTEXT_MISTAKES if m.name == "NTK: d/(d-2) forgotten"),
-            "rope_alibi": next(m for m in ROPE_MISTAKES if m.points_lost is not None)}
+BONUS = tuple(bonus_assignments(Course(ROOT)))
+
+
+def worked_mistake(assignment: str):
+    """The first mistake of the assignment's catalogue whose points were worked out by hand and that redefines one
+    function of its value tests (not a stub, not a contract only)."""
+    mistakes, _ = catalogues()[assignment]
+    return next(m for m in mistakes if m.points_lost and not m.name.startswith("stub")
+                and len(re.findall(r"^def \w+", m.code, re.M)) == 1 and "contracts" not in m.failing_check)
+
+
+MISTAKES = {assignment: worked_mistake(assignment) for assignment in BONUS}
 
 
 def with_mistake(assignment: str, mistake) -> nbformat.NotebookNode:
     """The solved notebook with the mistaken function redefined at the end of its own answer cell."""
     nb = solved_notebook(assignment)
     name = re.search(r"^def (\w+)", mistake.code, re.M).group(1)
-    cell_id = ANSWER_CELL.get(name) if assignment == "context_extension" else None
+    cell_id = {function.name: function.cell for function in manifest.functions(assignment)}.get(name)
     cell = next(c for c in nb.cells if (grade_id(c) == cell_id if cell_id else f"def {name}(" in c.source))
     cell.source += "\n\n" + mistake.code
     return nb

@@ -12,16 +12,20 @@ import numpy as np
 
 from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, each_case, raised_problem, reading,
                                           reproduction, step)
-from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction
+from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
 from posenc_autograder.probes.calls import contract_each
 
 # Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
 CAUSES = {
     "dtype": "computing or storing in float32 loses digits the tests need; keep everything float64",
     "list": "build the result with numpy, or wrap it in np.array(...)",
+    "integer": "indices and buckets are integers: build them with integer arithmetic, or cast with .astype(np.int64)",
     "in_place": "`out = X; out += ...`, `X += ...` or `x[..., 0::2] = ...` writes into the caller's array; "
                 "compute into a new array, `X + ...` or `np.empty(x.shape)`, or copy first",
 }
+
+
+INTEGER_TYPES = ("int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
 def describe_kind(kind: dict) -> str:
@@ -39,6 +43,10 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
         return None
     if promised == ARRAY and kind.get("type") == "ndarray" and kind.get("dtype") == "float64":
         return None
+    if promised == INT_ARRAY and kind.get("type") == "ndarray" and kind.get("dtype") in INTEGER_TYPES:
+        return None
+    if promised == INT and kind.get("type") in INTEGER_TYPES:
+        return None
     if isinstance(promised, tuple):
         items = kind.get("items") or []
         if kind.get("type") == "tuple" and len(items) == len(promised):
@@ -53,11 +61,14 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
                                cause=f"returns {describe_kind(kind)} where a dict is promised")
         return next((p for p in (kind_problem(items[key], expected, f"{what}['{key}']")
                                  for key, expected in promised.items() if key in items) if p), None)
-    expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool"}.get(promised, "a float64 numpy ndarray")
+    expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool", INT: "a Python int (int(...))",
+                INT_ARRAY: "an integer numpy ndarray (np.int64)"}.get(promised, "a float64 numpy ndarray")
     cause = None
     if promised == ARRAY and kind.get("type") == "ndarray":
         cause = CAUSES["dtype"]
-    elif promised == ARRAY and kind.get("type") in ("list", "tuple"):
+    elif promised == INT_ARRAY and kind.get("type") == "ndarray":
+        cause = CAUSES["integer"]
+    elif promised in (ARRAY, INT_ARRAY) and kind.get("type") in ("list", "tuple"):
         cause = CAUSES["list"]
     hint = f" ({cause})" if cause else ""
     return ProblemText(f"{what} returned {describe_kind(kind)}; expected {expected}{hint}",

@@ -12,13 +12,14 @@ from posenc_autograder.checks.base import call
 from posenc_autograder.probes.helpers import lookup_key
 
 ARRAY, FLOAT, BOOL = "float64 array", "float", "bool"
+INT_ARRAY, INT = "integer array", "int"      # indices and counts: any integer dtype, a Python or numpy int
 
 
 @dataclasses.dataclass(frozen=True)
 class StudentFunction:
     name: str                          # as defined: "f", or "Class.member" (a method, or an attribute read)
     arguments: tuple[str, ...]         # the template's parameters (a method's without self)
-    returns: object                    # ARRAY, FLOAT, BOOL, or a tuple / dict of them: what the spec promises
+    returns: object                    # ARRAY, FLOAT, BOOL, INT_ARRAY, INT, or a tuple / dict of them: the promise
     cell: str                          # grade_id of the answer cell that defines it
     contract: Callable[[], dict] | None = None   # the contracts test's call (call() or method_call())
     stand_ins: Callable[[], dict] | None = None  # the student functions it calls -> stand-in spec, for that call

@@ -166,7 +166,10 @@ def arguments(parser) -> None:
                         "for the CPU phases")
 
 
-BONUS = ("rope_alibi", "context_extension")
+def bonus_assignments(course: Course) -> list[str]:
+    """Every assignment of the course but the core one, as its solutions/ folder lists them (a new one is timed
+    without being named here)."""
+    return [assignment for assignment in course.assignments() if assignment != ASSIGNMENT]
 
 
 def run_command(args) -> int:
@@ -184,7 +187,7 @@ def run_command(args) -> int:
         _, ours_cpu, ours, _ = phase_costs(ours_course, jobs)
         idle = nothing_to_grade_cpu(ours_course)
         tables, cold = {}, {}
-        for assignment in (ASSIGNMENT, *BONUS):
+        for assignment in (ASSIGNMENT, *bonus_assignments(Course(source_root))):
             course = make_class(source_root, pathlib.Path(tmp) / f"correct-{assignment}", args.per_assignment,
                                 assignment, untouched_every=0)
             gradebook.register(course, assignment, course.work / "release")

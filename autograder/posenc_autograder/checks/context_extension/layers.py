@@ -2,14 +2,15 @@
 rope_local_base_freq, rope_theta, sliding_window and linear rope_scaling on global layers) read as the largest
 rotation angle each pair of each layer meets.
 
-The reference of this part's one function is here, beside its mistakes (the manifest marks it as having no
-reference for mutation testing).
+Its reference is reference.layer_rotation_angles (so `make mutate` mutates it); here, the rule with each choice
+exposed, which builds the catalogued mistakes.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from posenc_autograder.checks.base import HiddenTest, call, calling, judging_all
+from posenc_autograder.checks.context_extension import reference as ref
 from posenc_autograder.checks.context_extension.parts import ASSIGNMENT, _errors, _values
 from posenc_autograder.probes.helpers import call_each
 
@@ -52,14 +53,6 @@ def _angles(head_dim, n_layers, global_every, local_base, global_base, global_fa
     return np.where(is_global[:, None], wide[None, :], local[None, :])
 
 
-def layer_rotation_angles(head_dim, n_layers, global_every, local_base, global_base, global_factor, window,
-                          length):
-    """Reference: (n_layers, head_dim / 2), row l the largest angle (radians) each pair of layer l meets."""
-    if head_dim % 2 or head_dim < 2:
-        raise ValueError(f"head_dim must be even and at least 2, got {head_dim}")
-    return _angles(head_dim, n_layers, global_every, local_base, global_base, global_factor, window, length)
-
-
 def _layer_mistakes(head_dim, n_layers, global_every, local_base, global_base, global_factor, window, length):
     args = (head_dim, n_layers, global_every, local_base, global_base, global_factor, window, length)
     return {"window_ignored": _angles(*args, local_offset=length - 1),
@@ -72,10 +65,12 @@ def _layer_mistakes(head_dim, n_layers, global_every, local_base, global_base, g
 
 
 # Every case has local layers, a factor above 1 and two different bases; all but the last have global layers
-# too, and all but one are longer than their window (the fifth is shorter, 300 tokens in a window of 512).
-LAYER_CASES = [GEMMA3, (64, 6, 3, 10_000.0, 160_000.0, 2.0, 128, 8192),
+# too, and all but one are longer than their window (the fifth is shorter, 200 tokens in a window of 512). None is a
+# visible check's: Gemma 3's configuration is read at 100,000 tokens here, at 131,072 in the notebook.
+LAYER_CASES = [GEMMA3[:-1] + (100_000,), (64, 6, 3, 10_000.0, 160_000.0, 2.0, 128, 8192),
                (256, 8, 2, 10_000.0, 500_000.0, 4.0, 4096, 32_768), (32, 5, 5, 50_000.0, 1e6, 16.0, 64, 1000),
-               (16, 4, 2, 10_000.0, 100_000.0, 4.0, 512, 300), (128, 3, 4, 10_000.0, 1e6, 8.0, 1024, 2048)]
+               (16, 6, 3, 10_000.0, 100_000.0, 4.0, 512, 200), (128, 3, 4, 10_000.0, 1e6, 8.0, 1024, 2048)]
+LAYER_ERRORS = [(9, 3, 3, 1e4, 5e5, 2.0, 32, 100)]           # an odd head_dim the notebook does not try
 
 TESTS = [
     HiddenTest(id="hidden_layer_rotation_angles", subjects=(LAYERS_FN,), partial=True, assignment=ASSIGNMENT,
@@ -84,8 +79,9 @@ TESTS = [
                      "shorter and longer than the window, ValueError for an odd head_dim",
                bullets=("stretch.layers", "stretch.shapes"),
                inputs=lambda: calling(LAYERS_FN, values=[call(*case) for case in LAYER_CASES],
-                                      errors=[call(7, 4, 2, 1e4, 1e6, 8.0, 16, 64)]),
+                                      errors=[call(*case) for case in LAYER_ERRORS]),
                probe=call_each,
-               judge=judging_all(_values(LAYERS_FN, "values", layer_rotation_angles, _layer_mistakes, LAYER_DIAGNOSES),
+               judge=judging_all(_values(LAYERS_FN, "values", ref.layer_rotation_angles, _layer_mistakes,
+                                         LAYER_DIAGNOSES),
                                  _errors(LAYERS_FN, "errors", lambda *args: "for an odd head_dim"))),
 ]

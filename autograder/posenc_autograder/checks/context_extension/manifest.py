@@ -31,8 +31,7 @@ FUNCTIONS = (
                     contract=lambda: call(ref.angular_frequencies(8), 64)),
     StudentFunction("stretched_attention", ("q", "k", "angles", "attention_scale"), ARRAY, cell="attention",
                     contract=_attention_contract),
-    # Its reference lives beside its hidden test, in layers.py of this package, not in reference.py.
     StudentFunction("layer_rotation_angles", ("head_dim", "n_layers", "global_every", "local_base", "global_base",
                                               "global_factor", "window", "length"), ARRAY, cell="layers",
-                    contract=lambda: call(16, 4, 2, 1e4, 1e5, 4.0, 8, 32), reference=""),
+                    contract=lambda: call(16, 4, 2, 1e4, 1e5, 4.0, 8, 32)),
 )

@@ -31,6 +31,9 @@ def battery() -> list[Callable[[dict], object]]:
         q, k, angles = normal(seed, length, 8), normal(seed + 1, length, 8), normal(seed + 2, length, 4) * 3
         calls.append(lambda ns, a=(q * (1 + 20 * (seed == 13)), k, angles), s=scale: ns["stretched_attention"](
             *a, attention_scale=s))
+    for args in ((16, 4, 2, 1e4, 1e5, 4.0, 8, 32), (8, 5, 5, 1e4, 1e6, 8.0, 64, 40),
+                 (32, 6, 3, 5e4, 5e5, 2.0, 16, 1000), (4, 2, 7, 1e4, 1e6, 2.0, 3, 2), (5, 2, 2, 1e4, 1e6, 2.0, 8, 16)):
+        calls.append(lambda ns, a=args: ns["layer_rotation_angles"](*a))
     return calls
 
 

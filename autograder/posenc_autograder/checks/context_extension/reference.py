@@ -84,3 +84,16 @@ def stretched_attention(q: np.ndarray, k: np.ndarray, angles: np.ndarray,
     future = np.arange(length)[None, :] > np.arange(length)[:, None]
     weights = softmax(np.where(future, -np.inf, scores))
     return np.where(future, 0.0, weights)
+
+
+def layer_rotation_angles(head_dim: int, n_layers: int, global_every: int, local_base: float, global_base: float,
+                          global_factor: float, window: int, length: int) -> np.ndarray:
+    """(n_layers, head_dim / 2): row l the largest angle (radians) each pair of layer l meets on `length` tokens. The
+    last of each group of global_every layers is global (whole input, global_base, frequencies divided by
+    global_factor); the others are local (offsets up to min(window, length) - 1, local_base)."""
+    if head_dim % 2 or head_dim < 2:
+        raise ValueError(f"head_dim must be even and at least 2, got {head_dim}")
+    is_global = (np.arange(n_layers) + 1) % global_every == 0
+    local = angular_frequencies(head_dim, local_base) * (min(window, length) - 1)
+    wide = angular_frequencies(head_dim, global_base) / global_factor * (length - 1)
+    return np.where(is_global[:, None], wide[None, :], local[None, :])
