@@ -8,7 +8,7 @@ BOOK_HTML := _build/html/index.html
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .DEFAULT_GOAL := help
 
-.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links bench-portal system-packages install clean
+.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links lti-register bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,11 @@ portal: $(STAMP)
 ## portal-links: autograder/reports/portal-links.csv, every valid sign-in link, new ones for new students marked (PORTAL_URL=https://..., STUDENTS="id ..." adds ids, RENEW=1 replaces them)
 portal-links: $(STAMP)
 	$(PY) -m posenc_autograder portal-links $(if $(PORTAL_URL),--base-url $(PORTAL_URL)) $(foreach s,$(STUDENTS),--student $(s)) $(if $(RENEW),--renew) $(if $(DB_URL),--db-url $(DB_URL))
+
+## lti-register: register the portal with an LMS as an LTI 1.3 tool (ISSUER=..., CLIENT_ID=..., DEPLOYMENT_ID=..., PORTAL_URL=https://...): the key pair, autograder/lti.json, and what to paste into Canvas and Moodle
+lti-register: $(STAMP)
+	@test -n "$(ISSUER)" -a -n "$(CLIENT_ID)" || { echo "usage: make lti-register ISSUER=https://canvas.instructure.com CLIENT_ID=... [DEPLOYMENT_ID=...] [PORTAL_URL=https://grader.example.edu] [LTI_ARGS=--auth-login-url ...]"; exit 2; }
+	$(PY) -m posenc_autograder lti-register --issuer "$(ISSUER)" --client-id "$(CLIENT_ID)" $(foreach d,$(DEPLOYMENT_ID),--deployment-id "$(d)") $(if $(PORTAL_URL),--base-url "$(PORTAL_URL)") $(LTI_ARGS)
 
 ## bench-portal: 200 simulated students upload to a portal on 127.0.0.1, on SQLite then PostgreSQL; throughput, time to feedback, memory
 bench-portal: $(STAMP) system-packages

@@ -38,6 +38,8 @@ COMMANDS = {
                            (JOBS,)),
     "portal": Command("portal.app", "the submission portal on 127.0.0.1: uploads, live status, feedback, policies",
                       (COURSE, DB_URL, JOBS, SCHEDULER)),
+    "lti-register": Command("portal.lti.registration", "register the portal with an LMS (LTI 1.3): keys, "
+                            "autograder/lti.json, what to paste into Canvas and Moodle", (COURSE,)),
     "portal-links": Command("portal.links", "a CSV of sign-in links for the roster's students", (COURSE, DB_URL)),
     "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,)),
     "mutate": Command("devtools.mutate", "mutants of the reference graded by the hidden tests", (COURSE,)),

@@ -14,6 +14,7 @@ from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
 from posenc_autograder.intake import roster
 from posenc_autograder.portal import auth, uploads
+from posenc_autograder.portal.lti import registration as lti
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = pathlib.Path(posenc_autograder.__file__).parent
@@ -27,7 +28,8 @@ GENERATED = (course.SUBMITTED_DIRECTORY, course.ATTEMPTS_DIRECTORY, course.AUTOG
              course.FEEDBACK_DIRECTORY, course.DOWNLOADED_DIRECTORY, course.GRADEBOOK, course.NBGRADER_EXPORT,
              course.EXCHANGE_DIRECTORY,
              "autograder/reports", roster.ROSTER_FILE, variants.SECRET_FILE, auth.SECRET_FILE,
-             uploads.UPLOADS_DIRECTORY, release_history.HISTORY_DIRECTORY, "_build", ".work",
+             uploads.UPLOADS_DIRECTORY, release_history.HISTORY_DIRECTORY, lti.CONFIG_FILE,
+             "autograder/" + lti.PRIVATE_KEY, "autograder/" + lti.PUBLIC_KEY, "_build", ".work",
              "submitted", "autograded", "feedback", "downloaded",
              "_static/mathjax")                    # filled by _ext/offline_assets.py when the book is built
 PATH = re.compile(r"(?<![\w/.$:-])((?:[\w.<>*-]+/)+[\w.<>*-]*|[\w<>*-]+\.(?:py|ipynb|yml|toml))(?![\w/])")

@@ -2,6 +2,7 @@
 released assignments offered, and clients that send too slowly cut off by the server itself."""
 import contextlib
 import socket
+import sys
 import threading
 import time
 
@@ -11,6 +12,7 @@ from conftest import client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import app as portal_app
 from posenc_autograder.portal import pages, routes, service, uploads
+from posenc_autograder.portal.lti import routes as lti_routes
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import released_assignments
 from test_access import attempts_in, instructor_client
@@ -114,7 +116,8 @@ def test_every_url_is_a_plain_module_level_handler(app):
         if route.path == "/static":
             continue
         endpoint = route.endpoint
-        assert getattr(routes, endpoint.__name__) is endpoint, route.path
+        assert getattr(sys.modules[endpoint.__module__], endpoint.__name__) is endpoint, route.path
+        assert endpoint.__module__ in (routes.__name__, lti_routes.__name__), route.path
     assert app.state.portal is not None
 
 

@@ -30,6 +30,8 @@ MAX_FAILURES = 10                     # per account tried (a token prefix, the i
 MAX_ADDRESS_FAILURES = 200            # per client address and window, all accounts: a class behind one NAT
 PREFIX_CHARACTERS = 8                 # a token's first characters name the account it tries (48 random bits)
 INSTRUCTOR = "instructor"
+LINK = "link"                         # the door of a session opened by a sign-in link (others: "lti", "hub")
+SESSION_COOKIE = "portal_session"
 SECRET_ENV, SECRET_FILE = "POSENC_PORTAL_SECRET", "autograder/portal_secret"   # the instructor's (git-ignored)
 
 
@@ -94,11 +96,11 @@ def student_for_token(db, token: str) -> Student | None:
     return db.execute(select(Student).where(Student.token_hash == digest(token))).scalar_one_or_none()
 
 
-def open_session(db, student_id: str | None, instructor: bool = False) -> str:
-    """A new session; returns the cookie value."""
+def open_session(db, student_id: str | None, instructor: bool = False, door: str = LINK) -> str:
+    """A new session, opened through `door` (a sign-in link, an LTI launch, the hub); returns the cookie value."""
     cookie = new_secret()
     db.add(Session(id_hash=digest(cookie), student_id=student_id, instructor=instructor, csrf=new_secret(),
-                   expires=utcnow() + SESSION_LIFETIME))
+                   expires=utcnow() + SESSION_LIFETIME, door=door))
     return cookie
 
 
@@ -108,7 +110,7 @@ def session_for(db, cookie: str | None) -> Session | None:
     found = db.get(Session, digest(cookie))
     if found is None or found.expires < utcnow():
         return None
-    if found.student_id is not None:            # a revoked link closes its sessions; double-check the student
+    if found.student_id is not None and (found.door or LINK) == LINK:    # a revoked link closes its sessions
         student = db.get(Student, found.student_id)
         if student is None or student.token_hash is None:
             return None

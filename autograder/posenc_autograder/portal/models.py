@@ -38,6 +38,7 @@ class Session(Base):
     instructor: Mapped[bool] = mapped_column(Boolean, default=False)
     csrf: Mapped[str] = mapped_column(String(64))
     expires: Mapped[dt.datetime] = mapped_column(DateTime)
+    door: Mapped[str] = mapped_column(String(8), default="link")     # how it was opened: link, lti or hub
 
 
 class SignInFailure(Base):
@@ -133,8 +134,8 @@ class SchemaVersion(Base):
 
 
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
-# 5: attempt.grading_seconds and full_run
-SCHEMA_VERSION = 5
+# 5: attempt.grading_seconds and full_run; 6: session.door and the LTI tool's tables (portal/lti/models.py)
+SCHEMA_VERSION = 6
 
 
 def engine_for(url: str):

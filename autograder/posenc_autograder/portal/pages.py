@@ -11,6 +11,7 @@ import pathlib
 
 import jinja2
 
+from posenc_autograder.portal import auth
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.reports import dashboard, feedback
 from posenc_autograder.results import NoteKind, NotebookResult, Problem, ProblemKind
@@ -34,6 +35,22 @@ REPORT_CSP = (f"default-src 'none'; style-src {_style_hash(feedback.STYLE)} {_st
               f"img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {"x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "x-frame-options": "DENY",
            "cache-control": "no-store", "cross-origin-opener-policy": "same-origin"}
+
+
+def with_frame_ancestors(policy: str, ancestors: list[str]) -> str:
+    """A Content-Security-Policy that lets the registered LMSs show the page in their frames (an LTI launch in an
+    iframe); with none registered, no one may frame it."""
+    return policy.replace("frame-ancestors 'none'", "frame-ancestors 'self' " + " ".join(ancestors)) if ancestors \
+        else policy
+
+
+def set_session_cookie(response, cookie: str, secure: bool, embeddable: bool = False):
+    """The session cookie: HttpOnly, Secure over https, SameSite=Lax; a session opened inside an LMS (embeddable)
+    must reach the portal from the LMS's frame, a third-party context, so behind https it is SameSite=None (its
+    forms still carry their CSRF tokens)."""
+    response.set_cookie(auth.SESSION_COOKIE, cookie, max_age=int(auth.SESSION_LIFETIME.total_seconds()), httponly=True,
+                        samesite="none" if embeddable and secure else "lax", secure=secure, path="/")
+    return response
 
 
 def render(name: str, **context) -> str:

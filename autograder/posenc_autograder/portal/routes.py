@@ -26,12 +26,13 @@ from posenc_autograder import settings
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.portal import auth, pages, queue, uploads
 from posenc_autograder.portal import policy as rules
+from posenc_autograder.portal.lti import routes as lti_routes
 from posenc_autograder.portal.models import FINISHED, WAITING
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.reports import dashboard
 
-COOKIE, PRESESSION = "portal_session", "portal_presession"
+COOKIE, PRESESSION = auth.SESSION_COOKIE, "portal_presession"
 FORM_BYTES = 64_000                           # any request but an upload
 ENVELOPE_BYTES = 64_000                               # the multipart envelope around an uploaded notebook
 UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + ENVELOPE_BYTES   # the default course's; Guard is given its course's
@@ -70,8 +71,8 @@ class Guard:
     while streaming), cuts off bodies that stall or take too long, turns any unhandled error into a plain 500
     page, and adds the security headers to every response, errors included."""
 
-    def __init__(self, app, upload_bytes: int = uploads.MAX_UPLOAD_BYTES):
-        self.app, self.upload_bytes = app, upload_bytes
+    def __init__(self, app, upload_bytes: int = uploads.MAX_UPLOAD_BYTES, frame_ancestors=lambda: []):
+        self.app, self.upload_bytes, self.frame_ancestors = app, upload_bytes, frame_ancestors
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -84,7 +85,7 @@ class Guard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                message = {**message, "headers": secure_headers(message.get("headers", []))}
+                message = {**message, "headers": secure_headers(message.get("headers", []), self.frame_ancestors())}
             await send(message)
 
         declared = dict(scope["headers"]).get(b"content-length")
@@ -122,12 +123,17 @@ def bounded(receive, limit: int, seconds: float):
     return bounded_receive
 
 
-def secure_headers(headers) -> list:
-    headers = list(headers)
+def secure_headers(headers, ancestors: list[str] = ()) -> list:
+    """The security headers on a response: the portal's CSP unless it has its own, framing only by the registered
+    LMSs (`ancestors`; X-Frame-Options cannot name them, so it goes when they are named)."""
+    headers = [(n, pages.with_frame_ancestors(v.decode(), list(ancestors)).encode())
+               if n.lower() == b"content-security-policy" else (n, v) for n, v in headers]
     present = {name.lower() for name, _ in headers}
     if b"content-security-policy" not in present:
-        headers.append((b"content-security-policy", pages.PORTAL_CSP.encode()))
-    return headers + [(k.encode(), v.encode()) for k, v in pages.HEADERS.items() if k.encode() not in present]
+        headers.append((b"content-security-policy", pages.with_frame_ancestors(pages.PORTAL_CSP, list(ancestors))
+                        .encode()))
+    extra = {k: v for k, v in pages.HEADERS.items() if not (ancestors and k == "x-frame-options")}
+    return headers + [(k.encode(), v.encode()) for k, v in extra.items() if k.encode() not in present]
 
 
 async def send_page(send, status: int, title: str, text: str, more: bool = False):
@@ -200,10 +206,7 @@ def saved(notice: str) -> RedirectResponse:
 
 
 def signed_in_redirect(cookie: str, request: Request, to: str) -> RedirectResponse:
-    response = RedirectResponse(to, status_code=303)
-    response.set_cookie(COOKIE, cookie, max_age=int(auth.SESSION_LIFETIME.total_seconds()), httponly=True,
-                        samesite="lax", secure=request.url.scheme == "https", path="/")
-    return response
+    return pages.set_session_cookie(RedirectResponse(to, status_code=303), cookie, request.url.scheme == "https")
 
 
 def set_presession(response: Response, request: Request, presession: str, path: str) -> Response:
@@ -621,6 +624,7 @@ ROUTES = [
     Route("/instructor/link", new_link, methods=["POST"]),
     Route("/instructor/progress.json", progress_json),
     Route("/instructor/dashboard", class_dashboard),
+    *lti_routes.ROUTES,
     Mount("/static", StaticFiles(directory=pages.STATIC), name="static"),
 ]
 
@@ -642,7 +646,7 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
     app = Starlette(routes=ROUTES, exception_handlers={BodyTooLarge: too_large, RequestTimeout: too_slow},
                     lifespan=lifespan)
     app.state.portal, app.state.checkers = portal, weakref.WeakKeyDictionary()
-    app.add_middleware(Guard, upload_bytes=portal.upload_bytes)
+    app.add_middleware(Guard, upload_bytes=portal.upload_bytes, frame_ancestors=portal.lti.frame_ancestors)
     return app
 
 

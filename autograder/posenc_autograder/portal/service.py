@@ -19,6 +19,7 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, queue, uploads
 from posenc_autograder.portal.gate import UploadGate
+from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.watch import StatusWatch
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
@@ -62,6 +63,8 @@ class Portal:
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
         self.watch = StatusWatch()                                          # status requests held for a change
         self.worker.status_changed = self.watch.changed
+        self.lti = LtiTool(course, self.sessions, self.assignments)             # the LMS's door (portal/lti/)
+        self.worker.counting_stored = self.lti.outbox.changed                  # its score goes back to the LMS
         secret, self.secret_file = auth.instructor_secret(course)
         self.secret_hash = auth.digest(secret)
         self._student_locks: dict[str, threading.Lock] = {}
@@ -88,9 +91,11 @@ class Portal:
         """Take the course's portal lock, recover the queue, start grading."""
         self.acquire_lock()
         self.worker.start()
+        self.lti.start()
 
     def stop(self) -> None:
         self.worker.stop()
+        self.lti.stop()
         if self._lock_handle is not None:
             self._lock_handle.close()
             self._lock_handle = None

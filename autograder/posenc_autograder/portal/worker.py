@@ -83,6 +83,7 @@ class Worker:
         self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
         self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
+        self.counting_stored: Callable[[str, str], None] = lambda student, assignment: None   # another one counts
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -346,7 +347,8 @@ class Worker:
             db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
                        .values(promoted=Attempt.id == chosen.id))
             db.commit()
-            return chosen
+        self.counting_stored(student, assignment)
+        return chosen
 
     def _store(self, attempt: Attempt, student: Student | None) -> None:
         course, key = self.course, (attempt.student_id, attempt.assignment, attempt.notebook)

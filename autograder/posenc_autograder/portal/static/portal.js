@@ -102,3 +102,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (progress) watchClass(progress);
   document.querySelectorAll(".dropzone").forEach(dropZone);
 });
+
+// The page returning an instructor's deep-linking choice posts its form to the LMS at once (its button does the
+// same without JavaScript).
+const autoSubmit = document.querySelector("form[data-auto-submit]");
+if (autoSubmit) autoSubmit.submit();
