@@ -16,7 +16,7 @@ from fixture_submissions import ASSIGNMENT, FULL
 from lti_platform import (CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER, Platform, authorise, launch_browser, login,
                           new_key, query_of)
 from notebook_tools import ROOT
-from posenc_autograder.intake import roster
+from posenc_autograder.intake import attempts, roster
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.lti import registration
 from posenc_autograder.portal.lti.models import LtiLogin, LtiScore, LtiUser
@@ -163,8 +163,10 @@ def graded_launch(tool, portal, platform, line_item, sub="stu-1"):
     portal.worker.run_until_idle()
 
 
-def test_a_graded_attempt_sends_the_counted_score_to_the_line_item(tool, portal, platform):
+def test_a_graded_attempt_sends_the_counted_score_to_the_line_item(tool, course, portal, platform):
     graded_launch(tool, portal, platform, platform.base + "/lineitems/9")
+    recorded, = attempts.of(course, "stu-1", ASSIGNMENT)           # the one record, under the LTI door
+    assert recorded.door == "lti" and recorded.source == "portal attempt 1"
     assert portal.lti.outbox.send_due().sent == 1
     got, = platform.scores
     assert got.path == "/lineitems/9/scores" and got.content_type == "application/vnd.ims.lis.v1.score+json"

@@ -2,10 +2,10 @@
 from.
 
 Doors (DOORS): an LMS download (`make collect`), the course's portal, nbgrader's exchange, a file placed by hand in
-autograder/submitted/, and an LTI launch. Each door calls `add` with what it knows: the student, the assignment,
-its own name of the attempt (`source`: "canvas resubmission 1 (submission 93)", "portal attempt 3"), when it was
-handed in (an aware time: read it with settings.parse_time, in the zone the door states its times in) and the
-files. Nothing is ever overwritten: each attempt's files are kept under
+autograder/submitted/, an LTI launch and a JupyterHub sign-in (both upload through the portal). Each door calls `add`
+with what it knows: the student, the assignment, its own name of the attempt (`source`: "canvas resubmission 1
+(submission 93)", "portal attempt 3"), when it was handed in (an aware time: read it with settings.parse_time, in
+the zone the door states its times in) and the files. Nothing is ever overwritten: each attempt's files are kept under
 autograder/attempts/<student>/<assignment>/<door>-<digest>/, and the record itself is
 autograder/attempts/<student>/<assignment>/attempts.json (a file per student and assignment, written whole under a
 lock), so it moves with the course whatever database the gradebook is in.
@@ -32,7 +32,7 @@ from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 
-DOORS = ("lms", "portal", "exchange", "hand", "lti")
+DOORS = ("lms", "portal", "exchange", "hand", "lti", "hub")
 RECORD = "attempts.json"
 TIMESTAMP = "timestamp.txt"                        # nbgrader's, beside the files in submitted/
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"

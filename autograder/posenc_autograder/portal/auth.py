@@ -32,6 +32,12 @@ PREFIX_CHARACTERS = 8                 # a token's first characters name the acco
 INSTRUCTOR = "instructor"
 LINK = "link"                         # the door of a session opened by a sign-in link (others: "lti", "hub")
 SESSION_COOKIE = "portal_session"
+RECORDED_AS = {LINK: "portal", "lti": "lti", "hub": "hub"}   # a session's door -> the record's (intake.attempts)
+
+
+def recorded_door(session: Session) -> str:
+    """The door the record of attempts names for an upload in this session."""
+    return RECORDED_AS.get(session.door or LINK, "portal")
 SECRET_ENV, SECRET_FILE = "POSENC_PORTAL_SECRET", "autograder/portal_secret"   # the instructor's (git-ignored)
 
 

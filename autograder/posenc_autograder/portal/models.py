@@ -124,6 +124,7 @@ class Attempt(Base):
     promoted: Mapped[bool] = mapped_column(Boolean, default=False)  # stored in the gradebook as the one that counts
     grading_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # sandbox time its runs took (fair share)
     full_run: Mapped[bool] = mapped_column(Boolean, default=False)  # its short first run was stopped: next in full
+    door: Mapped[str] = mapped_column(String(8), default="portal")  # the record's door: portal (a link), lti, hub
 
 
 class SchemaVersion(Base):
@@ -134,7 +135,7 @@ class SchemaVersion(Base):
 
 
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
-# 5: attempt.grading_seconds and full_run; 6: session.door and the LTI tool's tables (portal/lti/models.py)
+# 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py)
 SCHEMA_VERSION = 6
 
 

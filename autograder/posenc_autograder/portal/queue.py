@@ -29,12 +29,14 @@ USAGE_WINDOW = dt.timedelta(minutes=Sharing().usage_window_minutes)     # a cour
 
 
 def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size: int, late: bool,
-            now: dt.datetime) -> Attempt:
-    """A new attempt, queued (the caller commits: the answer is sent only after)."""
+            now: dt.datetime, door: str = "portal") -> Attempt:
+    """A new attempt, queued (the caller commits: the answer is sent only after); `door`: the record's name of the
+    way the student came in."""
     number = db.execute(select(func.coalesce(func.max(Attempt.number), 0)).where(
         Attempt.student_id == student, Attempt.assignment == assignment)).scalar_one() + 1
     attempt = Attempt(student_id=student, assignment=assignment, notebook=notebook, number=number, sha256=sha256,
-                      size=size, uploaded_at=now, late=late, status=Status.QUEUED, runs=0, promoted=False)
+                      size=size, uploaded_at=now, late=late, status=Status.QUEUED, runs=0, promoted=False,
+                      door=door)
     db.add(attempt)
     db.flush()
     return attempt

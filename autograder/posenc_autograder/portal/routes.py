@@ -405,7 +405,7 @@ async def read_and_check(request: Request, session, name: str):
         return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session,
                        (f"/assignments/{name}", "back")), None
     try:
-        return await checked_upload(request, session.student_id, name, file)
+        return await checked_upload(request, session.student_id, name, file, auth.recorded_door(session))
     except UploadsBusy:
         return "busy", None
 
@@ -422,7 +422,7 @@ async def unread(request: Request, response: Response, retry_after: float | None
     return response
 
 
-async def checked_upload(request: Request, student: str, name: str, file: UploadFile):
+async def checked_upload(request: Request, student: str, name: str, file: UploadFile, door: str = "portal"):
     """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once: waiting uploads stay in their
     spooled files, and one upload's checks never run on the event loop."""
     checkers = request.app.state.checkers                  # per event loop (tests run several)
@@ -433,7 +433,8 @@ async def checked_upload(request: Request, student: str, name: str, file: Upload
         raise UploadsBusy() from None
     try:
         data = await file.read(portal_of(request).upload_bytes + 1)
-        return await run_in_threadpool(portal_of(request).accept_upload, student, name, file.filename or "", data)
+        return await run_in_threadpool(portal_of(request).accept_upload, student, name, file.filename or "", data,
+                                       door)
     finally:
         checking.release()
 

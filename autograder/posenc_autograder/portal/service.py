@@ -223,7 +223,8 @@ class Portal:
             decision = rules.may_upload(policy, extension, attempts, self.now(), queue.waiting_jobs(db, student))
         return None if decision.allowed else decision.reason
 
-    def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes) -> tuple[str, str | int]:
+    def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes,
+                      door: str = "portal") -> tuple[str, str | int]:
         """('queued' | 'again', attempt id) or ('refused' | 'unreadable' | 'busy', why). The file is on disk and
         the attempt committed before this returns; an upload whose checks outlast UPLOAD_CHECK_SECONDS (a machine
         far too loaded) is cut off before it becomes an attempt."""
@@ -250,7 +251,7 @@ class Portal:
             if time.monotonic() - started > UPLOAD_CHECK_SECONDS:
                 stored.unlink(missing_ok=True)             # no attempt has this file (the same file is one attempt)
                 return "busy", "checking the file took too long"
-            attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now)
+            attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now, door)
             db.commit()
             attempt_id = attempt.id
         self.worker.notify()

@@ -38,6 +38,7 @@ from posenc_autograder.sandbox.bubblewrap import Limits
 IDLE_POLL_SECONDS = 1.0               # a worker also wakes at once when an upload is queued in this process
 SUPERVISE_SECONDS = 1.0               # how often dead grading threads are noticed and replaced
 FAULT_PAUSE_SECONDS = 1.0             # after a fault outside any job (the database away): wait, then go on
+PORTAL_DOORS = ("portal", "lti", "hub")   # the record's doors whose attempts the portal grades (auth.RECORDED_AS)
 MAX_RUNS = 3                          # a job the grader fails on this many times is a grader error, not retried
 GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
            f"not graded, it does not use up one of your attempts, and the instructor sees it")
@@ -308,8 +309,8 @@ class Worker:
     def record(self, attempt: Attempt) -> record_of_attempts.Attempt:
         """The attempt in the record of every door's attempts (intake/attempts.py), with its points once graded."""
         source = uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256)
-        recorded = record_of_attempts.add(self.course, attempt.student_id, attempt.assignment, "portal",
-                                          f"portal attempt {attempt.number}",
+        recorded = record_of_attempts.add(self.course, attempt.student_id, attempt.assignment,
+                                          attempt.door or "portal", f"portal attempt {attempt.number}",
                                           attempt.uploaded_at.replace(tzinfo=dt.timezone.utc),
                                           {f"{attempt.notebook}.ipynb": source.read_bytes()})
         if attempt.status == Status.GRADED and attempt.score is not None:
@@ -332,7 +333,7 @@ class Worker:
             counted = record_of_attempts.choose(record_of_attempts.of(self.course, student, assignment),
                                                 settings.load(self.course).course.counted_attempt,
                                                 late_policy.Deadlines(self.course).attempt_percent)
-            chosen = next((a for a in attempts if counted is not None and counted.door == "portal"
+            chosen = next((a for a in attempts if counted is not None and counted.door in PORTAL_DOORS
                            and counted.files == {f"{a.notebook}.ipynb": a.sha256}), None)
             if chosen is None:
                 if counted is not None:
