@@ -8,7 +8,7 @@ BOOK_HTML := _build/html/index.html
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .DEFAULT_GOAL := help
 
-.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links lti-register bench-portal system-packages install clean
+.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links lti-register move-db bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,11 @@ portal-links: $(STAMP)
 lti-register: $(STAMP)
 	@test -n "$(ISSUER)" -a -n "$(CLIENT_ID)" || { echo "usage: make lti-register ISSUER=https://canvas.instructure.com CLIENT_ID=... [DEPLOYMENT_ID=...] [PORTAL_URL=https://grader.example.edu] [LTI_ARGS=--auth-login-url ...]"; exit 2; }
 	$(PY) -m posenc_autograder lti-register --issuer "$(ISSUER)" --client-id "$(CLIENT_ID)" $(foreach d,$(DEPLOYMENT_ID),--deployment-id "$(d)") $(if $(PORTAL_URL),--base-url "$(PORTAL_URL)") $(LTI_ARGS)
+
+## move-db: move the course's database to another (TO=postgresql+psycopg2://user@host/db or TO=sqlite:////path): grades, manual grades, comments, attempts, sign-in links, every table; then every command uses it
+move-db: $(STAMP)
+	@test -n "$(TO)" || { echo "usage: make move-db TO=<database URL>   (postgresql+psycopg2://user@host/name, or sqlite:////absolute/path.db)"; exit 2; }
+	$(PY) -m posenc_autograder move-db --to "$(TO)" $(if $(DB_URL),--db-url $(DB_URL))
 
 ## bench-portal: 200 simulated students upload to a portal on 127.0.0.1, on SQLite then PostgreSQL; throughput, time to feedback, memory
 bench-portal: $(STAMP) system-packages

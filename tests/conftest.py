@@ -84,3 +84,14 @@ def browser_with_scrollbars(playwright_driver):
                                                  ignore_default_args=["--hide-scrollbars"])
     yield chromium
     chromium.close()
+
+
+@pytest.fixture
+def postgres_url():
+    """The URL of a fresh PostgreSQL database on a server of the test's own (removed afterwards)."""
+    from posenc_autograder.devtools.postgres import PostgresMissing, postgres_server
+    try:
+        with postgres_server() as url:
+            yield url
+    except PostgresMissing as exc:
+        pytest.fail(str(exc))

@@ -18,6 +18,7 @@ class Command:
     module: str                         # under posenc_autograder, with arguments(parser) and run_command(args)
     doc: str
     shared: tuple[str, ...] = ()        # names in SHARED_OPTIONS
+    checks_database: bool = True        # with DB_URL: first check the database holds the course's grades
 
 
 COURSE, DB_URL, JOBS, SCHEDULER = "course", "db_url", "jobs", "scheduler"
@@ -41,6 +42,8 @@ COMMANDS = {
     "lti-register": Command("portal.lti.registration", "register the portal with an LMS (LTI 1.3): keys, "
                             "autograder/lti.json, what to paste into Canvas and Moodle", (COURSE,)),
     "portal-links": Command("portal.links", "a CSV of sign-in links for the roster's students", (COURSE, DB_URL)),
+    "move-db": Command("orchestration.move_db", "move the course's database (grades, manual grades, comments, "
+                       "attempts, sign-in links) to another one", (COURSE, DB_URL), checks_database=False),
     "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,)),
     "mutate": Command("devtools.mutate", "mutants of the reference graded by the hidden tests", (COURSE,)),
 }
@@ -88,8 +91,26 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(f"posenc_autograder.{COMMANDS[argv[0]].module}")
-    return module.run_command(parser_for(argv[0], module).parse_args(argv[1:]))
+    command = COMMANDS[argv[0]]
+    module = importlib.import_module(f"posenc_autograder.{command.module}")
+    args = parser_for(argv[0], module).parse_args(argv[1:])
+    if DB_URL in command.shared and command.checks_database:
+        problem = foreign_database(args)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+    return module.run_command(args)
+
+
+def foreign_database(args) -> str | None:
+    """Why the command must not run on the database it is pointed at (None: it holds the course's grades)."""
+    from posenc_autograder.course import course_for_command
+    from posenc_autograder.records import database
+    try:
+        database.check(course_for_command(args.course, args.db_url))
+    except database.ForeignDatabase as exc:
+        return str(exc)
+    return None
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ AUTOGRADED_DIRECTORY = "autograder/autograded"
 FEEDBACK_DIRECTORY = "autograder/feedback"
 DOWNLOADED_DIRECTORY = "autograder/downloaded"
 GRADEBOOK = "autograder/gradebook.db"
+DATABASE_FILE = "autograder/database_url"         # the course's database when not GRADEBOOK (make move-db writes it)
 NBGRADER_EXPORT = "autograder/grades.csv"          # what `nbgrader export` writes (ours: autograder/reports/)
 EXCHANGE_DIRECTORY = "autograder/exchange"         # nbgrader's exchange for release_feedback, inside the course
 
@@ -58,14 +59,31 @@ def course_for_command(explicit: str | None = None, db_url: str | None = None) -
         raise SystemExit(f"error: {exc}") from None
 
 
+def recorded_database(root: pathlib.Path) -> str | None:
+    """The database URL `make move-db` recorded for the course (None: the SQLite gradebook in autograder/)."""
+    try:
+        return (pathlib.Path(root) / DATABASE_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Course:
     root: pathlib.Path = dataclasses.field(default_factory=find_root)
-    db_url: str | None = None          # None: the SQLite gradebook inside the course
+    db_url: str | None = None          # None: the course's own (DATABASE_FILE, else the SQLite GRADEBOOK)
 
     @property
     def gradebook_url(self) -> str:
-        return self.db_url or f"sqlite:///{self.root / GRADEBOOK}"
+        return self.db_url or recorded_database(self.root) or self.default_gradebook_url
+
+    @property
+    def default_gradebook_url(self) -> str:
+        return f"sqlite:///{self.root / GRADEBOOK}"
+
+    @property
+    def gradebook_in_course(self) -> bool:
+        """The gradebook is the SQLite file in autograder/ (so its changes show as a file's)."""
+        return self.gradebook_url == self.default_gradebook_url
 
     def path(self, relative: str) -> pathlib.Path:
         return self.root / relative

@@ -25,7 +25,8 @@ TOP_FOLDERS = {p.name for base in BASES for p in base.iterdir() if p.is_dir()}
 EXTENSIONS = (".py", ".md", ".csv", ".toml", ".yml", ".ipynb", ".txt", ".html", ".json", ".db", ".cfg", ".ini")
 # Written by the commands (a fresh clone has none of them): the course's own constants name them.
 GENERATED = (course.SUBMITTED_DIRECTORY, course.ATTEMPTS_DIRECTORY, course.AUTOGRADED_DIRECTORY,
-             course.FEEDBACK_DIRECTORY, course.DOWNLOADED_DIRECTORY, course.GRADEBOOK, course.NBGRADER_EXPORT,
+             course.FEEDBACK_DIRECTORY, course.DOWNLOADED_DIRECTORY, course.GRADEBOOK, course.DATABASE_FILE,
+             course.NBGRADER_EXPORT,
              course.EXCHANGE_DIRECTORY,
              "autograder/reports", roster.ROSTER_FILE, variants.SECRET_FILE, auth.SECRET_FILE,
              uploads.UPLOADS_DIRECTORY, release_history.HISTORY_DIRECTORY, lti.CONFIG_FILE,

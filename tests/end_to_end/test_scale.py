@@ -6,7 +6,6 @@ import pytest
 from fixture_submissions import build, make_course
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
-from posenc_autograder.devtools.postgres import PostgresMissing, postgres_server
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox.bubblewrap import Limits
 
@@ -47,15 +46,6 @@ def sequential(tmp_path_factory):
 
 def test_parallel_grading_equals_sequential(tmp_path, sequential):
     assert outcomes(graded(tmp_path / "many", students=SUBSET, jobs=2)) == sequential
-
-
-@pytest.fixture
-def postgres_url():
-    try:
-        with postgres_server() as url:
-            yield url
-    except PostgresMissing as exc:
-        pytest.fail(str(exc))
 
 
 def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_url, sequential):

@@ -198,7 +198,7 @@ def class_files_stamp(course: Course, submissions, digests, fingerprints, refuse
     stored results, the files beside the gradebook (roster, settings, the SQLite gradebook itself, where manual
     grades live), the files written, and the grader's code. None: a gradebook elsewhere (a server), whose
     changes no file shows, so the class files are always written."""
-    if course.db_url is not None:
+    if not course.gradebook_in_course:
         return None
     stored = course.autograded.glob(f"*/*/*{results_store.SUFFIX}")
     beside = [p for p in course.path("autograder").iterdir() if p.is_file()]

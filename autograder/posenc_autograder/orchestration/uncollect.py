@@ -73,7 +73,7 @@ def uncollect(course: Course, pairs: list[tuple[str, str]]) -> list[str]:
             _remove_tree(evidence.folder(course, assignment, notebook) / f"{student}{evidence.SUFFIX}", removed, course)
         if rows.pop((student, assignment), None) is not None:
             removed.append(f"{roster.ROSTER_FILE}: the row of {student} / {assignment}")
-        if course.path(GRADEBOOK).exists() or course.db_url:
+        if course.path(GRADEBOOK).exists() or not course.gradebook_in_course:
             removed += _remove_from_gradebook(course, student, assignment)
     roster.save(course, rows)
     if pairs:

@@ -4,10 +4,13 @@ Tokens are stored hashed, so the database cannot show a link again: the CSV (aut
 its owner only) is where every link lives. Each run keeps the links of the file before it that still sign their
 student in, adds links for students who have none, and marks which are new; so the class can be sent its links
 again without renewing them. --renew replaces the links of the students listed (their old ones stop working).
+A file is never overwritten with an earlier link left out (renewed, or the database is another one that does not know
+it): that file is kept under a dated name first, and the run says so.
 """
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import os
 import pathlib
 import sys
@@ -21,6 +24,7 @@ from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.models import Student
 from posenc_autograder.portal.service import database
+from posenc_autograder.records.database import shown
 
 LINKS_FILE = "portal-links.csv"          # in autograder/reports/ (git-ignored), readable by its owner only
 FIELDS = ["student_id", "name", "link", "new"]
@@ -61,6 +65,20 @@ def earlier_links(target: pathlib.Path) -> dict[str, str]:
         return {row.get("student_id", ""): row.get("link", "") for row in csv.DictReader(src)}
 
 
+def dropped_links(known: dict[str, str], rows: list[dict]) -> list[str]:
+    """Students whose link in the earlier file is not in the new one."""
+    now = {row["student_id"]: row["link"] for row in rows}
+    return sorted(s for s, link in known.items() if "/s/" in link and now.get(s) != link)
+
+
+def keep_aside(target: pathlib.Path) -> pathlib.Path:
+    """The earlier file moved to portal-links-until-<UTC time>.csv (still readable by its owner only)."""
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    kept = target.with_name(f"{target.stem}-until-{when}{target.suffix}")
+    os.replace(target, kept)
+    return kept
+
+
 def arguments(parser) -> None:
     parser.add_argument("--base-url", default=os.environ.get("PORTAL_URL", "http://127.0.0.1:8080"),
                         help="the portal's public address (default $PORTAL_URL or http://127.0.0.1:8080)")
@@ -78,6 +96,15 @@ def run_command(args) -> int:
               file=sys.stderr)
         return 1
     rows = make_links(database(course), students, args.base_url, args.renew, known)
+    dropped = dropped_links(known, rows)
+    if dropped:
+        kept = keep_aside(target)
+        why = ("replaced as asked (--renew)" if args.renew else
+               f"they do not sign in with this database ({shown(course.gradebook_url)}): it is another one, or the "
+               f"links were revoked or replaced in the portal")
+        names = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")
+        print(f"{len(dropped)} earlier link(s) ({names}) are not in the new file: {why}. The earlier file is kept as "
+              f"{kept}.", file=sys.stderr)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.touch(mode=0o600, exist_ok=True)
     target.chmod(0o600)
