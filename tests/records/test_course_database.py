@@ -57,7 +57,6 @@ def build_graded_course(tmp):
         gb.db.execute(sqlalchemy.text("UPDATE comment SET manual_comment = :c WHERE id = :i"),
                       {"c": COMMENT, "i": comment})
         gb.db.commit()
-    assert cli.main(["feedback", "--root", str(course.root)]) == 0
     with contextlib.redirect_stdout(io.StringIO()):
         assert cli.main(["portal-links", "--root", str(course.root), "--student", "ada", "--student", "bob"]) == 0
     with database(course, register=False)() as db:
@@ -66,6 +65,7 @@ def build_graded_course(tmp):
         db.add(Attempt(student_id="ada", assignment=NB, notebook=NB, number=1, sha256="a" * 64, size=10,
                        uploaded_at=WHEN, late=False, status="graded", score=FULL, max_score=FULL, promoted=True))
         db.commit()
+    assert cli.main(["feedback", "--root", str(course.root)]) == 0     # the class files with all of it
     return course, results, hidden
 
 
