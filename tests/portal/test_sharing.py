@@ -15,6 +15,7 @@ from posenc_autograder.grading.execute import Execution
 from posenc_autograder.portal import queue, routes, uploads
 from posenc_autograder.portal.models import Attempt, Status
 from posenc_autograder.portal.routes import create_app
+from posenc_autograder.probes import codec
 from posenc_autograder.settings import Sharing
 from test_access import attempts_in
 from test_course_settings import write_settings
@@ -121,8 +122,8 @@ def test_a_full_run_never_takes_the_last_free_sandbox_nor_goes_before_another_st
 
 def scans(monkeypatch) -> list[int]:
     seen = []
-    real = uploads._scan
-    monkeypatch.setattr(uploads, "_scan", lambda raw, shape: seen.append(raw.size) or real(raw, shape))
+    real = codec._scan                                    # the one JSON scan: the codec's, which uploads reads
+    monkeypatch.setattr(codec, "_scan", lambda raw, shape: seen.append(raw.size) or real(raw, shape))
     return seen
 
 

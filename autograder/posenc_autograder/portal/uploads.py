@@ -7,75 +7,22 @@ and everything else is intake's `read_notebook`, the same rules as `make grade`.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import pathlib
 import tempfile
 
-import numpy as np
-
 from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_notebook
+from posenc_autograder.probes.codec import SCAN_CHUNK, json_shape  # noqa: F401 - one scan, the codec's
 
 MAX_UPLOAD_BYTES = MAX_NOTEBOOK_BYTES   # the default; a course's own is its [caps] notebook_bytes
 MAX_JSON_DEPTH = 64                  # a notebook nests about 6 deep; this leaves room for any editor's metadata
 MAX_JSON_VALUES = 500_000            # arrays, objects and their items: 2,000 cells of 200 source lines fit
 UPLOADS_DIRECTORY = "autograder/uploads"
-SCAN_CHUNK = 1 << 20                 # bytes scanned at once: the scan's memory is a few times this, whatever the file
-QUOTE, BACKSLASH, COMMA = ord('"'), ord("\\"), ord(",")
 FIRST_LOOK = 4096                    # the bytes looked at before any scan: a notebook starts with {
 WHITESPACE, BOM = b" \t\r\n", b"\xef\xbb\xbf"
-
-
-@dataclasses.dataclass
-class Shape:
-    """What a scan of JSON text found outside its strings, up to the first place a parser would stop."""
-    depth: int = 0                   # the deepest nesting of arrays and objects
-    values: int = 0                  # arrays and objects opened, plus commas: at least every value but scalars alone
-    in_string: bool = False          # the text ended inside a string (unterminated)
-    open_now: int = 0                # nesting at the end of the text scanned so far
-    backslashes: int = 0             # the run of backslashes the text scanned so far ends with
-
-
-def json_shape(data: bytes, chunk: int = SCAN_CHUNK, max_depth: int | None = None,
-               max_values: int | None = None) -> Shape:
-    """Nesting depth and value count of JSON text without parsing it, in one linear pass (numpy, a chunk at a
-    time). A quote ends or starts a string unless an odd run of backslashes precedes it; brackets and commas
-    count only outside strings. Exact for valid JSON; for invalid JSON exact up to the first error, which is
-    as far as any parser builds. With caps, the scan stops after the first chunk that passes one (the shape
-    then says so, and a file refused for its values costs a megabyte's scan, not the whole file's)."""
-    shape = Shape()
-    for start in range(0, len(data), chunk):
-        _scan(np.frombuffer(data, np.uint8, count=min(chunk, len(data) - start), offset=start), shape)
-        if (max_depth is not None and shape.depth > max_depth) or (max_values is not None and
-                                                                     shape.values > max_values):
-            break
-    return shape
-
-
-def _scan(raw: np.ndarray, shape: Shape) -> None:
-    positions = np.arange(raw.size, dtype=np.int32)          # a chunk's offsets fit: SCAN_CHUNK < 2**31
-    backslash = raw == BACKSLASH
-    last_other = np.maximum.accumulate(np.where(backslash, -1, positions))   # last non-backslash at or before i
-    quotes = np.flatnonzero(raw == QUOTE)
-    ahead = np.where(quotes > 0, last_other[np.maximum(quotes - 1, 0)], -1)  # last non-backslash before each
-    run = quotes - 1 - ahead + np.where(ahead < 0, shape.backslashes, 0)    # a run may begin in the last chunk
-    toggles = np.zeros(raw.size, np.int32)
-    toggles[quotes[run % 2 == 0]] = 1                                         # the quotes that open or close
-    inside = (np.cumsum(toggles) + shape.in_string) % 2 == 1                  # a closing quote itself: outside
-    outside = ~inside & (toggles == 0)
-    opening = ((raw == ord("[")) | (raw == ord("{"))) & outside
-    closing = ((raw == ord("]")) | (raw == ord("}"))) & outside
-    levels = np.cumsum(opening.astype(np.int32) - closing) + shape.open_now
-    if levels.size:
-        shape.depth = max(shape.depth, int(levels.max()))
-        shape.open_now = int(levels[-1])
-    shape.values += int(opening.sum()) + int(((raw == COMMA) & outside).sum())
-    shape.in_string = bool(inside[-1]) if raw.size else shape.in_string
-    trailing = raw.size - 1 - int(last_other[-1]) if raw.size else 0
-    shape.backslashes = trailing + (shape.backslashes if trailing == raw.size else 0)
 
 
 def json_depth(data: bytes) -> int:

@@ -10,6 +10,7 @@ announced before it builds any array; it decodes each frame once.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import re
@@ -126,31 +127,72 @@ def dumps(value, arrays: list | None = None) -> str:
 def loads(text: str, arrays=None, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
     """Decode; text that would build more than max_nodes values or nest deeper than max_depth raises
     TooLarge before any object is built (the trusted side reads what student code wrote)."""
-    nodes, depth = structure(text)
+    nodes, depth = structure(text, max_nodes, max_depth)
     if nodes > max_nodes or depth > max_depth:
         raise TooLarge(f"{nodes} values nested {depth} deep (at most {max_nodes}, {max_depth})")
     return _decode(json.loads(text), arrays)
 
 
-JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-CHUNK = 1 << 22
+SCAN_CHUNK = 1 << 20                 # bytes scanned at once: the scan's memory is a few times this, whatever the text
+QUOTE, BACKSLASH, COMMA = ord('"'), ord("\\"), ord(",")
 
 
-def structure(text) -> tuple[int, int]:
-    """(values, deepest nesting) of a JSON text, counted on its bytes without building it: every value
-    but the first follows a comma or an opening bracket. Strings count as one value, whatever their length."""
-    data = text.encode() if isinstance(text, str) else bytes(text)
-    skeleton = np.frombuffer(JSON_STRING.sub(b'""', data), dtype=np.uint8)
-    nodes, depth, deepest = 1, 0, 0
-    for start in range(0, len(skeleton), CHUNK):          # in slices: the counting itself stays small
-        piece = skeleton[start:start + CHUNK]
-        opens = (piece == ord("[")) | (piece == ord("{"))
-        step = opens.astype(np.int8) - ((piece == ord("]")) | (piece == ord("}")))
-        nodes += int(opens.sum()) + int(np.count_nonzero(piece == ord(",")))
-        levels = depth + np.cumsum(step, dtype=np.int64)
-        if len(levels):
-            deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
-    return nodes, deepest
+@dataclasses.dataclass
+class Shape:
+    """What a scan of JSON text found outside its strings, up to the first place a parser would stop."""
+    depth: int = 0                   # the deepest nesting of arrays and objects
+    values: int = 0                  # arrays and objects opened, plus commas: at least every value but scalars alone
+    in_string: bool = False          # the text ended inside a string (unterminated)
+    open_now: int = 0                # nesting at the end of the text scanned so far
+    backslashes: int = 0             # the run of backslashes the text scanned so far ends with
+
+
+def json_shape(data, chunk: int = SCAN_CHUNK, max_depth: int | None = None, max_values: int | None = None) -> Shape:
+    """Nesting depth and value count of JSON text without parsing it, in one linear pass (numpy, a chunk at a
+    time, no regular expression: a pattern for strings backtracks on an unterminated one and costs the square
+    of its length). A quote ends or starts a string unless an odd run of backslashes precedes it; brackets and
+    commas count only outside strings. Exact for valid JSON; for invalid JSON exact up to the first error, which
+    is as far as any parser builds. With caps, the scan stops after the first chunk that passes one (the shape
+    then says so, and text refused for its values costs a chunk's scan, not the whole text's)."""
+    data = data.encode() if isinstance(data, str) else data
+    shape = Shape()
+    for start in range(0, len(data), chunk):
+        _scan(np.frombuffer(data, np.uint8, count=min(chunk, len(data) - start), offset=start), shape)
+        if (max_depth is not None and shape.depth > max_depth) or (max_values is not None and
+                                                                     shape.values > max_values):
+            break
+    return shape
+
+
+def _scan(raw: np.ndarray, shape: Shape) -> None:
+    positions = np.arange(raw.size, dtype=np.int32)          # a chunk's offsets fit: SCAN_CHUNK < 2**31
+    backslash = raw == BACKSLASH
+    last_other = np.maximum.accumulate(np.where(backslash, -1, positions))   # last non-backslash at or before i
+    quotes = np.flatnonzero(raw == QUOTE)
+    ahead = np.where(quotes > 0, last_other[np.maximum(quotes - 1, 0)], -1)  # last non-backslash before each
+    run = quotes - 1 - ahead + np.where(ahead < 0, shape.backslashes, 0)    # a run may begin in the last chunk
+    toggles = np.zeros(raw.size, np.int32)
+    toggles[quotes[run % 2 == 0]] = 1                                         # the quotes that open or close
+    inside = (np.cumsum(toggles) + shape.in_string) % 2 == 1                  # a closing quote itself: outside
+    outside = ~inside & (toggles == 0)
+    opening = ((raw == ord("[")) | (raw == ord("{"))) & outside
+    closing = ((raw == ord("]")) | (raw == ord("}"))) & outside
+    levels = np.cumsum(opening.astype(np.int32) - closing) + shape.open_now
+    if levels.size:
+        shape.depth = max(shape.depth, int(levels.max()))
+        shape.open_now = int(levels[-1])
+    shape.values += int(opening.sum()) + int(((raw == COMMA) & outside).sum())
+    shape.in_string = bool(inside[-1]) if raw.size else shape.in_string
+    trailing = raw.size - 1 - int(last_other[-1]) if raw.size else 0
+    shape.backslashes = trailing + (shape.backslashes if trailing == raw.size else 0)
+
+
+def structure(text, max_nodes: int | None = None, max_depth: int | None = None) -> tuple[int, int]:
+    """(values, deepest nesting) of a JSON text, counted on its bytes without building it, in linear time: every
+    value but the first follows a comma or an opening bracket. Strings count as one value, whatever their length.
+    With caps, counting stops once one is passed (the counts then pass it too)."""
+    shape = json_shape(text, max_depth=max_depth, max_values=None if max_nodes is None else max_nodes - 1)
+    return shape.values + 1, shape.depth
 
 
 # --- frames: what crosses the sandbox boundary ----------------------------------------------------------
@@ -259,7 +301,8 @@ class FrameReader:
     def _decode(self, body: bytes, skeleton_bytes: int, array_bytes: int):
         try:
             text = body[:skeleton_bytes]
-            nodes, depth = structure(text) if len(text) >= self.max_nodes else (0, 0)   # fewer bytes, fewer values
+            nodes, depth = structure(text, self.max_nodes, self.max_depth) if len(text) >= self.max_nodes \
+                else (0, 0)   # fewer bytes, fewer values
             if nodes > self.max_nodes or depth > self.max_depth:
                 return REFUSED
             shapes, skeleton = _skeleton(json.loads(text))
