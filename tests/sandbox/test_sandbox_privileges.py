@@ -31,9 +31,24 @@ unshare -m true 2>/dev/null && echo unshare_mount=ok || echo unshare_mount=refus
 (echo 1 > /proc/sys/kernel/sysrq) 2>/dev/null && echo proc_sys=ok || echo proc_sys=refused
 (echo x > /usr/posenc-test) 2>/dev/null && echo write_usr=ok || echo write_usr=refused
 test -e /run -o -e /var -o -e /home && echo host_dirs=visible || echo host_dirs=hidden
+python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+own = libc.syscall(434, os.getpid(), 0)             # pidfd_open on itself: the one target ptrace rules allow
+print("pidfd_getfd=" + ("ok" if own >= 0 and libc.syscall(438, own, 1, 0) >= 0 else "refused"))
+for name, path in (("init_memory", "/proc/1/mem"), ("init_task_memory", "/proc/1/task/1/mem")):
+    try:
+        with open("/proc/1/maps") as maps:
+            start = int(maps.readline().split("-")[0], 16)
+        with open(path, "rb") as memory:
+            memory.seek(start)
+            print(name + ("=readable" if memory.read(16) else "=empty"))
+    except (OSError, ValueError):
+        print(name + "=unreadable")
+PY
 """
 
-REFUSED = {"remount", "mount", "unshare_user", "unshare_mount", "proc_sys", "write_usr"}
+REFUSED = {"remount", "mount", "unshare_user", "unshare_mount", "proc_sys", "write_usr", "pidfd_getfd"}
 
 
 def run_probe(python: str = sys.executable, user: str | None = None,
@@ -90,6 +105,7 @@ def assert_unprivileged(found: dict[str, str]) -> None:
     assert found["uid"] == str(sandbox.SANDBOX_UID)
     assert {k for k in REFUSED if found[k] != "refused"} == set(), found
     assert found["host_dirs"] == "hidden"
+    assert found["init_memory"] == found["init_task_memory"] == "unreadable", found
 
 
 def test_no_privilege_inside_as_the_grading_user():

@@ -202,6 +202,7 @@ POLL_SECONDS = 0.05
 EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
 LOG_TAIL_BYTES = 4000
 LOG_READ_BYTES = 1 << 16
+LOG_BUDGET_BYTES = 1 << 20        # the job's log read here, at most; past it the pipe is drained unread (_drain)
 CHANNEL_READ_BYTES = 1 << 20      # the channel's pipe size (_widen), read whole
 OUTPUT_KINDS = {"stdout", "stderr"}
 
@@ -269,7 +270,7 @@ class Attempt:
         self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
-        self.cpu_seconds = 0.0
+        self.cpu_seconds, self.log_read = 0.0, 0
 
     def accept(self, frame: dict, tasks: set[str]) -> None:
         if "cell" in frame:
@@ -325,13 +326,26 @@ class Attempt:
         selector = selectors.DefaultSelector()
         selector.register(channel_r, selectors.EVENT_READ, "channel")
         selector.register(process.log, selectors.EVENT_READ, "log")
+        _widen(process.log.fileno())            # a flood of the log then wakes this thread once a MiB
+        sink = os.open(os.devnull, os.O_WRONLY)
+        try:
+            return self._select(selector, process, channel_r, deadline, tasks, sink)
+        finally:
+            os.close(sink)
+
+    def _select(self, selector, process, channel_r: int, deadline: float, tasks: set[str], sink: int):
         exited_at = None
         while True:
             for key, _ in selector.select(0 if exited_at else POLL_SECONDS):
+                if key.data == "log" and self.log_read >= LOG_BUDGET_BYTES:
+                    if not _drain(key.fd, sink):
+                        selector.unregister(key.fileobj)
+                    continue
                 data = os.read(key.fd, CHANNEL_READ_BYTES if key.data == "channel" else LOG_READ_BYTES)
                 if not data:
                     selector.unregister(key.fileobj)
                 elif key.data == "log":
+                    self.log_read += len(data)
                     self.log = (self.log + data)[-LOG_TAIL_BYTES:]
                 else:
                     for frame in self.reader.feed(data):
@@ -347,6 +361,18 @@ class Attempt:
                 return "notebook_time_limit", self.current
             if self.current is not None and now - self.since > self.limits.cell_seconds:
                 return "cell_timeout", self.current
+
+
+DRAIN_BUFFER = bytearray(CHANNEL_READ_BYTES)     # what _drain reads into where it cannot splice: never looked at
+
+
+def _drain(pipe_fd: int, sink: int) -> bool:
+    """Discard what the pipe holds without bringing it into this process (spliced to /dev/null, the kernel moving
+    page references); False at end of file. Where splice is refused, one large read into a buffer kept for it."""
+    try:
+        return os.splice(pipe_fd, sink, CHANNEL_READ_BYTES) > 0
+    except OSError:
+        return os.readv(pipe_fd, [DRAIN_BUFFER]) > 0
 
 
 def _widen(pipe_fd: int) -> None:

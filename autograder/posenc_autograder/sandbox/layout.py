@@ -11,8 +11,9 @@ SANDBOX_UID = 65534
 WORK_DIR, HOME_DIR = "/tmp/work", "/tmp/home"
 PROBE_PACKAGE = "posenc_probes"
 # Docker's list of /proc entries that leak host details or accept writes from a root-mapped uid.
+# Then the memory of the namespace's init (PID 1: bwrap's, or the warm job's init), which the job's uid could read.
 PROC_MASKS = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "sysrq-trigger", "kallsyms",
-              "kmsg", "acpi", "scsi", "asound", "fs")
+              "kmsg", "acpi", "scsi", "asound", "fs", "1/mem", "1/task/1/mem")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
 ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 HEADER_LENGTH_BYTES = 4               # the payload on stdin: its JSON header's length, the header, the task frame

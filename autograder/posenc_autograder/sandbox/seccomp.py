@@ -1,7 +1,8 @@
 """The seccomp filter bubblewrap installs before student code runs: a classic-BPF program, built here.
 
 It refuses (EPERM) the system calls that reshape the sandbox or reach into the kernel: mounts,
-namespaces, ptrace, keyrings, BPF, module loading, io_uring and the like, and `clone` with any
+namespaces, ptrace (and pidfd_getfd, which takes another process's descriptors), keyrings, BPF, module
+loading, io_uring and the like, and `clone` with any
 namespace flag. `clone3` answers ENOSYS so that the C library falls back to plain `clone`, whose
 flags the filter can read. A call from another ABI (32-bit x86, x32) is refused outright.
 Numbers come from the kernel's unistd tables for each architecture (asm/unistd_64.h, asm-generic).
@@ -28,7 +29,7 @@ NUMBERS = {
     "io_uring_register": (427, 427), "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
     "fspick": (433, 433), "move_mount": (429, 429), "open_tree": (428, 428), "mount_setattr": (442, 442),
     "sethostname": (170, 161), "setdomainname": (171, 162), "fanotify_init": (300, 262), "vhangup": (153, 58),
-    "lookup_dcookie": (212, 18), "clone": (56, 220), "clone3": (435, 435),
+    "lookup_dcookie": (212, 18), "pidfd_getfd": (438, 438), "clone": (56, 220), "clone3": (435, 435),
 }
 MACHINES = ("x86_64", "aarch64")
 DENIED = tuple(name for name in NUMBERS if not name.startswith("clone"))   # clone is filtered by its flags

@@ -218,9 +218,11 @@ def _init(config: dict, limits: dict, last_capability: int) -> None:
     _root(config["layout"], limits)
     _limits(limits)
     _no_privilege(bytes.fromhex(config["seccomp"]), last_capability)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the job may not read this init's memory or files (/proc/1/mem)
     inner_alive_r, inner_alive_w = os.pipe()
     job = os.fork()
     if job == 0:
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # the job itself as before: its own /proc/self is its own
         os.close(inner_alive_w)
         _die_with_parent(inner_alive_r)
         os.close(inner_alive_r)
