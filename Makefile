@@ -8,7 +8,7 @@ BOOK_HTML := _build/html/index.html
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .DEFAULT_GOAL := help
 
-.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links lti-register move-db bench-portal system-packages install clean
+.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links lti-register hub-proxy move-db bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -108,9 +108,16 @@ system-packages:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium || { \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql chromium; }
 
+## hub-proxy: JupyterHub's configurable-http-proxy (npm, into .venv/node), for the portal-as-hub-service test
+CHP := $(VENV)/node/node_modules/.bin/configurable-http-proxy
+hub-proxy: $(CHP)
+$(CHP):
+	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5.3.0
+
 TEST_WORKERS ?= 2
 ## test: every test (book build, exercises, grader), on TEST_WORKERS=2 workers
-test: $(STAMP) system-packages lint
+test: $(STAMP) system-packages hub-proxy lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
 	$(PY) -m pytest solutions   # nbval: a notebook's cells share one kernel, so they run in one process
 

@@ -118,7 +118,14 @@ class Sharing:
     refused_wait_max_seconds: int = 480    # the wait doubles with each refusal in a row, up to this
 
 
-SECTIONS = {"course": CourseRules, "sandbox": Limits, "caps": Caps, "portal": PortalDefaults, "sharing": Sharing}
+@dataclasses.dataclass(frozen=True)
+class Hub:
+    """The portal as a JupyterHub service ([hub]): the hub user is the student."""
+    instructor_group: str = "instructors"  # hub group whose members reach the portal's instructor pages
+
+
+SECTIONS = {"course": CourseRules, "sandbox": Limits, "caps": Caps, "portal": PortalDefaults, "sharing": Sharing,
+            "hub": Hub}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +136,7 @@ class Settings:
     caps: Caps = Caps()
     portal: PortalDefaults = PortalDefaults()
     sharing: Sharing = Sharing()
+    hub: Hub = Hub()
 
     def late_policy(self, assignment: str) -> LatePolicy:
         return self.late.get(assignment, LatePolicy())

@@ -21,6 +21,7 @@ INSTRUCTOR_POSTS = {"/instructor/policy/" + ASSIGNMENT: {"counts": "last", "feed
                     "/lti/deep-link": {"choice": "x", "assignment": ASSIGNMENT}}
 INSTRUCTOR_GETS = ["/instructor/progress.json", "/instructor/dashboard", "/instructor/lti"]
 LTI_DOOR = {"/lti/login", "/lti/launch", "/lti/jwks", "/lti/config"}      # an LMS's: tests/portal/test_lti.py
+HUB_DOOR = {"/hub/login", "/oauth_callback"}                             # JupyterHub's: tests/portal/test_hub.py
 
 
 def instructor_client(app, portal):
@@ -51,7 +52,7 @@ def test_every_url_is_tested_here(app):
     """A new URL must be added to these tests: the routes are compared with the lists above."""
     paths = {route.path for route in app.routes if route.path != "/static"}
     tested = ({p.replace("{id}", "{attempt_id:int}") for p in ATTEMPT_URLS} | set(INSTRUCTOR_POSTS)
-              | set(INSTRUCTOR_GETS) | LTI_DOOR
+              | set(INSTRUCTOR_GETS) | LTI_DOOR | HUB_DOOR
               | {"/", "/s/{token}", "/sign-out", "/assignments/{assignment}", "/assignments/{assignment}/upload",
                  "/instructor", "/instructor/sign-in"})
     tested = {p.replace("/" + ASSIGNMENT, "/{assignment}") if p.startswith("/instructor/policy") else p for p in tested}

@@ -18,6 +18,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from posenc_autograder.course import course_for_command
 from posenc_autograder.grading.executors import default_jobs
+from posenc_autograder.portal import hub
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal, PortalBusy
 from posenc_autograder.portal.watch import StatusWatch
@@ -106,11 +107,12 @@ def run_command(args) -> int:
     course = course_for_command(args.course, args.db_url)
     options = {"execute": dask_execute(args.scheduler)} if args.scheduler else {}
     portal = Portal(course, jobs=args.jobs or default_jobs(), worker_options=options)
-    where = f"http://{args.host}:{args.port}"
+    host, port = hub.service_address() or (args.host, args.port)      # where the hub routes its service
+    where = f"http://{host}:{port}"
     secret_at = portal.secret_file or "$POSENC_PORTAL_SECRET"
     print(f"Portal on {where} ({portal.worker.jobs} grading sandboxes). Instructor: {where}/instructor "
           f"(secret in {secret_at}); students' links: `make portal-links`.", flush=True)
-    config = server_config(create_app(portal), args.host, args.port)
+    config = server_config(create_app(portal), host, port)
     try:
         portal.acquire_lock()
     except PortalBusy as exc:

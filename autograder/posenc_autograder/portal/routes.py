@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from posenc_autograder import settings
 from posenc_autograder.intake.lms import is_safe_id
-from posenc_autograder.portal import auth, pages, queue, uploads
+from posenc_autograder.portal import auth, hub, pages, queue, uploads
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.lti import routes as lti_routes
 from posenc_autograder.portal.models import FINISHED, WAITING
@@ -299,6 +299,8 @@ async def home(request: Request):
     session = await current(request)
     if session is not None and session.instructor:
         return RedirectResponse("/instructor", status_code=303)
+    if session is None and portal_of(request).hub is not None:
+        return RedirectResponse("/hub/login", status_code=303)
     if session is None:
         return page("welcome.html", title="Sign in")
     views = await run_in_threadpool(portal_of(request).overview, session.student_id)
@@ -331,6 +333,35 @@ async def sign_in(request: Request):
     if confirmed:
         await run_in_threadpool(portal_of(request).sign_out, request.cookies.get(COOKIE))   # the replaced session
         response.delete_cookie(PRESESSION, path="/s")
+    return response
+
+
+async def hub_login(request: Request):
+    """Sign in through JupyterHub (the portal as its service): to the hub's authorisation page, the OAuth state kept
+    in this browser's cookie."""
+    door = portal_of(request).hub
+    if door is None:
+        return not_found()
+    to, state = door.start(request.query_params.get("next", "/"))
+    if to.startswith("/"):                 # the hub's own path on this host: absolute, so it keeps no service prefix
+        to = f"{request.url.scheme}://{request.url.netloc}{to}"
+    response = RedirectResponse(to, status_code=302)
+    response.set_cookie(hub.STATE_COOKIE, state, max_age=hub.STATE_SECONDS, httponly=True, samesite="lax",
+                        secure=request.url.scheme == "https", path="/")
+    return response
+
+
+async def hub_callback(request: Request):
+    """The hub's answer: a portal session for the hub user (a student, or the instructor by hub group)."""
+    door = portal_of(request).hub
+    if door is None:
+        return not_found()
+    cookie, to = await run_in_threadpool(door.finish, request.query_params.get("code", ""),
+                                         request.query_params.get("state", ""), request.cookies.get(hub.STATE_COOKIE))
+    if cookie is None:
+        return message("Not signed in", f"Not signed in: {to}.", 403)
+    response = signed_in_redirect(cookie, request, to)
+    response.delete_cookie(hub.STATE_COOKIE, path="/")
     return response
 
 
@@ -611,6 +642,8 @@ ROUTES = [
     Route("/", home),
     Route("/s/{token}", sign_in, name="sign_in", methods=["GET", "POST"]),
     Route("/sign-out", sign_out, methods=["POST"]),
+    Route("/hub/login", hub_login),
+    Route("/oauth_callback", hub_callback),
     Route("/assignments/{assignment}", assignment),
     Route("/assignments/{assignment}" + UPLOAD_SUFFIX, upload, methods=["POST"]),
     Route("/attempts/{attempt_id:int}", attempt),
@@ -648,6 +681,8 @@ def create_app(portal: Portal, *, start_worker: bool = True) -> Starlette:
                     lifespan=lifespan)
     app.state.portal, app.state.checkers = portal, weakref.WeakKeyDictionary()
     app.add_middleware(Guard, upload_bytes=portal.upload_bytes, frame_ancestors=portal.lti.frame_ancestors)
+    if portal.hub is not None:                      # outermost: everything inside sees paths without the prefix
+        app.add_middleware(hub.Prefixed, prefix=portal.hub.prefix)
     return app
 
 

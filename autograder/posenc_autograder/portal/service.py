@@ -17,7 +17,7 @@ from sqlalchemy import select
 from posenc_autograder import settings
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake.submissions import UnreadableNotebook
-from posenc_autograder.portal import auth, queue, uploads
+from posenc_autograder.portal import auth, hub, queue, uploads
 from posenc_autograder.portal.gate import UploadGate
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.watch import StatusWatch
@@ -63,6 +63,7 @@ class Portal:
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
         self.watch = StatusWatch()                                          # status requests held for a change
         self.worker.status_changed = self.watch.changed
+        self.hub = hub.HubDoor(course, self.sessions) if hub.configured() else None    # the hub's door (hub.py)
         self.lti = LtiTool(course, self.sessions, self.assignments)             # the LMS's door (portal/lti/)
         self.worker.counting_stored = self.lti.outbox.changed                  # its score goes back to the LMS
         secret, self.secret_file = auth.instructor_secret(course)
