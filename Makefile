@@ -8,7 +8,7 @@ BOOK_HTML := _build/html/index.html
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .DEFAULT_GOAL := help
 
-.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect uncollect feedback formgrader bench bench-scale portal portal-links lti-register hub-proxy move-db bench-portal system-packages install clean
+.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect collect-exchange hub-setup uncollect feedback formgrader bench bench-scale portal portal-links lti-register hub-proxy move-db bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,14 @@ ASSIGNMENT ?= positional_encoding
 collect: $(STAMP)
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=path/to/submissions.zip [ASSIGNMENT=positional_encoding] [LMS=canvas|moodle|blackboard|plain]"; exit 2; }
 	$(PY) -m posenc_autograder collect "$(ZIP)" "$(ASSIGNMENT)" $(if $(LMS),--lms $(LMS))
+
+## collect-exchange: record every submission students made with `nbgrader submit` (ASSIGNMENT=..., EXCHANGE=<root> if not the course's): each an attempt with its time and zone, a roster row each
+collect-exchange: $(STAMP)
+	$(PY) -m posenc_autograder collect-exchange "$(ASSIGNMENT)" $(if $(EXCHANGE),--exchange "$(EXCHANGE)")
+
+## hub-setup: for a JupyterHub: nbgrader's exchange outside the course (EXCHANGE=/srv/nbgrader/exchange), the course closed to students' accounts (0750, GROUP=<instructors>)
+hub-setup: $(STAMP)
+	$(PY) -m posenc_autograder hub-setup $(if $(EXCHANGE),--exchange "$(EXCHANGE)") $(if $(GROUP),--group "$(GROUP)")
 
 ## uncollect: undo a collect: STUDENT=id [ASSIGNMENT=name] or ZIP=the zip; removes the submission, its roster and gradebook rows, feedback and report entries, and says what
 uncollect: $(STAMP)

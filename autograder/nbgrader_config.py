@@ -22,10 +22,12 @@ c.CourseDirectory.db_url = course.Course(COURSE_ROOT).gradebook_url
 # Wherever nbgrader is started (the root, autograder/), `nbgrader export` writes here, beside the gradebook,
 # never a stray grades.csv in the working directory (ours, with manual grades and LMS ids, is reports/grades.csv).
 c.CsvExportPlugin.to = str(COURSE_ROOT / course.NBGRADER_EXPORT)
-# A course-local exchange: `nbgrader release_feedback` works without a shared /usr/local/share/nbgrader/exchange.
-# nbgrader refuses an exchange root that does not exist, so it is made here (private: it holds feedback).
-c.Exchange.root = str(COURSE_ROOT / course.EXCHANGE_DIRECTORY)
-(COURSE_ROOT / course.EXCHANGE_DIRECTORY).mkdir(exist_ok=True)
+# nbgrader's exchange: a hub's, outside the course (`make hub-setup EXCHANGE=...` records it), else a course-local one
+# for the instructor's own account (`nbgrader release_feedback` without a shared exchange). nbgrader refuses an
+# exchange root that does not exist, so the course-local one is made here, private (it holds feedback).
+c.Exchange.root = str(course.exchange_root(COURSE_ROOT))
+if c.Exchange.root == str(COURSE_ROOT / course.EXCHANGE_DIRECTORY):
+    (COURSE_ROOT / course.EXCHANGE_DIRECTORY).mkdir(mode=0o700, exist_ok=True)
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

@@ -26,6 +26,8 @@ COMMANDS = {
     "release": Command("authoring.release", "write hidden-test cells and the test plan, then exercises/ from "
                        "solutions/", (COURSE,)),
     "collect": Command("intake.collect", "unpack an LMS download into autograder/submitted", (COURSE,)),
+    "collect-exchange": Command("intake.exchange", "record every submission made with nbgrader's exchange "
+                                "(nbgrader submit)", (COURSE,)),
     "uncollect": Command("orchestration.uncollect", "remove a student's (or a zip's) submissions and every trace "
                          "of them", (COURSE, DB_URL)),
     "grade": Command("orchestration.grade", "grade every submission: gradebook, feedback, grade files, reports",
@@ -42,6 +44,8 @@ COMMANDS = {
     "lti-register": Command("portal.lti.registration", "register the portal with an LMS (LTI 1.3): keys, "
                             "autograder/lti.json, what to paste into Canvas and Moodle", (COURSE,)),
     "portal-links": Command("portal.links", "a CSV of sign-in links for the roster's students", (COURSE, DB_URL)),
+    "hub-setup": Command("orchestration.hub_setup", "lay the course out for a JupyterHub: nbgrader's exchange outside "
+                         "it, the course closed to students' accounts", (COURSE,)),
     "move-db": Command("orchestration.move_db", "move the course's database (grades, manual grades, comments, "
                        "attempts, sign-in links) to another one", (COURSE, DB_URL), checks_database=False),
     "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,)),

@@ -24,7 +24,8 @@ DOWNLOADED_DIRECTORY = "autograder/downloaded"
 GRADEBOOK = "autograder/gradebook.db"
 DATABASE_FILE = "autograder/database_url"         # the course's database when not GRADEBOOK (make move-db writes it)
 NBGRADER_EXPORT = "autograder/grades.csv"          # what `nbgrader export` writes (ours: autograder/reports/)
-EXCHANGE_DIRECTORY = "autograder/exchange"         # nbgrader's exchange for release_feedback, inside the course
+EXCHANGE_DIRECTORY = "autograder/exchange"         # nbgrader's exchange for one account (release_feedback)
+EXCHANGE_ROOT_FILE = "autograder/exchange_root"     # a hub's exchange, outside the course (make hub-setup writes it)
 
 # File names inside an LMS zip: "<student id>_<notebook>.ipynb" (nbgrader matches the whole path).
 SUBMISSION_FILE_PATTERN = r".*/(?P<student_id>[A-Za-z0-9.\-]+)_(?P<file_id>[^/]+\.ipynb)$"
@@ -57,6 +58,16 @@ def course_for_command(explicit: str | None = None, db_url: str | None = None) -
         return Course(find_root(explicit), db_url)
     except CourseNotFound as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+def exchange_root(root: pathlib.Path) -> pathlib.Path:
+    """nbgrader's exchange of the course: the one `make hub-setup` recorded (outside the course, for students'
+    accounts), else the course-local one (the instructor's alone)."""
+    try:
+        recorded = (pathlib.Path(root) / EXCHANGE_ROOT_FILE).read_text().strip()
+    except OSError:
+        recorded = ""
+    return pathlib.Path(recorded) if recorded else pathlib.Path(root) / EXCHANGE_DIRECTORY
 
 
 def recorded_database(root: pathlib.Path) -> str | None:

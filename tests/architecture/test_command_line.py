@@ -10,7 +10,7 @@ from posenc_autograder import cli
 from posenc_autograder.course import CONFIG, COURSE_ENV, SOURCE_DIRECTORY
 
 PACKAGE = pathlib.Path(posenc_autograder.__file__).parent
-POSITIONALS = {"collect": ["downloads.zip", "positional_encoding"]}
+POSITIONALS = {"collect": ["downloads.zip", "positional_encoding"], "collect-exchange": ["positional_encoding"]}
 SPELLED = {cli.COURSE: ["--course", "/c"], cli.DB_URL: ["--db-url", "sqlite:///x.db"], cli.JOBS: ["--jobs", "3"],
            cli.SCHEDULER: ["--scheduler", "tcp://h:8786"]}
 PARSED = {cli.COURSE: "/c", cli.DB_URL: "sqlite:///x.db", cli.JOBS: 3, cli.SCHEDULER: "tcp://h:8786"}

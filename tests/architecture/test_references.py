@@ -26,6 +26,7 @@ EXTENSIONS = (".py", ".md", ".csv", ".toml", ".yml", ".ipynb", ".txt", ".html", 
 # Written by the commands (a fresh clone has none of them): the course's own constants name them.
 GENERATED = (course.SUBMITTED_DIRECTORY, course.ATTEMPTS_DIRECTORY, course.AUTOGRADED_DIRECTORY,
              course.FEEDBACK_DIRECTORY, course.DOWNLOADED_DIRECTORY, course.GRADEBOOK, course.DATABASE_FILE,
+             course.EXCHANGE_ROOT_FILE,
              course.NBGRADER_EXPORT,
              course.EXCHANGE_DIRECTORY,
              "autograder/reports", roster.ROSTER_FILE, variants.SECRET_FILE, auth.SECRET_FILE,

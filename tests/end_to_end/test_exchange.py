@@ -1,12 +1,21 @@
-"""nbgrader's exchange as a door of its own: release_assignment, fetch_assignment, submit and collect, then
-`make grade`, release_feedback and fetch_feedback, with nbgrader's own submission secrets (the student finds the
-page the grader wrote). Graded without the sandbox: two trusted notebooks, the door is what is tested."""
+"""nbgrader's exchange as a door of its own: release_assignment, fetch_assignment and submit, `make collect-exchange`
+(every submission in the record of attempts, its time with its zone, a roster row), `make grade` under the late
+policy, then release_feedback and fetch_feedback with nbgrader's own submission secrets: the student finds the page
+the grader wrote, with the grade and lateness grades.csv states. Graded without the sandbox: trusted notebooks, the
+door is what is tested."""
+import csv
+import datetime as dt
+import math
+import shutil
+
 import nbformat
 import pytest
 
 from exchange_door import Student, instructor
 from fixture_submissions import FULL, make_course, solved_notebook
-from posenc_autograder.course import Course
+from posenc_autograder import cli
+from posenc_autograder.course import COURSE_ID, Course
+from posenc_autograder.intake import attempts, exchange, roster
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.reports import feedback
 from posenc_autograder.sandbox.bubblewrap import Limits
@@ -14,33 +23,91 @@ from posenc_autograder.sandbox.bubblewrap import Limits
 pytestmark = pytest.mark.slow
 NB = "positional_encoding"
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
+PENALTY, CAP = 10, 50                     # percent per started day, at most
+LATE_BY = dt.timedelta(hours=30)          # the deadline is this long before the submissions
+
+
+def expected_percent(submitted: dt.datetime, deadline: dt.datetime) -> float:
+    """The policy, worked out here: PENALTY per started day after the deadline (no grace), at most CAP."""
+    return min(CAP, PENALTY * math.ceil((submitted - deadline) / dt.timedelta(days=1)))
 
 
 @pytest.fixture(scope="module")
 def through_the_exchange(tmp_path_factory):
-    """Two students fetch the released notebook and submit (one solved, one untouched); the instructor collects."""
+    """ada (UTC) submits the solved notebook, grace (a server writing Berlin time) the untouched one, both 30 hours
+    after the deadline; mallory forges a submission dated 2020; the instructor collects with make collect-exchange."""
     tmp = tmp_path_factory.mktemp("exchange")
     course = Course(make_course(tmp / "course"))
-    exchange = tmp / "exchange"
-    exchange.mkdir()
-    exchange.chmod(0o777)                 # as nbgrader's documentation sets up a shared exchange
-    instructor(course, exchange, "ExchangeReleaseAssignment", NB)
-    students = {name: Student(name, tmp / "home" / name, exchange) for name in ("ada", "grace")}
+    exchange_root = tmp / "exchange"
+    exchange_root.mkdir()
+    exchange_root.chmod(0o777)                 # as nbgrader's documentation sets up a shared exchange
+    started = dt.datetime.now(dt.timezone.utc)
+    deadline = started - LATE_BY
+    (course.root / "autograder" / "course.toml").write_text(
+        f'[late.{NB}]\ndeadline = "{deadline.isoformat()}"\nper = "day"\npenalty = {PENALTY}\ncap = {CAP}\n'
+        f'grace_minutes = 0\n')
+    instructor(course, exchange_root, "ExchangeReleaseAssignment", NB)
+    students = {"ada": Student("ada", tmp / "home" / "ada", exchange_root),
+                "grace": Student("grace", tmp / "home" / "grace", exchange_root, zone="Europe/Berlin")}
     for name, student in students.items():
         fetched = student.fetch(NB) / f"{NB}.ipynb"
         text = nbformat.writes(solved_notebook()) if name == "ada" else fetched.read_text()
         student.submit(NB, {f"{NB}.ipynb": text})
-    instructor(course, exchange, "ExchangeCollect", NB)
+    forged = exchange_root / COURSE_ID / "inbound" / f"mallory+{NB}+2020-01-01 00:00:00.000000 UTC+AAAAAAAAAAAA"
+    forged.mkdir()
+    shutil.copy(tmp / "home" / "ada" / NB / f"{NB}.ipynb", forged)
+    finished = dt.datetime.now(dt.timezone.utc)
+    status = cli.main(["collect-exchange", NB, "--root", str(course.root), "--exchange", str(exchange_root)])
+    assert status == 0
     results = {r.student: r for r in grade_all(course, jobs=2, isolate=False, limits=LIMITS, quiet=True)}
-    return course, exchange, students, results
+    return course, exchange_root, students, results, (deadline, started, finished)
+
+
+def test_each_submission_is_an_attempt_with_its_time_and_a_roster_row(through_the_exchange):
+    course, _, _, results, (deadline, started, finished) = through_the_exchange
+    rows = roster.load(course)
+    for student in ("ada", "grace", "mallory"):
+        recorded = attempts.of(course, student, NB)
+        assert [a.door for a in recorded] == [exchange.DOOR]
+        assert started - exchange.CLOCK_SKEW <= recorded[0].time <= finished + dt.timedelta(seconds=1), student
+        row = rows[student, NB]
+        assert row["lms"] == exchange.DOOR and dt.datetime.fromisoformat(row["submitted_at"]) == recorded[0].time
+    assert "2020-01-01" in attempts.of(course, "mallory", NB)[0].source     # stated, and not believed
+
+
+def test_the_late_policy_applies_and_grades_csv_says_so(through_the_exchange):
+    course, _, _, results, (deadline, started, finished) = through_the_exchange
+    assert {s: r.score for s, r in results.items()} == {"ada": FULL, "grace": 0, "mallory": FULL}
+    grades = {r["student"]: r for r in csv.DictReader(open(course.grades_csv))}
+    for student in ("ada", "mallory"):
+        when = attempts.of(course, student, NB)[0].time
+        percent = expected_percent(when, deadline)
+        assert percent == 2 * PENALTY            # 30 hours late: two started days
+        row = grades[student]
+        assert float(row["late_penalty_percent"]) == percent and row["late"] == "yes"
+        assert float(row["score"]) == round(FULL * (1 - percent / 100), 2)
+        assert dt.datetime.fromisoformat(row["submitted_at"]).utcoffset() is not None
 
 
 def test_fetch_feedback_finds_the_graders_page(through_the_exchange):
-    course, exchange, students, results = through_the_exchange
-    assert {s: r.score for s, r in results.items()} == {"ada": FULL, "grace": 0}
-    instructor(course, exchange, "ExchangeReleaseFeedback", NB)
+    course, exchange_root, students, results, (deadline, _, _) = through_the_exchange
+    instructor(course, exchange_root, "ExchangeReleaseFeedback", NB)
+    percent = expected_percent(attempts.of(course, "ada", NB)[0].time, deadline)
     for name, student in students.items():
         fetched = student.fetch_feedback(NB)
         assert list(fetched) and all(page.endswith(f"/{NB}.html") for page in fetched), fetched
         assert list(fetched.values()) == [feedback.path(course.feedback, results[name]).read_text()]
-        assert f"Score: {results[name].score:g} / {FULL:g}" in fetched[next(iter(fetched))]
+    page = students["ada"].fetch_feedback(NB)
+    assert f"counts as {round(FULL * (1 - percent / 100), 2):g} / {FULL:g}" in next(iter(page.values()))
+
+
+def test_nbgrader_timestamps_are_read_in_their_zone():
+    utc = dt.timezone.utc
+    berlin = exchange.stated_time("2026-11-22 23:30:00.500000 CET", utc)
+    assert berlin == dt.datetime(2026, 11, 22, 22, 30, 0, 500000, tzinfo=utc)
+    assert exchange.stated_time("2026-07-01 12:00:00.000000 CEST", __import__("zoneinfo").ZoneInfo("Europe/Berlin")
+                                ) == dt.datetime(2026, 7, 1, 10, 0, tzinfo=utc)
+    assert exchange.stated_time("2026-11-22 23:30:00 +0530", utc) == dt.datetime(2026, 11, 22, 18, 0, tzinfo=utc)
+    assert exchange.stated_time("2026-11-22 23:30:00.000000 UTC", utc) == dt.datetime(2026, 11, 22, 23, 30, tzinfo=utc)
+    assert exchange.stated_time("2026-11-22 23:30:00 NOWHERE", utc) is None
+    assert exchange.stated_time("yesterday", utc) is None

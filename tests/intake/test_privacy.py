@@ -33,7 +33,7 @@ PRIVATE = [
     relative(lms_bundles.folder(COURSE) / "canvas-positional_encoding.zip"),
     relative(evidence.folder(COURSE, "positional_encoding", "positional_encoding") / f"alice{evidence.SUFFIX}"),
     "autograder/grades.csv", "gradebook.db", "grades.csv", "submissions.zip", "autograder/variant_secret",
-    course_paths.DATABASE_FILE,
+    course_paths.DATABASE_FILE, course_paths.EXCHANGE_ROOT_FILE,
 ] + ([f"{course_paths.EXCHANGE_DIRECTORY}/posenc-course/feedback/x.html"]
      if hasattr(course_paths, "EXCHANGE_DIRECTORY") else [])
 

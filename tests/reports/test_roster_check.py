@@ -88,3 +88,22 @@ def test_an_unknown_student_stops_make_grade_before_grading_and_names_the_closes
     said = capsys.readouterr().err
     assert f"no submission of '{typo}'" in said and f"did you mean '{student}'?" in said
     assert "make collect first" not in said
+
+
+def test_a_student_of_the_exchange_only_is_named_with_the_fix(course):
+    """nbgrader's exchange gives a roster row but no LMS id: in a class Canvas grades, the Canvas file leaves them
+    out, and the instructor is told whom and what to fill in."""
+    from posenc_autograder.intake import roster
+    rows = roster.load(course)
+    rows["hopper", NB] = {"student_id": "hopper", "assignment": NB, "lms": "exchange",
+                          "submitted_at": "2026-11-22T23:30:00+00:00"}
+    roster.save(course, rows)
+    results_store.save(course, NotebookResult("hopper", NB, NB, True, [
+        GradedTest("hidden_pe_values", "values", True, 4.0, 4.0, [])], []), None, "grader")
+    (course.submitted / "hopper" / NB).mkdir(parents=True)
+    findings = roster_check.class_findings(course, results_store.stored_results(course))
+    found = [f for f in findings if f.student == "hopper"]
+    assert [(f.gap, f.lms, f.closest) for f in found] == [(Gap.NO_LMS_ID, "exchange", "canvas")]
+    text = found[0].text(course)
+    assert "through the exchange only" in text and "canvas grade files leave them out" in text
+    assert "lms_user_id" in text

@@ -3,21 +3,23 @@ nbgrader_config.py), each student's in a home of their own with nothing of the c
 `nbgrader fetch_assignment`, `submit` and `fetch_feedback` run in a student's server.
 
 The steps run nbgrader's own exchange classes (what its command-line apps start) in this process: each `nbgrader`
-command costs some 3 CPU-s of imports. `Student(..., user=...)` runs the student's commands as that system user
-through nbgrader's command line instead (the hub layout test)."""
+command costs some 3 CPU-s of imports. `Student(..., user=...)` runs the student's steps in a process of that system
+user's (the hub layout test)."""
 from __future__ import annotations
 
 import logging
+import os
 import pathlib
-import subprocess
-import sys
+import pwd
+import shutil
+import tempfile
+import traceback
 
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from posenc_autograder.course import COURSE_ID, Course
 
-BIN = pathlib.Path(sys.executable).parent
 QUIET = logging.getLogger("exchange-door")
 QUIET.setLevel(logging.ERROR)
 
@@ -49,30 +51,32 @@ def instructor(course: Course, exchange: pathlib.Path, kind: str, assignment: st
 class Student:
     """A student's server: a home of their own, nbgrader's cache in it, the course known only by its id."""
 
-    def __init__(self, name: str, home: pathlib.Path, exchange: pathlib.Path, user: str | None = None):
-        self.name, self.home, self.exchange, self.user = name, home, exchange, user
+    def __init__(self, name: str, home: pathlib.Path, exchange: pathlib.Path, user: str | None = None,
+                 zone: str = "UTC"):
+        """user: run each step as this system user (a process of theirs, forked from this one with nbgrader's code
+        already loaded: the user need not be able to read this interpreter), as their own server would."""
+        self.name, self.home, self.exchange, self.user, self.zone = name, home, exchange, user, zone
         home.mkdir(parents=True, exist_ok=True)
+        if user:
+            shutil.chown(home, user)
 
     def settings(self) -> dict[str, str]:
+        """What a hub's nbgrader configuration gives a student's server (Exchange.timezone: the zone its
+        timestamps are written in)."""
         return {"Exchange.root": str(self.exchange), "Exchange.cache": str(self.home / "cache"),
-                "Exchange.assignment_dir": str(self.home), "CourseDirectory.course_id": COURSE_ID,
-                "CourseDirectory.student_id": self.name}
+                "Exchange.assignment_dir": str(self.home), "Exchange.timezone": self.zone,
+                "CourseDirectory.course_id": COURSE_ID, "CourseDirectory.student_id": self.name}
 
-    def nbgrader(self, command: str, assignment: str) -> subprocess.CompletedProcess | None:
+    def nbgrader(self, command: str, assignment: str) -> None:
+        config = Config()
+        for name, value in self.settings().items():
+            section, key = name.split(".")
+            setattr(getattr(config, section), key, value)
+        kind = {"fetch_assignment": "ExchangeFetchAssignment", "submit": "ExchangeSubmit",
+                "fetch_feedback": "ExchangeFetchFeedback"}[command]
         if self.user is None:
-            config = Config()
-            for name, value in self.settings().items():
-                section, key = name.split(".")
-                setattr(getattr(config, section), key, value)
-            kind = {"fetch_assignment": "ExchangeFetchAssignment", "submit": "ExchangeSubmit",
-                    "fetch_feedback": "ExchangeFetchFeedback"}[command]
             return _exchange_step(kind, config, assignment)
-        args = ["runuser", "-u", self.user, "--", str(BIN / "nbgrader"), command, assignment,
-                *(f"--{name}={value}" for name, value in self.settings().items())]
-        proc = subprocess.run(args, cwd=self.home, env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(self.home)},
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-        return proc
+        as_user(self.user, self.home, lambda: _exchange_step(kind, config, assignment))
 
     def fetch(self, assignment: str) -> pathlib.Path:
         self.nbgrader("fetch_assignment", assignment)
@@ -91,3 +95,29 @@ class Student:
         where = self.home / assignment / "feedback"
         return {str(p.relative_to(where)): p.read_text() for p in sorted(where.glob("*/*.html"))}
 
+
+
+def as_user(user: str, home: pathlib.Path, step) -> None:
+    """Run `step` in a child process of this one that has become `user` (no other group, HOME and working folder
+    `home`); fails with the child's traceback."""
+    import nbgrader.exchange.default  # noqa: F401 - loaded before the fork: the user cannot read this venv
+    import rapidfuzz  # noqa: F401 - nbgrader's "did you mean" on a missing assignment
+    account = pwd.getpwnam(user)
+    errors = tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(account.pw_gid)
+            os.setuid(account.pw_uid)
+            os.environ["HOME"] = str(home)
+            os.chdir(home)
+            step()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - reported by the parent
+            errors.write(traceback.format_exc().encode())
+            errors.flush()
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    errors.seek(0)
+    assert status == 0, f"as {user}: {errors.read().decode()}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import pathlib
-import re
 import secrets
 import stat
 
@@ -22,12 +21,13 @@ import nbformat
 from nbgrader.utils import parse_utc
 
 from posenc_autograder.course import Course, grade_id
+from posenc_autograder.intake import exchange
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 from posenc_autograder.grading.pipeline import executed
 from posenc_autograder.grading.shared_probes import SHARED_CELL
 
 TIMESTAMP = "timestamp.txt"
-SECRET = "submission_secret.txt"
+SECRET = exchange.SECRET
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"      # nbgrader's own format (exchange submit)
 MAX_TIMESTAMP_BYTES = 200
 
@@ -65,19 +65,9 @@ def submission_time(course: Course, student: str, assignment: str) -> dt.datetim
     return found
 
 
-MAX_SECRET_CHARS = 256
-SECRET_PATTERN = re.compile(r"[0-9a-f]{32,%d}" % MAX_SECRET_CHARS)    # nbgrader's: token_hex(64), 128 characters
-
-
 def exchange_secret(course: Course, student: str, assignment: str) -> str | None:
-    """The secret nbgrader's `submit` wrote beside the submission (None: not from the exchange). The student's own
-    nbgrader wrote it, so it is read as untrusted: a regular file, bounded, lowercase hex only."""
-    try:
-        text = read_bytes_safely(course.submitted / student / assignment / SECRET, MAX_SECRET_CHARS + 2)
-    except (UnreadableNotebook, OSError):
-        return None
-    text = text.decode("ascii", "replace").strip()
-    return text if SECRET_PATTERN.fullmatch(text) else None
+    """The secret nbgrader's `submit` wrote beside the submission (None: not from the exchange)."""
+    return exchange.read_secret(course.submitted / student / assignment)
 
 
 def place_beside(course: Course, student: str, assignment: str, when: dt.datetime | None) -> None:

@@ -19,6 +19,7 @@ class Gap(enum.Enum):
     NO_SUBMISSION = "no_submission"        # a roster row, no submission folder
     NO_ROSTER_ROW = "no_roster_row"        # a graded submission the roster does not list
     NO_LMS_SETTING = "no_lms_setting"      # lms.toml lacks what the LMS's grade files need for an assignment
+    NO_LMS_ID = "no_lms_id"                # only a door without LMS ids (exchange, portal), in an LMS-graded class
     UNKNOWN_STUDENT = "unknown_student"    # --student names nobody under submitted/
 
 
@@ -43,6 +44,11 @@ class Finding:
             return (f"'{self.student}' was graded for {self.assignment} but {roster_file} has no row for them, so "
                     f"the LMS files leave them out{maybe}: correct the student id in {roster_file} if it is "
                     f"mistyped there, or collect their submission with make collect so the row is written")
+        if self.gap is Gap.NO_LMS_ID:
+            return (f"'{self.student}' handed in {self.assignment} through the {self.lms} only, which gives no LMS "
+                    f"id, so the {self.closest} grade files leave them out: in {roster_file}, give their row the lms "
+                    f"and lms_user_id (and name) their LMS knows them by, as a collected student's row has them, or "
+                    f"collect an LMS download that holds them; then make feedback")
         if self.gap is Gap.NO_LMS_SETTING:
             return lms.REGISTRY[self.lms].missing_setting(self.assignment, lms_exports.LMS_SETTINGS)
         return (f"no submission of '{self.student}' under autograder/submitted/{maybe}: check the id "
@@ -69,6 +75,12 @@ def class_findings(course: Course, results) -> list[Finding]:
         if assignment in covered:
             others = {s for s, a in set(people) - graded if a == assignment}
             findings.append(Finding(Gap.NO_ROSTER_ROW, student, assignment, _closest(student, others)))
+    for (student, assignment), row in sorted(people.items()):
+        if row.get("lms") not in lms.REGISTRY and (student, assignment) in graded:
+            used = sorted({r.get("lms") for (_, a), r in people.items() if a == assignment} & set(lms.REGISTRY))
+            if used:
+                findings.append(Finding(Gap.NO_LMS_ID, student, assignment, closest=", ".join(used),
+                                        lms=row.get("lms") or "a door without an LMS"))
     for name in lms.REGISTRY:
         assignments = {a for (_, a), row in people.items() if row.get("lms") == name}
         findings += [Finding(Gap.NO_LMS_SETTING, assignment=a, lms=name)
