@@ -133,9 +133,9 @@ test: $(STAMP) system-packages hub-proxy lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-## test-fast: lint, then tests/ but the book, browser, PostgreSQL and slow end-to-end tests, on two workers (make test also runs the solution notebooks)
+## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and slow end-to-end tests, on two workers (make test also runs the solution notebooks)
 test-fast: lint
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not book and not browser and not postgres and not slow" tests
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not book and not browser and not postgres and not slow and not hub" tests
 
 ## mutate: mutants of each assignment's reference.py graded by the hidden tests; prints the mutation score and the survivors
 mutate: $(STAMP)

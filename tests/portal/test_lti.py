@@ -138,6 +138,16 @@ def test_deep_linking_returns_a_signed_resource_link_for_the_chosen_assignment(t
     assert again.status_code == 403                                    # a choice is returned once
 
 
+def test_a_deep_linking_request_that_names_its_assignment_is_answered_at_once(tool, platform):
+    answer, _ = launch_browser(tool, platform, sub="prof", roles=[INSTRUCTOR], kind="LtiDeepLinkingRequest",
+                               deep_link=True, custom={"assignment": ASSIGNMENT})
+    assert f"form-action 'self' {platform.base}" in answer.headers["content-security-policy"]
+    token = re.search(r'name="JWT" value="([^"]+)"', answer.text).group(1)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    item, = claims["https://purl.imsglobal.org/spec/lti-dl/claim/content_items"]
+    assert item["custom"] == {"assignment": ASSIGNMENT}
+
+
 def test_a_student_cannot_deep_link(tool, portal, platform):
     answer, _ = launch_browser(tool, platform, kind="LtiDeepLinkingRequest", deep_link=True)
     refused(answer, portal, 403, "only an instructor")
@@ -154,7 +164,8 @@ def test_names_and_roles_fill_the_roster_from_every_page(tool, portal, platform)
         users = {u.sub: (u.student_id, u.name, u.email) for u in db.execute(select(LtiUser)).scalars()}
         assert db.get(Student, "m4").name == "Member 4"
     assert users["m0"] == ("m0", "Member 0", "m0@example.edu") and "m4" in users and "gone" not in users
-    assert "Positional encoding 101" in tool.get("/instructor/lti").text
+    page = tool.get("/instructor/lti").text
+    assert "Positional encoding 101" in page and "Member 3" in page and "m3@example.edu" in page
 
 
 def graded_launch(tool, portal, platform, line_item, sub="stu-1"):

@@ -14,7 +14,7 @@ from starlette.routing import Route
 from posenc_autograder.portal import auth, pages
 from posenc_autograder.portal.lti import registration
 from posenc_autograder.portal.lti.adapter import LaunchRefused
-from posenc_autograder.portal.lti.models import LtiContext, LtiScore
+from posenc_autograder.portal.lti.models import LtiContext, LtiScore, LtiUser
 
 FIELDS = 32                                      # form fields a login or launch may carry
 
@@ -70,8 +70,12 @@ async def launch(request: Request):
         return refused(exc)
     if landing.deep_link is not None:
         session = await run_in_threadpool(request.app.state.portal.session, landing.cookie)
-        response = HTMLResponse(pages.render("lti_pick.html", title="Choose an assignment", signed_in=True,
-                                             csrf=session.csrf, choice=landing.deep_link, assignments=tool.assignments))
+        if landing.chosen is not None:              # the request names its assignment: no choice to make
+            response = await returned_choice(request, session, landing.deep_link, landing.cookie, landing.chosen)
+        else:
+            response = HTMLResponse(pages.render("lti_pick.html", title="Choose an assignment", signed_in=True,
+                                                 csrf=session.csrf, choice=landing.deep_link,
+                                                 assignments=tool.assignments))
     else:
         response = RedirectResponse(landing.to, status_code=303)
     return pages.set_session_cookie(response, landing.cookie, secure(request), embeddable=True)
@@ -103,11 +107,15 @@ async def deep_link(request: Request):
     session, form = await instructor_post(request)
     if session is None:
         return plain("Instructor only", "Open the tool from the LMS as an instructor and choose again.", 403)
-    assignment = str(form.get("assignment", ""))
+    return await returned_choice(request, session, str(form.get("choice", "")),
+                                 request.cookies.get(auth.SESSION_COOKIE), str(form.get("assignment", "")))
+
+
+async def returned_choice(request: Request, session, choice: str, cookie: str | None, assignment: str):
+    """The page that posts the signed deep-linking response for `assignment` to the platform's return URL."""
     try:
-        return_url, token = await run_in_threadpool(
-            tool_of(request).deep_link_response, str(form.get("choice", "")),
-            request.cookies.get(auth.SESSION_COOKIE), assignment, public_url(request, ""))
+        return_url, token = await run_in_threadpool(tool_of(request).deep_link_response, choice, cookie, assignment,
+                                                    public_url(request, ""))
     except LaunchRefused as exc:
         return plain("Not added", f"Not added: {exc.reason}.", exc.status, session)
     target = registration.origin(return_url)
@@ -128,10 +136,11 @@ async def status_page(request: Request):
     def read():
         with tool.sessions() as db:
             contexts = list(db.execute(select(LtiContext).order_by(LtiContext.id)).scalars())
-        return contexts, tool.outbox.unsent()
-    contexts, unsent = await run_in_threadpool(read)
+            members = list(db.execute(select(LtiUser).order_by(LtiUser.student_id)).scalars())
+        return contexts, members, tool.outbox.unsent()
+    contexts, members, unsent = await run_in_threadpool(read)
     return HTMLResponse(pages.render("lti_status.html", title="LMS", signed_in=True, csrf=session.csrf,
-                                     contexts=contexts, unsent=unsent))
+                                     contexts=contexts, members=members, unsent=unsent))
 
 
 async def read_rosters(request: Request):

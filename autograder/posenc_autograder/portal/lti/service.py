@@ -34,6 +34,7 @@ class Landing:
     to: str                                     # a portal path, or "" for the deep-linking picker
     instructor: bool
     deep_link: str | None = None                # the picker's key (a deep-linking request)
+    chosen: str | None = None                   # the assignment the deep-linking request itself names
 
 
 @dataclasses.dataclass
@@ -148,7 +149,7 @@ class LtiTool:
                     reg, str(body[meaning.CLAIM + "deployment_id"]),
                     dict(body["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"]),
                     auth.digest(cookie), now + DEEP_LINK_SECONDS)
-            return Landing(cookie, "", True, key)
+            return Landing(cookie, "", True, key, meaning.assignment_of(body, self.assignments))
         if teacher:
             cookie = auth.open_session(db, None, instructor=True, door=DOOR)
             db.commit()
