@@ -111,3 +111,26 @@ def test_nbgrader_timestamps_are_read_in_their_zone():
     assert exchange.stated_time("2026-11-22 23:30:00.000000 UTC", utc) == dt.datetime(2026, 11, 22, 23, 30, tzinfo=utc)
     assert exchange.stated_time("2026-11-22 23:30:00 NOWHERE", utc) is None
     assert exchange.stated_time("yesterday", utc) is None
+
+
+def test_nbgrader_collect_is_the_exchange_door_too(tmp_path):
+    """`nbgrader collect` instead of make collect-exchange: make grade records what it copied as the exchange's
+    attempt, at the time nbgrader's submit wrote in Berlin time, with a roster row; fetch_feedback finds the page."""
+    course = Course(make_course(tmp_path / "course"))
+    exchange_root = tmp_path / "exchange"
+    exchange_root.mkdir()
+    instructor(course, exchange_root, "ExchangeReleaseAssignment", NB)
+    student = Student("hopper", tmp_path / "home", exchange_root, zone="Europe/Berlin")
+    student.fetch(NB)
+    before = dt.datetime.now(dt.timezone.utc)
+    student.submit(NB, {f"{NB}.ipynb": nbformat.writes(solved_notebook())})
+    after = dt.datetime.now(dt.timezone.utc)
+    instructor(course, exchange_root, "ExchangeCollect", NB)
+    stated = (course.submitted / "hopper" / NB / "timestamp.txt").read_text()
+    assert stated.endswith(("CET", "CEST"))                  # nbgrader wrote Berlin's time
+    results = {r.student: r for r in grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)}
+    recorded = attempts.of(course, "hopper", NB)
+    assert [a.door for a in recorded] == [exchange.DOOR] and before.replace(microsecond=0) <= recorded[0].time <= after
+    assert roster.load(course)["hopper", NB]["lms"] == exchange.DOOR
+    instructor(course, exchange_root, "ExchangeReleaseFeedback", NB)
+    assert list(student.fetch_feedback(NB).values()) == [feedback.path(course.feedback, results["hopper"]).read_text()]

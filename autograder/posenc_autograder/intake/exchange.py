@@ -135,6 +135,28 @@ def read_inbound(course: Course, assignment: str, root: pathlib.Path, skipped: l
     return sorted(found, key=lambda s: (s.student, s.time))
 
 
+def record_collected(course: Course, student: str, assignment: str) -> attempts.Attempt | None:
+    """What `nbgrader collect` put in submitted/ (a folder holding the exchange's secret), recorded as the exchange's
+    attempt at the time its timestamp.txt states (read in its zone; nbgrader's copy keeps no trace of when the exchange
+    saw it written: make collect-exchange checks that too). None: not nbgrader's, or already recorded."""
+    where = course.submitted / student / assignment
+    if not is_safe_id(student) or read_secret(where) is None:
+        return None
+    files = attempts.in_submitted(course, student, assignment)
+    if not files or any(a.files == files for a in attempts.of(course, student, assignment)):
+        return None
+    try:
+        stated = read_bytes_safely(where / attempts.TIMESTAMP, 200).decode("utf-8", "replace").strip()
+        data = {name: read_bytes_safely(where / name, settings.load(course).caps.notebook_bytes) for name in files}
+    except (UnreadableNotebook, OSError):
+        return None
+    when = stated_time(stated, settings.load(course).course.zone)
+    if when is None:
+        return None                        # recorded as placed by hand, at the files' time
+    record(course, assignment, [Submission(student, when, stated, False, None, data)])
+    return next((a for a in attempts.of(course, student, assignment) if a.files == files), None)
+
+
 def record(course: Course, assignment: str, submissions: list[Submission]) -> dict[str, list[attempts.Attempt]]:
     """Each submission in the record of attempts; each student's latest secret beside their submission in
     submitted/; a roster row for whoever has none. Returns student -> the attempts new in the record."""

@@ -25,7 +25,7 @@ from posenc_autograder.results import NotebookResult
 from posenc_autograder import settings
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
-from posenc_autograder.intake import attempts
+from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, discover, sha256
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
@@ -97,7 +97,8 @@ def place_counted(course: Course, assignments: list[str] | None = None, students
                   ) -> set[tuple[str, str]]:
     """Apply [course] counted_attempt to every student's attempts from every door (intake/attempts.py): a file put
     in submitted/ by hand is recorded first; submitted/ then holds an attempt still to be graded, else the one that
-    counts. Returns the (student, assignment) whose submitted/ changed."""
+    counts. Returns the (student, assignment) whose submitted/ changed. A folder `nbgrader collect` wrote (it holds
+    the exchange's submission secret) is recorded as the exchange's, at the time nbgrader's submit wrote."""
     from posenc_autograder.reports import late_policy
 
     rule, deadlines = settings.load(course).course.counted_attempt, late_policy.Deadlines(course)
@@ -110,6 +111,7 @@ def place_counted(course: Course, assignments: list[str] | None = None, students
                 or assignment not in course.assignments():
             continue
         try:
+            exchange.record_collected(course, student, assignment)      # `nbgrader collect`'s: the exchange's door
             attempts.record_hand_placed(course, student, assignment)
         except ValueError:
             continue                                      # not a safe folder: discover() reports it
