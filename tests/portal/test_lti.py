@@ -70,6 +70,8 @@ def test_a_student_lands_on_the_assignment_named_by_the_link_signed_in_as_the_lm
         answer.headers["set-cookie"].lower()
     page = tool.get(f"/assignments/{ASSIGNMENT}")
     assert page.status_code == 200 and "Upload" in page.text
+    launch_browser(tool, platform, sub="stu-7", custom={"assignment": ASSIGNMENT})
+    assert sessions_in(portal) == 1                                  # a new launch closes the session it replaces
     with portal.sessions() as db:
         assert db.get(Student, "stu-7").name == "Name of stu-7"
         user = db.execute(select(LtiUser)).scalar_one()
@@ -194,6 +196,18 @@ def test_a_moodle_line_item_gets_scores_before_its_query(tool, portal, platform)
     portal.lti.outbox.send_due()
     got, = platform.scores
     assert (got.path, got.query) == ("/mod/lti/services.php/2/lineitems/7/lineitem/scores", "type_id=1")
+
+
+def test_a_link_without_a_line_item_finds_or_makes_the_assignments_in_the_container(tool, portal, platform):
+    platform.line_items.clear()
+    graded_launch(tool, portal, platform, "")
+    portal.lti.outbox.send_due()
+    made, = platform.line_items
+    assert (made["tag"], made["scoreMaximum"]) == (ASSIGNMENT, FULL)
+    assert [s.path for s in platform.scores] == [made["id"].removeprefix(platform.base) + "/scores"]
+    graded_launch(tool, portal, platform, "", sub="stu-2")            # a second student: the same line item
+    portal.lti.outbox.send_due()
+    assert len(platform.line_items) == 1 and platform.scores[-1].path == platform.scores[0].path
 
 
 def test_a_manual_grade_or_regrade_that_changes_the_counted_score_is_sent_again(tool, course, portal, platform):

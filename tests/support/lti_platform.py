@@ -71,6 +71,7 @@ class Platform:
         self.members: list[dict] = []
         self.scores: list[Received] = []
         self.deep_link_responses: list[dict] = []
+        self.line_items: list[dict] = []         # the context's line items (GET and POST /lineitems)
         self.tokens: dict[str, list[str]] = {}    # access token -> its scopes
         self.token_requests = 0
         self.fail_scores = 0                      # the next n score posts are answered 503
@@ -106,9 +107,10 @@ class Platform:
                 CLAIM + "resource_link": {"id": "link-1"}}
         if custom is not None:
             body[CLAIM + "custom"] = custom
-        if line_item is not None:
+        if line_item is not None:                 # "": a link without a line item (the context's container only)
             body["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
-                "scope": AGS_SCOPES, "lineitem": line_item, "lineitems": self.base + "/lineitems"}
+                "scope": AGS_SCOPES, "lineitems": self.base + "/lineitems", **({"lineitem": line_item} if line_item
+                                                                                   else {})}
         if nrps:
             body["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"] = {
                 "context_memberships_url": self.base + "/nrps/course-1", "service_versions": ["2.0"]}
@@ -192,6 +194,15 @@ class Platform:
                                     time.time(), request.headers.get("content-type", "")))
         return Response(status_code=200)
 
+    async def line_item_container(self, request: Request):
+        if not self.authorised(request, "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"):
+            return JSONResponse({"error": "unauthorised"}, status_code=401)
+        if request.method == "GET":
+            return JSONResponse(self.line_items, media_type="application/vnd.ims.lis.v2.lineitemcontainer+json")
+        made = {**json.loads(await request.body()), "id": f"{self.base}/lineitems/{100 + len(self.line_items)}"}
+        self.line_items.append(made)
+        return JSONResponse(made, media_type="application/vnd.ims.lis.v2.lineitem+json")
+
     async def deep_link_return(self, request: Request):
         form = await request.form()
         token = form.get("JWT", "")
@@ -203,6 +214,7 @@ class Platform:
         return Starlette(routes=[
             Route("/jwks", self.jwks), Route("/auth", self.auth), Route("/token", self.token, methods=["POST"]),
             Route("/nrps/course-1", self.memberships),
+            Route("/lineitems", self.line_item_container, methods=["GET", "POST"]),
             Route("/lineitems/{item}/scores", self.post_scores, methods=["POST"]),
             Route("/mod/lti/services.php/{course}/lineitems/{item}/lineitem/scores", self.post_scores,
                   methods=["POST"]),

@@ -135,8 +135,9 @@ class SchemaVersion(Base):
 
 
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
-# 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py)
-SCHEMA_VERSION = 6
+# 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py);
+# 7: lti_line_item.line_items
+SCHEMA_VERSION = 7
 
 
 def engine_for(url: str):

@@ -17,6 +17,7 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINE_ITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 
 # Roles that reach the instructor's pages, by exact name: teaching roles in this course (context), as full LIS URIs or
 # the simple names LTI 1.3 still allows, and administrators of the institution or the system. An institution role
@@ -87,23 +88,29 @@ def display_name(body: dict) -> str:
     return str(name)[:200]
 
 
+def is_url(value) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
+
+
 def keep_line_item(db, student: str, assignment: str, issuer: str, client_id: str, body: dict) -> None:
     """Where this student's score for the assignment goes: the launch's line item, when the platform gave one and
-    the score scope."""
+    the score scope; or, for a link without one, the context's line items, where the outbox finds (or makes) the
+    assignment's by its tag."""
     endpoint = body.get(AGS)
     if not isinstance(endpoint, dict):
         return
-    line_item, scopes = endpoint.get("lineitem"), endpoint.get("scope")
-    if not isinstance(line_item, str) or not line_item.startswith(("http://", "https://")) \
-            or not isinstance(scopes, list) or SCORE_SCOPE not in scopes:
-        return
+    line_item, container, scopes = endpoint.get("lineitem"), endpoint.get("lineitems"), endpoint.get("scope")
+    line_item = line_item if is_url(line_item) else ""
+    container = container if is_url(container) and LINE_ITEM_SCOPE in (scopes or []) else ""
+    if not (line_item or container) or not isinstance(scopes, list) or SCORE_SCOPE not in scopes:
+        return                          # no line item, and none the tool may find or make: no score goes back
     kept = db.execute(select(LtiLineItem).where(
         LtiLineItem.student_id == student, LtiLineItem.assignment == assignment, LtiLineItem.issuer == issuer,
         LtiLineItem.client_id == client_id)).scalar_one_or_none()
     if kept is None:
         kept = LtiLineItem(student_id=student, assignment=assignment, issuer=issuer, client_id=client_id)
         db.add(kept)
-    kept.sub, kept.line_item = str(body["sub"]), line_item[:2000]
+    kept.sub, kept.line_item, kept.line_items = str(body["sub"]), line_item[:2000], container[:2000]
     kept.scopes = " ".join(s for s in scopes if isinstance(s, str))
 
 

@@ -57,7 +57,8 @@ class LtiLineItem(Base):
     issuer: Mapped[str] = mapped_column(KEY)
     client_id: Mapped[str] = mapped_column(KEY)
     sub: Mapped[str] = mapped_column(KEY)
-    line_item: Mapped[str] = mapped_column(URL)
+    line_item: Mapped[str] = mapped_column(URL)                        # "" until found in line_items
+    line_items: Mapped[str] = mapped_column(URL, default="")           # the context's container, when given
     scopes: Mapped[str] = mapped_column(Text, default="")
 
 

@@ -24,6 +24,7 @@ import requests
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.exception import LtiException
 from pylti1p3.grade import Grade
+from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
 from sqlalchemy import select, update
 
@@ -158,13 +159,27 @@ class Outbox:
         session.request = _with_timeout(session.request)
         return ServiceConnector(registration, session)
 
-    @staticmethod
-    def _post(connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> None:
+    def _post(self, connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> None:
         grade = (Grade().set_score_given(score.score_given).set_score_maximum(score.score_maximum)
                  .set_activity_progress("Completed").set_grading_progress("FullyGraded").set_user_id(item.sub)
                  .set_timestamp(score.timestamp.replace(tzinfo=dt.timezone.utc).isoformat(timespec="milliseconds")))
-        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(), "lineitem": item.line_item})
+        line_item = item.line_item or self._found_line_item(connector, score, item)
+        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(), "lineitem": line_item})
         service.put_grade(grade)
+
+    def _found_line_item(self, connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> str:
+        """The assignment's line item in the context's container (tagged with the assignment's name), made there if
+        there is none; kept for the next score."""
+        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(), "lineitems": item.line_items})
+        found = service.find_or_create_lineitem(LineItem().set_tag(item.assignment).set_label(item.assignment)
+                                                .set_score_maximum(score.score_maximum))
+        url = found.get_id()
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise LtiException("the platform gave the new line item no address")
+        with self.sessions() as db:
+            db.execute(update(LtiLineItem).where(LtiLineItem.id == item.id).values(line_item=url[:2000]))
+            db.commit()
+        return url
 
     def _failed(self, score_id: int, exc: Exception) -> None:
         reason = describe(exc)

@@ -68,6 +68,7 @@ async def launch(request: Request):
         landing = await run_in_threadpool(tool.launch, params, dict(request.cookies), secure(request))
     except LaunchRefused as exc:
         return refused(exc)
+    await run_in_threadpool(request.app.state.portal.sign_out, request.cookies.get(auth.SESSION_COOKIE))  # replaced
     if landing.deep_link is not None:
         session = await run_in_threadpool(request.app.state.portal.session, landing.cookie)
         if landing.chosen is not None:              # the request names its assignment: no choice to make
