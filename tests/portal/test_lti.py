@@ -388,14 +388,26 @@ def test_registered_platforms_may_frame_the_portal_and_no_one_else(course, porta
     assert answer.headers["x-frame-options"] == "DENY"
 
 
+def test_a_broken_registration_file_stops_the_lms_door_only(tool, course, portal, platform):
+    registration.config_path(course).write_text("{not json")
+    assert "lti.json cannot be read" in login(tool, platform).text
+    assert tool.get("/").status_code == 200 and tool.get("/instructor").status_code == 200
+
+
 def test_a_private_link_still_signs_in_beside_the_lti_door(tool, portal):
     token = portal.new_link("carol", "Carol")
     assert tool.get(f"/s/{token}").status_code == 200 and "carol" in tool.get("/").text
 
 
-def test_jwks_and_canvas_configuration_name_the_tools_key_and_urls(tool, portal, platform):
+def test_jwks_and_canvas_configuration_name_the_tools_key_and_urls(tool, course, portal, platform):
     keys = tool.get("/lti/jwks").json()["keys"]
     assert len(keys) == 1 and keys[0]["kty"] == "RSA" and keys[0]["alg"] == "RS256" and "d" not in keys[0]
+    path = registration.config_path(course)
+    written = json.loads(path.read_text())
+    for entry in written[platform.issuer]:
+        del entry["public_key_file"]                               # a registration written with its private key only
+    path.write_text(json.dumps(written))
+    assert tool.get("/lti/jwks").json()["keys"] == keys              # the same key, from the private half
     config = tool.get("/lti/config").json()
     assert (config["oidc_initiation_url"], config["target_link_uri"], config["public_jwk_url"]) == (
         "https://testserver/lti/login", "https://testserver/lti/launch", "https://testserver/lti/jwks")

@@ -45,9 +45,20 @@ def config_path(course: Course) -> pathlib.Path:
 
 
 def tool_config(course: Course) -> ToolConfJsonFile | None:
-    """The registrations, or None where the tool is not set up (no lti.json)."""
+    """The registrations, or None where the tool is not set up (no lti.json). A registration that names no public
+    key file gets the public half of its private key (its key set and key id come from it)."""
     path = config_path(course)
-    return ToolConfJsonFile(str(path)) if path.is_file() else None
+    if not path.is_file():
+        return None
+    config = ToolConfJsonFile(str(path))
+    for issuer, entries in registrations(course).items():
+        for entry in entries:
+            client = entry.get("client_id") if config.check_iss_has_many_clients(issuer) else None
+            if not entry.get("public_key_file"):
+                private = serialization.load_pem_private_key(config.get_private_key(issuer, client).encode(), None)
+                config.set_public_key(issuer, private.public_key().public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode(), client)
+    return config
 
 
 def registrations(course: Course) -> dict[str, list[dict]]:

@@ -3,6 +3,7 @@ responses, its key set and configuration, the roster and the outbox."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import secrets
 import threading
 import time
@@ -24,6 +25,7 @@ from posenc_autograder.portal.lti.passback import Outbox
 from posenc_autograder.portal.models import utcnow
 
 DOOR = "lti"
+log = logging.getLogger(__name__)
 DEEP_LINK_SECONDS = 3600.0              # an instructor's deep-linking choice must be made within this
 
 
@@ -54,17 +56,24 @@ class LtiTool:
         self.deep_links: dict[str, PendingDeepLink] = {}
         self._lock = threading.Lock()
         self._roster_lock = threading.Lock()           # one class-list read at a time (a launch starts one too)
+        self.problem = ""                              # why lti.json cannot be read, when it cannot
         self._config: tuple | None = None            # (lti.json's mtime, pylti1p3's config, origins)
 
     # --- registrations ------------------------------------------------------------------------------
 
     def tool_config(self):
-        """pylti1p3's view of lti.json, read again when the file changes (None: the tool is not set up)."""
+        """pylti1p3's view of lti.json, read again when the file changes (None: the tool is not set up, or lti.json
+        cannot be read: then every launch says why, and the rest of the portal works on)."""
         path = registration.config_path(self.course)
-        stamp = path.stat().st_mtime if path.is_file() else None
+        stamp = path.stat().st_mtime_ns if path.is_file() else None
         if self._config is None or self._config[0] != stamp:
-            self._config = (stamp, registration.tool_config(self.course) if stamp is not None else None,
-                            registration.platform_origins(self.course))
+            try:
+                self._config = (stamp, registration.tool_config(self.course) if stamp is not None else None,
+                                registration.platform_origins(self.course))
+                self.problem = ""
+            except Exception as exc:  # noqa: BLE001 - a broken lti.json or key file must not stop the portal
+                log.error("%s cannot be read: %s", registration.CONFIG_FILE, exc)
+                self._config, self.problem = (stamp, None, []), f"{registration.CONFIG_FILE} cannot be read ({exc})"
         return self._config[1]
 
     @property
@@ -96,7 +105,8 @@ class LtiTool:
         as this browser's cookie and kept (with its nonce) for the launch."""
         config = self.tool_config()
         if config is None:
-            raise LaunchRefused("this portal is not registered with any LMS (no autograder/lti.json)", 404)
+            raise LaunchRefused(self.problem or "this portal is not registered with any LMS (no autograder/lti.json)",
+                                404)
         issuer = params.get("iss")
         if issuer not in self.issuers():
             raise LaunchRefused("the issuer (iss) is not a registered platform", 400)
@@ -116,7 +126,8 @@ class LtiTool:
         """Validate the launch (LaunchRefused, a 4xx with its reason, otherwise) and open its session."""
         config = self.tool_config()
         if config is None:
-            raise LaunchRefused("this portal is not registered with any LMS (no autograder/lti.json)", 404)
+            raise LaunchRefused(self.problem or "this portal is not registered with any LMS (no autograder/lti.json)",
+                                404)
         request = StarletteRequest(params, cookies, secure)
         with self.sessions() as db:
             checked = StrictLaunch(request, config, self.issuers(), db, self.key_sets)
