@@ -175,3 +175,12 @@ def test_portal_links_never_overwrite_earlier_links(tmp_path):
     assert (kept[0].stat().st_mode & 0o777) == 0o600
     now = {row["student_id"]: row["link"] for row in csv.DictReader(open(target))}
     assert set(now) == {"ada", "bob"} and not set(now.values()) & set(links.earlier_links(kept[0]).values())
+
+
+def test_an_unreachable_database_is_said_without_a_traceback(graded_course):
+    course, _, _ = graded_course
+    nowhere = "postgresql+psycopg2://nobody@127.0.0.1:1/none"
+    status, _, err = run("grade", "--no-sandbox", "--root", str(course.root), "--db-url", nowhere)
+    assert status == 2 and "cannot read the database" in err and "Traceback" not in err
+    status, _, err = run("move-db", "--root", str(course.root), "--to", nowhere)
+    assert status == 1 and "the move stopped" in err and Course(course.root).gradebook_url == course.gradebook_url

@@ -25,10 +25,16 @@ def run_command(args) -> int:
               "sqlite:////absolute/path.db)", file=sys.stderr)
         return 2
     course = course_for_command(args.course, args.db_url)
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
     try:
         moved = database.move(course, args.to)
     except database.MoveRefused as exc:
         print(exc, file=sys.stderr)
+        return 1
+    except (SQLAlchemyError, ArgumentError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        print(f"error: the move stopped ({reason}); the course still uses {database.shown(course.gradebook_url)} and "
+              f"nothing of it was changed", file=sys.stderr)
         return 1
     width = max(map(len, moved.rows))
     for table, count in sorted(moved.rows.items()):

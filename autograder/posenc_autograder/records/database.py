@@ -51,6 +51,16 @@ def submissions_in(url: str) -> set[tuple[str, str]]:
         engine.dispose()
 
 
+def reachable_submissions(url: str) -> set[tuple[str, str]]:
+    """submissions_in, or ForeignDatabase saying why the database cannot be read."""
+    from sqlalchemy.exc import SQLAlchemyError
+    try:
+        return submissions_in(url)
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise ForeignDatabase(f"error: cannot read the database {shown(url)}: {reason}") from None
+
+
 class ForeignDatabase(SystemExit):
     """The database holds none of the course's graded submissions; the message says how to go on."""
 
@@ -62,7 +72,7 @@ def check(course: Course) -> None:
     if stamps.recall(course, CHECKED, stamp):
         return
     graded = graded_submissions(course)
-    if graded and not graded & submissions_in(course.gradebook_url):
+    if graded and not graded & reachable_submissions(course.gradebook_url):
         raise ForeignDatabase(foreign_message(course, len(graded)))
     if graded:
         stamps.remember(course, CHECKED, stamp)
@@ -151,13 +161,16 @@ def _same(a: str, b: str) -> bool:
     return make_url(a) == make_url(b)
 
 
+SCHEMA_ROWS = ("alembic_version", "course")   # what nbgrader writes making its tables (a stopped move's are replaced)
+
+
 def _refuse_unless_empty(engine, url: str) -> None:
     """A target holding rows would mix two courses (or an earlier one's grades with these)."""
     from sqlalchemy import MetaData, func, select
     there = MetaData()
     there.reflect(engine)
     with engine.connect() as db:
-        holding = [name for name, table in sorted(there.tables.items()) if name != "alembic_version"
+        holding = [name for name, table in sorted(there.tables.items()) if name not in SCHEMA_ROWS
                    and db.execute(select(func.count()).select_from(table)).scalar()]
     if holding:
         where = shown(url)
