@@ -18,6 +18,7 @@ class NoteKind(str, enum.Enum):
     CRASHED = "crashed"                  # the kernel died in a cell
     TIMEOUT = "timeout"                  # a cell or the notebook ran out of time
     OUTPUT_FLOOD = "output_flood"
+    UNREADABLE_DATA = "unreadable_data"  # the notebook's code sent the grader data it could not read (forged, huge)
     MEMORY = "memory"
     GRADER_ERROR = "grader_error"        # the grader, not the student
     FIX_FIRST = "fix_first"              # one diagnosed cause explains several failures
@@ -31,8 +32,10 @@ class NoteKind(str, enum.Enum):
 
 PROSE_NUMBERS = 16       # numbers a sentence a student reads may hold; a longer quote is summarised in it
 QUOTE_NUMBERS = 12       # of them, what a quote of the student's own output may take (the sentence has its own)
-NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
-NUMBER_RUN = re.compile(rf"(?:\[[\[ ]*)?(?:{NUMBER.pattern}[\s,;\[\]]*){{4,}}")   # 4+ numbers in a row: an array
+# Possessive: one way to read each number, so a long run of digits or brackets is never tried a second time.
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d++(?:\.\d*+)?+|\.\d++)(?:[eE][-+]?\d++)?+(?![\w.])")
+SEPARATORS = frozenset(" \t\n\r\f\v,;[]")        # between the numbers of a printed array
+RUN_NUMBERS = 4                                 # numbers in a row that make an array
 
 
 def summarised(text: str, numbers: int = QUOTE_NUMBERS) -> str:
@@ -40,7 +43,7 @@ def summarised(text: str, numbers: int = QUOTE_NUMBERS) -> str:
     as many lines as numpy wrapped it) as its count, whitespace collapsed (a self-check's message is wrapped at any
     word), and cut after its first `numbers` numbers, at the end of that sentence when it holds no more (the text in
     full goes beside it, in `quoted`, for the page to fold)."""
-    flat = " ".join(NUMBER_RUN.sub(_counted, str(text)).split())
+    flat = " ".join(_runs_counted(str(text)).split())
     ends = [found.end() for found in NUMBER.finditer(flat)]
     if len(ends) <= numbers:
         return flat
@@ -49,9 +52,34 @@ def summarised(text: str, numbers: int = QUOTE_NUMBERS) -> str:
     return flat[:cut + (sentence.end() if sentence else 0)] + " ..."
 
 
-def _counted(run: re.Match) -> str:
-    """A run of numbers as its count, keeping the space that followed it."""
-    return f"[{len(NUMBER.findall(run.group()))} numbers]" + (" " if run.group()[-1:].isspace() else "")
+def _runs_counted(text: str) -> str:
+    """The text with each run of RUN_NUMBERS or more numbers (separated by blanks, commas, semicolons or brackets,
+    with the brackets that open it) as its count, keeping the space that followed it. One pass over the numbers:
+    a pattern for the whole run backtracked over every start inside a long run of brackets or digits."""
+    pieces, done = [], 0
+    first = last = count = 0                    # the run being read: where its first number starts, its last ends
+    for found in [*NUMBER.finditer(text), None]:
+        if found is not None and count and SEPARATORS.issuperset(text[last:found.start()]):
+            last, count = found.end(), count + 1
+            continue
+        if count >= RUN_NUMBERS:
+            start, end = _opening_brackets(text, first, done), last
+            while end < len(text) and text[end] in SEPARATORS:
+                end += 1
+            pieces += [text[done:start], f"[{count} numbers]" + (" " if text[end - 1].isspace() else "")]
+            done = end
+        first, last, count = (found.start(), found.end(), 1) if found is not None else (0, 0, 0)
+    return "".join(pieces) + text[done:]
+
+
+def _opening_brackets(text: str, first: int, floor: int) -> int:
+    """Where a run that starts with the number at `first` begins: at the first "[" of the brackets and spaces just
+    before it (not before `floor`, the end of the run before)."""
+    start = first
+    while start > floor and text[start - 1] in "[ ":
+        start -= 1
+    opening = text.find("[", start, first)
+    return first if opening < 0 else opening
 
 
 def quote(text: str) -> tuple[str, str | None]:

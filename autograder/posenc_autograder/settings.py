@@ -79,6 +79,7 @@ class Limits:
     shm_bytes: int = 16 * 2**20
     channel_bytes: int = 256 * 2**20       # everything read from one job's channel, all attempts
     max_frame_bytes: int = 32 * 2**20      # one frame (a result record or a cell's output)
+    channel_cpu_seconds: int = 10          # the grader's own CPU decoding one job's channel, all attempts
     max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
 
     def for_runner(self) -> dict:

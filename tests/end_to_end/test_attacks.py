@@ -16,6 +16,7 @@ from hostile_notebooks import ATTACKS, CLASSES, HOSTILE_FILES, HOSTILE_FOLDER_NA
 from notebook_tools import ROOT
 from posenc_autograder import cli
 from posenc_autograder.records import gradebook
+from posenc_autograder.results import NoteKind
 from posenc_autograder.grading import pipeline
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
@@ -24,6 +25,9 @@ from posenc_autograder.sandbox.bubblewrap import Limits
 
 LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine
 VICTIMS = {"victim_full": FULL, "victim_zero": 0}
+# A full solution that also sends the grader what it cannot read: graded in full all the same (its forged frames cost
+# only the cell that sent them), never reported as the grader failing.
+HONEST_FORGER = "forger_full"
 HOST_MARKERS = [pathlib.Path("/usr/pwned"), ROOT / ".venv/lib/python3.11/site-packages/x.pth"]
 ALL_ATTACKS = sorted(ATTACKS) + sorted(HOSTILE_FILES)
 
@@ -68,6 +72,8 @@ def attacked_class(tmp_path_factory):
         folder = course.submitted / f"attack_{name}" / ASSIGNMENT
         folder.mkdir(parents=True)
         make(folder / f"{NOTEBOOK}.ipynb", release, course.root)
+    nbformat.write(_with_attack(solved_notebook(), ATTACKS["announce_an_impossible_frame"]),
+                   _submission_folder(course, HONEST_FORGER) / f"{NOTEBOOK}.ipynb")
     for name in HOSTILE_FOLDER_NAMES:
         (course.submitted / name / ASSIGNMENT).mkdir(parents=True)
         nbformat.write(solved_notebook(), course.submitted / name / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
@@ -76,6 +82,12 @@ def attacked_class(tmp_path_factory):
     after = grade_all(course, jobs=2, limits=LIMITS, quiet=True)
     WARM_PATH.update(status=warm.status(), lost=warm.losses() - zygotes_lost)
     return course, {r.student: r for r in before}, {r.student: r for r in after}, untouched
+
+
+def _submission_folder(course, student):
+    folder = course.submitted / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    return folder
 
 
 WARM_PATH = {}
@@ -117,7 +129,7 @@ def test_no_file_outside_the_job_is_touched(attacked_class):
 
 def test_run_completes_with_grades_report_and_feedback_for_everyone(attacked_class):
     course, _, after, _ = attacked_class
-    assert set(after) == set(VICTIMS) | {f"attack_{n}" for n in ALL_ATTACKS}
+    assert set(after) == set(VICTIMS) | {f"attack_{n}" for n in ALL_ATTACKS} | {HONEST_FORGER}
     for student in after:
         assert (course.feedback / student / ASSIGNMENT / f"{NOTEBOOK}.html").is_file(), student
     assert (course.reports / "grading-report.md").is_file()
@@ -137,6 +149,26 @@ def test_hostile_files_are_refused_with_a_reason(attacked_class, name):
         return
     assert not result.graded
     assert result.notes, "a refused submission must say why"
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_what_an_attack_sends_or_logs_is_its_own_never_the_grader_failing(attacked_class, name):
+    """Forged, malformed or impossible frames and words in the job's log are the student's: graded (0 here), never
+    "not graded" or a grader error."""
+    _, _, after, _ = attacked_class
+    result = after[f"attack_{name}"]
+    assert result.graded and not result.notes_of(NoteKind.GRADER_ERROR), [str(n) for n in result.notes]
+
+
+def test_frames_the_grader_cannot_read_cost_a_full_solution_nothing_and_are_named(attacked_class):
+    course, _, after, _ = attacked_class
+    result = after[HONEST_FORGER]
+    assert result.graded and result.score == FULL, [str(n) for n in result.notes]
+    assert final_scores(course, HONEST_FORGER, ASSIGNMENT) == (float(FULL), float(FULL))
+    said = [str(n) for n in result.notes_of(NoteKind.UNREADABLE_DATA)]
+    assert len(said) == 1 and "announced" in said[0] and "skipped" in said[0], said
+    assert not result.notes_of(NoteKind.GRADER_ERROR, NoteKind.CRASHED)
+    assert "grader crashed" not in (course.feedback / HONEST_FORGER / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
 
 
 def test_hostile_folder_names_are_not_graded(attacked_class):

@@ -300,6 +300,14 @@ os.write(fd, wire_raw(b'[[], {"result": "hidden_pe_values", "record": {"__ndarra
 os.write(fd, wire({"cell": float("nan")}) + wire({"result": "x", "record": "A" * 40_000_000}))   # over the cap
 os.write(fd, struct.pack("<IQ", 2**32 - 1, 2**64 - 1))                     # announces far more than a frame
 ''',
+    "announce_an_impossible_frame": WIRE + r'''
+import os
+fd = int(os.environ.get("POSENC_CHANNEL_FD", "-1"))
+os.write(fd, wire_raw(repr({"result": ["x"]}).encode()))             # Python's repr, not JSON: malformed
+os.write(fd, struct.pack("<IQ", 8, 2**60))                            # then a frame no channel can carry
+print("the grader failed on this notebook 3 times, for its own reasons", flush=True)
+os.write(2, b"Traceback: the grader crashed\n")                      # the job's log: the student's words
+''',
     "forge_record_and_probe_functions": r'''
 import sys
 probes = {name.rsplit(".", 1)[-1]: module for name, module in list(sys.modules.items())
@@ -577,7 +585,8 @@ CLASSES = {
     "escape": ["unshare_and_remount", "ptrace_and_kernel_calls", "write_kernel_settings",
                "read_solutions_and_reference", "read_other_students", "gradebook_sqlite",
                "read_grader_package_and_env"],
-    "supervisor": ["control_files_as_links_and_fifos", "forge_channel_frames", "forged_progress_keeps_cell_alive",
+    "supervisor": ["control_files_as_links_and_fifos", "forge_channel_frames", "announce_an_impossible_frame",
+                   "forged_progress_keeps_cell_alive",
                    "close_and_hijack_channel", "forge_results_files", "kill_the_runner",
                    "forge_record_and_probe_functions", "forge_lying_subclass_and_tracing_hooks"],
     "crash": ["exceptions_that_fight_back", "odd_return_values", "nbgrader_metadata_is_a_string",

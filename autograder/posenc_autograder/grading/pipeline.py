@@ -160,7 +160,7 @@ def not_graded(submission: Submission, cells, notes) -> NotebookResult:
 def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
     release = released(course, submission.assignment, submission.notebook)
     variant = variants.student_variant(course, submission.student)
-    notes = list(submission.notes) + _describe_events(execution.events)
+    notes = list(submission.notes) + _describe_events(execution.events, limits)
     if execution.failure:
         notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))
     tests = []
@@ -374,7 +374,21 @@ def _why_no_answer(events) -> str:
             "see the notes above)")
 
 
-def _describe_events(events) -> list[str]:
+def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
+    """What a refused frame was, in the student's terms: it came from their notebook's code (student code can write
+    to the grader's channel; the grader's own calls never send such data), so it is theirs, never the grader's."""
+    if event.get("reason") == codec.TOO_LARGE:
+        announced, cap = settings.size(int(event.get("bytes") or 0)), settings.size(limits.max_frame_bytes)
+        what = (f"{where} sent the grader more data at once than it reads from one result or output ({announced} "
+                f"announced, at most {cap} and {codec.MAX_NODES:,} values nested at most {codec.MAX_DEPTH} deep)")
+    else:
+        what = f"your notebook sent the grader data it could not read, in {where}"
+    if event.get("skipped"):
+        return f"{what}; nothing after it could be read, so that cell was skipped and the notebook run again without it"
+    return f"{what}; it was ignored and counts for nothing"
+
+
+def _describe_events(events, limits: Limits) -> list[str]:
     notes = []
     for event in events:
         kind, where = event.get("event"), str(event.get("where", "a cell"))
@@ -394,6 +408,13 @@ def _describe_events(events) -> list[str]:
             notes.append(Note(NoteKind.TIMEOUT, f"the notebook was run {MAX_REPLAYS + 1} times, each time without "
                               f"the cells that had stopped it, and still did not finish; the tests that had not run "
                               f"score 0 (look for a loop that never ends in the cells named above)"))
+        elif kind == "unreadable_data":
+            notes.append(Note(NoteKind.UNREADABLE_DATA, _unreadable_data(event, where, limits)))
+        elif kind == "flood":
+            notes.append(Note(NoteKind.OUTPUT_FLOOD, f"the notebook sent the grader more than it reads from one "
+                              f"notebook ({settings.size(limits.channel_bytes)}, or {limits.channel_cpu_seconds} s "
+                              f"of the grader's time to read it); it was stopped in {where}, and the tests that had "
+                              f"not run score 0"))
         elif kind == "runner_error":
             notes.append(Note(NoteKind.GRADER_ERROR, "the grader could not finish running the notebook"))
     return notes

@@ -237,6 +237,7 @@ def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_D
 
 
 REFUSED = object()                   # what FrameReader.feed yields for a frame it dropped
+TOO_LARGE, MALFORMED = "too_large", "malformed"    # why: over a cap (its header said so), or not the frame format
 
 
 class FrameReader:
@@ -244,7 +245,8 @@ class FrameReader:
     a frame's total size against `max_frame_bytes` from its header alone, its skeleton's values counted on its
     bytes (a skeleton of fewer bytes than `max_nodes` cannot hold more values: it is parsed as it is), its depth as
     it is decoded (nothing past the cap is handed on), every array's shape against the bytes announced. A frame over
-    a cap is skipped without being kept; a malformed one is dropped; both yield REFUSED.
+    a cap is skipped without being kept; a malformed one is dropped; both yield REFUSED, and `refusal` keeps why the
+    first was (TOO_LARGE or MALFORMED) and `announced` the size its header gave.
 
     A frame's pieces are kept as they arrive and joined once when it is whole. writable=False (the trusted side,
     which only reads what it is sent): its arrays are read-only views of those joined bytes, with no further copy;
@@ -255,6 +257,13 @@ class FrameReader:
         self.max_frame_bytes, self.max_nodes, self.max_depth = max_frame_bytes, max_nodes, max_depth
         self.writable = writable
         self.header, self.pieces, self.kept, self.needed, self.skipping = bytearray(), [], 0, 0, 0
+        self.refusal: str | None = None
+        self.announced = self.skipped_frame = 0        # bytes of the first frame refused; of the last one skipped
+
+    def _refused(self, why: str, announced: int):
+        if self.refusal is None:
+            self.refusal, self.announced = why, announced
+        return REFUSED
 
     @property
     def pending(self) -> int:
@@ -280,11 +289,12 @@ class FrameReader:
                 if skeleton_bytes > MAX_SKELETON_BYTES or HEADER.size + skeleton_bytes + array_bytes \
                         > self.max_frame_bytes:
                     self.skipping = skeleton_bytes + array_bytes
-                    frames.append(REFUSED)
+                    self.skipped_frame = HEADER.size + skeleton_bytes + array_bytes
+                    frames.append(self._refused(TOO_LARGE, self.skipped_frame))
                     continue
                 self.sizes, self.needed = (skeleton_bytes, array_bytes), skeleton_bytes + array_bytes
                 if not self.needed:                  # nothing after the header: malformed (a skeleton is never empty)
-                    frames.append(REFUSED)
+                    frames.append(self._refused(MALFORMED, HEADER.size))
                     continue
             piece = view[:self.needed - self.kept]
             whole = type(data) is bytes and len(piece) == len(data)
@@ -304,10 +314,10 @@ class FrameReader:
             nodes, depth = structure(text, self.max_nodes, self.max_depth) if len(text) >= self.max_nodes \
                 else (0, 0)   # fewer bytes, fewer values
             if nodes > self.max_nodes or depth > self.max_depth:
-                return REFUSED
+                return self._refused(TOO_LARGE, HEADER.size + len(body))
             shapes, skeleton = _skeleton(json.loads(text))
             if sum(math.prod(shape) for shape in shapes) * ITEM_BYTES != array_bytes:
-                return REFUSED
+                return self._refused(MALFORMED, HEADER.size + len(body))
             # In place only when read-only and aligned (frame() pads the skeleton; numpy is slow on unaligned floats)
             in_place = not self.writable and (_address(body) + skeleton_bytes) % ITEM_BYTES == 0
             payload = body if in_place else bytearray(memoryview(body)[skeleton_bytes:])      # else one copy
@@ -319,8 +329,10 @@ class FrameReader:
                 arrays.append(array)
                 offset += count * ITEM_BYTES
             return _decode(skeleton, arrays, inline=False, levels=self.max_depth - 1)   # the skeleton's list is one
-        except (ValueError, TypeError, RecursionError, UnicodeDecodeError):
-            return REFUSED
+        except (TooLarge, RecursionError):
+            return self._refused(TOO_LARGE, HEADER.size + len(body))
+        except (ValueError, TypeError, UnicodeDecodeError):
+            return self._refused(MALFORMED, HEADER.size + len(body))
 
 
 def _address(data: bytes) -> int:

@@ -28,6 +28,7 @@ from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, Prob
 ATTENTION = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
              NoteKind.TIMEOUT: "timeout", NoteKind.CRASHED: "crashed or was killed", NoteKind.MEMORY: "memory limit",
              NoteKind.OUTPUT_FLOOD: "output flood", NoteKind.EDITED_READ_ONLY: "edited read-only cells",
+             NoteKind.UNREADABLE_DATA: "sent the grader data it could not read",
              NoteKind.GRADER_ERROR: "grader error", NoteKind.REGRADE: "score changed by a regrade",
              NoteKind.SCORES_KEPT: "a rerun scored lower; earlier scores kept"}
 STYLE = """

@@ -220,16 +220,32 @@ class RunOutcome:
 
 
 class ChannelReader:
-    """Splits the channel into decoded frames, within the job's byte budgets; every frame is untrusted."""
+    """Splits the channel into decoded frames, within the job's budgets (bytes read and the CPU this side spends
+    decoding them, all attempts); every frame is untrusted. Each attempt's channel is a new pipe, read from its
+    first byte by a new frame reader: nothing an attempt sent (a frame cut short, a header announcing more than
+    can come) reaches the next."""
 
     def __init__(self, limits: Limits):
-        self.limits, self.total = limits, 0
-        self.frames = codec.FrameReader(limits.max_frame_bytes, writable=False)    # read-only: arrays not copied
+        self.limits, self.total, self.cpu_seconds = limits, 0, 0.0
         self.output_bytes = 0            # output text kept so far, all attempts
+        self.start_attempt()
+
+    def start_attempt(self) -> None:
+        self.frames = codec.FrameReader(self.limits.max_frame_bytes, writable=False)    # read-only: arrays not copied
 
     @property
     def over_budget(self) -> bool:
-        return self.total > self.limits.channel_bytes
+        return self.total > self.limits.channel_bytes or self.cpu_seconds > self.limits.channel_cpu_seconds
+
+    @property
+    def refusal(self) -> str | None:
+        """Why a frame of this attempt was refused (codec.TOO_LARGE, codec.MALFORMED; the first), or None."""
+        return self.frames.refusal
+
+    @property
+    def lost(self) -> bool:
+        """A header announced more bytes than the channel's budget leaves: no frame can follow it."""
+        return self.frames.skipping > self.limits.channel_bytes - self.total
 
     def feed(self, data: bytes) -> list[dict]:
         self.total += len(data)
@@ -271,6 +287,8 @@ class Attempt:
         self.reader, self.results, self.outputs = reader, results, outputs
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
         self.cpu_seconds, self.log_read = 0.0, 0
+        self.refused: dict | None = None   # the first frame refused: {"reason", "bytes" announced, "cell" it came in}
+        reader.start_attempt()
 
     def accept(self, frame: dict, tasks: set[str]) -> None:
         if "cell" in frame:
@@ -298,8 +316,9 @@ class Attempt:
             self.done = True
 
     def run(self, deadline: float, tasks: set[str], cgroups) -> tuple[str, int | None]:
-        """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood', or 'lost':
-        the warm sandbox's zygote died under it, not the student's doing), and the cell it ended in."""
+        """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood', 'unreadable':
+        a header announced more than the channel can still carry, or 'lost': the warm sandbox's zygote died under it,
+        not the student's doing), and the cell it ended in."""
         channel_r, channel_w = os.pipe()
         _widen(channel_w)
         try:
@@ -348,10 +367,9 @@ class Attempt:
                     self.log_read += len(data)
                     self.log = (self.log + data)[-LOG_TAIL_BYTES:]
                 else:
-                    for frame in self.reader.feed(data):
-                        self.accept(frame, tasks)
-                    if self.reader.over_budget:
-                        return "flood", self.current
+                    ending = self._read(data, tasks)
+                    if ending:
+                        return ending, self.current
             now = time.monotonic()
             if exited_at is None and process.exited():
                 exited_at = now
@@ -361,6 +379,26 @@ class Attempt:
                 return "notebook_time_limit", self.current
             if self.current is not None and now - self.since > self.limits.cell_seconds:
                 return "cell_timeout", self.current
+
+
+    def _read(self, data: bytes, tasks: set[str]) -> str | None:
+        """Decode and accept what the channel sent, on the job's CPU budget; how the attempt ends if it must."""
+        started = time.thread_time()
+        try:
+            for frame in self.reader.feed(data):
+                self.accept(frame, tasks)
+        finally:
+            self.reader.cpu_seconds += time.thread_time() - started
+        if self.refused is None and self.reader.refusal is not None:
+            self.refused = {"reason": self.reader.refusal, "bytes": self.reader.frames.announced,
+                            "cell": self.current}
+        if self.reader.over_budget:
+            return "flood"
+        if self.reader.lost:                # what cost the cell: the frame nothing could follow
+            self.refused = {"reason": codec.TOO_LARGE, "bytes": self.reader.frames.skipped_frame,
+                            "cell": self.current}
+            return "unreadable"
+        return None
 
 
 DRAIN_BUFFER = bytearray(CHANNEL_READ_BYTES)     # what _drain reads into where it cannot splice: never looked at
@@ -507,14 +545,21 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                     deadline += time.monotonic() - attempt_started
                     continue
                 log = bytes(attempt.log) if attempt.current is None else log
+                refused = attempt.refused and {"event": "unreadable_data", **attempt.refused,
+                                               "skipped": ending == "unreadable" and cell is not None}
+                if refused and refused not in events:         # a replay refused the same again: said once
+                    events.append(refused)
                 if ending == "finished":
                     finished = True
                     break
                 if ending in ("notebook_time_limit", "flood"):
-                    events.append({"event": ending, "cell": cell})
+                    events.append({"event": ending, "cell": cell})      # the student's: the rest is not run
                     break
-                events.append({"event": "kernel_died" if ending == "died" else "cell_timeout", "cell": cell,
-                               "seconds": limits.cell_seconds})
+                if ending != "unreadable":                     # else said by its refused frame, above
+                    events.append({"event": "kernel_died" if ending == "died" else "cell_timeout", "cell": cell,
+                                   "seconds": limits.cell_seconds})
+                # The channel is unreadable after a header announcing more than can come: the cell that sent it is
+                # skipped and the notebook run again, as after a death, so the rest of the student's work is read.
                 if cell is None:            # died before any cell started: nothing to skip
                     break
                 skip.append(cell)

@@ -19,9 +19,14 @@ missing_settings = no_missing_settings
 
 BLACKBOARD_TIME = r"\d{4}(?:-\d{2}){5}"
 BLACKBOARD = re.compile(rf"(?P<head>(?:(?!_attempt_{BLACKBOARD_TIME}).)+)_attempt_(?P<time>{BLACKBOARD_TIME})")
-BLACKBOARD_NAME = re.compile(r"^Name:\s*(?P<name>.*?)\s*\((?P<user>[^()]+)\)\s*$", re.M)
-BLACKBOARD_ASSIGNMENT = re.compile(r"^Assignment:\s*(?P<assignment>.+?)\s*$", re.M)
-BLACKBOARD_DATE = re.compile(r"^Date Submitted:\s*(?:[A-Za-z]+,\s*)?(?P<date>[A-Za-z]+ \d{1,2}, \d{4})", re.M)
+# A note's lines are read with string methods, each once: patterns with a lazy part before optional blanks
+# ("Name: <blanks>x") backtrack on a long line, which a note of 64 kB made last for hours.
+BLACKBOARD_DATE = re.compile(r"\s*(?:[A-Za-z]+,\s*)?(?P<date>[A-Za-z]+ \d{1,2}, \d{4})")    # anchored: linear
+
+
+def labelled(note: str, label: str):
+    """The rest of every line of the note that starts with `label`, in order."""
+    return (line[len(label):] for line in note.split("\n") if line.startswith(label))
 
 
 def blackboard_time(text: str) -> dt.datetime | None:
@@ -39,13 +44,23 @@ def blackboard_note_prefix(member: str) -> str | None:
 
 
 def note_user(note: str) -> tuple[str, str] | None:
-    """(display name, username) a Blackboard note states."""
-    named = BLACKBOARD_NAME.search(note)
-    return (named["name"], named["user"].strip()) if named else None
+    """(display name, username) a Blackboard note states: its first line "Name: <name> (<user>)"."""
+    for rest in labelled(note, "Name:"):
+        line = rest.rstrip()
+        opening = line.rfind("(")
+        user = line[opening + 1:-1]
+        if line.endswith(")") and opening >= 0 and user and ")" not in user:
+            return line[:opening].strip(), user.strip()
+    return None
+
+
+def note_assignment(note: str) -> str | None:
+    """The assignment a Blackboard note names: its first line "Assignment: <name>"."""
+    return next((rest.strip() for rest in labelled(note, "Assignment:") if rest.strip()), None)
 
 
 def note_date(note: str) -> dt.date | None:
-    found = BLACKBOARD_DATE.search(note)
+    found = next(filter(None, map(BLACKBOARD_DATE.match, labelled(note, "Date Submitted:"))), None)
     try:
         return dt.datetime.strptime(found["date"], "%B %d, %Y").date() if found else None
     except ValueError:
@@ -87,11 +102,11 @@ def blackboard_prefix(members: list[str], attempt_notes: dict[str, str] | None =
     from_notes = set()
     for prefix, note in (attempt_notes or {}).items():
         head = BLACKBOARD.match(prefix)["head"]
-        named, assignment = note_user(note), BLACKBOARD_ASSIGNMENT.search(note)
+        named, assignment = note_user(note), note_assignment(note)
         if named and head.endswith("_" + named[1]):
             from_notes.add(head[:-len(named[1])])
-        elif assignment and head.startswith(assignment["assignment"] + "_"):
-            from_notes.add(assignment["assignment"] + "_")
+        elif assignment and head.startswith(assignment + "_"):
+            from_notes.add(assignment + "_")
     if len(from_notes) == 1:
         return from_notes.pop()
     if len(heads) < 2:

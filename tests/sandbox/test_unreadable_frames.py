@@ -1,0 +1,76 @@
+"""What a job sends that the grader cannot read is the student's: a header announcing an impossible length, a frame
+cut short, a malformed or oversized frame. Each costs the student the cell that sent it, is said as such, and never
+reads as the grader failing: the attempt after it reads its own channel from its first byte, so the rest of the
+student's work is read."""
+import struct
+
+import pytest
+
+from posenc_autograder.grading.pipeline import probe_files
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import bubblewrap
+from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
+
+WRITE = "import os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"
+
+
+def run(*cells: str):
+    return bubblewrap.run_job([{"cell_type": "code", "source": c} for c in cells], codec.frame({}), [], probe_files(),
+                              Limits(cell_seconds=10, notebook_seconds=60))
+
+
+def printed(outcome, cell: int) -> str:
+    return "".join(o.get("text", "") for o in outcome.outputs.get(cell, {}).get("outputs", []))
+
+
+def refused_events(outcome) -> list[dict]:
+    return [e for e in outcome.events if e["event"] == "unreadable_data"]
+
+
+@pytest.mark.parametrize("header", [struct.pack("<IQ", 8, 2**60), struct.pack("<IQ", 2**32 - 1, 2**64 - 1)],
+                         ids=["2**60 array bytes", "every length at its largest"])
+def test_a_header_announcing_an_impossible_length_costs_only_its_cell(header):
+    outcome = run("print('before')", WRITE + f"os.write(fd, {header!r})", "print('after')")
+    assert outcome.finished, outcome.events
+    assert printed(outcome, 0) == "before\n" and printed(outcome, 2) == "after\n"
+    assert refused_events(outcome) == [{"event": "unreadable_data", "reason": codec.TOO_LARGE,
+                                        "bytes": codec.HEADER.size + sum(struct.unpack("<IQ", header)),
+                                        "cell": 1, "skipped": True}]
+    assert not [e for e in outcome.events if e["event"] == "kernel_died"]
+
+
+def test_malformed_frames_are_ignored_and_everything_after_them_is_read():
+    skeletons = [repr({"result": ["x"]}).encode(), b"[[], {}", b"\xff\xfe", b"[[[3]], {}]"]
+    frames = b"".join(struct.pack("<IQ", len(s), 0) + s for s in skeletons)
+    outcome = run(WRITE + f"os.write(fd, {frames!r})", "print('after')")
+    assert outcome.finished and printed(outcome, 1) == "after\n"
+    assert refused_events(outcome) == [{"event": "unreadable_data", "reason": codec.MALFORMED,
+                                        "bytes": codec.HEADER.size + len(skeletons[0]), "cell": 0, "skipped": False}]
+
+
+def test_a_frame_cut_short_takes_nothing_from_the_next_attempt():
+    """The rest of the cell's frame swallows what the runner sends after it; the attempt dies without its end, and
+    the replay reads its own channel from its first byte."""
+    outcome = run(WRITE + "os.write(fd, struct.pack('<IQ', 4096, 0) + b'[[], ')", "print('after')")
+    assert outcome.finished and printed(outcome, 1) == "after\n"
+    assert all(e.get("cell") is not None for e in outcome.events), outcome.events
+
+
+def test_each_attempt_reads_its_channel_from_its_first_byte():
+    reader = ChannelReader(Limits())
+    reader.feed(struct.pack("<IQ", 8, 2**60))
+    assert reader.lost and reader.refusal == codec.TOO_LARGE
+    reader.start_attempt()
+    assert not reader.lost and reader.refusal is None
+    assert reader.feed(codec.frame({"cell": 3})) == [{"cell": 3}]
+
+
+def test_decoding_a_jobs_channel_stops_at_its_cpu_budget():
+    """The grader's own time reading one job is bounded as its bytes are: past it the job is stopped (a flood)."""
+    limits = Limits(channel_cpu_seconds=0)
+    attempt = bubblewrap.Attempt(None, b"", [0], [], limits, ChannelReader(limits), {}, {})
+    frame = codec.frame({"output": 0, "outputs": [], "padding": list(range(200_000))})
+    assert attempt._read(frame, set()) == "flood"
+    generous = Limits()
+    attempt = bubblewrap.Attempt(None, b"", [0], [], generous, ChannelReader(generous), {}, {})
+    assert attempt._read(frame, set()) is None
