@@ -1,5 +1,5 @@
 """A job's log (its raw stdout and stderr, the runner's own) has a byte budget: past it the supervisor drains the pipe
-without reading it into the grader (issue 46, point 8: 34 GiB of writes cost the grader 14 CPU-s). The job still
+without reading it into the grader (34 GiB of writes cost the grader 14 CPU-s). The job still
 runs to its end, and its cells' outputs (on the channel) are kept. Grader CPU before and after:
 `python -m posenc_autograder.devtools.bench_floods log_flood`."""
 import pathlib

@@ -11,7 +11,10 @@ import dataclasses
 import functools
 import json
 import re
+import sys
 import time
+
+import numpy as np
 
 import nbformat
 
@@ -24,6 +27,9 @@ from posenc_autograder.sandbox.bubblewrap import Limits, RunOutcome, run_job
 MESSAGE_CHARACTERS = 200
 VISIBLE_MESSAGE_CHARACTERS = 3000       # a self-check's failures, shown folded; the rest are in the notebook
 QUOTE_WINDOW = 24                     # a message sharing this many characters with grader code is withheld
+MAX_KEPT_BYTES = 48 * 2**20           # what one job's decoded records may hold here, all together (an honest
+                                      # notebook's hold ~8 MiB; returning a test's tables as lists, ~20 MiB more)
+TOO_LARGE = "too_large"               # the key of the record kept in place of one over MAX_KEPT_BYTES
 
 
 @dataclasses.dataclass
@@ -60,7 +66,8 @@ def execute_task(task: GradingTask) -> Execution:
         cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
         grader_text = secret_windows(grader_quotable(task), public_text(nb))
         outcome = run_job(cells, task.task_frame, task.task_ids, task.probe_files, Limits(**task.limits),
-                          isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text))
+                          isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text,
+                                                                         holding=Holding()))
         execution = _execution(task, nb, outcome, grader_text, time.monotonic() - started)
         execution.sandbox_cpu, execution.supervise_cpu = outcome.cpu_seconds, time.thread_time() - cpu
         return execution
@@ -124,12 +131,40 @@ def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text, seconds:
                      seconds, failure, json.dumps(nb, ensure_ascii=False))
 
 
-def decode_record(record, grader_text: str = "") -> dict | None:
+class Holding:
+    """What one job's decoded records hold on this side, estimated as each is sanitised: the job keeps at most
+    MAX_KEPT_BYTES in all, whatever it sends within the channel's caps (a record sent again for its cell, a replay's,
+    takes the place of the one before)."""
+
+    def __init__(self, limit: int = MAX_KEPT_BYTES):
+        self.limit, self.by_cell = limit, {}
+
+    def room(self, cell) -> int:
+        return self.limit - sum(self.by_cell.values()) + self.by_cell.get(cell, 0)
+
+
+class OverHolding(Exception):
+    pass
+
+
+def decode_record(record, grader_text: str = "", holding: Holding | None = None, cell=None) -> dict | None:
     """One probe record as the channel decoded it (counted first, codec.FrameReader), its messages cut to
-    short lines of the student's own; an oddly shaped one is simply no answer (None)."""
-    if isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str)):
-        return sanitise_errors(record, grader_text)
-    return None
+    short lines of the student's own; an oddly shaped one is simply no answer (None). A record that would take the
+    job past its holding is not kept: in its place, a note that the test's answers were too large (the student's)."""
+    if not (isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str))):
+        return None
+    room = holding.room(cell) if holding is not None else float("inf")
+    try:
+        size = sanitise_errors(record, grader_text, room)
+    except OverHolding:
+        holding.by_cell[cell] = 0                  # the record before it is dropped too (bubblewrap.Attempt.accept)
+        limit = holding.limit / 2**20
+        return {"missing": f"your notebook sent the grader more answers for this test than it keeps (at most "
+                           f"{limit:.0f} MiB for the whole notebook): return what the test asks for, nothing more",
+                TOO_LARGE: True}
+    if holding is not None:
+        holding.by_cell[cell] = size
+    return record
 
 
 WITHHELD = "(message withheld: it quotes the grader's own code)"
@@ -174,14 +209,41 @@ def _quotes(line: str, grader_text: str | SecretWindows) -> bool:
     return any(line[i:i + QUOTE_WINDOW] in windows for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
 
 
-def sanitise_errors(value, grader_text: str):
-    """Every 'error' or 'missing' text inside a record, cut to a short line of the student's own."""
-    if isinstance(value, dict):
-        return {k: short_message(v, grader_text) if k in ("error", "missing") and isinstance(v, str)
-                else sanitise_errors(v, grader_text) for k, v in value.items()}
-    if isinstance(value, list):
-        return [sanitise_errors(v, grader_text) for v in value]
-    return value
+def sanitise_errors(record: dict, grader_text: str, room: float = float("inf")) -> int:
+    """Every 'error' or 'missing' text inside a record cut to a short line of the student's own, in place (the record
+    is this side's own decoded copy: nothing is built twice). Returns what the record holds here, estimated as it
+    goes (sys.getsizeof of every object met, and the buffers under its arrays, each once): OverHolding as soon as
+    that passes `room`, so an oversized record is given up after `room` bytes of walking, not all of it."""
+    held, buffers, size_of = 0, set(), sys.getsizeof
+    stack = [record]
+    while stack:
+        value = stack.pop()
+        held += size_of(value)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                held += size_of(key)
+                if key in ("error", "missing") and isinstance(item, str):
+                    value[key] = item = short_message(item, grader_text)
+                if isinstance(item, (dict, list, np.ndarray)):
+                    stack.append(item)
+                else:
+                    held += size_of(item)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, (dict, list, np.ndarray)):
+                    stack.append(item)
+                else:
+                    held += size_of(item)
+        elif isinstance(value, np.ndarray):
+            base = value
+            while isinstance(base, np.ndarray) and base.base is not None:
+                base = base.base
+            if id(base) not in buffers:            # a frame's arrays are views of its one buffer: counted once
+                buffers.add(id(base))
+                held += base.nbytes if isinstance(base, np.ndarray) else memoryview(base).nbytes
+        if held > room:
+            raise OverHolding
+    return held
 
 
 def cell_label(nb, index, first_line: bool = True) -> str:

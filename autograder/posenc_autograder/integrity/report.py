@@ -17,6 +17,7 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_comma
 from posenc_autograder.integrity import behaviour, leaks, text
 from posenc_autograder.progress import Progress
 from posenc_autograder.records import evidence as store
+from posenc_autograder.records import results_store
 
 TEXT_WEIGHT = 10.0     # a whole copied solution weighs about as much as three answers shared by two in forty
 SHOWN_PAIRS = 25       # pairs shown with their code side by side
@@ -43,6 +44,7 @@ class ClassAnalysis:
     records: list
     pairs: list[Pair]
     leaks: list
+    cut: list = dataclasses.field(default_factory=list)     # (student, why): evidence summarised or not kept at all
 
 
 def analyse(records: list, instructor_code: str, assignment="", notebook="") -> ClassAnalysis:
@@ -61,7 +63,19 @@ def analyse(records: list, instructor_code: str, assignment="", notebook="") -> 
     pairs = [Pair(key, answers.get(key, []), texts.get(key), by_pair.get(key, []))
              for key in set(answers) | set(texts) | set(by_pair)]
     pairs.sort(key=lambda p: (-len(p.leaks), -p.score, p.students))
-    return ClassAnalysis(assignment, notebook, records, [p for p in pairs if p.score > 0 or p.leaks], found)
+    cut = [(r.student, "; ".join(f"{'every test' if test == '*' else test}: {why}"
+                                 for test, why in sorted(r.cut.items()))) for r in records if r.cut]
+    return ClassAnalysis(assignment, notebook, records, [p for p in pairs if p.score > 0 or p.leaks], found, cut)
+
+
+def without_evidence(course: Course, assignment: str, notebook: str, records: list, skipped: list) -> list:
+    """(student, why) for every student graded on this notebook whose evidence is not there to read: none of them
+    is left out of the report unnamed (a flood, a failed write, a file removed)."""
+    present = {r.student for r in records} | {s for a, n, s, _ in skipped if (a, n) == (assignment, notebook)}
+    results = course.autograded.glob(f"*/{assignment}/{notebook}{results_store.SUFFIX}")
+    graded = sorted(result.parents[1].name for result in results)
+    return [(student, "no evidence kept: only the run's output says why") for student in graded
+            if student not in present]
 
 
 def analyse_course(course: Course, skipped: list, stream=None) -> list[ClassAnalysis]:
@@ -76,7 +90,9 @@ def analyse_course(course: Course, skipped: list, stream=None) -> list[ClassAnal
             instructor = text.instructor_code(course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb",
                                               course.source_notebook(assignment, notebook))
             records = store.load_class(course, assignment, notebook, skipped)
-            analyses.append(analyse(records, instructor, assignment, notebook))
+            analysis = analyse(records, instructor, assignment, notebook)
+            analysis.cut += without_evidence(course, assignment, notebook, records, skipped)
+            analyses.append(analysis)
         except Exception as exc:  # noqa: BLE001 - one notebook's failure never hides the others'
             skipped.append((assignment, notebook, "(every student)", type(exc).__name__))
     return analyses
@@ -162,6 +178,17 @@ def _skipped_list(skipped: list) -> str:
             f"<ul>{items}</ul>")
 
 
+def _cut_list(analysis: ClassAnalysis) -> str:
+    """Everyone whose evidence was cut: their answers (some or all) were too large to compare one by one and are
+    compared by a sample only, or not kept; their code is compared as everyone's. Named, so a flood hides no one."""
+    if not analysis.cut:
+        return ""
+    items = "".join(f"<li>{E(student)}: {E(why)}</li>" for student, why in analysis.cut)
+    return (f"<p class=skipped><strong>Evidence cut for {len(analysis.cut)} student(s)</strong>: answers too large "
+            f"to compare are compared by their first answers only (or not at all); their code is compared as "
+            f"everyone's. Look at these notebooks yourself.</p><ul class=cut>{items}</ul>")
+
+
 def _key_formats_note(analysis: ClassAnalysis) -> str:
     """Said when some answers were digested by an older grader: those are compared only among themselves."""
     formats = behaviour.by_key_format(analysis.records)
@@ -178,7 +205,7 @@ def page(analyses: list[ClassAnalysis], skipped: list = (), when: str = "") -> s
     for analysis in analyses:
         sections.append(
             f"<h2>{E(analysis.assignment)} / {E(analysis.notebook)}: {len(analysis.records)} students, "
-            f"{len(analysis.pairs)} pairs with evidence</h2>{_key_formats_note(analysis)}"
+            f"{len(analysis.pairs)} pairs with evidence</h2>{_cut_list(analysis)}{_key_formats_note(analysis)}"
             "<table><tr><th>#</th><th>pair</th><th>evidence</th><th>rare wrong answers both gave (shared probe set)"
             "</th><th>own code in common</th><th>answers that fit the other's inputs</th></tr>"
             f"{_pair_rows(analysis)}</table>{_side_by_side(analysis)}")

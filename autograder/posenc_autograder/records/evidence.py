@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import pathlib
 import sys
 
@@ -24,10 +25,23 @@ from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa:
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
 SUFFIX = ".npz"                            # a JSON skeleton plus its float64 arrays, no pickles
 MAX_EVIDENCE_BYTES = 64 * 2**20            # a flood of failing answers beyond this is not kept (and reported)
+# Bounds checked while a record is walked, never after it is built: past one, the record is summarised (its first
+# answers digested, the test named in Evidence.cut) and the walk stops. An honest record holds at most ~110 answers.
+MAX_ANSWERS = 4096                         # answers (leaves) of one test's record compared one by one
+MAX_ANSWER_ITEMS = 200_000                 # containers and items walked one by one in one record (arrays, and lists
+                                           # of floats, are digested whole: a table returned as lists stays cheap)
+SAMPLE_ANSWERS = 64                        # a summarised record: digests of its first answers, in their order
+MAX_KEPT_RECORD_BYTES = 8 * 2**20          # a failing record kept whole for the leak check (arrays and items)
+DIGEST_CHUNK = 1 << 20                     # array entries rounded and digested at a time (bounded scratch memory)
+TOO_LARGE_TO_COMPARE = "too large to compare"
 
 
 class EvidenceTooLarge(ValueError):
     pass
+
+
+class TooLargeToCompare(ValueError):
+    """A record (or one answer of it) past the bounds above: summarised instead of compared."""
 
 
 @dataclasses.dataclass
@@ -92,12 +106,14 @@ class Evidence:
     own_keys: dict                              # test (inputs vary) -> digests of the values on their own inputs
     own_failing: dict                           # test (inputs vary) failed on their own inputs -> its record
     key_format: str = KEY_FORMAT                # how its keys were digested: only keys of one format are compared
+    cut: dict = dataclasses.field(default_factory=dict)   # test (or "*": all) -> why its answers were summarised
 
 
 def leaves(value, path=""):
-    """The answers inside a probe's observations: attempt records and bare values, with their paths."""
-    if isinstance(value, dict) and not ({"value", "error"} & set(value)):
-        for key in sorted(value):
+    """The answers inside a probe's observations: attempt records and bare values, with their paths (a dict's keys in
+    order; one too large to compare anyway in its own order, not sorted first)."""
+    if isinstance(value, dict) and "value" not in value and "error" not in value:
+        for key in sorted(value, key=str) if len(value) <= MAX_ANSWERS else value:
             yield from leaves(value[key], f"{path}/{key}")
     elif isinstance(value, list) and value and all(isinstance(v, (dict, list)) for v in value):
         for index, item in enumerate(value):
@@ -133,25 +149,63 @@ def _rounded(array: np.ndarray) -> list[np.ndarray]:
     return [nearest, middle]
 
 
-def _digest(digests, value) -> None:
+class _Walk:
+    """What one record's walk may still visit (TooLargeToCompare past it), and the array bytes it met."""
+
+    def __init__(self, items: int = MAX_ANSWER_ITEMS):
+        self.items, self.array_bytes = items, 0
+
+    def step(self, count: int = 1) -> None:
+        self.items -= count
+        if self.items < 0:
+            raise TooLargeToCompare(TOO_LARGE_TO_COMPARE)
+
+
+def _digest(digests, value, walk: _Walk) -> None:
     """Feed an answer to one digest per grid: its structure, its plain values and its floats' rounded bits,
-    each tagged with its kind and length so that no two different answers feed the same bytes."""
+    each tagged with its kind and length so that no two different answers feed the same bytes. A container is
+    counted against the walk before it is entered; an array is digested a chunk at a time."""
+    walk.step()
     if isinstance(value, dict):
+        walk.step(len(value))
         _update(digests, b"{%d;" % len(value))
         for key in sorted(value, key=str):
             _text(digests, str(key))
-            _digest(digests, value[key])
+            _digest(digests, value[key], walk)
     elif isinstance(value, (list, tuple)):
         _update(digests, b"[%d;" % len(value))
+        if len(value) > FLOAT_RUN and all(type(item) is float for item in value):
+            _float_run(digests, value, walk)
+            return
+        walk.step(len(value))
         for item in value:
-            _digest(digests, item)
+            _digest(digests, item, walk)
     elif isinstance(value, np.ndarray) or (isinstance(value, float) and not isinstance(value, bool)):
         array = np.asarray(value, dtype=np.float64)
+        walk.array_bytes += array.nbytes
         _update(digests, b"a%s;" % ",".join(map(str, array.shape)).encode())
-        for digest, rounded in zip(digests, _rounded(array)):
-            digest.update(rounded.astype("<u8", copy=False))
+        flat = np.ravel(array)
+        for start in range(0, max(flat.size, 1), DIGEST_CHUNK):      # the digests are the whole array's
+            for digest, rounded in zip(digests, _rounded(flat[start:start + DIGEST_CHUNK])):
+                digest.update(rounded.astype("<u8", copy=False))
     else:
-        _text(digests, f"{type(value).__name__}:{value!r}")
+        _text(digests, f"{type(value).__name__}:{value!r}"[:MAX_ANSWER_ITEMS])
+
+
+FLOAT_RUN = 16                   # a list of more floats than this is digested as one array, to the same bytes
+SCALAR_FLOAT = np.dtype([("tag", "S2"), ("bits", "<u8")])     # what _digest feeds for one float: b"a;" and its bits
+
+
+def _float_run(digests, floats, walk: _Walk) -> None:
+    """The bytes _digest feeds for each float of a list, one after another, fed a chunk at a time without a call
+    per float: b"a;" (a scalar's empty shape) and its rounded bits, on each grid."""
+    for start in range(0, len(floats), DIGEST_CHUNK):
+        array = np.array(floats[start:start + DIGEST_CHUNK], dtype=np.float64)
+        walk.array_bytes += array.nbytes
+        for digest, rounded in zip(digests, _rounded(array)):
+            run = np.empty(array.size, dtype=SCALAR_FLOAT)
+            run["tag"], run["bits"] = b"a;", rounded
+            digest.update(run.tobytes())
 
 
 def _update(digests, data: bytes) -> None:
@@ -167,11 +221,43 @@ def _text(digests, text: str) -> None:
 KEY_CHARACTERS = 20     # 80 bits of each digest
 
 
-def answer_keys(answer) -> list[str]:
+def answer_keys(answer, walk: _Walk | None = None) -> list[str]:
     """Two digests of an answer (KEY_FORMAT), one per rounding grid: answers a few ulps apart share at least one.
-    SHA-256 rather than BLAKE2b: twice as fast on CPUs with SHA extensions, and most of the evidence's cost."""
+    SHA-256 rather than BLAKE2b: twice as fast on CPUs with SHA extensions, and most of the evidence's cost.
+    TooLargeToCompare for an answer past MAX_ANSWER_ITEMS (or the walk given)."""
     digests = [hashlib.sha256(), hashlib.sha256()]
-    _digest(digests, answer)
+    _digest(digests, answer, walk or _Walk())
+    return [digest.hexdigest()[:KEY_CHARACTERS] for digest in digests]
+
+
+def compared_answers(observations, walk: _Walk | None = None) -> list[tuple[str, object, list[str]]]:
+    """(where, answer, keys) for every answer of a record, walked within MAX_ANSWERS answers and MAX_ANSWER_ITEMS
+    items in all (what it met counted in `walk`): TooLargeToCompare as soon as a bound is passed."""
+    found = []
+    walk = walk or _Walk()
+    for where, answer in itertools.islice(leaves(observations), MAX_ANSWERS + 1):
+        if len(found) == MAX_ANSWERS:
+            raise TooLargeToCompare(TOO_LARGE_TO_COMPARE)
+        found.append((where, answer, answer_keys(answer, walk)))
+    return found
+
+
+def _kept_bytes(walk: _Walk) -> int:
+    """What a record walked holds, roughly: its arrays' bytes and a few words per item."""
+    return walk.array_bytes + 64 * (MAX_ANSWER_ITEMS - walk.items)
+
+
+def sample_keys(observations) -> list[str]:
+    """The digests of a record too large to compare: of its first SAMPLE_ANSWERS answers (in the record's order),
+    each within a small walk, so two records that begin alike (a flood sent by two copies) still share them."""
+    digests = [hashlib.sha256(), hashlib.sha256()]
+    _update(digests, b"sample;")
+    for where, answer in itertools.islice(leaves(observations), SAMPLE_ANSWERS):
+        _text(digests, where)
+        try:
+            _digest(digests, answer, _Walk(MAX_ANSWER_ITEMS // SAMPLE_ANSWERS))
+        except TooLargeToCompare:
+            _update(digests, b"!")             # the answer's beginning is digested: the same for the same answer
     return [digest.hexdigest()[:KEY_CHARACTERS] for digest in digests]
 
 
@@ -205,30 +291,56 @@ def _failed(record: StudentRecord, check, probe_record: dict, shared: bool) -> b
     return bool(check.verdict(probe_record, None if shared else record.variant))
 
 
+def _too_large(probe_record) -> bool:
+    """A record the supervisor did not keep: the job sent more than it keeps (grading.execute.TOO_LARGE)."""
+    return isinstance(probe_record, dict) and probe_record.get("too_large") is True
+
+
 def compact(record: StudentRecord) -> Evidence:
     """The report's evidence from a full record: digests of every answer on the shared set (descriptions
     for failed tests), digests of the values on the student's own inputs, and the whole records only of
-    tests whose inputs vary and which the student fails on them (the leak check judges those again)."""
-    answers = []
+    tests whose inputs vary and which the student fails on them (the leak check judges those again).
+    A record past the bounds (MAX_ANSWERS, MAX_ANSWER_ITEMS, MAX_KEPT_RECORD_BYTES) is summarised as it is found:
+    one answer with the digests of its first answers (sample_keys), described as too large to compare, and its
+    test named in `cut`, which the report lists: a flood of one's own answers hides nothing."""
+    answers, cut = [], {}
     for cell_id, probe_record in sorted(record.shared.items()):
         check = REGISTRY.get(cell_id)
+        if check is not None and _too_large(probe_record):
+            cut[cell_id] = "the notebook sent more answers than the grader keeps"
         if check is None or not _judged(probe_record):
             continue
         failed = _failed(record, check, probe_record, shared=True)
-        answers += [Answer(cell_id, where, answer_keys(answer), failed, describe(answer) if failed else "")
-                    for where, answer in leaves(probe_record["observations"]) if not unfinished(answer)]
+        try:
+            answers += [Answer(cell_id, where, keys, failed, describe(answer) if failed else "")
+                        for where, answer, keys in compared_answers(probe_record["observations"])
+                        if not unfinished(answer)]
+        except TooLargeToCompare:
+            cut[cell_id] = TOO_LARGE_TO_COMPARE
+            answers.append(Answer(cell_id, "/", sample_keys(probe_record["observations"]), failed,
+                                  f"{TOO_LARGE_TO_COMPARE}: more than {MAX_ANSWERS} answers, or one too large"))
     own_keys, own_failing = {}, {}
     for cell_id, probe_record in sorted(record.own.items()):
         check = REGISTRY.get(cell_id)
+        if check is not None and _too_large(probe_record):
+            cut[cell_id] = "the notebook sent more answers than the grader keeps"
         if check is None or not _judged(probe_record) or record.variant is None or not varies(cell_id):
             continue
-        own_keys[cell_id] = sorted({key for _, answer in leaves(probe_record["observations"])
-                                    if not (isinstance(answer, dict) and "error" in answer)
-                                    for key in answer_keys(answer)})
+        walk = _Walk()
+        try:
+            own_keys[cell_id] = sorted({key for _, answer, keys in compared_answers(probe_record["observations"], walk)
+                                        if not (isinstance(answer, dict) and "error" in answer) for key in keys})
+        except TooLargeToCompare:
+            cut[cell_id] = TOO_LARGE_TO_COMPARE
+            own_keys[cell_id] = sample_keys(probe_record["observations"])
+            continue
         if _failed(record, check, probe_record, shared=False):
-            own_failing[cell_id] = probe_record
+            if _kept_bytes(walk) <= MAX_KEPT_RECORD_BYTES:
+                own_failing[cell_id] = probe_record
+            else:
+                cut[cell_id] = f"{TOO_LARGE_TO_COMPARE} on the student's own inputs (not kept for the leak check)"
     return Evidence(record.student, record.assignment, record.notebook, record.variant, record.code, answers,
-                    own_keys, own_failing)
+                    own_keys, own_failing, cut=cut)
 
 
 def path(course: Course, assignment: str, notebook: str, student: str) -> pathlib.Path:
@@ -280,7 +392,7 @@ def read(path: pathlib.Path) -> Evidence:
     payload.setdefault("key_format", BLAKE2B_KEY_FORMAT)      # written before keys said how they were digested
     evidence = Evidence(**payload)
     if not (isinstance(evidence.code, str) and isinstance(evidence.key_format, str)
-            and isinstance(evidence.own_keys, dict)
+            and isinstance(evidence.own_keys, dict) and isinstance(evidence.cut, dict)
             and isinstance(evidence.own_failing, dict) and all(isinstance(k, str) for a in evidence.answers
                                                                for k in a.keys)):
         raise ValueError("malformed evidence")
@@ -315,6 +427,7 @@ def keep_graded(course: Course, submission, execution, target: pathlib.Path | No
 def keep(course: Course, submission, execution, variant: int | None, release,
          target: pathlib.Path | None = None) -> None:
     """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
+    submitted = None
     try:
         submitted = (submitted_notebook(submission.path, settings.load(course).caps)
                      if submission.path is not None else None)
@@ -322,3 +435,16 @@ def keep(course: Course, submission, execution, variant: int | None, release,
     except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
         why = str(exc) if isinstance(exc, EvidenceTooLarge) else type(exc).__name__    # never student text
         print(f"integrity evidence not kept for {submission.student}: {why}", file=sys.stderr)
+        _keep_cut(course, submission, variant, submitted, release, target, why)
+
+
+def _keep_cut(course: Course, submission, variant, submitted_nb, release, target, why: str) -> None:
+    """Evidence whose answers could not be kept still names its student (as cut, with why) and keeps the code, which
+    the report compares: the report lists everyone whose evidence was cut, and a copy is still found by its code."""
+    try:
+        code = student_code(submitted_nb, release) if submitted_nb is not None else ""
+        write(target or path(course, submission.assignment, submission.notebook, submission.student),
+              Evidence(submission.student, submission.assignment, submission.notebook, variant, code, [], {}, {},
+                       cut={"*": f"no answers kept: {why}"}))
+    except Exception as exc:  # noqa: BLE001 - the disk itself failing: said, and the report names the student
+        print(f"integrity evidence not kept for {submission.student}: {type(exc).__name__}", file=sys.stderr)

@@ -307,7 +307,7 @@ class Attempt:
             # A forged frame's fields may be of any JSON type: check before hashing (a list in `tasks` raises).
             if isinstance(frame["result"], str) and frame["result"] in tasks and isinstance(frame.get("record"), dict):
                 record = frame.pop("record")
-                kept = self.decode(record) if self.decode else record
+                kept = self.decode(record, cell=frame["result"]) if self.decode else record
                 if kept is None:
                     self.results.pop(frame["result"], None)
                 else:
@@ -514,7 +514,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
             isolate: bool = True, decode=None) -> RunOutcome:
     """Run the cells under the supervisor: skip-and-replay cells that time out or kill the process.
     task_frame: the task (codec.frame), task_ids: its keys. decode(record) -> what to keep of a result as it
-    arrives (None: nothing); default the record as decoded."""
+    arrives (None: nothing; `cell`: the task it answers, given by keyword); default the record as decoded."""
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
