@@ -51,20 +51,20 @@ def visible(ns) -> tuple[dict, str | None]:
         try:
             exec(compile(cells["visible_summary"], "<summary>", "exec"), ns)  # noqa: S102
         except AssertionError as failure:
-            return ns["RESULTS"], str(failure)
-    return ns["RESULTS"], None
+            return ns["self_check"].RESULTS, str(failure)
+    return ns["self_check"].RESULTS, None
 
 
 def test_the_notebook_names_the_known_mistakes_in_the_hidden_tests_words():
     ns = quiet_namespace()
-    named = {*ns["interpolation_mistakes"](np.arange(3), 2, 4), *ns["ntk_mistakes"](1e4, 2.0, 8),
-             *ns["yarn_mistakes"](8, 1e4, 2.0, 64), *ns["scale_mistakes"](2.0),
-             *ns["llama_mistakes"](*LLAMA31), *ns["angle_mistakes"](np.ones(2), np.arange(2)),
-             *ns["seen_mistakes"](np.ones(2), 4), *ns["ATTENTION_CAUSES"].values()}
+    named = {*ns["self_check"].interpolation_mistakes(np.arange(3), 2, 4), *ns["self_check"].ntk_mistakes(1e4, 2.0, 8),
+             *ns["self_check"].yarn_mistakes(8, 1e4, 2.0, 64), *ns["self_check"].scale_mistakes(2.0),
+             *ns["self_check"].llama_mistakes(*LLAMA31), *ns["self_check"].angle_mistakes(np.ones(2), np.arange(2)),
+             *ns["self_check"].seen_mistakes(np.ones(2), 4), *ns["self_check"].ATTENTION_CAUSES.values()}
     named.discard("non-finite")
-    named.add(ns["ntk_mistakes"](1e4, 2.0, 8)["non-finite"])
+    named.add(ns["self_check"].ntk_mistakes(1e4, 2.0, 8)["non-finite"])
     assert named == set(DIAGNOSES.values()) - {DIAGNOSES["index_ramp"]}
-    assert set(ns["layer_mistakes"](*GEMMA3)) == set(LAYER_DIAGNOSES.values())
+    assert set(ns["self_check"].layer_mistakes(*GEMMA3)) == set(LAYER_DIAGNOSES.values())
 
 
 @pytest.mark.parametrize("mistake", [m for m in CONTEXT_MISTAKES if "index" not in m.name], ids=lambda m: m.name)

@@ -104,8 +104,25 @@ def test_the_shell_runs_cells_as_ipykernel_does(tmp_path):
 
 def test_on_the_realistic_set_nothing_is_withheld_and_every_failure_is_explained(graded):
     """The closing figures (printed): no message withheld, none with more than 16 numbers in its prose, no false
-    note, no failed test without a cause or a pattern, and on the dashboard no failed test left without a cause and
-    no student's one bug in two rows."""
+    note, no failed test without a cause or a pattern where a diagnosis is possible (and where it is not, the page
+    says plainly that no known mistake matches), no "Likely cause" that is not a cause, no hint about code the
+    student did not write, no self-check failure on work the hidden tests pass, and on the dashboard no failed test
+    left without a cause and no student's one bug in two rows."""
     figures = realistic.measure(graded)
     print(figures)
+    undiagnosable = sum(len(realistic.unexplained_tests(graded[name])) for name, case in CASES.items()
+                        if case.undiagnosable)
+    assert figures.pop("failed_without_cause") == undiagnosable, figures
     assert set(figures.values()) == {0}, figures
+
+
+def test_the_namespace_habits_are_graded_as_the_work_deserves(graded):
+    """A NaN is reported as a NaN, a later redefinition is named, the doubled exponent and rope_scores' positions are
+    described as they are, and the sum over the positions is named as the cause instead of its ValueError."""
+    said = {name: " ".join(realistic.texts(graded[name])) for name in CASES}
+    assert "NaN" in said["pe_nan_first_row"] and "float32" not in said["pe_nan_first_row"]
+    assert "key positions 8 down to 0" in said["rope_scores_scaled"], said["rope_scores_scaled"]
+    assert "summed over the positions (axis 1) instead of over the batch" in said["pe_learned_sum_over_positions"]
+    assert "only rows" in said["ctx_global_layers_local_base"] and "Likely cause: only rows" not in \
+        said["ctx_global_layers_local_base"], said["ctx_global_layers_local_base"]
+    assert "No known mistake matches" in said["ctx_attention_divided_by_d"]

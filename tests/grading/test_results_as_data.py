@@ -56,11 +56,42 @@ def test_the_portal_hides_inputs_by_field_and_the_page_shows_them_folded():
     (lambda e: e + 0.25, "off by the same constant, 0.25"),
     (lambda e: np.swapaxes(e, -1, -2), "transposed"),
     (lambda e: e + np.where(np.arange(e.shape[-1]) % 2 == 1, 0.5, 0.0), "every even column is right; every odd one"),
-    (lambda e: np.concatenate([e[:3], e[3:] + 1.0]), "rows 0 to 2 are right; from row 3 on"),
+    (lambda e: np.concatenate([e[:3], e[3:] + 1.0]), "every row from row 3 on is off; the rows before it are right"),
 ])
 def test_a_difference_with_no_known_mistake_is_described_by_its_pattern(make, said):
     expected = np.random.default_rng(1).normal(size=(6, 8))
     assert said in difference_pattern(make(expected), expected, 1e-9)
+
+
+def test_a_single_right_row_or_column_at_the_start_is_not_a_pattern():
+    """Row 0 of a causal attention, or the column of frequency base**0 = 1, is right for almost any wrong answer:
+    saying so tells the student nothing."""
+    expected = np.random.default_rng(3).normal(size=(6, 8))
+    assert difference_pattern(np.concatenate([expected[:1], expected[1:] + 1.0]), expected, 1e-9) is None
+    columns = expected.copy()
+    columns[:, 1:] *= np.random.default_rng(4).uniform(1.5, 2.5, size=(6, 7))
+    assert difference_pattern(columns, expected, 1e-9) is None
+
+
+def test_a_few_wrong_rows_are_named_before_a_column_pattern():
+    """Only the global layers' rows wrong (and their column 0 right, as base**0 is 1 for any base): the rows."""
+    expected = np.random.default_rng(5).uniform(1, 2, size=(12, 8))
+    actual = expected.copy()
+    actual[[5, 11], 1:] *= 3.0
+    assert difference_pattern(actual, expected, 1e-9) == "only rows 5 and 11 are off; every other row is right"
+
+
+def test_a_pattern_is_not_called_a_cause_and_no_match_is_said_plainly():
+    from posenc_autograder.checks.base import LIKELY_CAUSE, NO_KNOWN_MISTAKE, compare, said_unexplained
+    expected = np.random.default_rng(6).normal(size=(6, 8))
+    patterned = compare({"value": -expected}, expected, "f()", 1e-9)
+    assert LIKELY_CAUSE not in patterned and "No known mistake matches; the difference: every entry" in patterned
+    assert patterned.pattern and patterned.cause
+    unexplained = compare({"value": np.random.default_rng(7).normal(size=(6, 8))}, expected, "f()", 1e-9)
+    assert unexplained.cause is None and NO_KNOWN_MISTAKE not in unexplained
+    said = said_unexplained([unexplained])
+    assert said[0].endswith(f"{NO_KNOWN_MISTAKE}.") and said[0].details == unexplained.details
+    assert said_unexplained([patterned, unexplained]) == [patterned, unexplained]   # one named: nothing added
 
 
 def test_no_pattern_is_claimed_for_an_unstructured_difference():
@@ -93,7 +124,7 @@ def helpers(assignment: str) -> dict:
 def test_given_never_writes_none_back():
     ns = helpers("positional_encoding")
     ns.pop("self_attention", None)
-    with ns["given"](self_attention=lambda *a: "reference"):
+    with ns["self_check"].given(self_attention=lambda *a: "reference"):
         assert ns["self_attention"]() == "reference"
     assert "self_attention" not in ns          # was undefined, stays undefined (was set to None)
 
@@ -101,11 +132,11 @@ def test_given_never_writes_none_back():
 def test_an_unexpected_ntk_base_is_reported_not_crashed_on():
     ns = helpers("context_extension")
     with pytest.raises(AssertionError) as failure:
-        ns["close"](123.0, 10000.0 * 4.0 ** (64 / 62), "ntk_scaled_base(10000.0, 4.0, 64)",
-                    ns["ntk_mistakes"](10000.0, 4.0, 64))
+        ns["self_check"].close(123.0, 10000.0 * 4.0 ** (64 / 62), "ntk_scaled_base(10000.0, 4.0, 64)",
+                    ns["self_check"].ntk_mistakes(10000.0, 4.0, 64))
     assert "expected" in str(failure.value) and "got 123" in str(failure.value)
     with pytest.raises(AssertionError, match="d / \\(d - 1\\)"):
-        ns["close"](10000.0 * 4.0 ** (64 / 63), 10000.0 * 4.0 ** (64 / 62), "ntk", ns["ntk_mistakes"](10000.0, 4.0, 64))
+        ns["self_check"].close(10000.0 * 4.0 ** (64 / 63), 10000.0 * 4.0 ** (64 / 62), "ntk", ns["self_check"].ntk_mistakes(10000.0, 4.0, 64))
 
 
 def test_a_part_whose_self_check_printed_failures_fails_its_row():

@@ -34,6 +34,7 @@ class Realistic:
     score: float | None                  # the fair score (None: whatever its twin without the habit scores)
     twin: str | None = None              # the same notebook without the habit: it must score the same
     note_phrases: tuple[str, ...] = ()   # phrases its notes must contain
+    undiagnosable: bool = False          # its bug is no known mistake and has no useful pattern: said plainly
 
 
 def solved(assignment: str) -> nbformat.NotebookNode:
@@ -129,6 +130,7 @@ def realistic_set() -> list[Realistic]:
                   edited(ctx, "interpolation", lambda s: "%pip install numpy\n" + s), full_ctx, "ctx_plain",
                   ("`%pip install numpy`",)),
         *new_students(pe, rope, ctx),
+        *namespace_habits(pe, rope, ctx),
     ]
 
 
@@ -316,6 +318,72 @@ def new_students(pe, rope, ctx) -> list[Realistic]:
     ]
 
 
+NAN_FIRST_ROW = """    if d_model % 2 != 0:
+        raise ValueError("d_model has to be even")
+    pe = np.full((seq_len, d_model), np.nan)      # NaN marks what I have not filled in yet
+    for pos in range(1, seq_len):
+        for i in range(0, d_model, 2):
+            angle = pos / 10000 ** (i / d_model)
+            pe[pos, i], pe[pos, i + 1] = np.sin(angle), np.cos(angle)
+    return pe
+"""
+
+FIRST_TRY_BASE_1000 = ("def sinusoidal_positional_encoding(seq_len, d_model):\n"
+                       "    # my first try, kept below the answer cell\n"
+                       "    if d_model % 2:\n        raise ValueError('d_model must be even')\n"
+                       "    i = np.arange(d_model // 2)\n"
+                       "    angles = np.arange(seq_len)[:, None] / 1000.0 ** (2 * i / d_model)[None, :]\n"
+                       "    pe = np.empty((seq_len, d_model))\n"
+                       "    pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)\n"
+                       "    return pe\n")
+
+
+def star_safe(source: str) -> str:
+    """An answer cell that runs after `from numpy import *`: the solution's min(a, b) written with numpy."""
+    return source.replace("(min(window, length) - 1)", "(np.minimum(window, length) - 1)")
+
+
+def namespace_habits(pe, rope, ctx) -> list[Realistic]:
+    """The classes of what students read: star imports and shadowed builtins (correct work: full marks, no self-check failure), a
+    NaN left in an answer, a function redefined in a later cell, and mistakes whose hints must describe what the
+    student wrote: an exponent doubled without np.arange(0, d, 2), rope_scores' positions, a gradient summed over
+    the positions (a ValueError), a pattern that is not a cause, and a mistake no diagnosis knows."""
+    full_pe, full_rope, full_ctx = (total_points(a) for a in ("positional_encoding", "rope_alibi",
+                                                              "context_extension"))
+    return [
+        Realistic("pe_star_import_shadowed", "positional_encoding",
+                  added_after(pe, "imports", "from numpy import *\nsum, max, min = 0.0, None, None   # my own totals"),
+                  full_pe),
+        Realistic("rope_star_import", "rope_alibi", edited(rope, "rope", lambda s: "from numpy import *\n" + s),
+                  full_rope),
+        Realistic("ctx_star_import", "context_extension",
+                  added_after(edited(ctx, "layers", star_safe), "imports", "from numpy import *"), full_ctx),
+        Realistic("pe_nan_first_row", "positional_encoding",
+                  edited(pe, "sinusoidal_positional_encoding",
+                         answer_replaced("sinusoidal_positional_encoding", NAN_FIRST_ROW)), None),
+        Realistic("pe_redefined_later", "positional_encoding",
+                  added_after(pe, "sinusoidal_positional_encoding", FIRST_TRY_BASE_1000), None, None,
+                  ("sinusoidal_positional_encoding: the version graded is the one cell",)),
+        Realistic("rope_exponent_doubled", "rope_alibi",
+                  edited(rope, "rope", solution_replaced("np.exp(-2.0 * i / head_dim * np.log(base))",
+                                                         "np.exp(-2.0 * (2 * i) / head_dim * np.log(base))")), None),
+        Realistic("rope_scores_scaled", "rope_alibi",
+                  edited(rope, "rope", solution_replaced(
+                      "return apply_rope(q, q_positions) @ apply_rope(k, k_positions).T",
+                      "return apply_rope(q, q_positions) @ apply_rope(k, k_positions).T / np.sqrt(q.shape[-1])")),
+                  None),
+        Realistic("pe_learned_sum_over_positions", "positional_encoding",
+                  edited(pe, "LearnedPositionalEncoding",
+                         solution_replaced("grad_output.sum(axis=0)", "grad_output.sum(axis=1)")), None),
+        Realistic("ctx_global_layers_local_base", "context_extension",
+                  edited(ctx, "layers", solution_replaced("given_frequencies(head_dim, global_base)",
+                                                          "given_frequencies(head_dim, local_base)")), None),
+        Realistic("ctx_attention_divided_by_d", "context_extension",
+                  edited(ctx, "attention", solution_replaced("/ np.sqrt(q.shape[-1])", "/ q.shape[-1]")), None,
+                  undiagnosable=True),
+    ]
+
+
 def course(tmp: pathlib.Path) -> Course:
     """A throwaway course: the released and solution notebooks (grading one notebook needs no gradebook)."""
     from fixture_submissions import make_course
@@ -358,20 +426,84 @@ def false_notes(result: NotebookResult) -> list[str]:
     return wrong
 
 
+def unexplained_tests(result: NotebookResult) -> list:
+    """Failed hidden tests whose problems name neither a cause nor a pattern."""
+    return [t for t in result.tests if t.hidden and not t.passed and not any(getattr(p, "cause", None)
+                                                                               for p in t.problems)]
+
+
+def said_plainly(test) -> bool:
+    return any("No known mistake matches" in str(p) for p in test.problems)
+
+
+LIKELY_CAUSE = "Likely cause: "
+UNINFORMATIVE = re.compile(r"\b(row|column) 0 is right\b")
+
+
+def causes_that_are_not(result: NotebookResult) -> list[str]:
+    """"Likely cause" lines that give a described pattern as the cause, or a pattern that tells the student nothing
+    (the one row or column a causal mask or base**0 makes right for almost any answer)."""
+    return [str(p) for t in result.tests for p in t.problems
+            if (LIKELY_CAUSE in str(p) and getattr(p, "pattern", None) and not is_ambiguous(p))
+            or UNINFORMATIVE.search(str(p))]
+
+
+def is_ambiguous(problem) -> bool:
+    """A diagnosis naming several known mistakes that fit alike ('...; or ...'): causes, though not one."""
+    return "; or " in (getattr(problem, "cause", None) or "")
+
+
+# Hints that describe what the student wrote, with what the student's answer cells must hold for them to be true.
+DESCRIBED_CODE = {"np.arange(0, d, 2)": r"arange\(\s*0\s*,", "np.arange(0, d_model, 2)": r"arange\(\s*0\s*,"}
+POSITIONS_LABEL = re.compile(r"positions starting at (\d+) and (\d+)")
+
+
+def false_hints(result: NotebookResult, notebook: nbformat.NotebookNode) -> list[str]:
+    """Hints about code the student did not write: one naming code absent from the answer cells; rope_scores' cases
+    labelled by where their positions start when the key positions run down (every case is q 0..8 + s and keys
+    8..0 + s, so a true label would name s and 8 + s); "Fix this first" giving an exception's message as "the
+    mistake" that explains the failures."""
+    answers = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    said = texts(result)
+    wrong = [t for t in said for code, written in DESCRIBED_CODE.items()
+             if code in t and "No known mistake" not in t and not re.search(written, answers)]
+    wrong += [t for t in said for start, key in POSITIONS_LABEL.findall(t) if int(key) != int(start) + 8]
+    wrong += [str(n) for n in result.notes_of(NoteKind.FIX_FIRST)
+              if "This one mistake explains" in str(n) and re.match(r"Fix this first: [A-Z]\w*Error: ", str(n))]
+    return wrong
+
+
+def self_check_false_failures(result: NotebookResult) -> list[str]:
+    """What the notebook's own visible checks reported against a notebook whose every hidden test passed."""
+    if not all(t.passed for t in result.tests if t.hidden):
+        return []
+    return [str(p) for t in result.tests if not t.hidden for p in t.problems]
+
+
 def measure(results: dict[str, NotebookResult]) -> dict[str, int]:
     """The counts: messages withheld, messages with more than 16 numbers, false notes, failed hidden tests whose
-    problems name no cause (nor a pattern), and students one bug puts in two dashboard rows."""
+    problems name no cause nor a pattern and do not say plainly that no known mistake matches (and of them, those
+    whose bug a diagnosis could know), "Likely cause" lines that are not causes, hints about code the student did
+    not write, self-check failures on work the hidden tests pass, and students one bug puts in two dashboard rows."""
     from posenc_autograder.reports.dashboard import grouped_mistakes
     every = [text for r in results.values() for text in texts(r)]
     mistakes, _ = grouped_mistakes(list(results.values()))
+    cases = {case.name: case for case in realistic_set()}
     return {"withheld": sum("message withheld" in t for t in every),
             "over_16_numbers": sum(len(NUMBER.findall(t)) > 16 for t in every),
             "false_notes": sum(len(false_notes(r)) for r in results.values()),
-            "failed_without_cause": sum(1 for r in results.values() for t in r.tests
-                                        if t.hidden and not t.passed and not any(getattr(p, "cause", None)
-                                                                                  for p in t.problems)),
+            "failed_without_cause": sum(len(unexplained_tests(r)) for r in results.values()),
+            "failed_without_cause_diagnosable": sum(len(unexplained_tests(r)) for name, r in results.items()
+                                                    if not cases[name].undiagnosable),
+            "failed_without_cause_or_plain_word": sum(1 for r in results.values() for t in unexplained_tests(r)
+                                                      if not said_plainly(t)),
+            "likely_causes_that_are_not": sum(len(causes_that_are_not(r)) for r in results.values()),
+            "hints_about_unwritten_code": sum(len(false_hints(r, cases[name].notebook))
+                                              for name, r in results.items()),
+            "self_check_false_failures": sum(len(self_check_false_failures(r)) for r in results.values()),
             "dashboard_unexplained": sum(len(row.tests) for row in mistakes
-                                         if row.label.endswith("failed without a named cause")),
+                                         if row.label.endswith("failed without a named cause")
+                                         and not all(cases[r.student].undiagnosable for r in row.results)),
             "students_with_two_rows_for_one_bug": len(students_with_rows_over_one(mistakes))}
 
 

@@ -92,7 +92,7 @@ class HiddenTest:
             extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
                 found = self.judge(inputs, read_only(record["observations"]), **extra)    # the record stays as sent
-            return Findings([as_result(p) for p in found], getattr(found, "cases", 0),
+            return Findings([as_result(p) for p in said_unexplained(list(found))], getattr(found, "cases", 0),
                             getattr(found, "failed", 0), getattr(found, "reported", 0))
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return Findings([Problem(f"your answers had an unexpected form ({type(exc).__name__}); check return "
@@ -365,8 +365,23 @@ def as_array(value, what: str, *, finite: bool = True) -> np.ndarray:
         raise Rejected(f"{what} should be a numpy array of numbers, got {type(value).__name__}") from None
     if finite and not np.all(np.isfinite(array)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise Rejected(f"{what} contains NaN or Inf (first at index {bad})")
+        where = non_finite_where(array)
+        raise Rejected(ProblemText(f"{what} contains NaN or Inf (first at index {bad}; {where})", cause=where,
+                                   pattern=True))
     return array
+
+
+def non_finite_where(array: np.ndarray) -> str:
+    """Where an answer's NaN and infinite entries are: 'NaN in row 0 only', 'infinity in 3 of 64 entries'."""
+    bad = ~np.isfinite(array)
+    what = "NaN" if np.all(np.isnan(array[bad])) else "infinity" if not np.any(np.isnan(array[bad])) else \
+        "NaN or infinity"
+    if array.ndim >= 2:
+        rows = np.flatnonzero(bad.reshape(-1, *array.shape[-2:]).any(axis=(0, 2)))
+        if len(rows) <= FEW_WRONG:
+            named = ", ".join(str(int(r)) for r in rows[:-1]) + (" and " if len(rows) > 1 else "") + str(int(rows[-1]))
+            return f"{what} in row{'s' if len(rows) > 1 else ''} {named} only"
+    return f"{what} in every entry" if bad.all() else f"{what} in {int(bad.sum())} of {bad.size} entries"
 
 
 def require_shape(array: np.ndarray, expected: tuple, what: str) -> np.ndarray:
@@ -421,7 +436,9 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     except Rejected as problem:
         return problem.args[0]
     try:
-        as_array(array, what)                   # NaN and Inf fail, yet the diagnosis may still explain them
+        if not np.all(np.isfinite(array)):      # NaN and Inf fail, yet the diagnosis or the pattern may explain them
+            bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+            raise Rejected(f"{what} contains NaN or Inf (first at index {bad})")
         require_shape(array, expected.shape, what)
         problem = mismatch(array, expected, atol, what, record.get("dtype"))
     except Rejected as shape_problem:
@@ -432,7 +449,7 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     if diagnosis:
         return with_cause(problem, diagnosis)
     pattern = difference_pattern(array, expected, atol)
-    return ProblemText(with_cause(problem, pattern), pattern=True) if pattern else problem
+    return with_pattern(problem, pattern) if pattern else problem
 
 
 FLOAT32_RELATIVE = 1e-6      # differences this small relative to the values are float32 rounding, not a formula
@@ -448,11 +465,13 @@ def difference_pattern(actual: np.ndarray, expected: np.ndarray, atol: float) ->
                 and np.allclose(np.swapaxes(actual, -1, -2), expected, rtol=0, atol=atol):
             return "the result is the expected one with its last two axes swapped (transposed)"
         return None
-    if not (np.all(np.isfinite(actual)) and expected.size):
+    if not expected.size:
         return None
+    if not np.all(np.isfinite(actual)):
+        return _where_not_finite(actual, expected, atol)
     diff = actual - expected
     scale = max(1.0, float(np.max(np.abs(expected))))
-    if np.max(np.abs(diff)) <= FLOAT32_RELATIVE * scale:
+    if np.max(np.abs(diff)) <= FLOAT32_RELATIVE * scale and np.mean(np.abs(diff) > 1e-12 * scale) >= 0.5:
         return (f"every difference is at most {np.max(np.abs(diff)):.1g}, the size of float32 rounding: part of the "
                 f"computation is in float32 (np.float32 arrays, or a PyTorch default), even if cast back at the end")
     if np.allclose(actual, -expected, rtol=0, atol=atol) and np.any(np.abs(expected) > atol):
@@ -462,9 +481,18 @@ def difference_pattern(actual: np.ndarray, expected: np.ndarray, atol: float) ->
     if (factor := _constant_factor(actual, expected, atol)) is not None:
         return f"every entry is the expected one times the same factor, {factor:.6g}"
     if expected.ndim >= 2 and expected.shape[-1] > 1:
-        return _which_part_is_right(diff, atol, axis=-1, part="column") or \
-            _which_part_is_right(diff, atol, axis=-2, part="row")
+        found = [said for axis, part in ((-1, "column"), (-2, "row"))
+                 if (said := _which_part_is_right(diff, atol, axis, part))]
+        return min(found, key=lambda said: said[0])[1] if found else None      # the axis with fewer wrong slices
     return None
+
+
+def _where_not_finite(actual: np.ndarray, expected: np.ndarray, atol: float) -> str | None:
+    """'NaN in row 0 only; every other entry is right', when every finite entry is right."""
+    bad = ~np.isfinite(actual)
+    if np.any(np.abs(actual[~bad] - expected[~bad]) > atol):
+        return None
+    return f"{non_finite_where(actual)}; every other entry is right (an entry never filled in, or a division by zero?)"
 
 
 def _constant_factor(actual: np.ndarray, expected: np.ndarray, atol: float) -> float | None:
@@ -476,42 +504,75 @@ def _constant_factor(actual: np.ndarray, expected: np.ndarray, atol: float) -> f
     return factor if np.allclose(actual, factor * expected, rtol=0, atol=atol) else None
 
 
-def _which_part_is_right(diff: np.ndarray, atol: float, axis: int, part: str) -> str | None:
-    """'every even column is right; every odd one is off' and similar, when the right ones form a pattern."""
+FEW_WRONG = 4      # wrong rows or columns named one by one when they are this few and scattered
+
+
+def _which_part_is_right(diff: np.ndarray, atol: float, axis: int, part: str) -> tuple[float, str] | None:
+    """('every even column is right; every odd one is off' and similar, the share of slices off) when the right ones
+    form a pattern that tells the student something. A single right row or column at the start is never named: row 0
+    of a causal attention, or a column of frequency base**0 = 1, is right for almost any wrong answer."""
     moved = np.moveaxis(np.abs(diff), axis, -1).reshape(-1, diff.shape[axis])
     right = np.all(moved <= atol, axis=0)
     count = right.size
     if right.all() or not right.any():
         return None
     index = np.arange(count)
-    if np.array_equal(right, index % 2 == 0) or np.array_equal(right, index % 2 == 1):
+    share = float(np.mean(~right))
+    if count > 2 and (np.array_equal(right, index % 2 == 0) or np.array_equal(right, index % 2 == 1)):
         first, second = ("even", "odd") if right[0] else ("odd", "even")
         off = np.moveaxis(diff, axis, -1)[..., ~right]
         constant = " by the same amount in every " + ("row" if part == "column" else "column") \
             if np.allclose(off, off.reshape(-1, off.shape[-1])[:1], rtol=0, atol=atol) else ""
-        return f"every {first} {part} is right; every {second} one is off{constant}"
+        return share, f"every {first} {part} is right; every {second} one is off{constant}"
     wrong = index[~right]
-    if np.array_equal(wrong, np.arange(wrong[0], count)):
-        return f"{_first(part, wrong[0])} right; from {part} {wrong[0]} on, every one is off"
-    if np.array_equal(wrong, np.arange(0, wrong[-1] + 1)):
-        return f"{_first(part, wrong[-1] + 1)} off; from {part} {wrong[-1] + 1} on, every one is right"
+    if np.array_equal(wrong, np.arange(wrong[0], count)) and wrong[0] >= 2:
+        return share, f"every {part} from {part} {wrong[0]} on is off; the {part}s before it are right"
+    if np.array_equal(wrong, np.arange(0, wrong[-1] + 1)) and count - wrong[-1] - 1 >= 2:
+        return share, f"every {part} before {part} {wrong[-1] + 1} is off; from it on, every one is right"
+    if len(wrong) <= FEW_WRONG and right.sum() >= 2:
+        named = ", ".join(str(int(i)) for i in wrong[:-1]) + (" and " if len(wrong) > 1 else "") + str(int(wrong[-1]))
+        return share, f"only {part}{'s' if len(wrong) > 1 else ''} {named} {'are' if len(wrong) > 1 else 'is'} off; " \
+                      f"every other {part} is right"
     return None
-
-
-def _first(part: str, count: int) -> str:
-    """'row 0 is' or 'rows 0 to 4 are': the first `count` rows or columns."""
-    return f"{part} 0 is" if count == 1 else f"{part}s 0 to {count - 1} are"
 
 
 LIKELY_CAUSE = "Likely cause: "
 
 
+NO_KNOWN_MISTAKE = "No known mistake matches this answer"      # said plainly when nothing is diagnosed
+PATTERN_LEAD = "No known mistake matches; the difference: "    # a described pattern is never called a cause
+
+
 def with_cause(problem: str, explanation: str) -> ProblemText:
     """The problem followed by its diagnosed cause, in the words feedback uses, with the cause kept as data
     (what "Fix this first" and the dashboard group by)."""
-    definite = {"pattern": True} if isinstance(explanation, Ambiguous) else {}
-    return ProblemText(f"{str.__str__(problem)}. {LIKELY_CAUSE}{explanation}.", **{**fields_of(problem),
-                                                                              "cause": str(explanation), **definite})
+    ambiguous = True if isinstance(explanation, Ambiguous) else None      # a diagnosis replaces a described pattern
+    return ProblemText(f"{_unexplained(problem)}. {LIKELY_CAUSE}{explanation}.",
+                       **{**fields_of(problem), "cause": str(explanation), "pattern": ambiguous})
+
+
+def with_pattern(problem: str, pattern: str) -> ProblemText:
+    """The problem followed by what its difference looks like, said as a pattern, not as a cause (no known mistake
+    matched); the pattern is kept as its cause's data, marked as a pattern."""
+    return ProblemText(f"{_unexplained(problem)}. {PATTERN_LEAD}{pattern}.",
+                       **{**fields_of(problem), "cause": str(pattern), "pattern": True})
+
+
+def _unexplained(problem: str) -> str:
+    """The problem's sentence without the plain "no known mistake" statement, when a cause is now found."""
+    return str.__str__(problem).removesuffix(f". {NO_KNOWN_MISTAKE}.")
+
+
+def said_unexplained(problems: list) -> list:
+    """A failed test's problems, the first judged value saying plainly that no known mistake matches when none of
+    them names a cause or a pattern (a student is never left to guess whether the grader recognised it)."""
+    if any(getattr(p, "cause", None) for p in problems):
+        return problems
+    for index, problem in enumerate(problems):
+        if getattr(problem, "kind", ProblemKind.VALUE) == ProblemKind.VALUE and not getattr(problem, "error", None):
+            return [*problems[:index], ProblemText(f"{str.__str__(problem)}. {NO_KNOWN_MISTAKE}.",
+                                                   **fields_of(problem)), *problems[index + 1:]]
+    return problems
 
 
 def against_any(problem: Callable[..., str | None], *expectations) -> str | None:
@@ -537,8 +598,10 @@ def expect_error(record: dict, expected: str, what: str, why: str) -> str | None
     raised = error_name(record)
     if raised == expected:
         return None
-    got = f"raised {record['error']}" if raised is not None else f"returned {returned_value(record)}"
-    return f"{what} must raise {expected} {why}, but it {got}"
+    if raised is not None:
+        return raised_problem(f"{what} must raise {expected} {why}, but it raised {record['error']}", record["error"])
+    return ProblemText(f"{what} must raise {expected} {why}, but it returned {returned_value(record)}",
+                       cause=f"no {expected} {why}")
 
 
 def returned_value(record: dict) -> str:

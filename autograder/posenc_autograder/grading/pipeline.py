@@ -187,6 +187,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
     notes += skipped_magic_notes(execution.executed_notebook)
+    notes += redefinition_notes(execution.executed_notebook, submission.assignment)
     if execution.failure:
         action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
     elif notes:
@@ -203,6 +204,7 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
     opens with it; causes that differ only in a measured number count as one. The contracts test is not counted:
     the cause it names for a function whose values are wrong is its value tests' own, not one more failure."""
     failing: dict[str, list[str]] = {}          # cause, its measured numbers left out -> [first wording, ids]
+    raised: set[str] = set()                    # causes that are an exception's message, not a diagnosed mistake
     for test in tests:
         if test.cell_id in REGISTRY and REGISTRY[test.cell_id].reads_verdicts:
             continue
@@ -212,10 +214,15 @@ def fix_this_first(tests: list[GradedTest]) -> list[str]:
                 entry = failing.setdefault(re.sub(r"\d[\d.e+-]*", "#", cause), [cause])
                 if test.cell_id not in entry:
                     entry.append(test.cell_id)
+                if problem.error and cause.startswith(f"{problem.error}:"):
+                    raised.add(cause)
     shared = [entry for entry in failing.values() if len(entry) > 2]
     if not shared:
         return []
     cause, *ids = max(shared, key=len)
+    if cause in raised:
+        return [Note(NoteKind.FIX_FIRST, f"Fix this first: your code raised {cause}; that one error fails "
+                                         f"{', '.join(ids)} (no known mistake matches it, so start from the error).")]
     return [Note(NoteKind.FIX_FIRST,
                  f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
 
@@ -288,6 +295,49 @@ def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
     return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({e.error}), so the "
                  f"functions it defines are missing or incomplete and every test of them fails until it runs",
                  e.quoted) for cell_id, e in broken.items()]
+
+
+def top_level_names(source: str) -> set[str]:
+    """The names a cell's top-level statements bind (def, class, assignment, import), read as IPython reads it."""
+    from IPython.core.inputtransformer2 import TransformerManager      # a cell may use magics: read it as IPython
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[Note]:
+    """A graded function that a cell after its answer cell binds again, before the first hidden test of it runs:
+    that cell's version is the one graded, and the page says which cell it was."""
+    if not executed_notebook or assignment not in REGISTRY_ASSIGNMENTS:
+        return []
+    nb = executed(executed_notebook)
+    cells = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    where = {grade_id(cell): index for index, cell in cells if grade_id(cell)}
+    notes = []
+    for entry in manifest.functions(assignment):
+        name, answer = entry.defined_name, where.get(entry.cell)
+        tested = [where[t.id] for t in REGISTRY.values() if t.assignment == assignment and t.id in where
+                  and entry.name in t.subjects]
+        if answer is None or not tested or any(n.startswith(f"{name}:") for n in map(str, notes)):
+            continue
+        later = [index for index, cell in cells if answer < index < min(tested) and name in top_level_names(cell.source)]
+        if later:
+            notes.append(Note(NoteKind.REDEFINED, f"{name}: the version graded is the one {cell_label(nb, later[-1])} "
+                                                  f"defines, after answer cell '{entry.cell}' (a later definition "
+                                                  f"replaces an earlier one, as in Jupyter); keep one definition, in "
+                                                  f"the answer cell"))
+    return notes
 
 
 def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:

@@ -76,6 +76,9 @@ MISTAKES = [
     Mistake("integer division of positions", PI.format(body="return (np.asarray(positions) * train_len // "
                                                             "target_len).astype(float)"),
             "hidden_interpolated_positions", "integer division or floor"),
+    Mistake("interpolation maps the last position onto the last", PI.format(
+        body="return np.asarray(positions, float) * ((train_len - 1) / (target_len - 1))"),
+            "hidden_interpolated_positions", "mapping the last target position onto the last trained one"),
     Mistake("NTK: d/(d-2) forgotten", NTK.format(body="return float(base * scale)"),
             "hidden_ntk_scaled_base", "d/(d-2) forgotten"),
     Mistake("NTK: exponent upside down", NTK.format(body="return float(base * scale ** ((head_dim - 2) / head_dim))"),

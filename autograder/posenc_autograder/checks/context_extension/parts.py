@@ -36,6 +36,9 @@ DIAGNOSES = {
                   "rounding breaks the score's dependence on the offset alone",
     "pi_floor": "the interpolated positions were cut to whole numbers (integer division or floor): they are "
                 "fractions (float64), and cutting them breaks the score's dependence on the offset alone",
+    "pi_last_to_last": "the positions were scaled by (train_len - 1) / (target_len - 1), mapping the last target "
+                       "position onto the last trained one: position interpolation scales by train_len / target_len, "
+                       "m * train_len / target_len",
     "ntk_no_exponent": "the base was multiplied by the scale alone: NTK-aware scaling uses s^(d / (d - 2)), so "
                        "that the slowest pair is divided by exactly s (d/(d-2) forgotten)",
     "ntk_inverted": "the exponent is (d - 2) / d; it must be d / (d - 2)",
@@ -110,7 +113,8 @@ def _errors(function, group, why):
 def _pi_mistakes(positions, train_len, target_len):
     right = ref.interpolated_positions(positions, train_len, target_len)
     return {"pi_upside_down": np.asarray(positions, dtype=np.float64) * target_len / train_len,
-            "pi_rounded": np.round(right), "pi_floor": np.floor(right)}
+            "pi_rounded": np.round(right), "pi_floor": np.floor(right),
+            "pi_last_to_last": np.asarray(positions, dtype=np.float64) * ((train_len - 1) / max(target_len - 1, 1))}
 
 
 def _pi_inputs():

@@ -30,8 +30,8 @@ SPACING = ("the frequencies are spaced as in tensor2tensor and fairseq, 10000^(-
            "exercise asks for the paper's 10000^(-2i/d)")
 
 
-DOUBLED = ("the exponent is doubled: with i = 0, 2, 4, ... (np.arange(0, d_model, 2)) the exponent is i/d_model, "
-           "not 2i/d_model")
+DOUBLED = ("the exponent is doubled: pair i turns at 10000^(-4i/d_model) instead of 10000^(-2i/d_model) (2i/d_model "
+           "taken of an index that already steps by 2, or the 2 applied twice)")
 
 
 def pe_mistakes(seq_len: int, d_model: int) -> dict[str, np.ndarray]:

@@ -1,6 +1,8 @@
 """Hidden tests for LearnedPositionalEncoding: initialisation, forward, and the backward pass."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from posenc_autograder.checks.diagnosis import either
@@ -98,6 +100,23 @@ def _judge_forward(inputs, obs):
 
 # --- backward: gradient check ------------------------------------------------------------------
 
+SUMMED_OVER_POSITIONS = ("the gradient was summed over the positions (axis 1) instead of over the batch (axis 0): "
+                         "the sum has one row per batch element, and grad_embedding needs one per position, each "
+                         "the sum over the batch of that position's rows of grad_output")
+
+
+def _failed_pass(error: str, upstreams, lead: str = "forward/backward failed:") -> ProblemText:
+    """A forward/backward pass that raised; a ValueError about an array of shape (B, d_model) for a batch of B
+    sequences of L != B positions is the gradient summed over the positions instead of the batch."""
+    problem = raised_problem(f"{lead} {error}", error)
+    if error.startswith("ValueError") and any(
+            upstream.shape[0] != upstream.shape[1]
+            and re.search(rf"\(\s*{upstream.shape[0]}\s*,\s*{upstream.shape[2]}\s*\)", error)
+            for upstream in upstreams):
+        return with_cause(problem, SUMMED_OVER_POSITIONS)
+    return problem
+
+
 def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
     """Compare an observed grad_embedding with the batch sum of upstream; name the usual mistakes."""
     used = upstream.shape[1]
@@ -118,6 +137,8 @@ def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
         "grad_embedding uses only the first batch element; sum the gradient over the batch": upstream[0],
         "grad_embedding uses only the last batch element; sum the gradient over the batch": upstream[-1],
     }
+    if upstream.shape[0] in (1, used):          # a sum over the positions that still fits the rows it is stored in
+        known[SUMMED_OVER_POSITIONS] = np.broadcast_to(upstream.sum(axis=1), (used, table_shape[1]))
     fitting = [explanation for explanation, rows in known.items() if mismatch(grad[:used], rows, 1e-10, "") is None]
     return with_cause(problem, either(fitting)) if fitting else problem     # identical rows: several fit alike
 
@@ -135,7 +156,10 @@ def _judge_backward(inputs, obs):
     returned = reproduction(*passes, step("layer.backward", upstream))
     stored = reproduction(*passes, step("layer.backward", upstream), reading("layer.grad_embedding"))
     if "error" in obs:
-        return [reproduced(raised_problem(f"forward/backward failed: {obs['error']}", obs["error"]), stored)]
+        return [reproduced(_failed_pass(obs["error"], [upstream]), stored)]
+    if "error" in obs["input_grad"]:             # backward raised: grad_embedding was never computed
+        return [reproduced(_failed_pass(obs["input_grad"]["error"], [upstream], "backward(grad_output) raised"),
+                           returned)]
     problems = problems_of(reproducing(lambda: compare(obs["input_grad"], upstream, "the input gradient returned by "
                                                        "backward (it should be grad_output passed through unchanged)",
                                                        1e-12), returned))
@@ -165,7 +189,7 @@ def _judge_accumulation(inputs, obs):
             lines += [step("layer.forward", X), step("layer.backward", upstream)]
         return reproduction(*lines, reading("layer.grad_embedding"))
     if "error" in obs:
-        return [reproduced(raised_problem(f"forward/backward failed: {obs['error']}", obs["error"]),
+        return [reproduced(_failed_pass(obs["error"], [upstream for _, upstream in inputs["passes"]]),
                            after(len(inputs["passes"])))]
     table_shape = (inputs["max_seq_len"], inputs["d_model"])
     try:

@@ -52,7 +52,8 @@ DIAGNOSES = {
     "key_index": "your bias is slope * j, the key's index, as in Press et al.'s code and BLOOM: under a causal mask "
                  "it differs from -slope * (i - j) by a constant in each row, which softmax ignores, so your "
                  "understanding is right; this exercise asks for the bias itself, -slope * |i - j|, for every pair",
-    "doubled_exponent": "the exponent is doubled: with i = 0, 2, 4, ... (np.arange(0, d, 2)) use i/d, not 2i/d",
+    "doubled_exponent": "the exponent is doubled: pair i turns at base^(-4i/d) instead of base^(-2i/d) (2i/d taken of "
+                        "an index that already steps by 2, or the 2 applied twice)",
     "spacing": "the exponents are spaced by 1/(d/2 - 1), as in tensor2tensor and fairseq (the last frequency is "
                "exactly 1/base): a legitimate convention, so your understanding is right; this exercise asks for "
                "RoFormer's base^(-2i/d), whose last frequency is base^(-(d-2)/d)",
@@ -156,6 +157,16 @@ def stand_in_rope(x, positions, vector):
     return stand_ins.shift({"vector": vector})(x, positions)
 
 
+def _run(positions) -> str:
+    """Positions as the student would read them: '3 to 11', '11 down to 3', or the list when not a run."""
+    positions = [int(p) for p in positions]
+    if len(positions) > 2 and all(b - a == 1 for a, b in zip(positions, positions[1:])):
+        return f"{positions[0]} to {positions[-1]}"
+    if len(positions) > 2 and all(a - b == 1 for a, b in zip(positions, positions[1:])):
+        return f"{positions[0]} down to {positions[-1]}"
+    return str(positions)
+
+
 def _judge_scores(inputs, obs):
     vector = inputs["stand_ins"][ROPE_FN]["vector"]
 
@@ -163,7 +174,8 @@ def _judge_scores(inputs, obs):
         def against(rotate):
             expected = rotate(q, q_pos) @ rotate(k, k_pos).T
             scaled = expected / np.sqrt(q.shape[-1])
-            return compare(record, expected, f"{SCORES_FN} with positions starting at {q_pos[0]} and {k_pos[-1]}",
+            return compare(record, expected, f"{SCORES_FN} with query positions {_run(q_pos)} and key positions "
+                                             f"{_run(k_pos)}",
                            1e-9, diagnose=lambda a: DIAGNOSES["scaled"] if matches(a, scaled) else None)
         said = against_any(against, lambda x, p: ref.apply_rope(x, np.array(p)),
                            lambda x, p: stand_in_rope(x, p, vector))

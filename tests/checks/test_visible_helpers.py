@@ -1,0 +1,149 @@
+"""The released notebooks' own visible checks say only true things, whatever the student's namespace holds: with the
+solution they pass after `from numpy import *` (which replaces max, min, sum, all, any, ...), with builtins a student
+rebinds (`sum = 0`, `list = [...]`) and with every helper's name redefined by the student; an answer with NaN,
+infinity or the wrong shape is reported as such (never as "largest error 0" or float32 rounding); and a failure of
+the checks' own code is never blamed on the student's function.
+
+Each notebook's code cells run in order in one namespace, each under its own file name, as Jupyter runs them.
+"""
+import ast
+import contextlib
+import io
+import pathlib
+
+import nbformat
+import numpy as np
+import pytest
+
+from notebook_tools import ROOT
+from posenc_autograder.checks import manifest
+from posenc_autograder.course import grade_id, nbgrader_meta
+
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+STAR_IMPORT = "from numpy import *\n"
+SHADOWS = ("sum = 0\nmax = 1\nmin = 2\nabs = 3\nround = 4\nall = 5\nany = 6\npow = 7\nlist = [1, 2]\ndict = {}\n"
+            "set = 'set'\nstr = 'text'\ntype = 'kind'\nid = 8\ninput = 9\nlen = 10\nnext = 11\niter = 12\nmap = 13\n"
+            "filter = 14\nformat = 15\nsorted = 16\ndivmod = 17\nbool = 18\n")
+
+
+def answers_use(assignment: str) -> set[str]:
+    """The names the solution's answer cells read (a student who rebinds one of those has a bug of their own)."""
+    return {n.id for _, source, answer in cells(assignment) if answer for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Name)}
+
+
+def shadowed(assignment: str) -> str:
+    """The builtins a student rebinds, but those the solution's own answers call."""
+    used = answers_use(assignment)
+    return "\n".join(line for line in SHADOWS.splitlines() if line.split(" = ")[0] not in used) + "\n"
+
+
+def cells(assignment: str) -> list[tuple[str | None, str, bool]]:
+    """(grade_id, source, is an answer cell) of every code cell a student's Jupyter runs (hidden tests left out: they
+    need the grader)."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    return [(grade_id(c), c.source, bool(nbgrader_meta(c).get("solution"))) for c in nb.cells
+            if c.cell_type == "code" and "BEGIN HIDDEN TESTS" not in c.source]
+
+
+def run(assignment: str, *, first: str = "", after_answers: str = "", rebinding=None) -> tuple[dict, str | None]:
+    """Run the notebook as a student would, with `first` as a cell of their own at the top and `after_answers` at
+    the end of each answer cell (and `rebinding(namespace)` after each answer cell): (its namespace, the summary
+    cell's failure or None)."""
+    namespace: dict = {"__name__": "__main__"}
+    summary = None
+    with contextlib.redirect_stdout(io.StringIO()):
+        sources = [("first", first, False)] + cells(assignment)
+        for index, (cell_id, source, answer) in enumerate(sources):
+            code = compile(source + ("\n" + after_answers if answer else ""), f"<cell {index}: {cell_id}>", "exec")
+            try:
+                exec(code, namespace)                         # the course's own cells, and the habits above
+            except AssertionError as failure:
+                assert cell_id == "visible_summary", (cell_id, failure)
+                summary = str(failure)
+            if answer and rebinding:
+                rebinding(namespace)
+    return namespace, summary
+
+
+def failures(namespace: dict) -> list[str]:
+    return [problem for problems in namespace["self_check"].RESULTS.values() for problem in problems]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("habit", ["star_import_first", "star_import_in_answers", "shadowed_first",
+                                   "shadowed_in_answers", "helpers_redefined"])
+def test_the_solution_passes_its_visible_checks_whatever_the_namespace_holds(assignment, habit):
+    def redefine(namespace):
+        for name in set(vars(namespace["self_check"])) - answers_use(assignment):
+            namespace[name] = "the student's own " + name
+    options = {"star_import_first": {"first": STAR_IMPORT}, "star_import_in_answers": {"after_answers": STAR_IMPORT},
+               "shadowed_first": {"first": shadowed(assignment)},
+               "shadowed_in_answers": {"after_answers": shadowed(assignment)},
+               "helpers_redefined": {"rebinding": redefine}}[habit]
+    namespace, summary = run(assignment, **options)
+    assert failures(namespace) == [] and summary is None, failures(namespace)
+
+
+def array_functions(assignment: str) -> list[str]:
+    return [f.name for f in manifest.functions(assignment) if f.returns == manifest.ARRAY and f.member is None]
+
+
+def spoiled(kind: str):
+    """A function returning the right answer with one entry NaN or infinite, or one entry too few."""
+    def spoil(value):
+        value = np.array(value, dtype=np.float64)
+        if kind == "shape":
+            return value[..., :-1] if value.ndim and value.shape[-1] > 1 else np.zeros(3)
+        value.flat[-1 if kind == "inf" else 0] = np.inf if kind == "inf" else np.nan
+        return value
+    return spoil
+
+
+def wrapping(name: str, change):
+    def rebind(namespace):
+        function = namespace.get(name)
+        if callable(function) and not getattr(function, "spoiled", False):
+            def wrapped(*args, **kwargs):
+                return change(function(*args, **kwargs))
+            wrapped.spoiled = True
+            namespace[name] = wrapped
+    return rebind
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("kind", ["nan", "inf", "shape"])
+def test_nan_infinity_and_a_wrong_shape_are_reported_as_they_are(assignment, kind):
+    for name in array_functions(assignment):
+        namespace, summary = run(assignment, first=STAR_IMPORT, rebinding=wrapping(name, spoiled(kind)))
+        said = [" ".join(f.split()) for f in failures(namespace)]
+        assert said and summary is not None, (name, kind)
+        joined = " ".join(said)
+        assert "float32" not in joined and "largest error 0 " not in joined, (name, said)
+        assert "self-check's own code" not in joined, (name, said)
+        if kind == "shape":
+            assert "shape" in joined or "raised" in joined, (name, said)
+        else:
+            assert "NaN or infinite" in joined or "NaN or Inf" in joined or "raised" in joined, (name, said)
+
+
+@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in ("positional_encoding", "rope_alibi",
+                                                                        "context_extension")])
+def test_a_failure_of_the_checks_own_code_is_not_blamed_on_the_student(assignment):
+    """An exception raised in the helpers' own code says so; one raised in the student's function says it is theirs."""
+    namespace, _ = run(assignment)
+    helpers = namespace["self_check"]
+
+    def check_that_breaks():
+        helpers.worst_entry("not", "numbers", "x", 1)       # the helper's own arithmetic raises TypeError
+
+    def check_of_a_student_function():
+        exec(compile("def mine():\n    return 1 / 0\nmine()", "<cell 9: answer>", "exec"), {})  # noqa: S102
+
+    for check, said in ((check_that_breaks, "the self-check's own code (worst_entry) raised TypeError"),
+                        (check_of_a_student_function, "your function raised ZeroDivisionError")):
+        try:
+            check()
+        except Exception as error:  # noqa: BLE001 - the test hands it to the helper, as check_part does
+            assert helpers.raised(error, check).startswith(said), helpers.raised(error, check)
