@@ -65,20 +65,20 @@ def test_visible_checks_name_each_known_mistake_in_the_hidden_tests_words():
 
     from posenc_autograder.checks.contracts import CAUSES
     from posenc_autograder.checks.rope_alibi.parts import DIAGNOSES
-    ns = namespace_from(SOLUTION)               # the notebook's own helpers, as a downloaded copy runs them
-    named = {*ns["self_check"].frequency_mistakes(4, 1e4), *ns["self_check"].rope_mistakes(np.zeros((2, 4)), [0, 1], np.ones(2)),
-             *ns["self_check"].score_mistakes(np.ones((1, 1)), 4), *ns["self_check"].slope_mistakes(6),
-             *ns["self_check"].bias_mistakes(np.ones(2), 3)}
+    helpers = namespace_from(SOLUTION)["self_check"]    # the notebook's own helpers, as a downloaded copy runs them
+    named = {*helpers.frequency_mistakes(4, 1e4), *helpers.rope_mistakes(np.zeros((2, 4)), [0, 1], np.ones(2)),
+             *helpers.score_mistakes(np.ones((1, 1)), 4), *helpers.slope_mistakes(6),
+             *helpers.bias_mistakes(np.ones(2), 3)}
     assert named == set(DIAGNOSES.values())
 
     def add_in_place(x):
         x += 1.0
         return x
 
-    texts = {"dtype": _assertion_text(lambda: ns["self_check"].check_array(np.zeros(2, np.float32), (2,), "f")),
-             "list": _assertion_text(lambda: ns["self_check"].check_array([0.0, 1.0], (2,), "f")),
-             "in_place": _assertion_text(lambda: ns["self_check"].check_unchanged(add_in_place, np.zeros(2), names=["x"],
-                                                                       what="f"))}
+    texts = {"dtype": _assertion_text(lambda: helpers.check_array(np.zeros(2, np.float32), (2,), "f")),
+             "list": _assertion_text(lambda: helpers.check_array([0.0, 1.0], (2,), "f")),
+             "in_place": _assertion_text(lambda: helpers.check_unchanged(add_in_place, np.zeros(2), names=["x"],
+                                                                         what="f"))}
     assert {key: CAUSES[key] in text for key, text in texts.items()} == dict.fromkeys(texts, True), texts
 
 

@@ -9,7 +9,7 @@ Each notebook's code cells run in order in one namespace, each under its own fil
 import ast
 import contextlib
 import io
-import pathlib
+import types
 
 import nbformat
 import numpy as np
@@ -53,7 +53,8 @@ def run(assignment: str, *, first: str = "", after_answers: str = "", rebinding=
     cell's failure or None)."""
     namespace: dict = {"__name__": "__main__"}
     summary = None
-    with contextlib.redirect_stdout(io.StringIO()):
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
         sources = [("first", first, False)] + cells(assignment)
         for index, (cell_id, source, answer) in enumerate(sources):
             code = compile(source + ("\n" + after_answers if answer else ""), f"<cell {index}: {cell_id}>", "exec")
@@ -64,19 +65,58 @@ def run(assignment: str, *, first: str = "", after_answers: str = "", rebinding=
                 summary = str(failure)
             if answer and rebinding:
                 rebinding(namespace)
+    namespace[PRINTED] = printed.getvalue()
     return namespace, summary
 
 
+PRINTED = "__printed_by_the_checks__"
+
+
 def failures(namespace: dict) -> list[str]:
-    return [problem for problems in namespace["self_check"].RESULTS.values() for problem in problems]
+    """The failures the checks printed, as `nbgrader validate` and the grader read them ('FAILED (part): ...')."""
+    found, current = [], None
+    for line in namespace[PRINTED].splitlines():
+        if line.startswith("FAILED ("):
+            current = [line.split(":", 1)[1]]
+            found.append(current)
+        elif current is not None and line.strip():
+            current.append(line)
+        else:
+            current = None
+    return [" ".join(" ".join(lines).split()) for lines in found]
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-@pytest.mark.parametrize("habit", ["star_import_first", "star_import_in_answers", "shadowed_first",
-                                   "shadowed_in_answers", "helpers_redefined"])
+def helper_names(assignment: str, namespace: dict) -> set[str]:
+    """The names the helper cell binds, and those of the helpers it gathers in a namespace object."""
+    source = next(source for cell_id, source, _ in cells(assignment) if cell_id == "self_check_helpers")
+    names = {t.id for n in ast.parse(source).body if isinstance(n, ast.Assign) for t in n.targets
+             if isinstance(t, ast.Name)}
+    names |= {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for name in list(names):
+        if isinstance(namespace.get(name), types.SimpleNamespace):
+            names |= set(vars(namespace[name])) - {name}
+            names.discard(name)
+    return names
+
+
+# Known gaps, each to fix in its notebook (strict: the marker must go when the notebook is fixed). relative_positions'
+# helpers read the notebook's `type` and `list` (check_part, its array check) and its visible cells call helpers by
+# names a student's cell can redefine.
+GAPS = {("relative_positions", "shadowed_first"), ("relative_positions", "shadowed_in_answers"),
+        ("relative_positions", "helpers_redefined")}
+
+
+def with_gaps(pairs):
+    return [pytest.param(a, h, marks=pytest.mark.xfail(strict=True, reason="a known gap of this notebook's helpers"))
+            if (a, h) in GAPS else pytest.param(a, h) for a, h in pairs]
+
+
+@pytest.mark.parametrize("assignment, habit", with_gaps(
+    (a, h) for a in ASSIGNMENTS for h in ("star_import_first", "star_import_in_answers", "shadowed_first",
+                                          "shadowed_in_answers", "helpers_redefined")))
 def test_the_solution_passes_its_visible_checks_whatever_the_namespace_holds(assignment, habit):
     def redefine(namespace):
-        for name in set(vars(namespace["self_check"])) - answers_use(assignment):
+        for name in helper_names(assignment, namespace) - answers_use(assignment):
             namespace[name] = "the student's own " + name
     options = {"star_import_first": {"first": STAR_IMPORT}, "star_import_in_answers": {"after_answers": STAR_IMPORT},
                "shadowed_first": {"first": shadowed(assignment)},

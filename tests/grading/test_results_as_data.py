@@ -130,13 +130,14 @@ def test_given_never_writes_none_back():
 
 
 def test_an_unexpected_ntk_base_is_reported_not_crashed_on():
-    ns = helpers("context_extension")
+    checks = helpers("context_extension")["self_check"]
     with pytest.raises(AssertionError) as failure:
-        ns["self_check"].close(123.0, 10000.0 * 4.0 ** (64 / 62), "ntk_scaled_base(10000.0, 4.0, 64)",
-                    ns["self_check"].ntk_mistakes(10000.0, 4.0, 64))
+        checks.close(123.0, 10000.0 * 4.0 ** (64 / 62), "ntk_scaled_base(10000.0, 4.0, 64)",
+                     checks.ntk_mistakes(10000.0, 4.0, 64))
     assert "expected" in str(failure.value) and "got 123" in str(failure.value)
     with pytest.raises(AssertionError, match="d / \\(d - 1\\)"):
-        ns["self_check"].close(10000.0 * 4.0 ** (64 / 63), 10000.0 * 4.0 ** (64 / 62), "ntk", ns["self_check"].ntk_mistakes(10000.0, 4.0, 64))
+        checks.close(10000.0 * 4.0 ** (64 / 63), 10000.0 * 4.0 ** (64 / 62), "ntk",
+                     checks.ntk_mistakes(10000.0, 4.0, 64))
 
 
 def test_a_part_whose_self_check_printed_failures_fails_its_row():

@@ -344,10 +344,11 @@ def star_safe(source: str) -> str:
 
 
 def namespace_habits(pe, rope, ctx) -> list[Realistic]:
-    """The classes of what students read: star imports and shadowed builtins (correct work: full marks, no self-check failure), a
-    NaN left in an answer, a function redefined in a later cell, and mistakes whose hints must describe what the
-    student wrote: an exponent doubled without np.arange(0, d, 2), rope_scores' positions, a gradient summed over
-    the positions (a ValueError), a pattern that is not a cause, and a mistake no diagnosis knows."""
+    """The classes of what students read: star imports and shadowed builtins (correct work: full marks, no
+    self-check failure), a NaN left in an answer, a function redefined in a later cell, and mistakes whose hints must
+    describe what the student wrote: an exponent doubled without np.arange(0, d, 2), rope_scores' positions, a
+    gradient summed over the positions (a ValueError), a pattern that is not a cause, and a mistake no diagnosis
+    knows."""
     full_pe, full_rope, full_ctx = (total_points(a) for a in ("positional_encoding", "rope_alibi",
                                                               "context_extension"))
     return [

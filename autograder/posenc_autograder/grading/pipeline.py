@@ -331,7 +331,8 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
                   and entry.name in t.subjects]
         if answer is None or not tested or any(n.startswith(f"{name}:") for n in map(str, notes)):
             continue
-        later = [index for index, cell in cells if answer < index < min(tested) and name in top_level_names(cell.source)]
+        later = [index for index, cell in cells
+                 if answer < index < min(tested) and name in top_level_names(cell.source)]
         if later:
             notes.append(Note(NoteKind.REDEFINED, f"{name}: the version graded is the one {cell_label(nb, later[-1])} "
                                                   f"defines, after answer cell '{entry.cell}' (a later definition "
