@@ -180,3 +180,16 @@ def test_what_a_students_code_raises_is_summarised_in_the_sentence_and_kept_whol
     assert said["text"].endswith(" ...")
     problem = pipeline.visible_problem({"ename": None, **said})
     assert problem.quoted == failures and prose_numbers(problem.text) <= 16
+
+
+def test_a_pattern_never_takes_a_sentence_past_its_numbers():
+    """Rows named one by one are counted instead when the sentence would hold more than 16 numbers."""
+    from posenc_autograder.checks.base import with_pattern
+    from posenc_autograder.results import NUMBER, PROSE_NUMBERS
+    problem = ("layer_rotation_angles(16, 6, 3, 10000, 100000, 4, 512, 200) is wrong at [2, 1]: expected 11.8, got "
+               "15.7 (14 of 48 entries off by more than 2e-08)")
+    said = with_pattern(problem, "only rows 2 and 5 are off; every other row is right")
+    assert len(NUMBER.findall(said)) <= PROSE_NUMBERS and "only 2 rows are off" in said, said
+    assert said.cause == "only rows 2 and 5 are off; every other row is right"
+    assert "only rows 1 and 3 are off" in with_pattern("f() is wrong", "only rows 1 and 3 are off; every other row is "
+                                                                        "right")

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import re
 from typing import Callable
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.diagnosis import Ambiguous
 from posenc_autograder.probes import codec
-from posenc_autograder.results import Problem, ProblemKind
+from posenc_autograder.results import NUMBER, PROSE_NUMBERS, Problem, ProblemKind
 
 Observations = dict
 Problems = list
@@ -554,8 +555,13 @@ def with_cause(problem: str, explanation: str) -> ProblemText:
 def with_pattern(problem: str, pattern: str) -> ProblemText:
     """The problem followed by what its difference looks like, said as a pattern, not as a cause (no known mistake
     matched); the pattern is kept as its cause's data, marked as a pattern."""
-    return ProblemText(f"{_unexplained(problem)}. {PATTERN_LEAD}{pattern}.",
-                       **{**fields_of(problem), "cause": str(pattern), "pattern": True})
+    text = f"{_unexplained(problem)}. {PATTERN_LEAD}{pattern}."
+    if len(NUMBER.findall(text)) > PROSE_NUMBERS:          # the rows named one by one, counted instead
+        text = NAMED_PARTS.sub(lambda m: f"only {len(NUMBER.findall(m.group(2)))} {m.group(1)}s are off", text)
+    return ProblemText(text, **{**fields_of(problem), "cause": str(pattern), "pattern": True})
+
+
+NAMED_PARTS = re.compile(r"only (row|column)s ((?:\d+, )*\d+ and \d+) are off")
 
 
 def _unexplained(problem: str) -> str:
