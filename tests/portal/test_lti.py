@@ -232,6 +232,7 @@ def test_a_failed_passback_is_kept_shown_to_the_instructor_and_retried_with_back
     assert "503" in unsent["error"] and unsent["tries"] == 1
     assert outbox.send_due().failed == 0                         # not due yet: it waits
     launch_browser(tool, platform, sub="prof", roles=[INSTRUCTOR])
+    assert 'href="/instructor/lti"' in tool.get("/instructor").text
     page = tool.get("/instructor/lti").text
     assert "Scores not yet in the LMS" in page and "503" in page and "stu-1" in page
     waits = []
