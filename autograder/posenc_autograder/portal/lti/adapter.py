@@ -14,7 +14,6 @@ What the library alone does not do, done here:
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import threading
 import time
@@ -330,9 +329,6 @@ class StrictLaunch(MessageLaunch):
 
     def registration(self):
         return self._registration
-
-    def id_token_digest(self) -> str:
-        return hashlib.sha256(self._get_id_token().encode()).hexdigest()
 
 
 def forget_old_logins(db, now: dt.datetime) -> None:

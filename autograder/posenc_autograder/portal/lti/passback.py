@@ -77,7 +77,6 @@ class Outbox:
         self.wake, self.stopping = threading.Event(), threading.Event()
         self.thread: threading.Thread | None = None
         self.http = requests.Session()
-        self.delivered: list[tuple[int, dt.datetime]] = []          # (score row, when the platform took it)
 
     # --- owing ----------------------------------------------------------------------------------------
 
@@ -144,7 +143,6 @@ class Outbox:
                 db.execute(update(LtiScore).where(LtiScore.id == score.id, LtiScore.state == "pending")
                            .values(state="sent", sent_at=self.now(), tries=LtiScore.tries + 1, last_error=""))
                 db.commit()
-            self.delivered.append((score.id, utcnow()))
             outcome.sent += 1
         return outcome
 

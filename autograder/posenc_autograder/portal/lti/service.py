@@ -76,10 +76,6 @@ class LtiTool:
                 self._config, self.problem = (stamp, None, []), f"{registration.CONFIG_FILE} cannot be read ({exc})"
         return self._config[1]
 
-    @property
-    def configured(self) -> bool:
-        return self.tool_config() is not None
-
     def issuers(self) -> set[str]:
         return set(registration.registrations(self.course))
 
