@@ -604,10 +604,12 @@ def expect_error(record: dict, expected: str, what: str, why: str) -> str | None
     raised = error_name(record)
     if raised == expected:
         return None
+    missing = f"no {expected} {why}"            # one cause, whether the call then returned or failed another way
     if raised is not None:
-        return raised_problem(f"{what} must raise {expected} {why}, but it raised {record['error']}", record["error"])
-    return ProblemText(f"{what} must raise {expected} {why}, but it returned {returned_value(record)}",
-                       cause=f"no {expected} {why}")
+        problem = raised_problem(f"{what} must raise {expected} {why}, but it raised {record['error']}",
+                                 record["error"])
+        return ProblemText(problem, **{**fields_of(problem), "cause": missing if problem.cause else None})
+    return ProblemText(f"{what} must raise {expected} {why}, but it returned {returned_value(record)}", cause=missing)
 
 
 def returned_value(record: dict) -> str:
