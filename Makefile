@@ -137,9 +137,9 @@ lint: $(STAMP)
 test-fast: lint
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not book and not browser and not postgres and not slow and not hub" tests
 
-## mutate: mutants of each assignment's reference.py graded by the hidden tests; prints the mutation score and the survivors
+## mutate: mutants of each assignment's reference.py graded by the hidden tests (ASSIGNMENT=name for one); prints the mutation score, per assignment too, and the survivors
 mutate: $(STAMP)
-	$(PY) -m posenc_autograder mutate
+	$(PY) -m posenc_autograder mutate $(if $(filter-out file,$(origin ASSIGNMENT)),--assignment "$(ASSIGNMENT)")
 
 ## clean: remove the built book and the test cache (never the gradebook, submissions or reports)
 clean:

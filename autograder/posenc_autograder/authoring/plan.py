@@ -8,14 +8,14 @@ import csv
 import io
 
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.authoring.spec_bullets import SPEC_BULLETS
+from posenc_autograder.authoring.spec_bullets import all_spec_bullets
 
 COLUMNS = ("bullet_id", "section", "spec_bullet", "assignment", "grade_cell_id", "points")
 
 
 def plan_rows() -> list[dict]:
     rows = []
-    for bullet_id, (section, text) in SPEC_BULLETS.items():
+    for bullet_id, (section, text) in all_spec_bullets().items():
         for check in sorted(REGISTRY.values(), key=lambda t: (t.assignment, t.id)):
             if bullet_id in check.bullets:
                 rows.append(dict(zip(COLUMNS, (bullet_id, section, text, check.assignment, check.cell_id,

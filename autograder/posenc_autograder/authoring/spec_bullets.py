@@ -1,7 +1,13 @@
-"""The "Test cases to cover" list of the topic's specification, one id per bullet.
+"""The "Test cases to cover" list of the topic's specification, one id per bullet, and the bullets of assignments
+the specification does not cover, each stated in its own folder (SPEC_BULLETS of checks/<assignment>/manifest.py).
 
 The test plan (autograder/test_plan.csv) maps every id to the hidden test cells that grade it.
 """
+import functools
+import importlib
+import importlib.util
+import pkgutil
+
 SPEC_BULLETS = {
     "shape.sinusoidal": ("Shape verification", "Sinusoidal output shape is (L, d) for various L and d"),
     "shape.batched_forward": ("Shape verification", "SinusoidalPositionalEncoding forward keeps (B, L, d)"),
@@ -62,3 +68,18 @@ SPEC_BULLETS = {
                                             "local layers capped by the window and the input, the factor on "
                                             "global layers only"),
 }
+
+
+@functools.cache
+def all_spec_bullets() -> dict[str, tuple[str, str]]:
+    """The specification's bullets, then those each assignment's manifest states for itself (discovered: an
+    assignment adds its own without an edit here)."""
+    import posenc_autograder.checks as checks
+    found = dict(SPEC_BULLETS)
+    for info in pkgutil.iter_modules(checks.__path__):
+        if info.ispkg and importlib.util.find_spec(f"{checks.__name__}.{info.name}.manifest") is not None:
+            own = getattr(importlib.import_module(f"{checks.__name__}.{info.name}.manifest"), "SPEC_BULLETS", {})
+            if set(own) & set(found):
+                raise ValueError(f"{info.name}: spec bullet ids already used: {sorted(set(own) & set(found))}")
+            found.update(own)
+    return found

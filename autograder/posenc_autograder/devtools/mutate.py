@@ -1,6 +1,6 @@
 """`make mutate`: how good are the hidden tests? Mutants of each assignment's reference, graded like students.
 
-    python -m posenc_autograder mutate [--sample N] [--course PATH]
+    python -m posenc_autograder mutate [--sample N] [--assignment NAME] [--course PATH]
 
 Each mutant changes one thing in the syntax tree of one assignment's reference.py (an operator, a comparison,
 a constant, a slice bound, sin for cos, max for min, a sign, a dropped statement). It stands in for a student:
@@ -8,7 +8,7 @@ the solution notebooks' functions are replaced by the mutant's, and every hidden
 course grades them (the judges keep the real reference). A mutant whose functions answer a broad
 battery of calls on the student-facing API exactly as the original does is *equivalent* (it
 changed nothing the spec can see; the battery is each assignment's mutation_battery.py) and is left out of
-the score. Printed: killed / non-equivalent and every surviving mutant.
+the score. Printed: killed / non-equivalent, in all and per assignment, and every surviving mutant.
 """
 from __future__ import annotations
 
@@ -237,8 +237,17 @@ def judge_mutant(mutant: Mutant, source: str, solution: str, battery, expected) 
     return Verdict(mutant, "survived")
 
 
-def run(course: Course, sample: int | None = None, out=sys.stdout) -> list[Verdict]:
-    sources = reference_sources()
+def assignment_of(file: str) -> str:
+    """The assignment a reference file belongs to: posenc_autograder/checks/<assignment>/reference.py."""
+    return pathlib.PurePosixPath(file).parent.name
+
+
+def run(course: Course, sample: int | None = None, out=sys.stdout, assignment: str | None = None) -> list[Verdict]:
+    """Every mutant of every assignment's reference (or of `assignment`'s only), or `sample` of them, judged."""
+    sources = {file: source for file, source in reference_sources().items()
+               if assignment is None or assignment_of(file) == assignment}
+    if not sources:
+        raise SystemExit(f"no reference.py for an assignment named {assignment!r}")
     solution = solution_source(course)
     battery = spec_battery()
     expected = {file: [_outcome(call, student_namespace(solution, mutant_module(source, None))) for call in battery]
@@ -256,13 +265,20 @@ def run(course: Course, sample: int | None = None, out=sys.stdout) -> list[Verdi
     return verdicts
 
 
+def _score(verdicts: list[Verdict]) -> str:
+    killed, survived = (sum(v.status == s for v in verdicts) for s in ("killed", "survived"))
+    return f"{killed} / {killed + survived} non-equivalent mutants killed" + \
+        (f" ({100 * killed / (killed + survived):.1f} %)" if killed + survived else "")
+
+
 def summary(verdicts: list[Verdict]) -> str:
     counts = {s: sum(v.status == s for v in verdicts) for s in ("killed", "survived", "equivalent", "broken")}
-    scored = counts["killed"] + counts["survived"]
     lines = [f"mutants of the references: {len(verdicts)} ({counts['equivalent']} equivalent on the spec, "
              f"{counts['broken']} do not load)",
-             f"mutation score: {counts['killed']} / {scored} non-equivalent mutants killed"
-             + (f" ({100 * counts['killed'] / scored:.1f} %)" if scored else "")]
+             f"mutation score: {_score(verdicts)}"]
+    assignments = sorted({assignment_of(v.mutant.file) for v in verdicts})
+    lines += [f"  {name}: {len(mine)} mutants, {_score(mine)}" for name in assignments
+              if (mine := [v for v in verdicts if assignment_of(v.mutant.file) == name])]
     lines += [f"  survived: {v.mutant.file} #{v.mutant.number} line {v.mutant.line}: {v.mutant.change}"
               for v in verdicts if v.status == "survived"]
     return "\n".join(lines)
@@ -270,9 +286,10 @@ def summary(verdicts: list[Verdict]) -> str:
 
 def arguments(parser) -> None:
     parser.add_argument("--sample", type=int, help="grade only N mutants spread evenly over the list")
+    parser.add_argument("--assignment", help="mutate only this assignment's reference.py")
 
 
 def run_command(args) -> int:
-    verdicts = run(course_for_command(args.course), args.sample)
+    verdicts = run(course_for_command(args.course), args.sample, assignment=args.assignment)
     return 1 if any(v.status == "survived" for v in verdicts) else 0
 

@@ -9,6 +9,24 @@ from posenc_autograder.checks.base import call, normal
 from posenc_autograder.checks.manifest import ARRAY, INT, INT_ARRAY, StudentFunction
 from posenc_autograder.checks.relative_positions.stand_ins import bucket_stand_in, index_stand_in, shift_stand_in
 
+# This assignment's "test cases to cover" (the specification does not cover it): the test plan maps each to the
+# hidden tests that grade it (authoring.spec_bullets.all_spec_bullets finds them here).
+SECTION = "Relative positions"
+SPEC_BULLETS = {
+    "relpos.shaw_index": (SECTION, "Shaw's clipped index for square and non-square shapes, distances below, at and "
+                                   "beyond max_distance"),
+    "relpos.shaw_attention": (SECTION, "Shaw's logits with a^K and outputs with a^V match the direct formula"),
+    "relpos.t5_buckets": (SECTION, "T5's buckets as Hugging Face's _relative_position_bucket: keys before and after "
+                                   "the query, bidirectional and causal, several num_buckets and max_distance"),
+    "relpos.t5_bias": (SECTION, "T5's per-head bias (heads, q_len, k_len) from a (num_buckets, heads) table"),
+    "relpos.t5_backward": (SECTION, "The bias's backward pass adds the gradient of every pair sharing a bucket"),
+    "relpos.xl_encodings": (SECTION, "Transformer-XL's sinusoidal encodings of distances, its layout"),
+    "relpos.xl_shift": (SECTION, "The relative shift aligns distances with keys, with memory; 0 after the query"),
+    "relpos.xl_logits": (SECTION, "Transformer-XL's logits with u and v match the direct four-term sum"),
+    "relpos.analysis": (SECTION, "How many buckets a layer uses, for several lengths and settings"),
+    "relpos.types": (SECTION, "Integer indices and buckets, float64 arrays, a Python int; arguments unchanged"),
+}
+
 SHAW = (4, 6, 2)                 # the contracts test's q_len, k_len, max_distance
 D, HEADS, BUCKETS = 4, 3, 8
 

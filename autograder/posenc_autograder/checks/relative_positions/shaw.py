@@ -102,18 +102,18 @@ def _judge_output(inputs, obs):
 
 TESTS = [
     HiddenTest(id="hidden_relative_position_index", subjects=(INDEX_FN,), partial=True, assignment=ASSIGNMENT,
-               points=2, answer_cell="shaw",
+               bullets=("relpos.shaw_index",), points=2, answer_cell="shaw",
                title="clipped relative indices for square and non-square shapes, distances below, at and beyond "
                      "max_distance (max_distance 0 included)",
                inputs=lambda: calling(INDEX_FN, indices=[call(*case) for case in INDEX_CASES]), probe=call_each,
                judge=values_judge(INDEX_FN, "indices", _index_readings)),
     HiddenTest(id="hidden_shaw_logits", subjects=(LOGITS_FN,), depends=(INDEX_FN,), partial=True,
-               assignment=ASSIGNMENT, points=2, answer_cell="shaw",
+               assignment=ASSIGNMENT, bullets=("relpos.shaw_attention",), points=2, answer_cell="shaw",
                title="logits with a^K against the direct formula, non-square shapes, with the index given by the "
                      "grader",
                inputs=_logits_inputs, probe=call_each, judge=_judge_logits),
     HiddenTest(id="hidden_shaw_output", subjects=(OUTPUT_FN,), depends=(INDEX_FN,), partial=True,
-               assignment=ASSIGNMENT, points=2, answer_cell="shaw",
+               assignment=ASSIGNMENT, bullets=("relpos.shaw_attention",), points=2, answer_cell="shaw",
                title="outputs with a^V against the direct formula, non-square shapes, with the index given by the "
                      "grader",
                inputs=_output_inputs, probe=call_each, judge=_judge_output),

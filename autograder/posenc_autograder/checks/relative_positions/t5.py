@@ -176,22 +176,23 @@ def _used_inputs():
 
 
 TESTS = [
-    HiddenTest(id="hidden_t5_relative_bucket", subjects=(BUCKET_FN,), partial=True, assignment=ASSIGNMENT, points=3,
+    HiddenTest(id="hidden_t5_relative_bucket", subjects=(BUCKET_FN,), partial=True, assignment=ASSIGNMENT,
+               bullets=("relpos.t5_buckets",), points=3,
                answer_cell="t5",
                title="T5's buckets of keys before and after the query, bidirectional and causal, several num_buckets "
                      "and max_distance, distances below, at and far beyond max_distance, arrays of 1 to 3 axes",
                inputs=_bucket_inputs, probe=call_each, judge=values_judge(BUCKET_FN, "buckets", _bucket_readings)),
     HiddenTest(id="hidden_t5_bias", subjects=(BIAS_FN,), depends=(BUCKET_FN,), partial=True, assignment=ASSIGNMENT,
-               points=2, answer_cell="t5",
+               bullets=("relpos.t5_bias",), points=2, answer_cell="t5",
                title="per-head biases (heads, q_len, k_len) of both modes and non-square shapes, with buckets given "
                      "by the grader",
                inputs=_bias_inputs, probe=call_each, judge=_judge_bias),
     HiddenTest(id="hidden_t5_bias_backward", subjects=(BACKWARD_FN,), depends=(BUCKET_FN,), partial=True,
-               assignment=ASSIGNMENT, points=2, answer_cell="t5",
+               assignment=ASSIGNMENT, bullets=("relpos.t5_backward",), points=2, answer_cell="t5",
                title="the table's gradient, every pair sharing a bucket added, with buckets given by the grader",
                inputs=_backward_inputs, probe=call_each, judge=_judge_backward),
     HiddenTest(id="hidden_t5_buckets_used", subjects=(USED_FN,), depends=(BUCKET_FN,), partial=True,
-               assignment=ASSIGNMENT, points=1, answer_cell="analysis",
+               assignment=ASSIGNMENT, bullets=("relpos.analysis",), points=1, answer_cell="analysis",
                title="the analysis: how many buckets layers of several lengths and settings use",
                inputs=_used_inputs, probe=call_each, judge=values_judge(USED_FN, "counts", _used_readings)),
 ]

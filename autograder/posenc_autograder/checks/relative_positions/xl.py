@@ -90,22 +90,24 @@ def _judge_logits(inputs, obs):
 
 TESTS = [
     HiddenTest(id="hidden_xl_relative_encodings", subjects=(ENCODINGS_FN,), partial=True, assignment=ASSIGNMENT,
-               points=1, answer_cell="xl",
+               bullets=("relpos.xl_encodings",), points=1, answer_cell="xl",
                title="Transformer-XL's sinusoidal encodings of distances for several lengths and widths",
                inputs=lambda: calling(ENCODINGS_FN, encodings=[call(*case) for case in ENCODING_CASES]),
                probe=call_each, judge=values_judge(ENCODINGS_FN, "encodings", _encoding_readings)),
-    HiddenTest(id="hidden_relative_shift", subjects=(SHIFT_FN,), partial=True, assignment=ASSIGNMENT, points=2,
+    HiddenTest(id="hidden_relative_shift", subjects=(SHIFT_FN,), partial=True, assignment=ASSIGNMENT,
+               bullets=("relpos.xl_shift",), points=2,
                answer_cell="xl",
                title="the relative shift without and with memory (non-square), keys after the query 0",
                inputs=lambda: calling(SHIFT_FN, shifts=[call(normal(351 + i, case)) for i, case in
                                                         enumerate(SHIFT_CASES)]),
                probe=call_each, judge=values_judge(SHIFT_FN, "shifts", _shift_readings)),
     HiddenTest(id="hidden_xl_relative_logits", subjects=(LOGITS_FN,), depends=(SHIFT_FN,), partial=True,
-               assignment=ASSIGNMENT, points=2, answer_cell="xl",
+               assignment=ASSIGNMENT, bullets=("relpos.xl_logits",), points=2, answer_cell="xl",
                title="relative logits with u and v against the direct four-term sum, with memory, with the shift "
                      "given by the grader",
                inputs=_logits_inputs, probe=call_each, judge=_judge_logits),
-    contracts_test(ASSIGNMENT, FUNCTIONS, id="hidden_relative_positions_contracts", points=2, answer_cell="analysis",
+    contracts_test(ASSIGNMENT, FUNCTIONS, id="hidden_relative_positions_contracts", bullets=("relpos.types",), points=2,
+                   answer_cell="analysis",
                    title="return types and dtypes (integer arrays for indices and buckets, float64 arrays, a Python "
                          "int), and the caller's arrays left unchanged, for each function that passes its own tests"),
 ]
