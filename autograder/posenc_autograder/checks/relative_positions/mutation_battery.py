@@ -23,7 +23,7 @@ def battery() -> list[Callable[[dict], object]]:
     for args in ((), (False,), (True, 64, 256), (False, 16, 32), (True, 8, 16), (False, 128, 1024), (True, 20, 20),
                  (False, 33, 50), (True, 10, 9)):
         calls.append(lambda ns, a=args: ns["t5_relative_bucket"](n.copy(), *a))
-    calls.append(lambda ns: ns["t5_relative_bucket"](n.reshape(-1, 3)[:, ::-1].copy(), False, 32, 128))
+    calls.append(lambda ns: ns["t5_relative_bucket"](n[:606].reshape(-1, 3)[:, ::-1].copy(), False, 32, 128))
     for seed, (heads, q_len, k_len, bi, m, b) in enumerate(((3, 5, 8, True, 20, 16), (2, 9, 4, False, 8, 8),
                                                             (1, 1, 30, False, 128, 32), (2, 40, 40, True, 32, 12))):
         table, grad = normal(60 + seed, b, heads), normal(70 + seed, heads, q_len, k_len)
@@ -32,6 +32,10 @@ def battery() -> list[Callable[[dict], object]]:
         calls.append(lambda ns, a=(q_len, k_len, bi, b, m): ns["t5_buckets_used"](*a))
     for args in ((512, 512, False), (512, 512, True), (300, 20, True, 16, 50), (3, 3)):
         calls.append(lambda ns, a=args: ns["t5_buckets_used"](*a))
+    table, grad = normal(140, 32, 2), normal(141, 2, 30, 200)          # T5's defaults
+    calls += [lambda ns: ns["t5_bias"](table, 30, 200), lambda ns: ns["t5_bias"](table, 200, 30, False),
+              lambda ns: ns["t5_bias_backward"](grad, 32), lambda ns: ns["t5_bias_backward"](grad, 32, False),
+              lambda ns: ns["t5_buckets_used"](150, 150, False)]
     for k_len, d in ((6, 4), (1, 2), (9, 10)):
         calls.append(lambda ns, a=(k_len, d): ns["xl_relative_encodings"](*a))
     for seed, (q_len, k_len, d) in enumerate(((3, 3, 4), (2, 6, 2), (4, 9, 6), (1, 4, 4))):

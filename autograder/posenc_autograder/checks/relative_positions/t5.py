@@ -82,9 +82,9 @@ def _bucket_readings(relative_position, *args, **kwargs):
 
 # --- the bias and its backward pass ----------------------------------------------------------------------
 
-# (heads, q_len, k_len, bidirectional, max_distance, num_buckets): both modes, non-square, a single query (whose keys
-# all share bucket 0 when causal)
-BIAS_CASES = [(4, 6, 9, True, 20, 16), (2, 10, 4, False, 8, 8), (3, 12, 12, True, 128, 32), (1, 1, 40, False, 128, 32)]
+# (heads, q_len, k_len, bidirectional, max_distance, num_buckets): both modes, non-square, T5's defaults with keys far
+# beyond max_distance (the third), a single query (whose keys all share bucket 0 when causal)
+BIAS_CASES = [(4, 6, 9, True, 20, 16), (2, 10, 4, False, 8, 8), (3, 12, 150, True, 128, 32), (1, 1, 40, False, 128, 32)]
 # The stand-in's buckets: (2 * n + 3 (+ 1 when causal)) mod num_buckets, half the buckets at most, so that many pairs
 # share one and a count of num_buckets is never what it answers.
 STAND_IN = (2, 3)
@@ -106,8 +106,14 @@ def _buckets_either(q_len, k_len, bidirectional, num_buckets, max_distance):
             (_stand_in_buckets(*args), _stand_in_buckets(k_len, q_len, *args[2:]).T)]
 
 
+def _settings(bidirectional, max_distance) -> dict:
+    """The keyword arguments of a case: T5's defaults left out, so that the defaults are exercised too."""
+    return {**({} if bidirectional else {"bidirectional": False}),
+            **({} if max_distance == 128 else {"max_distance": max_distance})}
+
+
 def _bias_inputs():
-    inputs = calling(BIAS_FN, biases=[call(normal(211 + i, (b, h)), q, k, bi, max_distance=m)
+    inputs = calling(BIAS_FN, biases=[call(normal(211 + i, (b, h)), q, k, **_settings(bi, m))
                                       for i, (h, q, k, bi, m, b) in enumerate(BIAS_CASES)])
     inputs["stand_ins"] = {BUCKET_FN: bucket_stand_in(*STAND_IN)}
     return inputs
@@ -124,7 +130,7 @@ def _judge_bias(inputs, obs):
 
 
 def _backward_inputs():
-    inputs = calling(BACKWARD_FN, gradients=[call(normal(221 + i, (h, q, k)), b, bi, max_distance=m)
+    inputs = calling(BACKWARD_FN, gradients=[call(normal(221 + i, (h, q, k)), b, **_settings(bi, m))
                                              for i, (h, q, k, bi, m, b) in enumerate(BIAS_CASES)])
     inputs["stand_ins"] = {BUCKET_FN: bucket_stand_in(*STAND_IN)}
     return inputs
@@ -159,7 +165,7 @@ def _judge_backward(inputs, obs):
 # (q_len, k_len, bidirectional, num_buckets, max_distance): long and short layers, both modes, settings where every
 # bucket is reached and where some never are; a single pair. None is the notebook's own example.
 USED_CASES = [(2048, 2048, False, 32, 128), (1024, 1024, True, 32, 128), (64, 64, True, 32, 128),
-              (100, 300, True, 16, 50), (40, 40, False, 64, 512), (1, 1, True, 32, 128)]
+              (100, 300, True, 16, 50), (40, 40, False, 64, 512), (1, 1, False, 32, 128)]
 
 
 def _used_readings(q_len, k_len, bidirectional=True, num_buckets=32, max_distance=128):
@@ -170,7 +176,8 @@ def _used_readings(q_len, k_len, bidirectional=True, num_buckets=32, max_distanc
 
 
 def _used_inputs():
-    inputs = calling(USED_FN, counts=[call(q, k, bi, num_buckets=b, max_distance=m) for q, k, bi, b, m in USED_CASES])
+    inputs = calling(USED_FN, counts=[call(q, k, **_settings(bi, m), **({} if b == 32 else {"num_buckets": b}))
+                                      for q, k, bi, b, m in USED_CASES])
     inputs["stand_ins"] = {BUCKET_FN: bucket_stand_in(*STAND_IN)}
     return inputs
 
