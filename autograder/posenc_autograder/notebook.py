@@ -21,7 +21,7 @@ def record_in_process(entry: dict, namespace: dict) -> dict:
     """What the sandbox sends back for one task entry: the entry and the record cross the codec as there, and the
     assignments' stand-in modules are found under the names the sandbox gives them."""
     stand_ins_in_process()
-    return codec.loads(codec.dumps(record(codec.loads(codec.dumps(entry)), namespace)))
+    return codec.decode_frame(codec.frame(record(codec.loads(codec.dumps(entry)), namespace)), writable=False)
 
 
 def graded_in_process(assignment: str, namespace: dict) -> dict[str, tuple[list[str], int, int]]:

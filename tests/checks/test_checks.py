@@ -227,13 +227,15 @@ def test_each_known_rotation_mistake_gets_its_own_diagnosis():
 
 def test_value_tests_judge_a_float32_return_at_float32_precision_and_a_float64_one_exactly():
     expected = np.sin(np.arange(1.0, 199.0)).reshape(9, 22)
-    rounded = expected.astype(np.float32).astype(np.float64)
-    assert compare({"value": rounded, "dtype": "float32"}, expected, "t", atol=1e-12) is None
-    two_ulps = rounded + 2 * np.spacing(rounded.astype(np.float32)).astype(np.float64)
-    assert "plus float32 rounding" in compare({"value": two_ulps, "dtype": "float32"}, expected, "t", atol=1e-12)
+    returned = expected.astype(np.float32)                     # a float32 array crosses the codec as it is
+    rounded = returned.astype(np.float64)
+    assert compare({"value": returned}, expected, "t", atol=1e-12) is None
+    two_ulps = (rounded + 2 * np.spacing(returned).astype(np.float64)).astype(np.float32)
+    assert "plus float32 rounding" in compare({"value": two_ulps}, expected, "t", atol=1e-12)
     assert compare({"value": rounded}, expected, "t", atol=1e-12) is not None          # float32 digits, float64 return
-    for forged in ("float16", "int64", ["float32"], None):                             # only float32 is forgiven
+    for forged in ("float32", "float16", "int64", ["float32"], None):      # the precision is the array's, never a claim
         assert compare({"value": rounded, "dtype": forged}, expected, "t", atol=1e-12) is not None
+    assert compare({"value": expected.astype(np.float16)}, expected, "t", atol=1e-12) is not None
 
 
 def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_still_gets_one():

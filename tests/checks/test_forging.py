@@ -151,3 +151,42 @@ def test_a_submodule_numpy_imported_after_the_snapshot_still_works_after_restore
     import sys
     done = subprocess.run([sys.executable, "-c", GUARDED_MEDIAN], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.split() == ["2.0", "False"], done.stderr[-1500:]
+
+
+ROUNDED_THROUGH_FLOAT32 = '''
+_exact_table = sinusoidal_positional_encoding
+def sinusoidal_positional_encoding(seq_len, d_model):
+    return _exact_table(seq_len, d_model).astype(np.float32).astype(np.float64)
+'''
+
+
+def _with_forged_dtype(value):
+    """Every answer's record as student code writing its own result frames would send it: claiming float32."""
+    if isinstance(value, dict):
+        forged = {key: _with_forged_dtype(item) for key, item in value.items()}
+        return {**forged, "dtype": "float32"} if "value" in value else forged
+    return [_with_forged_dtype(item) for item in value] if isinstance(value, list) else value
+
+
+def test_a_forged_dtype_buys_no_rounding_allowance():
+    """float64 answers rounded through float32, their records claiming float32: they lose what their honest twin
+    loses (the precision a judge allows is read from the array that crossed, never from the record)."""
+    from posenc_autograder.checks.base import judge_all
+    from posenc_autograder.notebook import hidden_tests, record_in_process
+
+    guard.snapshot()
+    try:
+        ns = namespace_from(implementation_source(solution_notebook("positional_encoding")), ROUNDED_THROUGH_FLOAT32)
+        guard.restore()
+        tests = hidden_tests("positional_encoding")
+        honest = {t.id: record_in_process(t.task_entry(), ns) for t in tests}
+    finally:
+        guard.restore()
+        guard.clear()
+
+    def scored(records):
+        return {cid: REGISTRY[cid].points_for(passed, total)
+                for cid, (_, passed, total) in judge_all(tests, records).items()}
+    twin = scored(honest)
+    assert scored({cid: _with_forged_dtype(record) for cid, record in honest.items()}) == twin
+    assert sum(twin.values()) < sum(points("").values())

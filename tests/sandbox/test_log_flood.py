@@ -8,7 +8,7 @@ from posenc_autograder.probes import codec
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.sandbox import bubblewrap
 
-FLOOD_BYTES = 384 << 20
+FLOOD_BYTES = 256 << 20
 FLOOD = f'''
 import os
 chunk = b"x" * (1 << 20)

@@ -421,6 +421,12 @@ def mismatch(actual: np.ndarray, expected: np.ndarray, atol: float, what: str,
 LOWER_PRECISIONS = ("float32",)    # returned dtypes whose rounding a value test forgives (PyTorch's default)
 
 
+def returned_precision(value) -> str | None:
+    """The precision of a returned array as it crossed the codec (float32 arrays cross as they are), never what the
+    record says of it: a float64 array holds float64 answers, whatever its record claims."""
+    return str(value.dtype) if isinstance(value, np.ndarray) and value.dtype.name in LOWER_PRECISIONS else None
+
+
 def rounding_allowance(expected, precision: str | None):
     """One unit in the last place of `expected` in the returned precision (0 for float64 and anything unknown):
     a correct value returned as float32 costs the contracts test alone, never the value tests too."""
@@ -433,7 +439,8 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
             diagnose: Callable[[np.ndarray], str | None] | None = None) -> str | None:
     """The first problem of an observed array against its expected value, with a diagnosis when one fits."""
     try:
-        array = as_array(value_of(record, what), what, finite=False)
+        value = value_of(record, what)
+        array = as_array(value, what, finite=False)
     except Rejected as problem:
         return problem.args[0]
     try:
@@ -441,7 +448,7 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
             bad = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
             raise Rejected(f"{what} contains NaN or Inf (first at index {bad})")
         require_shape(array, expected.shape, what)
-        problem = mismatch(array, expected, atol, what, record.get("dtype"))
+        problem = mismatch(array, expected, atol, what, returned_precision(value))
     except Rejected as shape_problem:
         problem = shape_problem.args[0]
     if problem is None:

@@ -72,7 +72,8 @@ def _encode(value, arrays: list | None = None, indexes: dict | None = None):
     if isinstance(value, Framed) and arrays is not None:
         return value.encoded(arrays)          # views made for this frame: never met again
     if isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value, dtype="<f8")
+        kept = arrays is not None and value.dtype == np.float32       # inline base64 text carries float64 only
+        array = np.ascontiguousarray(value, dtype=WIRE_DTYPES[FLOAT32 if kept else None])
         if arrays is not None:        # one copy of an array met twice (the same object: a shared record)
             index = indexes.get(id(array))          # `arrays` holds every array indexed: their ids stay theirs
             if index is None:
@@ -104,7 +105,8 @@ def _decode(value, arrays=None, inline=True, levels: int | None = None):
         # The codec's own structures, exactly; anything else holding a reserved key is forged.
         if set(value) == {ARRAY_REF} and arrays is not None and type(value[ARRAY_REF]) is int \
                 and value[ARRAY_REF] in (arrays if isinstance(arrays, dict) else range(len(arrays))):
-            return np.asarray(arrays[value[ARRAY_REF]], dtype=np.float64)
+            array = np.asarray(arrays[value[ARRAY_REF]])
+            return array if array.dtype == np.float32 else np.asarray(array, dtype=np.float64)
         if inline and set(value) == {ARRAY_KEY, "shape"} and isinstance(value[ARRAY_KEY], str) \
                 and isinstance(value["shape"], list):
             raw = base64.b64decode(value[ARRAY_KEY].encode("ascii"), validate=True)
@@ -201,7 +203,10 @@ HEADER = struct.Struct("<IQ")       # skeleton bytes, array bytes
 MAX_SKELETON_BYTES = 16 * 2**20     # the JSON part of one frame; arrays travel outside it
 MAX_ARRAYS = 100_000                # arrays in one frame
 MAX_DIMENSIONS = 32                 # numpy's own limit
-ITEM_BYTES = 8                      # float64, little-endian: the only array type on the wire
+ITEM_BYTES = 8                      # float64, little-endian: the wire's array type, and its alignment
+FLOAT32 = "f4"                      # the other: a float32 array crosses as it is, its shape entry {"f4": shape}, its
+                                    # bytes padded to 8 (the trusted side reads a precision from the array itself)
+WIRE_DTYPES = {None: np.dtype("<f8"), FLOAT32: np.dtype("<f4")}
 
 
 def frame(value) -> bytes:
@@ -212,12 +217,25 @@ def frame(value) -> bytes:
 
 def frame_parts(value) -> list:
     """A frame as the buffers it is made of, in order: header and skeleton, then each array's own memory
-    (C-contiguous "<f8"), not copied: what the sandbox's channel writes with gathering writes."""
+    (C-contiguous "<f8", or "<f4" and padding), not copied: what the sandbox's channel writes with gathering writes."""
     arrays: list = []
     body = _encode(value, arrays)
-    skeleton = json.dumps([[list(a.shape) for a in arrays], body], allow_nan=False).encode()
+    shapes = [{FLOAT32: list(a.shape)} if a.dtype == np.float32 else list(a.shape) for a in arrays]
+    skeleton = json.dumps([shapes, body], allow_nan=False).encode()
     skeleton += b" " * (-len(skeleton) % ITEM_BYTES)        # JSON's own blanks: the arrays start 8-byte aligned
-    return [HEADER.pack(len(skeleton), sum(a.nbytes for a in arrays)) + skeleton, *arrays]
+    parts = []
+    for array in arrays:
+        parts.append(array)
+        if array.nbytes % ITEM_BYTES:
+            parts.append(bytes(ITEM_BYTES - array.nbytes % ITEM_BYTES))    # the next array 8-byte aligned too
+    return [HEADER.pack(len(skeleton), sum(p.nbytes if isinstance(p, np.ndarray) else len(p) for p in parts))
+            + skeleton, *parts]
+
+
+def _padded(shape, dtype: np.dtype) -> int:
+    """The bytes an array of this shape and wire type takes in a frame, its padding included."""
+    size = math.prod(shape) * dtype.itemsize
+    return size + -size % ITEM_BYTES
 
 
 def frame_skeleton(data: bytes) -> str:
@@ -316,18 +334,17 @@ class FrameReader:
             if nodes > self.max_nodes or depth > self.max_depth:
                 return self._refused(TOO_LARGE, HEADER.size + len(body))
             shapes, skeleton = _skeleton(json.loads(text))
-            if sum(math.prod(shape) for shape in shapes) * ITEM_BYTES != array_bytes:
+            if sum(_padded(shape, dtype) for shape, dtype in shapes) != array_bytes:
                 return self._refused(MALFORMED, HEADER.size + len(body))
             # In place only when read-only and aligned (frame() pads the skeleton; numpy is slow on unaligned floats)
             in_place = not self.writable and (_address(body) + skeleton_bytes) % ITEM_BYTES == 0
             payload = body if in_place else bytearray(memoryview(body)[skeleton_bytes:])      # else one copy
             arrays, offset = [], skeleton_bytes if in_place else 0
-            for shape in shapes:
-                count = math.prod(shape)
-                array = np.frombuffer(payload, dtype="<f8", count=count, offset=offset).reshape(shape)
+            for shape, dtype in shapes:
+                array = np.frombuffer(payload, dtype=dtype, count=math.prod(shape), offset=offset).reshape(shape)
                 array.flags.writeable = self.writable
                 arrays.append(array)
-                offset += count * ITEM_BYTES
+                offset += _padded(shape, dtype)
             return _decode(skeleton, arrays, inline=False, levels=self.max_depth - 1)   # the skeleton's list is one
         except (TooLarge, RecursionError):
             return self._refused(TOO_LARGE, HEADER.size + len(body))
@@ -339,16 +356,19 @@ def _address(data: bytes) -> int:
     return np.frombuffer(data, dtype=np.uint8, count=0).__array_interface__["data"][0] if data else 0
 
 
-def _skeleton(parsed) -> tuple[list[tuple[int, ...]], object]:
-    """([shape, ...], body) from a parsed skeleton; ValueError unless every shape is a short list of
-    non-negative integers."""
+def _skeleton(parsed) -> tuple[list[tuple[tuple[int, ...], np.dtype]], object]:
+    """([(shape, wire dtype), ...], body) from a parsed skeleton; ValueError unless every shape is a short list of
+    non-negative integers (float64), or one under the key FLOAT32 alone."""
     if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], list)
             and len(parsed[0]) <= MAX_ARRAYS):
         raise ValueError("not a frame skeleton")
     shapes = []
     for shape in parsed[0]:
+        kind = None
+        if isinstance(shape, dict) and set(shape) == {FLOAT32}:
+            kind, shape = FLOAT32, shape[FLOAT32]
         if not (isinstance(shape, list) and len(shape) <= MAX_DIMENSIONS
                 and all(type(n) is int and n >= 0 for n in shape)):
             raise ValueError("not an array shape")
-        shapes.append(tuple(shape))
+        shapes.append((tuple(shape), WIRE_DTYPES[kind]))
     return shapes, parsed[1]

@@ -25,10 +25,10 @@ def describe(exc: BaseException) -> str:
 
 
 def attempt(fn: Callable, *args, **kwargs) -> dict:
-    """Run student code; return {'value': plain data} or {'error': 'Type: message'}, and 'dtype' when the
-    value was a numpy array of another dtype than float64 (the codec makes it float64): judges then allow
-    the rounding of that precision, since the dtype itself is the contracts test's to charge. A value that
-    is not data (an object, an object array) is {'returned': its type}: the call returned, it did not raise."""
+    """Run student code; return {'value': plain data} or {'error': 'Type: message'}. A float32 array stays float32
+    (to_plain), so the judges read the precision from the array itself: they allow its rounding, the dtype being
+    the contracts test's to charge. A value that is not data (an object, an object array) is {'returned': its
+    type}: the call returned, it did not raise."""
     try:
         value = fn(*args, **kwargs)
     except KeyboardInterrupt:
@@ -43,13 +43,9 @@ def attempt(fn: Callable, *args, **kwargs) -> dict:
 def recorded(value) -> dict:
     """{'value': plain data} for what a student's function returned, or {'returned': its type's name}."""
     try:
-        record = {"value": to_plain(value)}
+        return {"value": to_plain(value)}
     except Exception:  # noqa: BLE001 - not plain data: say what it was, never keep it
         return {"returned": type_name(value)}
-    dtype = true_dtype(value)
-    if dtype is not None and dtype != np.float64:
-        record["dtype"] = str(dtype)[:20]
-    return record
 
 
 def true_dtype(value):
@@ -92,7 +88,8 @@ def to_plain(value):
         return {str(k): to_plain(v) for k, v in dict.items(value)}
     if kind in (tuple, list):
         return [to_plain(v) for v in value]
-    array = np.array(value, dtype=np.float64, copy=True)     # a subclass becomes a plain float64 ndarray
+    precision = np.float32 if true_dtype(value) == np.float32 else np.float64      # as it crosses the codec
+    array = np.array(value, dtype=precision, copy=True)     # a subclass becomes a plain ndarray
     if type(array) is not np.ndarray:
         raise TypeError("not an array of numbers")
     return array

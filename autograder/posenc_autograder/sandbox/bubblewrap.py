@@ -21,6 +21,7 @@ import json
 import os
 import pathlib
 import re
+import select
 import selectors
 import shutil
 import signal
@@ -203,6 +204,7 @@ EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
 LOG_TAIL_BYTES = 4000
 LOG_READ_BYTES = 1 << 16
 LOG_BUDGET_BYTES = 1 << 20        # the job's log read here, at most; past it the pipe is drained unread (_drain)
+LOG_DRAIN_BYTES = 8 << 20         # at most this much each POLL_SECONDS: a flood then costs the job its own time
 CHANNEL_READ_BYTES = 1 << 20      # the channel's pipe size (_widen), read whole
 OUTPUT_KINDS = {"stdout", "stderr"}
 
@@ -286,7 +288,7 @@ class Attempt:
         self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
-        self.cpu_seconds, self.log_read = 0.0, 0
+        self.cpu_seconds, self.log_read, self.draining, self.next_drain = 0.0, 0, None, 0.0
         self.refused: dict | None = None   # the first frame refused: {"reason", "bytes" announced, "cell" it came in}
         reader.start_attempt()
 
@@ -357,8 +359,8 @@ class Attempt:
         while True:
             for key, _ in selector.select(0 if exited_at else POLL_SECONDS):
                 if key.data == "log" and self.log_read >= LOG_BUDGET_BYTES:
-                    if not _drain(key.fd, sink):
-                        selector.unregister(key.fileobj)
+                    selector.unregister(key.fileobj)          # from now on drained on the clock, below
+                    self.draining = key.fd
                     continue
                 data = os.read(key.fd, CHANNEL_READ_BYTES if key.data == "channel" else LOG_READ_BYTES)
                 if not data:
@@ -371,6 +373,10 @@ class Attempt:
                     if ending:
                         return ending, self.current
             now = time.monotonic()
+            if self.draining is not None and now >= self.next_drain:
+                self.next_drain = now + POLL_SECONDS
+                if not _drain(self.draining, sink):
+                    self.draining = None
             if exited_at is None and process.exited():
                 exited_at = now
             if exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE_SECONDS):
@@ -405,12 +411,19 @@ DRAIN_BUFFER = bytearray(CHANNEL_READ_BYTES)     # what _drain reads into where 
 
 
 def _drain(pipe_fd: int, sink: int) -> bool:
-    """Discard what the pipe holds without bringing it into this process (spliced to /dev/null, the kernel moving
-    page references); False at end of file. Where splice is refused, one large read into a buffer kept for it."""
-    try:
-        return os.splice(pipe_fd, sink, CHANNEL_READ_BYTES) > 0
-    except OSError:
-        return os.readv(pipe_fd, [DRAIN_BUFFER]) > 0
+    """Discard up to LOG_DRAIN_BYTES of what the pipe holds without bringing it into this process (spliced to
+    /dev/null, the kernel moving page references; where splice is refused, large reads into a buffer kept for it);
+    False at end of file."""
+    for _ in range(LOG_DRAIN_BYTES // CHANNEL_READ_BYTES):
+        if not select.select([pipe_fd], [], [], 0)[0]:
+            return True                                  # empty for now: the writer waits for the next tick
+        try:
+            moved = os.splice(pipe_fd, sink, CHANNEL_READ_BYTES)
+        except OSError:
+            moved = os.readv(pipe_fd, [DRAIN_BUFFER])
+        if not moved:
+            return False
+    return True
 
 
 def _widen(pipe_fd: int) -> None:
