@@ -24,6 +24,7 @@ from posenc_autograder.portal.models import Attempt, Policy
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.probes import codec
 from posenc_autograder.records import evidence
+from posenc_autograder.results import NotebookResult, NoteKind
 from posenc_autograder.sandbox import bubblewrap as sandbox
 from posenc_autograder.settings import Caps
 from test_access import attempts_in
@@ -204,6 +205,13 @@ FORGING_CELL = ("import json, os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD
                 "    os.write(fd, struct.pack('<IQ', len(skeleton), 0) + skeleton)\n")
 
 
+UNREADABLE_CELL = ("import os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"       # frames none can read
+                   "skeleton = repr({'result': ['x']}).encode()\n"
+                   "os.write(fd, struct.pack('<IQ', len(skeleton), 0) + skeleton)\n"
+                   "os.write(fd, struct.pack('<IQ', 8, 2**60))\n"
+                   "print('the grader failed on this notebook', flush=True)\n")
+
+
 RUN_TASK = """
 import pickle, sys
 sys.path.insert(0, sys.argv[1])
@@ -240,14 +248,19 @@ def forged_attempt_counts(course, execute):
     portal = new_portal(course, execute)
     alice = client_for(_app(portal), portal, "alice")
     nb = json.loads(notebook_bytes())
-    nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": "forge",
-                        "source": FORGING_CELL.format(frames=FORGED_FRAMES)})
+    for name, source in (("forge", FORGING_CELL.format(frames=FORGED_FRAMES)), ("unreadable", UNREADABLE_CELL)):
+        nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "id": name,
+                            "source": source})
     with portal.sessions() as db:
         db.add(Policy(assignment=ASSIGNMENT, max_attempts=1, counts="best", feedback_before="full"))
         db.commit()
     assert upload(alice, json.dumps(nb).encode()).status_code == 303
     portal.worker.run_until_idle()
-    assert statuses(portal) == {1: ("graded", 1)}
+    assert statuses(portal) == {1: ("graded", 1)}                # graded on its first run: never a grader error
+    with portal.sessions() as db:
+        result = NotebookResult.from_json(json.loads(db.get(Attempt, 1).result_json))
+    assert result.graded and not result.notes_of(NoteKind.GRADER_ERROR)
+    assert [n.text for n in result.notes_of(NoteKind.UNREADABLE_DATA)] and "announced" in str(result.notes)
     refused = upload(alice, notebook_bytes("another"))
     assert refused.status_code == 403 and "used all 1 attempts" in refused.text
 

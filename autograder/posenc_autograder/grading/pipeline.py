@@ -248,7 +248,7 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
     expected = {}
     for entry in manifest.functions(assignment) if assignment in REGISTRY_ASSIGNMENTS else ():
         expected.setdefault(entry.cell, set()).add(entry.defined_name)
-    found = []
+    found, budget = [], magics.TransformBudget()          # one for the notebook: its cells are the student's
     for cell in executed(executed_notebook).cells:
         if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
@@ -257,7 +257,7 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
                 line = int(line.group(1)) if line else None
                 defined = (error.get("ename") not in ("SyntaxError", "IndentationError", "TabError")
                            and bool(expected.get(grade_id(cell)))
-                           and defined_before(cell.source, expected[grade_id(cell)], line))
+                           and defined_before(cell.source, expected[grade_id(cell)], line, budget))
                 summary, quoted = quote(f"{error.get('ename')}: {error.get('evalue')}")
                 found.append(CellError(grade_id(cell), summary, line, defined, quoted))
     return found
@@ -266,14 +266,13 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
 REGISTRY_ASSIGNMENTS = {check.assignment for check in REGISTRY.values()}
 
 
-def defined_before(source: str, names: set[str], line: int | None) -> bool:
+def defined_before(source: str, names: set[str], line: int | None, budget: magics.TransformBudget | None = None
+                   ) -> bool:
     """Whether the cell's top-level statements define every name in full before `line` (the line that raised)."""
     if line is None:
         return False
-    from IPython.core.inputtransformer2 import TransformerManager      # a cell may use magics: read it as IPython
-    try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError):
+    tree = magics.ipython_tree(source, budget)          # a cell may use magics: read it as IPython
+    if tree is None:
         return False
     done = set()
     for node in tree.body:
@@ -360,11 +359,11 @@ def skipped_magic_notes(executed_notebook: str | None) -> list[Note]:
     if not executed_notebook:
         return []
     nb = executed(executed_notebook)
-    notes = []
+    notes, budget = [], magics.TransformBudget()          # one for the notebook: its cells are the student's
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or grade_id(cell) in REGISTRY or grade_id(cell) == shared_probes.SHARED_CELL:
             continue
-        for used in magics.skipped_in(cell.source):
+        for used in magics.skipped_in(cell.source, budget):
             written = cell.source.splitlines()[used.line - 1].strip()[:80]
             why = SKIPPED_BECAUSE.get(used.magic, f"the {used.magic} magic does not run in the grader")
             where = cell_label(nb, index, first_line=used.line > 1)

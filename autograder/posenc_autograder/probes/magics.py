@@ -29,7 +29,26 @@ SHELL_ESCAPES = ("system", "getoutput")          # `!cmd` and `x = !cmd`, as IPy
 # line starts (after indentation or a prompt it strips: `In [1]: `, `>>> `, `...: `) or after an assignment's `=`. A
 # cell with neither (and only ASCII, since Python reads a fullwidth `ｇet_ipython` as get_ipython) has nothing to skip,
 # so most cells (`!=`, `%` formatting) are neither tokenised nor parsed at all.
-MAY_ESCAPE = re.compile(r"(?:^|\n)\s*[%!]|[=>:]\s*[%!]")
+# Blanks after a line start stop at its end (a line of blanks then `%` starts a line of its own): a blank run that
+# crossed lines was scanned again from every line start in it, the square of a cell of empty lines.
+MAY_ESCAPE = re.compile(r"(?:^|\n)[^\S\n]*[%!]|[=>:]\s*[%!]")
+# IPython rewrites one escape at a time and tokenises the whole cell again after each (giving up after 500), at a few
+# microseconds a character: cells are read as IPython while their lengths times their escapes stay under this, in all
+# (one notebook's; an honest cell of 10,000 characters and two magics takes 30,000 of it).
+TRANSFORM_BUDGET = 200_000
+
+
+class TransformBudget:
+    """What reading cells as IPython may still cost (characters times escapes), shared by a notebook's cells."""
+
+    def __init__(self, units: int = TRANSFORM_BUDGET):
+        self.left = units
+
+    def take(self, units: int) -> bool:
+        if units > self.left:
+            return False
+        self.left -= units
+        return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,15 +62,15 @@ def runs(kind: str, name: str) -> bool:
     return name in RUNS[kind]
 
 
-def skipped_in(source: str) -> list[Skipped]:
+def skipped_in(source: str, budget: TransformBudget | None = None) -> list[Skipped]:
     """Every magic or shell escape in a cell that the grader skips, in order (none for a cell that is not
-    valid IPython: it fails in Jupyter too)."""
+    valid IPython: it fails in Jupyter too, nor past the budget)."""
     if source.isascii() and "get_ipython" not in source and not MAY_ESCAPE.search(source):
         return []
     try:
         tree = ast.parse(source)        # plain Python (`!=`, `%` formatting): IPython's transforms leave it as it is
     except (SyntaxError, ValueError):
-        tree = _as_ipython_reads(source)
+        tree = _as_ipython_reads(source, budget)
     if tree is None:
         return []
     found = []
@@ -62,18 +81,31 @@ def skipped_in(source: str) -> list[Skipped]:
     return sorted(found, key=lambda s: s.line)
 
 
-def _as_ipython_reads(source: str) -> ast.Module | None:
+def _as_ipython_reads(source: str, budget: TransformBudget | None) -> ast.Module | None:
     """The cell as IPython runs it (its escapes written as get_ipython() calls), its lines numbered as in the cell;
     None for a cell that is not valid IPython either."""
-    from IPython.core.inputtransformer2 import TransformerManager   # trusted side only; the shell has it loaded
-
     lines = source.splitlines(keepends=True)
     blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))   # IPython drops leading blank lines
+    tree = ipython_tree(source, budget)
+    return ast.increment_lineno(tree, blank) if blank and tree is not None else tree
+
+
+def ipython_tree(source: str, budget: TransformBudget | None = None) -> ast.Module | None:
+    """The cell's syntax tree as IPython reads it (trusted side: a student's cell; IPython only when plain Python
+    cannot read it, within the budget); None when it is not valid IPython, or past the budget."""
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError):
+        return ast.parse(source)          # plain Python: IPython's transforms leave it as it is
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    from IPython.core.inputtransformer2 import TransformerManager   # trusted side only; the shell has it loaded
+
+    escapes = sum(1 for _ in MAY_ESCAPE.finditer(source)) + source.count("get_ipython") + 1
+    if not (budget or TransformBudget()).take(len(source) * escapes):
         return None
-    return ast.increment_lineno(tree, blank) if blank else tree
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except (SyntaxError, ValueError, RuntimeError, RecursionError, MemoryError):   # RuntimeError: IPython gave up
+        return None
 
 
 def _ipython_call(node) -> Skipped | None:
