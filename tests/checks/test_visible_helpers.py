@@ -100,10 +100,8 @@ def helper_names(assignment: str, namespace: dict) -> set[str]:
 
 
 # Known gaps, each to fix in its notebook (strict: the marker must go when the notebook is fixed). relative_positions'
-# helpers read the notebook's `type` and `list` (check_part, its array check) and its visible cells call helpers by
-# names a student's cell can redefine.
-GAPS = {("relative_positions", "shadowed_first"), ("relative_positions", "shadowed_in_answers"),
-        ("relative_positions", "helpers_redefined")}
+# helpers read the notebook's `type` and `list` (its part runner, its array check).
+GAPS = {("relative_positions", "shadowed_first"), ("relative_positions", "shadowed_in_answers")}
 
 
 def with_gaps(pairs):
