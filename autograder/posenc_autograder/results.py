@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import re
 
 
@@ -59,7 +60,7 @@ def _runs_counted(text: str) -> str:
     a pattern for the whole run backtracked over every start inside a long run of brackets or digits."""
     pieces, done = [], 0
     first = last = count = 0                    # the run being read: where its first number starts, its last ends
-    for found in [*NUMBER.finditer(text), None]:
+    for found in itertools.chain(NUMBER.finditer(text), [None]):      # streamed: no list of every number
         if found is not None and count and SEPARATORS.issuperset(text[last:found.start()]):
             last, count = found.end(), count + 1
             continue
