@@ -91,7 +91,10 @@ def reader_kernel(reader_python, tmp_path_factory, monkeypatch_module):
     """A kernelspec named KERNEL_NAME that starts ipykernel in the reader's venv."""
     spec_dir = tmp_path_factory.mktemp("jupyter") / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True)
-    argv = [str(reader_python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    # No history database: the two kernels of execute_twice would share ~/.ipython's SQLite file, and the one
+    # that finds it locked prints "The history saving thread hit an unexpected error" into a cell's output.
+    argv = [str(reader_python), "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "--HistoryManager.enabled=False"]
     (spec_dir / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "reader", "language": "python"}))
     monkeypatch_module.setenv("JUPYTER_PATH", str(spec_dir.parents[1]))

@@ -1,4 +1,4 @@
-"""Chapter 13's numbers about released models equal what their formulas give, and the sentences issue 45 found
+"""Chapter 13's numbers about released models equal what their formulas give, and the sentences found
 wrong (here and in Chapters 11 and 12) are gone.
 
 The chapter's code cells run in-process with a `glue` that records what would reach the text (well under a second);

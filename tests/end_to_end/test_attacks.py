@@ -53,7 +53,8 @@ def _tree_digest(root: pathlib.Path, skip: tuple[str, ...]) -> dict[str, str]:
 
 GRADER_WRITES = ("autograder/autograded", "autograder/feedback", "autograder/reports", "autograder/gradebook",
                  "autograder/.work", "autograder/grades.csv", "autograder/release_history",
-                 "autograder/nbgrader", "autograder/results")
+                 "autograder/nbgrader", "autograder/results",
+                 "autograder/attempts")    # make grade records each file placed in submitted/ as a hand-door attempt
 
 
 @pytest.fixture(scope="module")
