@@ -101,7 +101,6 @@ class PortalDefaults:
     max_attempts: int = 0                  # in all
     max_per_day: int = 20                  # in a rolling 24 hours: one student cannot fill the queue
     min_seconds_between: int = 0
-    counts: typing.Literal["best", "last"] = "best"
     feedback_before: typing.Literal["full", "tests", "none"] = "full"
     inputs_before_deadline: bool = False
     points_before_deadline: bool = True    # with pass or fail per test: also points and case counts

@@ -27,11 +27,11 @@ def test_the_table_holds_the_courses_values():
 
 def test_a_changed_setting_rewrites_its_row_and_only_it():
     changed = dataclasses.replace(course_settings(), sandbox=settings.Limits(memory_bytes=2 * 2**30),
-                                  portal=settings.PortalDefaults(counts="last"))
+                                  portal=settings.PortalDefaults(max_queued=3))
     new = release.readme_with_settings(README, changed)
     gone = set(README.splitlines()) - set(new.splitlines())
-    assert {line.split(" | ")[0] for line in gone} == {"| `[sandbox] memory_bytes`", "| `[portal] counts`"}
-    assert '| `[sandbox] memory_bytes` | "2 GiB" |' in new and '| `[portal] counts` | "last" |' in new
+    assert {line.split(" | ")[0] for line in gone} == {"| `[sandbox] memory_bytes`", "| `[portal] max_queued`"}
+    assert '| `[sandbox] memory_bytes` | "2 GiB" |' in new and '| `[portal] max_queued` | 3 |' in new
 
 
 def test_the_numbers_the_prose_repeats_are_the_settings():

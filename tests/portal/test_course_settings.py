@@ -23,9 +23,11 @@ cell_seconds = 7
 [caps]
 notebook_bytes = "1 MB"
 
+[course]
+counted_attempt = "latest"
+
 [portal]
 max_per_day = 5
-counts = "last"
 feedback_before = "tests"
 notebook_seconds = 50
 """
@@ -53,7 +55,9 @@ def test_a_course_toml_reaches_the_sandbox_limits_the_upload_cap_and_the_portal_
     assert portal.worker.limits_for(ASSIGNMENT).notebook_seconds == 50  # [portal] notebook_seconds, under the sandbox's
 
     rules = portal.worker.default_policy(ASSIGNMENT)
-    assert (rules.max_per_day, rules.counts, rules.feedback_before) == (5, "last", "tests")
+    assert (rules.max_per_day, rules.feedback_before) == (5, "tests")
+    with portal.sessions() as db:
+        assert portal.worker.policy_for(db, ASSIGNMENT).counts == "latest"          # [course]'s rule, every door's
     assert rules.max_queued == 2 and rules.max_attempts == 0
 
     client = client_for(create_app(portal, start_worker=False), portal, "alice")
@@ -100,7 +104,8 @@ def test_without_a_course_toml_every_default_holds(course):
     ("[sandbox]\nmemroy_bytes = 1\n", "memroy_bytes"),
     ("[sandbox]\ncell_seconds = 2.5\n", "[sandbox] cell_seconds"),
     ('[caps]\ncells = "many"\n', "[caps] cells"),
-    ('[portal]\ncounts = "worst"\n', "[portal] counts"),
+    ('[portal]\ncounts = "best"\n', "unknown keys ['counts']"),             # [course] counted_attempt now
+    ('[course]\ncounted_attempt = "worst"\n', "[course] counted_attempt"),
     ("[portal]\ninputs_before_deadline = 1\n", "[portal] inputs_before_deadline"),
     ("[cap]\nnotebook_bytes = 1\n", "'cap'"),
     ("[portal\n", "not valid TOML"),

@@ -202,6 +202,10 @@ def scored(course: Course, student: str, assignment: str, digest: str, score: fl
 
 # --- which attempt counts -------------------------------------------------------------------------------
 
+RULES = {"best_on_time": "the best attempt handed in on time (the best late one, after its deduction, when none was "
+                         "on time)",
+         "best": "the best attempt, after any late deduction",
+         "latest": "the latest attempt"}                  # [course] counted_attempt, as every page states it
 LatePercent = Callable[[Attempt], float]           # the late policy's deduction for an attempt (reports.late_policy)
 
 

@@ -69,7 +69,7 @@ class Policy(Base):
     max_attempts: Mapped[int] = _rule(Integer, "max_attempts")
     max_per_day: Mapped[int] = _rule(Integer, "max_per_day")
     min_seconds_between: Mapped[int] = _rule(Integer, "min_seconds_between")
-    counts: Mapped[str] = _rule(String(8), "counts")
+    counts: Mapped[str] = mapped_column(String(8), default="best")   # unused: [course] counted_attempt decides
     feedback_before: Mapped[str] = _rule(String(8), "feedback_before")
     inputs_before_deadline: Mapped[bool] = _rule(Boolean, "inputs_before_deadline")
     points_before_deadline: Mapped[bool] = _rule(Boolean, "points_before_deadline")

@@ -9,7 +9,6 @@ import datetime as dt
 from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Status
 from posenc_autograder.settings import PortalDefaults
 
-COUNTS = ("best", "last")
 FEEDBACK_LEVELS = ("full", "tests", "none")    # diagnoses; pass or fail per test; nothing until the deadline
 DAY = dt.timedelta(days=1)
 
@@ -21,15 +20,16 @@ def defaults(assignment: str, portal: PortalDefaults = PortalDefaults()) -> Poli
 
 
 def with_course_deadline(policy: Policy, course_settings, assignment: str) -> Policy:
-    """The policy with course.toml's deadline and grace for the assignment where [late.<assignment>] states them
-    (the late policy reads the same: one deadline everywhere); a copy, never the saved row."""
-    if assignment not in course_settings.late:
-        return policy
-    late = course_settings.late_policy(assignment)
+    """The policy as course.toml states it too (a copy, never the saved row): which attempt counts ([course]
+    counted_attempt, the rule of every door), and the deadline and grace where [late.<assignment>] states them (the
+    late policy reads the same: one deadline everywhere)."""
     values = {column.key: getattr(policy, column.key) for column in Policy.__table__.columns}
-    values["grace_minutes"] = int(late.grace_minutes)
-    if late.deadline is not None:
-        values["deadline"] = late.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)   # stored naive UTC
+    values["counts"] = course_settings.course.counted_attempt
+    if assignment in course_settings.late:
+        late = course_settings.late_policy(assignment)
+        values["grace_minutes"] = int(late.grace_minutes)
+        if late.deadline is not None:
+            values["deadline"] = late.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)   # stored naive UTC
     return Policy(**values)
 
 
@@ -125,13 +125,16 @@ def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime
 
 
 def counting_attempt(policy: Policy, attempts: list[Attempt]) -> Attempt | None:
-    """The graded attempt whose score goes to the gradebook: the best or the last. Among the best, an on-time
-    attempt wins over a late one (a tie must not make a student late), then the later one."""
+    """The portal's graded attempt that counts by the course's rule (policy.counts, with_course_deadline's): the
+    latest, the best, or the best on time (the best late one when none was). Among the best, an on-time attempt wins
+    over a late one (a tie must not make a student late), then the later one. Across doors: intake/attempts.py."""
     graded = [a for a in attempts if a.status == Status.GRADED and a.score is not None]
     if not graded:
         return None
-    if policy.counts == "last":
+    if policy.counts in ("latest", "last"):
         return max(graded, key=lambda a: a.number)
+    if policy.counts == "best_on_time":
+        graded = [a for a in graded if not a.late] or graded
     return max(graded, key=lambda a: (a.score, not a.late, a.number))
 
 

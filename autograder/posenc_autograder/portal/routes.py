@@ -23,6 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from posenc_autograder import settings
+from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.portal import auth, hub, pages, queue, uploads
 from posenc_autograder.portal import policy as rules
@@ -553,8 +554,9 @@ async def instructor(request: Request):
                               request, presession, "/instructor")
     portal = portal_of(request)
     progress = await run_in_threadpool(portal.progress)
+    counted = record_of_attempts.RULES[settings.load(portal.course).course.counted_attempt]
     return page("instructor.html", session=session, title="Instructor", p=progress, assignments=portal.assignments,
-                notice=notice_of(request), counts=rules.COUNTS, levels=rules.FEEDBACK_LEVELS,
+                notice=notice_of(request), counted=counted, levels=rules.FEEDBACK_LEVELS,
                 limit_seconds=portal.worker.limits.notebook_seconds)
 
 
@@ -712,9 +714,9 @@ def _whole(form, key: str, what: str) -> int:
 
 def policy_values(form) -> dict:
     """The policy form, checked (ValueError says what is wrong)."""
-    counts, level = form.get("counts"), form.get("feedback_before")
-    if counts not in rules.COUNTS or level not in rules.FEEDBACK_LEVELS:
-        raise ValueError("choose which attempt counts and how much feedback shows")
+    level = form.get("feedback_before")
+    if level not in rules.FEEDBACK_LEVELS:
+        raise ValueError("choose how much feedback shows")
     values = {"opens_at": parse_time(form.get("opens_at"), "the opening"),
               "deadline": parse_time(form.get("deadline"), "the deadline"),
               "grace_minutes": _whole(form, "grace_minutes", "the grace period"),
@@ -722,7 +724,7 @@ def policy_values(form) -> dict:
               "max_attempts": _whole(form, "max_attempts", "attempts in all"),
               "max_per_day": _whole(form, "max_per_day", "attempts per day"),
               "min_seconds_between": _whole(form, "min_seconds_between", "the time between attempts"),
-              "counts": counts, "feedback_before": level,
+              "feedback_before": level,
               "inputs_before_deadline": form.get("inputs_before_deadline") == "on"}
     if form.get("points_before_deadline") is not None:    # a select: a form without it keeps what is saved
         values["points_before_deadline"] = form.get("points_before_deadline") == "yes"

@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from posenc_autograder import settings
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
+from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, hub, queue, uploads
 from posenc_autograder.portal.gate import UploadGate
@@ -176,6 +177,7 @@ class Portal:
         level = rules.feedback_level(policy, extension, now)
         counting = rules.counting_attempt(policy, attempts)
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
+                "counted_rule": record_of_attempts.RULES[policy.counts],
                 "deadline": rules.deadline(policy, extension),
                 "extended": extension is not None, "on_time_until": rules.on_time_until(policy, extension),
                 "closes_at": rules.closes_at(policy, extension),
@@ -266,12 +268,9 @@ class Portal:
             if current is None:
                 current = self.worker.default_policy(assignment)
                 db.add(current)
-            counts_before = current.counts
             for key, value in values.items():
                 setattr(current, key, value)
             db.commit()
-        if values.get("counts", counts_before) != counts_before:    # another attempt may count now
-            threading.Thread(target=self.store_counting_all, args=(assignment,), daemon=True).start()
 
     def store_counting_all(self, assignment: str) -> None:
         with self.sessions() as db:
