@@ -81,3 +81,20 @@ def test_ids_are_unique_across_modules():
     one = types.SimpleNamespace(TESTS=[_test("hidden_same")])
     with pytest.raises(ValueError, match="duplicate"):
         registry(one, one)
+
+
+def test_the_first_release_on_a_fresh_clone_reports_every_assignment_registered(tmp_path, capsys):
+    """nbgrader's update_or_create_assignment commits: the dry run used to leave all but the last assignment
+    registered, so the real run said only 'rope_alibi ... registered'."""
+    from fixture_submissions import make_course
+    from posenc_autograder import cli
+    from posenc_autograder.course import Course
+
+    import shutil
+
+    course = Course(make_course(tmp_path / "course", registered=False))
+    shutil.copy(ROOT / "autograder" / "test_plan.csv", course.path("autograder/test_plan.csv"))
+    assert cli.main(["release", "--course", str(course.root)]) == 0
+    said = capsys.readouterr().out
+    for assignment in course.assignments():
+        assert f"gradebook: {assignment}/{assignment}: registered" in said, (assignment, said)

@@ -50,8 +50,15 @@ def test_grade_says_what_went_wrong_and_a_fifo_blocks_nothing(tmp_path, capsys):
     next(c for c in edited.cells if c.cell_type == "markdown").source += "\n\nA sentence added after the release."
     nbformat.write(edited, course.source_notebook(NB, NB))             # and `make release` forgotten
     with deadline(600):
-        assert cli.main(["grade", *root]) == 1
-    said = capsys.readouterr().err
+        assert cli.main(["grade", *root]) == 0          # bob's broken file is bob's, not the run's
+    captured = capsys.readouterr()
+    said = captured.err
+    [bob_line] = [line for line in captured.out.splitlines() if line.strip().startswith("bob ")]
+    assert "not graded" in bob_line
+    assert not any(f"0/{n}" in bob_line for n in range(1, 200))                      # a blank score, never 0
+    report = (course.reports / "grading-report.md").read_text()
+    assert "not graded, no score" in report and "NOT GRADED" not in report
+    assert cli.main(["feedback", "--course", str(course.root)]) == 0     # make grade && make feedback goes on
     assert "Warning: exercises/ is not what solutions/ releases now" in said
     [sentence] = [line for line in said.splitlines() if line.startswith("Not graded: ")]
     assert sentence.startswith(f"Not graded: bob, {NB}/{NB}.ipynb: ") and "not valid notebook JSON" in sentence

@@ -139,3 +139,8 @@ def test_collect_reads_each_lms_time_in_its_zone_and_keeps_another_doors_file(co
     moodle = make_zip(tmp_path / "moodle.zip", {list(MOODLE)[0]: notebook("john")}, when=(2026, 11, 22, 23, 30, 0))
     assert collect(course, moodle, NB, out=io.StringIO()) == 0
     assert roster_rows(course)["john_smith"]["submitted_at"] == "2026-11-22T22:30:00+00:00"   # Berlin is UTC+1
+    blackboard = make_zip(tmp_path / "bb.zip", {f"PE_kim_attempt_2026-11-22-23-30-00_{NB}.ipynb": notebook("kim"),
+                                                "PE_kim_attempt_2026-11-22-23-30-00.txt": b"Name: Kim (kim)\n"},
+                          when=(2026, 11, 25, 0, 0, 0))
+    assert collect(course, blackboard, NB, out=io.StringIO()) == 0
+    assert roster_rows(course)["kim"]["submitted_at"] == "2026-11-22T22:30:00+00:00"         # its name's time, Berlin

@@ -176,6 +176,7 @@ def test_one_portal_per_course(course, portal):
 def test_the_portal_refuses_root_unless_told(monkeypatch):
     monkeypatch.setattr("os.geteuid", lambda: 0)
     assert "does not run as root" in refuse_root(False)
+    assert "make portal PORTAL_ARGS=--allow-root" in refuse_root(False)          # what make needs, named
     assert refuse_root(True) is None
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     assert refuse_root(False) is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from nbgrader.api import (Comment, Grade, GradeCell, Gradebook, MissingEntry, Notebook, SolutionCell,
+from nbgrader.api import (Assignment, Comment, Grade, GradeCell, Gradebook, MissingEntry, Notebook, SolutionCell,
                           SourceCell, TaskCell)
 
 from posenc_autograder.course import COURSE_ID, Course, open_gradebook, run_nbgrader
@@ -133,7 +133,12 @@ def _notebook(gb: Gradebook, assignment: str, notebook: str) -> Notebook:
         return gb.find_notebook(notebook, assignment)
     except MissingEntry:
         pass
-    owner = gb.update_or_create_assignment(assignment)      # a new assignment has no grades to keep
+    # A new assignment has no grades to keep. Not nbgrader's update_or_create_assignment: it commits, and a dry run
+    # (or a failed release) must leave the gradebook as it was, nor make a later run miss a first registration.
+    owner = gb.db.query(Assignment).filter(Assignment.name == assignment).one_or_none()
+    if owner is None:
+        owner = Assignment(name=assignment)
+        gb.db.add(owner)
     nb = Notebook(name=notebook, assignment=owner)
     gb.db.add(nb)
     gb.db.flush()

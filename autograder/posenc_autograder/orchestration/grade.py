@@ -3,9 +3,10 @@
     python -m posenc_autograder grade [--jobs N] [--assignment A] [--student S] [--force]
                                       [--no-sandbox] [--scheduler tcp://host:8786] [--db-url URL]
 
-Exit status: 0 when every submission was graded (possibly with problems worth reporting),
-1 when something could not be graded (missing or unreadable notebook, sandbox failure),
-2 when grading could not start (no sandbox on this machine).
+Exit status: 0 when every submission was graded or is reported as the student's own problem (a missing or broken
+notebook: a blank score and "Not graded: <reason>"; the student's, not the run's, so `make grade && make feedback`
+goes on), 1 when the grader itself failed on a submission (a grader error) or nothing was submitted, 2 when grading
+could not start (no sandbox on this machine).
 """
 from __future__ import annotations
 
@@ -59,8 +60,9 @@ def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: 
     nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
                    course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     from posenc_autograder.reports import late_policy
-    feedback.write(result, course.feedback, scores,
-                   late_policy.Deadlines(course).lateness(sub.student, sub.assignment))
+    feedback.write(result, course.feedback, scores, late_policy.Deadlines(course).lateness(sub.student, sub.assignment),
+                   gradebook.comments(gb, sub.student, sub.assignment, sub.notebook),
+                   attempts.RULES[settings.load(course).course.counted_attempt])
     results_store.save(course, result, digest, fingerprint, answers_untouched(course, sub, release))
     return result
 
@@ -305,7 +307,8 @@ def run_command(args) -> int:
         if not r.graded:
             print(f"Not graded: {r.student}, {r.assignment}/{r.notebook}.ipynb: {feedback.not_graded_reason(r)}",
                   file=sys.stderr)
-    return 0 if all(r.graded for r in results) else 1
+    from posenc_autograder.results import NoteKind
+    return 1 if any(r.notes_of(NoteKind.GRADER_ERROR) for r in results if not r.graded) else 0
 
 
 def print_findings(course: Course, findings) -> None:

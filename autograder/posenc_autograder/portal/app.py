@@ -84,7 +84,8 @@ def refuse_root(allow_root: bool) -> str | None:
     """Why the portal will not start as this user (None: it will)."""
     if os.geteuid() == 0 and not allow_root:
         return ("the portal does not run as root: start it as an ordinary user with unprivileged user namespaces "
-                "(see the README), or pass --allow-root if you must (CI, containers)")
+                "(see the README), or if you must (CI, containers) pass --allow-root: `make portal "
+                "PORTAL_ARGS=--allow-root`, or `python -m posenc_autograder portal --allow-root`")
     return None
 
 

@@ -23,6 +23,7 @@ from posenc_autograder.portal.gate import UploadGate
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.watch import StatusWatch
 from posenc_autograder.portal import policy as rules
+from posenc_autograder.reports import late_policy
 from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
 from posenc_autograder.portal.worker import Worker
@@ -171,6 +172,13 @@ class Portal:
         with self.sessions() as db:
             return self._assignment_view(db, student, assignment)
 
+    def grades(self, db, student: str | None = None) -> dict[tuple[str, str], late_policy.Grade]:
+        """(student, assignment) -> the grade as grades.csv and the LMS files state it (gradebook, manual grades and
+        the late policy: late_policy.grade_of), for one student or the class."""
+        deadlines = late_policy.Deadlines(self.course)
+        return {key: late_policy.grade_of(deadlines, *key, final)
+                for key, final in gradebook.session_final_scores(db, student).items()}
+
     def _assignment_view(self, db, student: str, assignment: str) -> dict:
         policy, extension, attempts = self.rules_for(db, student, assignment)
         now = self.now()
@@ -183,7 +191,8 @@ class Portal:
                 "closes_at": rules.closes_at(policy, extension),
                 "decision": rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student)),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
-                "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now)}
+                "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
+                "grade": self.grades(db, student).get((student, assignment))}
 
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""
@@ -316,16 +325,19 @@ class Portal:
             for attempt in db.execute(select(Attempt).order_by(Attempt.number)).scalars():
                 by_key.setdefault((attempt.student_id, attempt.assignment), []).append(attempt)
             counts = queue.counts(db)
+            grades = self.grades(db)
         rows = []
         for student in students:
             for assignment in self.assignments:
                 attempts = by_key.get((student.id, assignment), [])
                 counting = rules.counting_attempt(policies[assignment], attempts)
+                grade = grades.get((student.id, assignment))           # every door's, as grades.csv states it
                 rows.append({"student": student.id, "name": student.name, "assignment": assignment,
                              "attempts": len(attempts), "latest": attempts[-1].status if attempts else "",
-                             "score": counting.score if counting else None,
-                             "max_score": counting.max_score if counting else None,
-                             "late": bool(counting and counting.late), "signed_in": student.token_hash is not None,
+                             "score": grade.score if grade else counting.score if counting else None,
+                             "max_score": grade.max_score if grade else counting.max_score if counting else None,
+                             "late": bool(grade.late) if grade else bool(counting and counting.late),
+                             "signed_in": student.token_hash is not None,
                              "extension": rules.stamp(extensions.get((student.id, assignment)))})
         return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}

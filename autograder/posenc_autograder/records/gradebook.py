@@ -212,6 +212,34 @@ def class_cell_scores(gb: Gradebook, assignment: str, student: str | None = None
     return found
 
 
+def session_final_scores(session, student: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+    """(student, assignment) -> (score, max score) as nbgrader computes them (manual over automatic), read through
+    any SQLAlchemy session on the gradebook's database (the portal's), without opening a Gradebook; {} before the
+    gradebook exists."""
+    from sqlalchemy import inspect
+    if not inspect(session.get_bind()).has_table(SubmittedAssignment.__tablename__):
+        return {}
+    query = (select(Student.id, Assignment.name, SubmittedAssignment.score, SubmittedAssignment.max_score)
+             .select_from(SubmittedAssignment).join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+             .join(Student, SubmittedAssignment.student_id == Student.id))
+    rows = session.execute(query if student is None else query.where(Student.id == student))
+    return {(who, name): (float(score or 0), float(maximum or 0)) for who, name, score, maximum in rows}
+
+
+def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
+    """(cell name, comment) of every comment an instructor wrote in formgrader on this notebook, in cell order."""
+    rows = (gb.db.query(BaseCell.name, Comment.manual_comment)
+            .select_from(Comment).join(BaseCell, Comment.cell_id == BaseCell.id)
+            .join(SubmittedNotebook, Comment.notebook_id == SubmittedNotebook.id)
+            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+            .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+            .join(Student, SubmittedAssignment.student_id == Student.id)
+            .filter(Assignment.name == assignment, Student.id == student, Notebook.name == notebook)
+            .order_by(Comment.id).all())
+    return [(cell, text.strip()) for cell, text in rows if text and text.strip()]
+
+
 def class_scores(gb: Gradebook, assignments) -> tuple[dict, dict]:
     """For the class files: (student, assignment) -> final scores, (student, assignment, notebook) -> cell scores."""
     finals, cells = {}, {}

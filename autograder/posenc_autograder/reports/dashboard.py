@@ -19,7 +19,8 @@ import urllib.parse
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.grading.pipeline import released
-from posenc_autograder.intake import roster
+from posenc_autograder import settings
+from posenc_autograder.intake import attempts, roster
 from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
 from posenc_autograder.reports import charts, feedback, templating
 from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, ProblemKind
@@ -275,7 +276,7 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
 
 
 def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None,
-           lateness: dict | None = None, files: dict | None = None) -> str:
+           lateness: dict | None = None, files: dict | None = None, doors=()) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
     (student, assignment) -> (score, max) from the gradebook, manual grades included; `files`: what grading
     found of each file (submission_flags)."""
@@ -286,6 +287,10 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
     figures = [score_histogram(results)] + ([pass_rate_chart(rates)] if rates else []) + [time_chart(results)]
     mistakes, stubs = grouped_mistakes(results)
     flags = submission_flags(course, results, files)
+    for finding in doors:                                 # attempts.Finding: two doors disagree
+        for r in results:
+            if (r.student, r.assignment) == (finding.student, finding.assignment):
+                flags.setdefault((r.student, r.assignment, r.notebook), []).append(finding.text())
     needing = [(r, attention(r) + flags.get((r.student, r.assignment, r.notebook), [])) for r in results]
     needing = [(r, why) for r, why in needing if why]
     students = []
@@ -302,12 +307,15 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
         "dashboard.html", style=STYLE, results=results, graded=len(graded), mean=f"{100 * mean:.0f}",
         needing_count=len(needing) + len(refused), figures=figures, mistakes=mistakes, stubs=stubs,
         several=len({row.assignment for row in mistakes + stubs}) > 1, needing=needing, refused=list(refused),
-        students=students, link=lambda result: feedback_link(course, result))
+        students=students, link=lambda result: feedback_link(course, result),
+        counted=attempts.RULES[settings.load(course).course.counted_attempt])
 
 
 def write(course: Course, results: list[NotebookResult], refused: list[str] = (),
-          finals: dict | None = None, lateness: dict | None = None, files: dict | None = None) -> pathlib.Path:
-    """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time."""
+          finals: dict | None = None, lateness: dict | None = None, files: dict | None = None, doors=()
+          ) -> pathlib.Path:
+    """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time; `doors`:
+    attempts.Finding, students whose attempts from two doors disagree (named among those needing attention)."""
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused, finals, lateness, files))
+    path(course).write_text(render(course, results, refused, finals, lateness, files, doors))
     return path(course)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pathlib
 
 from posenc_autograder.reports import templating
+from posenc_autograder.reports.late_policy import penalised
 from posenc_autograder.results import NotebookResult
 
 STYLE = """
@@ -32,16 +33,22 @@ h1 { overflow-wrap: anywhere; font-size: 1.6rem; }
 
 
 def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None, late=None,
-           back: str | None = None) -> str:
+           back: str | None = None, comments: list[tuple[str, str]] = (), counted: str | None = None) -> str:
     """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points;
-    `late` (late_policy.Lateness) says what the late policy deducts; `back`: a link back to the portal."""
+    `late` (late_policy.Lateness) says what the late policy deducts, and the header shows the final number after it;
+    `comments`: (cell, text) an instructor wrote in formgrader; `counted`: the course's rule of which attempt counts
+    (attempts.RULES); `back`: a link back to the portal."""
     scores = scores or {}
     rows = [{"test": test, "points": scores.get(test.cell_id, (test.points, False))[0],
              "by_hand": scores.get(test.cell_id, (test.points, False))[1]} for test in result.tests]
     total = sum(row["points"] for row in rows)
-    late_sentence = late.sentence(total, result.max_score) if late is not None and result.graded else None
-    return templating.render("feedback.html", result=result, rows=rows, total=total, late=late_sentence,
+    graded_late = late is not None and result.graded
+    final = penalised(total, late.percent) if graded_late else total
+    return templating.render("feedback.html", result=result, rows=rows, total=total, final=final,
+                             late=late.sentence(total, result.max_score) if graded_late else None,
+                             by_hand=any(row["by_hand"] for row in rows), comments=list(comments), counted=counted,
                              reason=not_graded_reason(result), style=STYLE, back=back)
+
 
 
 def not_graded_reason(result: NotebookResult) -> str:
@@ -54,8 +61,9 @@ def path(feedback_root: pathlib.Path, result: NotebookResult) -> pathlib.Path:
     return feedback_root / result.student / result.assignment / f"{result.notebook}.html"
 
 
-def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None, late=None) -> pathlib.Path:
+def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None, late=None, comments=(),
+          counted: str | None = None) -> pathlib.Path:
     page = path(feedback_root, result)
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render(result, scores, late))
+    page.write_text(render(result, scores, late, comments=comments, counted=counted))
     return page

@@ -127,6 +127,34 @@ class Deadlines:
         return {key: found for key in keys if (found := self.lateness(*key))}
 
 
+@dataclasses.dataclass(frozen=True)
+class Grade:
+    """One student's grade of one assignment as every page and file states it: the gradebook's final score (manual
+    grades included) after the late policy."""
+    score: float
+    max_score: float
+    before_late: float
+    percent: float                 # deducted by the late policy
+    late: bool | None              # past the deadline and its grace (None: no deadline or no time)
+
+
+def grade_of(deadlines: Deadlines, student: str, assignment: str, final: tuple[float, float]) -> Grade:
+    """The one computation of a grade from the gradebook's (score, max score): grades.csv, the LMS files, the
+    feedback page and the portal all state this."""
+    lateness = deadlines.lateness(student, assignment)
+    percent = lateness.percent if lateness else 0.0
+    return Grade(penalised(final[0], percent), final[1], final[0], percent, deadlines.is_late(student, assignment))
+
+
+def door_findings(course: Course, deadlines: Deadlines) -> list[attempts.Finding]:
+    """Students whose attempts from two doors disagree (a later one scored lower than the one that counts, or the
+    one that counts replaced better work), by [course] counted_attempt and this late policy."""
+    rule, found = deadlines.settings.course.counted_attempt, []
+    for recorded in attempts.everyone(course).values():
+        found += attempts.findings(recorded, attempts.choose(recorded, rule, deadlines.attempt_percent))
+    return found
+
+
 def apply(finals: dict, lateness: dict) -> dict:
     """(student, assignment) -> (score after the late policy, max score)."""
     return {key: (penalised(score, lateness[key].percent) if key in lateness else score, maximum)

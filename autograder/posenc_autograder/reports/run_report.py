@@ -103,7 +103,18 @@ def failure_shares(results: list[NotebookResult]) -> dict[tuple[str, str], tuple
     return {k: (v[0], v[1]) for k, v in shares.items()}
 
 
-def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.Path:
+def doors_section(findings, problems: list[str] = ()) -> list[str]:
+    """Students whose attempts from two doors disagree, and times that could not be read, by name."""
+    lines = []
+    if findings:
+        lines += ["## Attempts from more than one door", ""] + [f"- {markdown_text(f.text())}" for f in findings] + [""]
+    if problems:
+        lines += ["## Times that could not be read (no late policy applied to them)", ""]
+        lines += [f"- {markdown_text(p)}" for p in problems] + [""]
+    return lines
+
+
+def write_run_report(course: Course, results: list[NotebookResult], findings=(), problems=()) -> pathlib.Path:
     course.reports.mkdir(parents=True, exist_ok=True)
     entries = problem_entries(results)
     (course.reports / "grading-report.json").write_text(json.dumps(entries, indent=1))
@@ -111,9 +122,11 @@ def write_run_report(course: Course, results: list[NotebookResult]) -> pathlib.P
     lines = ["# Grading report", "", f"{len(results)} notebooks, {sum(r.graded for r in results)} graded, "
              f"{len(entries)} with something to report.", ""]
     for e in entries:
+        score = f"{e['score']:g}/{e['max_score']:g}" if e["graded"] else f"no score, out of {e['max_score']:g}"
         lines.append(f"## {md(e['student'])} / {md(e['assignment'])} / {md(e['notebook'])}.ipynb "
-                     f"({'graded' if e['graded'] else 'NOT GRADED'}, {e['score']:g}/{e['max_score']:g})")
+                     f"({'graded' if e['graded'] else 'not graded'}, {score})")
         lines += [f"- {md(n)}" for n in e["what_happened"]] + [f"- What to do: {md(e['what_to_do'])}", ""]
+    lines += doors_section(findings, problems)
     lines += visible_failures_section(results)
     path = course.reports / "grading-report.md"
     path.write_text("\n".join(lines))
@@ -140,8 +153,9 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: list[s
     finals = late_policy.apply(before_late, lateness)
     write_grades_csv(course, results, finals, cell_scores, before_late, lateness, deadlines)
     lms_exports.write_all(course, results, finals)
-    write_run_report(course, results)
-    dashboard.write(course, results, refused, finals, lateness, files)
+    findings = late_policy.door_findings(course, deadlines)
+    write_run_report(course, results, findings, deadlines.problems)
+    dashboard.write(course, results, refused, finals, lateness, files, findings)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:
@@ -149,8 +163,9 @@ def summary(course: Course, results: list[NotebookResult]) -> str:
     lines = ["", "Scores (automatic, per notebook):"]
     width = max([len(r.student) for r in results] + [7])
     for r in results:
-        flag = "" if r.graded else "  NOT GRADED"
-        lines.append(f"  {r.student:<{width}}  {r.assignment}/{r.notebook}  {r.score:g}/{r.max_score:g}{flag}")
+        score = f"{r.score:g}/{r.max_score:g}" if r.graded else f"{'':>{len(f'{r.max_score:g}')}}/{r.max_score:g}"
+        flag = "" if r.graded else "  not graded (no score; see below)"
+        lines.append(f"  {r.student:<{width}}  {r.assignment}/{r.notebook}  {score}{flag}")
     shares = failure_shares(results)
     if shares:
         lines += ["", "Hidden tests, share of students who failed them:"]

@@ -1,0 +1,221 @@
+"""One class through every door, and each student's grade, lateness and comments the same everywhere it is stated.
+
+Doors: a Canvas zip (its DOS times in the course's zone, one entry with the UTC extended timestamp Canvas's zip
+tools write) and a Moodle zip (DOS times in the course's zone), late ones among them, an extension in the roster
+(written without offset: the course's zone); the portal, with a student who also came through Canvas (a later,
+worse upload: the Canvas attempt still counts, and the run report and dashboard name her); a manual grade and a
+comment in formgrader. Every expected number is computed here from the policy below, never read from the program.
+Places compared: grades.csv, grades-canvas.csv, grades-moodle-<a>.csv, the feedback page, the return bundles
+(Canvas's and Moodle's zips) and the portal (the student's page and the instructor's progress).
+
+For `exchange` (issue 42, points 6-7), where to plug in:
+- the nbgrader exchange door: add a student to CLASS with door "exchange" and hand the notebook in through
+  `nbgrader submit`/`collect` inside `every_door` (after the zips, before `grade_all`); the record of attempts
+  (intake/attempts.py, door "exchange") and `expected()` need nothing more; add nbgrader's fetch_feedback page to
+  `places()` as one more place the grade is stated.
+- the move to PostgreSQL: after `make feedback` in `every_door`, move the course (your command) and call
+  `places()` again on the moved course; `test_every_place_states_the_same_grade` then compares both.
+"""
+import csv
+import datetime as dt
+import io
+import math
+import pathlib
+import re
+import struct
+import zipfile
+import zoneinfo
+
+import nbformat
+import pytest
+
+from fixture_submissions import ASSIGNMENT as NB, FULL, make_course, solved_notebook
+from notebook_tools import ROOT
+from posenc_autograder import cli
+from posenc_autograder.course import Course
+from posenc_autograder.intake import roster
+from posenc_autograder.intake.collect import collect
+from posenc_autograder.orchestration.grade import grade_all
+from posenc_autograder.portal.service import Portal
+from posenc_autograder.sandbox.bubblewrap import Limits
+
+ZONE = zoneinfo.ZoneInfo("Europe/Berlin")
+DEADLINE = dt.datetime(2026, 11, 20, 18, 0, tzinfo=ZONE)
+PENALTY, CAP, GRACE = 10, 50, 15                 # percent per started day, at most, minutes
+COURSE_TOML = f"""[course]
+time_zone = "Europe/Berlin"
+counted_attempt = "best_on_time"
+
+[late.{NB}]
+deadline = "2026-11-20T18:00:00+01:00"
+per = "day"
+penalty = {PENALTY}
+cap = {CAP}
+grace_minutes = {GRACE}
+"""
+LIMITS = Limits(cell_seconds=10, notebook_seconds=60)
+
+
+def berlin(*when) -> dt.datetime:
+    return dt.datetime(*when, tzinfo=ZONE)
+
+
+# student id -> (door, LMS name of the file, when handed in, extension or None)
+CLASS = {
+    "annlee": ("canvas", f"annlee_late_101_9001_{NB}.ipynb", berlin(2026, 11, 22, 13, 30), None),
+    "catkim": ("canvas", f"catkim_103_9003_{NB}.ipynb", dt.datetime(2026, 11, 20, 9, 0, tzinfo=dt.timezone.utc),
+               None),
+    "danny": ("canvas", f"danny_104_9004_{NB}.ipynb", berlin(2026, 11, 20, 17, 0), None),
+    "eve_moss": ("moodle", f"Eve Moss_201_assignsubmission_file_/{NB}.ipynb", berlin(2026, 11, 21, 9, 0),
+                 "2026-11-22T12:00:00"),                           # no offset: the course's zone
+    "fay_wu": ("moodle", f"Fay Wu_202_assignsubmission_file_/{NB}.ipynb", berlin(2026, 11, 23, 20, 0), None),
+}
+UTC_STAMPED = {"catkim"}                         # Canvas's zip carries her time in the UTC extended-timestamp field
+COMMENT = "Good structure; see the note on float32 rounding."
+
+
+def percent_for(handed_in: dt.datetime, extension: str | None) -> float:
+    """The course's late policy, computed here: per started day after deadline + grace, capped."""
+    deadline = dt.datetime.fromisoformat(extension).replace(tzinfo=ZONE) if extension else DEADLINE
+    late = handed_in - deadline - dt.timedelta(minutes=GRACE)
+    return 0.0 if late <= dt.timedelta(0) else min(CAP, PENALTY * math.ceil(late / dt.timedelta(days=1)))
+
+
+def lms_zip(path: pathlib.Path, members: dict) -> pathlib.Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for student, (name, when, data) in members.items():
+            if student in UTC_STAMPED:
+                info = zipfile.ZipInfo(name, date_time=(1999, 1, 1, 0, 0, 0))     # the DOS time is not believed
+                info.extra = struct.pack("<HHBi", 0x5455, 5, 1, int(when.timestamp()))
+            else:
+                info = zipfile.ZipInfo(name, date_time=when.astimezone(ZONE).timetuple()[:6])
+            zf.writestr(info, data)
+    return path
+
+
+
+@pytest.fixture(scope="module")
+def every_door(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("every_door")
+    course = Course(make_course(tmp / "course"))
+    course.path("autograder/course.toml").write_text(COURSE_TOML)
+    solved = nbformat.writes(solved_notebook()).encode()
+    for lms in ("canvas", "moodle"):
+        members = {s: (name, when, solved) for s, (door, name, when, _) in CLASS.items() if door == lms}
+        assert collect(course, lms_zip(tmp / f"{lms}.zip", members), NB, out=io.StringIO()) == 0
+    rows = roster.load(course)
+    for student, (_, _, _, extension) in CLASS.items():
+        if extension:
+            rows[student, NB]["extension"] = extension
+    roster.save(course, rows)
+    grade_all(course, jobs=2, limits=LIMITS, quiet=True)
+
+    # The portal: catkim, already graded through Canvas, uploads the untouched template late (accepted for a week).
+    portal = Portal(course, jobs=1, register=False)
+    portal.set_policy(NB, {"late_days": 30})
+    portal.new_link("catkim", "Cat Kim")
+    template = (ROOT / "exercises" / NB / f"{NB}.ipynb").read_bytes()
+    state, _ = portal.accept_upload("catkim", NB, f"{NB}.ipynb", template)
+    assert state == "queued"
+    portal.worker.run_until_idle()
+    portal.worker.stop()
+
+    # formgrader: a manual grade and a comment for danny.
+    from posenc_autograder.course import open_gradebook
+    with open_gradebook(course) as gb:
+        notebook = gb.find_submission_notebook(NB, NB, "danny")
+        graded = next(g for g in notebook.grades if g.max_score and g.max_score >= 2)
+        manual = (graded.name, graded.max_score, graded.max_score / 2)
+        graded.manual_score = manual[2]
+        comment = next(c for c in notebook.comments)
+        comment.manual_comment = COMMENT
+        gb.db.commit()
+    assert cli.main(["grade", "--course", str(course.root), "--no-sandbox"]) == 0   # nothing changed: no regrade
+    assert cli.main(["feedback", "--course", str(course.root)]) == 0
+    return course, portal, manual
+
+
+def expected(manual) -> dict:
+    """student -> (final score, percent off, late flag) from the policy and what each student handed in."""
+    found = {}
+    for student, (_, _, when, extension) in CLASS.items():
+        percent = percent_for(when, extension)
+        before = FULL - (manual[1] - manual[2] if student == "danny" else 0)
+        found[student] = (round(before * (1 - percent / 100), 2), percent,
+                          when > (dt.datetime.fromisoformat(extension).replace(tzinfo=ZONE) if extension
+                                  else DEADLINE) + dt.timedelta(minutes=GRACE))
+    return found
+
+
+def _csv(path):
+    with open(path, newline="") as src:
+        return list(csv.DictReader(src))
+
+
+def places(course: Course, portal: Portal) -> dict[str, dict[str, float]]:
+    """Where each student's grade is stated -> student -> the number stated there."""
+    people = roster.load(course)
+    name_of = {row["name"]: student for (student, _), row in people.items()}
+    stated = {"grades.csv": {r["student"]: float(r["score"]) for r in _csv(course.grades_csv)}}
+    canvas = _csv(course.reports / "grades-canvas.csv")
+    column = next(c for c in canvas[0] if c.startswith(NB))
+    stated["grades-canvas.csv"] = {name_of[r["Student"]]: float(r[column]) for r in canvas if r["ID"]}
+    moodle = _csv(course.reports / f"grades-moodle-{NB}.csv")
+    stated["grades-moodle.csv"] = {name_of[r["Full name"]]: float(r["Grade"]) for r in moodle}
+    score = re.compile(r'id="final-score">Score: ([\d.]+) /')
+    stated["feedback page"] = {s: float(score.search((course.feedback / s / NB / f"{NB}.html").read_text())[1])
+                               for s in CLASS}
+    stated["return bundles"] = {}
+    for lms in ("canvas", "moodle"):
+        with zipfile.ZipFile(course.reports / "return" / f"{lms}-{NB}.zip") as zf:
+            for member in zf.namelist():
+                owner = next(s for s in CLASS if people[s, NB]["lms_prefix"] in member)
+                stated["return bundles"][owner] = float(score.search(zf.read(member).decode())[1])
+    with portal.sessions() as db:
+        grades = portal.grades(db)
+    stated["portal"] = {s: grades[s, NB].score for s in CLASS}
+    stated["portal's own page"] = {"catkim": portal.assignment_view("catkim", NB)["grade"].score}
+    return stated
+
+
+def test_every_place_states_the_same_grade(every_door):
+    course, portal, manual = every_door
+    want = {s: v[0] for s, v in expected(manual).items()}
+    for place, numbers in places(course, portal).items():
+        for student, number in numbers.items():
+            assert number == pytest.approx(want[student]), (place, student, number, want[student])
+    assert {s for s, _ in roster.load(course)} == set(CLASS)
+
+
+def test_lateness_is_computed_in_each_lms_zone_and_honours_the_extension(every_door):
+    course, _, manual = every_door
+    want = expected(manual)
+    rows = {r["student"]: r for r in _csv(course.grades_csv)}
+    for student, (_, percent, late) in want.items():
+        assert float(rows[student]["late_penalty_percent"]) == percent, student
+        assert rows[student]["late"] == ("yes" if late else "no"), student
+        assert rows[student]["submitted_at"].endswith("+00:00"), student                  # every time has its zone
+    assert want["annlee"][1] == 20 and want["fay_wu"][1] == 40 and want["eve_moss"] == (FULL, 0, False)
+    page = (course.feedback / "annlee" / NB / f"{NB}.html").read_text()
+    assert f"deducts {want['annlee'][1]:g}%" in page
+
+
+def test_a_later_worse_attempt_from_another_door_keeps_the_counted_one_and_names_the_student(every_door):
+    course, portal, _ = every_door
+    kept = (course.submitted / "catkim" / NB / f"{NB}.ipynb").read_bytes()
+    assert kept == nbformat.writes(solved_notebook()).encode()           # the Canvas file, not the portal's
+    report = (course.reports / "grading-report.md").read_text()
+    assert "catkim" in report.split("## Attempts from more than one door")[1].split("##")[0]
+    assert "later attempt from the portal" in (course.reports / "class.html").read_text()
+    assert "the best attempt handed in on time" in (course.feedback / "catkim" / NB / f"{NB}.html").read_text()
+
+
+def test_the_manual_grade_and_comment_reach_the_page_and_the_bundle(every_door):
+    course, _, manual = every_door
+    page = (course.feedback / "danny" / NB / f"{NB}.html").read_text()
+    assert COMMENT in page and "points set by your instructor" in page
+    assert "an instructor may still adjust it" not in page
+    with zipfile.ZipFile(course.reports / "return" / f"canvas-{NB}.zip") as zf:
+        member = next(m for m in zf.namelist() if "danny" in m)
+        assert COMMENT in zf.read(member).decode()
+
