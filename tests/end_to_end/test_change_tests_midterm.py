@@ -74,6 +74,7 @@ def graded(tmp_path_factory):
     assert first["ada"].score == first["ada"].max_score > first["bo"].score
     _set_manual(course, "ada", KEPT_MANUAL, 1.5)
     _set_manual(course, "bo", REMOVED, 2.0)
+    _set_manual(course, "bo", REPOINTED, 1.0)             # judged out of 2; the test becomes worth 4
     session = models.open_database(course.gradebook_url)()
     session.add_all([models.Student(id="ada", name="Ada"), models.Policy(assignment=NOTEBOOK, max_attempts=3),
                      models.Attempt(student_id="ada", assignment=NOTEBOOK, notebook=NOTEBOOK, number=1, sha256="a" * 64,
@@ -145,6 +146,11 @@ def test_tests_added_removed_and_repointed_midterm_regrade_everyone_and_keep_the
     assert f"new test {ADDED} (1 point)" in said and f"test {REMOVED} removed" in said
     assert f"{REPOINTED} 2 → 4 points" in said
     assert f"the manual grade 2 of bo on the removed cell {REMOVED}" in said
+    assert f"bo's manual grade on {REPOINTED} is kept as given, 1 (it was out of 2, now 4); it is not rescaled" in said
+    assert "run make book" in said                         # the book serves the old download until rebuilt
+    with gradebook.open_gradebook(course) as gb:
+        kept = gb.find_grade(REPOINTED, NOTEBOOK, NOTEBOOK, "bo")
+        assert (kept.manual_score, kept.needs_manual_grade) == (1.0, True)           # flagged in formgrader
     assert "README.md (the table of assignments" in said and "autograder/test_plan.csv" in said
     changed = {line[3:] for line in _git(course, "status", "--porcelain").splitlines()}
     history = {p for p in changed if p.startswith("autograder/release_history/")}
@@ -157,7 +163,7 @@ def test_tests_added_removed_and_repointed_midterm_regrade_everyone_and_keep_the
         [note] = [n.text for n in result.notes_of(NoteKind.REGRADE)]
         assert f"{ADDED} new (1/1)" in note and f"{REMOVED} removed" in note
         assert f"{REPOINTED} now out of 4 (was 2)" in note, note
-        assert f"total {first[student].score:g} → {result.score:g}" in note
+        assert f"automatic total {first[student].score:g} → {result.score:g}" in note
     assert {t.cell_id for t in again["ada"].tests} == {t.cell_id for t in first["ada"].tests} - {REMOVED} | {ADDED}
     assert again["ada"].max_score == first["ada"].max_score + 1 - 2 + (4 - 2)      # added, removed, re-pointed
     with gradebook.open_gradebook(course) as gb:

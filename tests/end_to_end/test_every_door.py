@@ -8,7 +8,7 @@ comment in formgrader. Every expected number is computed here from the policy be
 Places compared: grades.csv, grades-canvas.csv, grades-moodle-<a>.csv, the feedback page, the return bundles
 (Canvas's and Moodle's zips) and the portal (the student's page and the instructor's progress).
 
-For `exchange` (issue 42, points 6-7), where to plug in:
+For `exchange` (the nbgrader exchange and database moves), where to plug in:
 - the nbgrader exchange door: add a student to CLASS with door "exchange" and hand the notebook in through
   `nbgrader submit`/`collect` inside `every_door` (after the zips, before `grade_all`); the record of attempts
   (intake/attempts.py, door "exchange") and `expected()` need nothing more; add nbgrader's fetch_feedback page to

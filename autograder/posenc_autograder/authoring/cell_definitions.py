@@ -49,6 +49,8 @@ class Migration:
     submissions: int = 0
     registered: bool = False           # the gradebook did not know the notebook: its first registration
     lost_manual_grades: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
+    # (student, cell, manual score, old max, new max): kept as given, never rescaled, and flagged in formgrader
+    manual_to_review: list[tuple[str, str, float, float, float]] = dataclasses.field(default_factory=list)
 
     def changed(self) -> bool:
         return bool(self.added or self.removed or self.repointed)
@@ -64,6 +66,9 @@ class Migration:
         lines += [f"{where}: the manual grade {score:g} of {student} on the removed cell {cell} is gone with it "
                   f"(enter it again on another cell in formgrader if it should count)"
                   for student, cell, score in self.lost_manual_grades]
+        lines += [f"{where}: {student}'s manual grade on {cell} is kept as given, {score:g} (it was out of {old:g}, "
+                  f"now {new:g}); it is not rescaled: review it in formgrader, where it is flagged as needing grading"
+                  for student, cell, score, old, new in self.manual_to_review]
         return lines
 
 
@@ -124,8 +129,20 @@ def migrate(gb: Gradebook, assignment: str, notebook: str, target: Definition) -
     migration.removed = {c: p for c, p in old_points.items() if c not in new_points}
     migration.repointed = {c: (old_points[c], p) for c, p in new_points.items()
                            if c in old_points and old_points[c] != p}
+    for (kind, name), cell in current.items():
+        if kind == "grade" and name in migration.repointed:
+            _flag_manual_grades(gb, cell, name, migration)
     gb.db.flush()
     return migration
+
+
+def _flag_manual_grades(gb: Gradebook, cell, name: str, migration: Migration) -> None:
+    """A manual grade on a test whose points changed is the instructor's judgement of the old test: kept as given
+    (nbgrader would show it out of the new maximum without a word), named, and flagged for review in formgrader."""
+    old, new = migration.repointed[name]
+    for grade in gb.db.query(Grade).filter(Grade.cell_id == cell.id, Grade.manual_score.isnot(None)):
+        grade.needs_manual_grade = True
+        migration.manual_to_review.append((grade.notebook.student.id, name, grade.manual_score, old, new))
 
 
 def _notebook(gb: Gradebook, assignment: str, notebook: str) -> Notebook:
@@ -137,7 +154,7 @@ def _notebook(gb: Gradebook, assignment: str, notebook: str) -> Notebook:
     # (or a failed release) must leave the gradebook as it was, nor make a later run miss a first registration.
     owner = gb.db.query(Assignment).filter(Assignment.name == assignment).one_or_none()
     if owner is None:
-        owner = Assignment(name=assignment)
+        owner = Assignment(name=assignment, course_id=gb.course_id)
         gb.db.add(owner)
     nb = Notebook(name=notebook, assignment=owner)
     gb.db.add(nb)

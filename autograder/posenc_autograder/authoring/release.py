@@ -205,6 +205,9 @@ def released_changes(course: Course, staged: Staged) -> list[str]:
             old = course.path(RELEASE_DIRECTORY) / assignment / new.relative_to(folder)
             if new.is_file() and (not old.is_file() or old.read_bytes() != new.read_bytes()):
                 lines.append(f"released: {old.relative_to(course.root)} (hand it out again)")
+    if lines:
+        lines.append("the book still serves the notebooks it was built with: run make book (and publish _build/html) "
+                     "so its exercise pages hand out the new ones")
     return lines
 
 

@@ -79,14 +79,27 @@ def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: 
     why = ("resubmitted, and graded by a changed grader (checks, limits or released notebook)"
            if digest is not None and previous.get("sha256") not in (None, digest)
            else "regraded with a changed grader (checks, limits or released notebook), same file")
-    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; total {total:g} → {result.score:g}")
+    # The automatic points: a grade an instructor set by hand stays theirs, and the page's header shows the final one.
+    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; automatic total {total:g} → {result.score:g}")
 
 
 def _test_change(test, old: dict | None) -> str | None:
-    """How one test's score moved: new, re-pointed, or scored differently (None: unchanged)."""
+    """How one test moved: new, re-pointed, scored differently, or checking a different number of input cases (None:
+    unchanged)."""
     if old is None:
         return f"{test.cell_id} new ({test.points:g}/{test.max_points:g})"
+    cases = _cases_change(test, old)
     if old["max_points"] != test.max_points:
-        return (f"{test.cell_id} now out of {test.max_points:g} (was {old['max_points']:g}): "
+        return (f"{test.cell_id} now out of {test.max_points:g} (was {old['max_points']:g}){cases}: "
                 f"{old['points']:g} → {test.points:g}")
-    return f"{test.cell_id} {old['points']:g} → {test.points:g}" if old["points"] != test.points else None
+    if old["points"] != test.points:
+        return f"{test.cell_id}{cases} {old['points']:g} → {test.points:g}"
+    return f"{test.cell_id}{cases}, score unchanged ({test.points:g})" if cases else None
+
+
+def _cases_change(test, old: dict) -> str:
+    """', now N input cases (was M)' when the hidden test checks a different number of cases, else ''."""
+    before, now = old.get("cases"), test.cases
+    if before and now and before[1] != now[1]:
+        return f", now {now[1]} input cases (was {before[1]})"
+    return ""
