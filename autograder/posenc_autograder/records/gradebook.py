@@ -161,18 +161,23 @@ def _add_grades(db, submission: str, notebook: str, cells: set[str]) -> None:
     db.execute(insert(Grade.__table__), [{"cell_id": cell, "notebook_id": submitted} for cell, _ in found])
 
 
+def _per_cell(query, table):
+    """A query over one of nbgrader's per-cell tables of submissions (Grade, Comment), joined to its cell, notebook,
+    assignment and student."""
+    return (query.select_from(table).join(BaseCell, table.cell_id == BaseCell.id)
+            .join(SubmittedNotebook, table.notebook_id == SubmittedNotebook.id)
+            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+            .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+            .join(Student, SubmittedAssignment.student_id == Student.id))
+
+
 def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, notebook: str | None = None):
     """(student, notebook, cell, grade_id, score, manual) rows of an assignment's grades, one query; scores
     by nbgrader's own rule (Grade.score: manual over automatic, plus extra credit)."""
-    query = (gb.db.query(Student.id.label("student"), Notebook.name.label("notebook"), BaseCell.name.label("cell"),
-                         Grade.id.label("grade_id"), Grade.score.label("score"), Grade.manual_score.label("manual"))
-             .select_from(Grade).join(BaseCell, Grade.cell_id == BaseCell.id)
-             .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
-             .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
-             .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-             .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-             .join(Student, SubmittedAssignment.student_id == Student.id)
-             .filter(Assignment.name == assignment))
+    query = _per_cell(gb.db.query(Student.id.label("student"), Notebook.name.label("notebook"),
+                                  BaseCell.name.label("cell"), Grade.id.label("grade_id"), Grade.score.label("score"),
+                                  Grade.manual_score.label("manual")), Grade).filter(Assignment.name == assignment)
     if student is not None:
         query = query.filter(Student.id == student)
     if notebook is not None:
@@ -228,13 +233,7 @@ def session_final_scores(session, student: str | None = None) -> dict[tuple[str,
 
 def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
     """(cell name, comment) of every comment an instructor wrote in formgrader on this notebook, in cell order."""
-    rows = (gb.db.query(BaseCell.name, Comment.manual_comment)
-            .select_from(Comment).join(BaseCell, Comment.cell_id == BaseCell.id)
-            .join(SubmittedNotebook, Comment.notebook_id == SubmittedNotebook.id)
-            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
-            .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-            .join(Student, SubmittedAssignment.student_id == Student.id)
+    rows = (_per_cell(gb.db.query(BaseCell.name, Comment.manual_comment), Comment)
             .filter(Assignment.name == assignment, Student.id == student, Notebook.name == notebook)
             .order_by(Comment.id).all())
     return [(cell, text.strip()) for cell, text in rows if text and text.strip()]
