@@ -136,7 +136,7 @@ def _read(where: pathlib.Path) -> list[Attempt]:
 
 
 def _save(where: pathlib.Path, attempts: list[Attempt]) -> None:
-    ordered = sorted(attempts, key=lambda a: (a.received_at, a.door, a.key))
+    ordered = sorted(attempts, key=lambda a: a.received_at)    # stable: one second's attempts stay in arrival order
     _write_new(where / RECORD, json.dumps([dataclasses.asdict(a) for a in ordered], indent=1).encode())
 
 
@@ -217,15 +217,17 @@ def choose(attempts: list[Attempt], rule: str, late_percent: LatePercent) -> Att
     """The attempt that counts under `rule` ([course] counted_attempt), among those graded (for "latest": the
     latest, graded or not, since its points do not decide). best_on_time: the best of the attempts on time, else
     the best late one after its deduction; best: the best after deductions. Ties: on time first, then the later."""
+    arrival = {id(a): index for index, a in enumerate(attempts)}     # times are stamped to the second
     if rule == "latest":
-        return max(attempts, key=lambda a: (a.time, a.door == "hand")) if attempts else None
+        return max(attempts, key=lambda a: (a.time, a.door == "hand", arrival[id(a)])) if attempts else None
     graded = [a for a in attempts if a.graded]
     if len(graded) <= 1:          # nothing to weigh: no deadline is read (a run with nothing new stays cheap)
         return graded[0] if graded else None
     if rule == "best_on_time":
         on_time = [a for a in graded if late_percent(a) == 0]
         graded = on_time or graded
-    return max(graded, key=lambda a: (round(penalised(a, late_percent), 6), late_percent(a) == 0, a.time))
+    return max(graded, key=lambda a: (round(penalised(a, late_percent), 6), late_percent(a) == 0, a.time,
+                                      arrival[id(a)]))
 
 
 def to_grade(attempts: list[Attempt], rule: str) -> Attempt | None:
