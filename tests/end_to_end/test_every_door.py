@@ -219,3 +219,26 @@ def test_the_manual_grade_and_comment_reach_the_page_and_the_bundle(every_door):
         member = next(m for m in zf.namelist() if "danny" in m)
         assert COMMENT in zf.read(member).decode()
 
+
+
+@pytest.mark.postgres
+def test_moved_to_postgresql_every_place_states_the_same_grade(every_door, tmp_path, postgres_url):
+    """The class moved to PostgreSQL (a copy of the course, make move-db), its files written again from there (make
+    feedback): every place states the grade the policy gives, manual grade and comment included."""
+    import shutil
+
+    course, portal, manual = every_door
+    copy = Course(tmp_path / "course")
+    shutil.copytree(course.root, copy.root, symlinks=True)
+    assert cli.main(["move-db", "--course", str(copy.root), "--to", postgres_url]) == 0
+    assert Course(copy.root).gradebook_url == postgres_url
+    assert cli.main(["feedback", "--course", str(copy.root)]) == 0
+    moved = Portal(copy, jobs=1, register=False)
+    try:
+        want = {s: v[0] for s, v in expected(manual).items()}
+        for place, numbers in places(copy, moved).items():
+            for student, number in numbers.items():
+                assert number == pytest.approx(want[student]), ("after the move", place, student, number)
+        assert COMMENT in (copy.feedback / "danny" / NB / f"{NB}.html").read_text()
+    finally:
+        moved.worker.stop()
