@@ -8,13 +8,10 @@ comment in formgrader. Every expected number is computed here from the policy be
 Places compared: grades.csv, grades-canvas.csv, grades-moodle-<a>.csv, the feedback page, the return bundles
 (Canvas's and Moodle's zips) and the portal (the student's page and the instructor's progress).
 
-For `exchange` (the nbgrader exchange and database moves), where to plug in:
-- the nbgrader exchange door: add a student to CLASS with door "exchange" and hand the notebook in through
-  `nbgrader submit`/`collect` inside `every_door` (after the zips, before `grade_all`); the record of attempts
-  (intake/attempts.py, door "exchange") and `expected()` need nothing more; add nbgrader's fetch_feedback page to
-  `places()` as one more place the grade is stated.
-- the move to PostgreSQL: after `make feedback` in `every_door`, move the course (your command) and call
-  `places()` again on the moved course; `test_every_place_states_the_same_grade` then compares both.
+nbgrader's exchange: EXCHANGE's students fetch and submit with nbgrader's own exchange code, `make collect-exchange`
+records them, and the page nbgrader's fetch_feedback finds is one more place (their expected grade is computed from
+the window in which submit ran). The move to PostgreSQL: a copy of the class moved with `make move-db`, its files
+written again from there, every place compared once more.
 """
 import csv
 import datetime as dt
@@ -29,6 +26,7 @@ import zoneinfo
 import nbformat
 import pytest
 
+from exchange_door import Student, instructor
 from fixture_submissions import ASSIGNMENT as NB, FULL, make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder import cli
@@ -70,6 +68,7 @@ CLASS = {
                  "2026-11-22T12:00:00"),                           # no offset: the course's zone
     "fay_wu": ("moodle", f"Fay Wu_202_assignsubmission_file_/{NB}.ipynb", berlin(2026, 11, 23, 20, 0), None),
 }
+EXCHANGE = {"gus": {}}      # through nbgrader's exchange: student -> when submit ran (from, to), filled by every_door
 UTC_STAMPED = {"catkim"}                         # Canvas's zip carries her time in the UTC extended-timestamp field
 COMMENT = "Good structure; see the note on float32 rounding."
 
@@ -108,6 +107,18 @@ def every_door(tmp_path_factory):
         if extension:
             rows[student, NB]["extension"] = extension
     roster.save(course, rows)
+    # nbgrader's exchange: gus fetches and submits the solved notebook (now: days after the deadline).
+    exchange_root = tmp / "exchange"
+    exchange_root.mkdir()
+    instructor(course, exchange_root, "ExchangeReleaseAssignment", NB)
+    for student in EXCHANGE:
+        through = Student(student, tmp / "home" / student, exchange_root)
+        through.fetch(NB)
+        EXCHANGE[student]["from"] = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+        through.submit(NB, {f"{NB}.ipynb": solved.decode()})
+        EXCHANGE[student]["to"] = dt.datetime.now(dt.timezone.utc)
+        EXCHANGE[student]["student"] = through
+    assert cli.main(["collect-exchange", NB, "--course", str(course.root), "--exchange", str(exchange_root)]) == 0
     grade_all(course, jobs=2, limits=LIMITS, quiet=True)
 
     # The portal: catkim, already graded through Canvas, uploads the untouched template late (accepted for a week).
@@ -132,6 +143,7 @@ def every_door(tmp_path_factory):
         gb.db.commit()
     assert cli.main(["grade", "--course", str(course.root), "--no-sandbox"]) == 0   # nothing changed: no regrade
     assert cli.main(["feedback", "--course", str(course.root)]) == 0
+    instructor(course, exchange_root, "ExchangeReleaseFeedback", NB)
     return course, portal, manual
 
 
@@ -144,6 +156,10 @@ def expected(manual) -> dict:
         found[student] = (round(before * (1 - percent / 100), 2), percent,
                           when > (dt.datetime.fromisoformat(extension).replace(tzinfo=ZONE) if extension
                                   else DEADLINE) + dt.timedelta(minutes=GRACE))
+    for student, window in EXCHANGE.items():
+        percent = percent_for(window["from"], None)
+        assert percent_for(window["to"], None) == percent          # the same whenever in the window submit ran
+        found[student] = (round(FULL * (1 - percent / 100), 2), percent, True)
     return found
 
 
@@ -175,6 +191,11 @@ def places(course: Course, portal: Portal) -> dict[str, dict[str, float]]:
         grades = portal.grades(db)
     stated["portal"] = {s: grades[s, NB].score for s in CLASS}
     stated["portal's own page"] = {"catkim": portal.assignment_view("catkim", NB)["grade"].score}
+    stated["feedback page"].update({s: float(score.search((course.feedback / s / NB / f"{NB}.html").read_text())[1])
+                                    for s in EXCHANGE})
+    stated["nbgrader fetch_feedback"] = {s: float(score.search(page)[1]) for s in EXCHANGE
+                                         for page in EXCHANGE[s]["student"].fetch_feedback(NB).values()}
+    assert set(stated["nbgrader fetch_feedback"]) == set(EXCHANGE)      # nbgrader found each page
     return stated
 
 
@@ -184,7 +205,7 @@ def test_every_place_states_the_same_grade(every_door):
     for place, numbers in places(course, portal).items():
         for student, number in numbers.items():
             assert number == pytest.approx(want[student]), (place, student, number, want[student])
-    assert {s for s, _ in roster.load(course)} == set(CLASS)
+    assert {s for s, _ in roster.load(course)} == set(CLASS) | set(EXCHANGE)
 
 
 def test_lateness_is_computed_in_each_lms_zone_and_honours_the_extension(every_door):
