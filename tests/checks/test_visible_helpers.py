@@ -99,9 +99,8 @@ def helper_names(assignment: str, namespace: dict) -> set[str]:
     return names
 
 
-# Known gaps, each to fix in its notebook (strict: the marker must go when the notebook is fixed). relative_positions'
-# helpers read the notebook's `type` and `list` (its part runner, its array check).
-GAPS = {("relative_positions", "shadowed_first"), ("relative_positions", "shadowed_in_answers")}
+# Known gaps, each to fix in its notebook (strict: the marker must go when the notebook is fixed). None today.
+GAPS: set[tuple[str, str]] = set()
 
 
 def with_gaps(pairs):
