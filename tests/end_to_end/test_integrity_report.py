@@ -27,6 +27,8 @@ def _layout(value):
     """What a variant may not change: every shape, every number that is not drawn at random, the structure."""
     if isinstance(value, dict):
         return {k: _layout(v) for k, v in value.items()}
+    if isinstance(value, list) and _drawn_integers(value):
+        return ("integers", np.shape(value))
     if isinstance(value, list):
         return [_layout(v) for v in value]
     if isinstance(value, np.ndarray):
@@ -47,6 +49,15 @@ def test_every_variant_keeps_sizes_and_cases_and_draws_from_the_same_distributio
         if varied and base.size >= 20:           # drawn at random: at the scale of the course-wide draw
             ratio = np.sqrt(np.mean(np.square(varied))) / np.sqrt(np.mean(np.square(base)))
             assert 0.5 <= ratio <= 2, (cell_id, ratio)
+
+
+def _drawn_integers(value: list) -> bool:
+    """A table of at least 20 integers (distances, bucket indices): drawn per student like an array of floats."""
+    try:
+        table = np.asarray(value)
+    except ValueError:                          # ragged: a structure, not a table
+        return False
+    return table.dtype.kind in "iu" and table.size >= 20
 
 
 def _flat(value):
