@@ -6,17 +6,15 @@ the score arrives at the platform's line item. Prints the time from the graded a
 """
 import datetime as dt
 import re
-import socket
-import threading
 import time
 
 import httpx
 import nbformat
 import pytest
 import requests
-import uvicorn
 from sqlalchemy import select
 
+import served_portal
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from lti_platform import CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER, Platform, authorise
 from posenc_autograder import cli
@@ -24,7 +22,6 @@ from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.portal.lti.models import LtiScore, LtiUser
 from posenc_autograder.portal.models import Attempt, Status
-from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal
 
 pytestmark = pytest.mark.slow
@@ -61,16 +58,8 @@ def served(tmp_path):
                      "--auth-token-url", found["auth_token_url"], "--key-set-url", found["key_set_url"]]) == 0
     portal = Portal(course, jobs=1, worker_options={"execute": execute_task}, register=False)
     platform.tool_jwks = portal.lti.jwks
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(portal), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, "the portal to start", 30)
-    yield f"http://127.0.0.1:{port}", portal, platform
-    server.should_exit = True
-    thread.join(30)
+    with served_portal.served(portal) as url:
+        yield url, portal, platform
     platform.stop()
 
 

@@ -9,22 +9,20 @@ sandbox's subprocesses.
 import datetime as dt
 import hashlib
 import re
-import socket
 import threading
 import time
 
 import nbformat
 import pytest
-import uvicorn
 from sqlalchemy import select
 
+import served_portal
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from hostile_notebooks import ATTACKS
 from notebook_tools import ROOT
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.portal.models import Attempt
-from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.records import gradebook, results_store
 
@@ -49,17 +47,8 @@ def served(tmp_path_factory):
     course = Course(make_course(tmp_path_factory.mktemp("portal")))
     gate = Gate()
     portal = Portal(course, jobs=2, worker_options={"execute": gate}, register=False)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(portal), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", portal, gate
-    server.should_exit = True
-    thread.join(30)
+    with served_portal.served(portal) as url:
+        yield url, portal, gate
 
 
 @pytest.fixture
