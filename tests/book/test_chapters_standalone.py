@@ -16,10 +16,12 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 import nbformat
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow      # runs every chapter in a fresh kernel, twice
@@ -124,8 +126,12 @@ def test_chapter_source_imports_no_course_package(chapter):
 
 async def execute(chapter: pathlib.Path, kernel_name: str) -> nbformat.NotebookNode:
     notebook = read_myst_markdown_notebook(chapter.read_text())
-    await NotebookClient(notebook, kernel_name=kernel_name, timeout=CELL_TIMEOUT,
-                         resources={"metadata": {"path": str(chapter.parent)}}).async_execute()
+    with tempfile.TemporaryDirectory(prefix="kernel-", dir="/tmp") as sockets:
+        # Unix sockets in a folder of this kernel's own: TCP ports are picked free and bound later by the kernel,
+        # and another kernel or server of the test run took one in between ("Address already in use").
+        manager = AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=f"{sockets}/k")
+        await NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT,
+                             resources={"metadata": {"path": str(chapter.parent)}}).async_execute()
     return notebook
 
 
