@@ -112,3 +112,33 @@ def test_an_extension_granted_in_the_portal_is_honoured(late_class):
     assert cli.main(["feedback", "--course", str(course.root)]) == 0
     grades = {r["student"]: r for r in _csv(course.grades_csv)}
     assert (grades[late]["score"], grades[late]["late_penalty_percent"]) == ("4", "0")
+
+
+def test_every_file_states_the_time_of_the_attempt_that_counts_not_the_rosters(tmp_path):
+    """A Moodle student's later attempt from another door (a file the instructor placed by hand, the latest counts)
+    leaves the roster's submitted_at at the Moodle time: the Moodle worksheet's "Last modified", grades.csv and the
+    dashboard state the counted attempt's time from the record, with its zone."""
+    from lms_zips import MOODLE
+    from posenc_autograder.intake import attempts
+
+    course = Course(make_course(tmp_path / "course"))
+    course.path(settings.SETTINGS_FILE).write_text('[course]\ntime_zone = "Europe/Berlin"\ncounted_attempt = "latest"\n')
+    assert collect(course, make_zip(tmp_path / "moodle.zip", MOODLE), NB, out=io.StringIO()) == 0
+    student = next(s for s, r in roster_rows(course).items() if r["name"] == "Jane Doe")
+    lagging = roster.load(course)[student, NB]["submitted_at"]
+    later = dt.datetime(2026, 11, 24, 9, 30, tzinfo=UTC)
+    attempts.place(course, attempts.add(course, student, NB, "hand", "placed by hand", later,
+                                        {f"{NB}.ipynb": b'{"cells": [], "metadata": {}, "nbformat": 4, '
+                                                        b'"nbformat_minor": 5}'}))
+    for who in roster_rows(course):
+        with gradebook.open_gradebook(course) as gb:
+            gradebook.record_scores(gb, who, NB, NB, {"hidden_pe_values": 4.0})
+        results_store.save(course, NotebookResult(who, NB, NB, True, [
+            GradedTest("hidden_pe_values", "values", True, 4.0, 4.0, [])], []), None, "grader")
+    assert cli.main(["feedback", "--course", str(course.root)]) == 0
+    stated = "2026-11-24T09:30:00+00:00"
+    assert lagging != stated and roster.load(course)[student, NB]["submitted_at"] == lagging     # the roster lags
+    moodle = {r["Full name"]: r for r in _csv(course.reports / f"grades-moodle-{NB}.csv")}
+    assert moodle["Jane Doe"]["Last modified (submission)"] == stated
+    assert {r["student"]: r for r in _csv(course.grades_csv)}[student]["submitted_at"] == stated
+    assert stated in (course.reports / "class.html").read_text()

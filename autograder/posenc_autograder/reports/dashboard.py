@@ -20,9 +20,9 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.grading.pipeline import released
 from posenc_autograder import settings
-from posenc_autograder.intake import attempts, roster
+from posenc_autograder.intake import attempts
 from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
-from posenc_autograder.reports import charts, feedback, templating
+from posenc_autograder.reports import charts, feedback, late_policy, templating
 from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, ProblemKind
 
 # Kinds of note (results.NoteKind) -> why an instructor should look at the student.
@@ -276,12 +276,14 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
 
 
 def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None,
-           lateness: dict | None = None, files: dict | None = None, doors=()) -> str:
+           lateness: dict | None = None, files: dict | None = None, doors=(), deadlines=None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
     (student, assignment) -> (score, max) from the gradebook, manual grades included; `files`: what grading
-    found of each file (submission_flags)."""
+    found of each file (submission_flags); `deadlines` (late_policy.Deadlines, by default the course's): each
+    submission's time and late flag, as grades.csv states them."""
     finals = finals or {}
-    people = roster.load(course)
+    deadlines = deadlines or late_policy.Deadlines(course)
+    people = deadlines.people
     graded = [r for r in results if r.graded]
     rates = pass_rates(results)
     figures = [score_histogram(results)] + ([pass_rate_chart(rates)] if rates else []) + [time_chart(results)]
@@ -298,9 +300,11 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
         person = people.get((r.student, r.assignment), {})
         final, maximum = finals.get((r.student, r.assignment), (r.score, r.max_score))
         late = (lateness or {}).get((r.student, r.assignment))
-        students.append({"r": r, "name": person.get("name", ""), "submitted": person.get("submitted_at", ""),
+        students.append({"r": r, "name": person.get("name", ""),
+                         "submitted": deadlines.submitted_stamp(r.student, r.assignment),
                          "late": f"late: −{late.percent:g}% (late policy)" if late
-                         else "late" if person.get("late") == "yes" else "", "final": final, "maximum": maximum})
+                         else "late" if deadlines.late_stated(r.student, r.assignment) == "yes" else "",
+                         "final": final, "maximum": maximum})
     mean = statistics.mean(finals.get((r.student, r.assignment), (r.score, r.max_score))[0] / r.max_score
                            for r in graded if r.max_score) if graded else 0
     return templating.render(
@@ -312,10 +316,10 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
 
 
 def write(course: Course, results: list[NotebookResult], refused: list[str] = (),
-          finals: dict | None = None, lateness: dict | None = None, files: dict | None = None, doors=()
-          ) -> pathlib.Path:
+          finals: dict | None = None, lateness: dict | None = None, files: dict | None = None, doors=(),
+          deadlines=None) -> pathlib.Path:
     """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time; `doors`:
     attempts.Finding, students whose attempts from two doors disagree (named among those needing attention)."""
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused, finals, lateness, files, doors))
+    path(course).write_text(render(course, results, refused, finals, lateness, files, doors, deadlines))
     return path(course)

@@ -95,6 +95,17 @@ class Deadlines:
         person = self.people.get((student, assignment), {})
         return self._time(person.get("submitted_at", ""), f"{roster.ROSTER_FILE} submitted_at of {student}")
 
+    def submitted_stamp(self, student: str, assignment: str) -> str:
+        """The submission time as every file states it (grades.csv, the LMS files, the dashboard): the record's, with
+        its zone; "" when unknown."""
+        when = self.submitted(student, assignment)
+        return settings.stamp(when) if when else ""
+
+    def late_stated(self, student: str, assignment: str) -> str:
+        """yes/no by this policy when a deadline applies; else what the LMS said of the attempt (the roster's)."""
+        late = self.is_late(student, assignment)
+        return self.people.get((student, assignment), {}).get("late", "") if late is None else "yes" if late else "no"
+
     def percent_at(self, student: str, assignment: str, when: dt.datetime | None) -> float:
         """What the late policy deducts from an attempt handed in at `when` (the one computation)."""
         deadline, _ = self.deadline(student, assignment)

@@ -11,7 +11,7 @@ import pathlib
 import tomllib
 
 from posenc_autograder import csvsafe
-from posenc_autograder.intake import lms, roster
+from posenc_autograder.intake import lms
 from posenc_autograder.course import Course
 from posenc_autograder.results import NotebookResult
 
@@ -63,9 +63,12 @@ def class_scores(results: list[NotebookResult], finals: dict) -> dict:
     return {key: (*finals[key], ok) for key, ok in graded.items()}
 
 
-def write_all(course: Course, results: list[NotebookResult], finals: dict) -> list[pathlib.Path]:
-    """`finals`: (student, assignment) -> (score, max score), the gradebook's (gradebook.class_scores)."""
+def write_all(course: Course, results: list[NotebookResult], finals: dict, deadlines) -> list[pathlib.Path]:
+    """`finals`: (student, assignment) -> (score, max score), the gradebook's (gradebook.class_scores);
+    `deadlines` (late_policy.Deadlines): the submission time each file states, the record's (of the attempt that
+    counts), never the roster's column, which a later door's attempt can leave behind."""
     for stale in paths(course):
         stale.unlink()
-    scores, people = class_scores(results, finals), roster.load(course)
+    scores = class_scores(results, finals)
+    people = {key: {**row, "submitted_at": deadlines.submitted_stamp(*key)} for key, row in deadlines.people.items()}
     return [path for name in lms.REGISTRY for path in write_lms(course, name, scores, people)]

@@ -10,7 +10,7 @@ import json
 import pathlib
 import re
 
-from posenc_autograder import csvsafe, settings
+from posenc_autograder import csvsafe
 from posenc_autograder.reports import dashboard, late_policy, lms_exports
 from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
@@ -50,17 +50,6 @@ def test_columns(results: list[NotebookResult]) -> list[str]:
     return columns
 
 
-def late_flag(deadlines: late_policy.Deadlines, person: dict, student: str, assignment: str) -> str:
-    """yes/no by the late policy's own computation when a deadline applies; else what the LMS said."""
-    late = deadlines.is_late(student, assignment)
-    return person.get("late", "") if late is None else "yes" if late else "no"
-
-
-def submitted_at(deadlines: late_policy.Deadlines, student: str, assignment: str) -> str:
-    when = deadlines.submitted(student, assignment)
-    return settings.stamp(when) if when else ""
-
-
 def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict, cell_scores: dict,
                      before_late: dict | None = None, lateness: dict | None = None,
                      deadlines: late_policy.Deadlines | None = None) -> pathlib.Path:
@@ -79,8 +68,8 @@ def write_grades_csv(course: Course, results: list[NotebookResult], finals: dict
         rows.append({"student": r.student, "name": person.get("name", ""), "lms_user_id": person.get("lms_user_id", ""),
                      "assignment": r.assignment, "score": score if r.graded else "", "max_score": max_score,
                      "status": "graded" if r.graded else "not graded",
-                     "submitted_at": submitted_at(deadlines, r.student, r.assignment),
-                     "late": late_flag(deadlines, person, r.student, r.assignment),
+                     "submitted_at": deadlines.submitted_stamp(r.student, r.assignment),
+                     "late": deadlines.late_stated(r.student, r.assignment),
                      "late_penalty_percent": late.percent if late else 0,
                      "score_before_late_penalty": before_late[r.student, r.assignment][0] if r.graded else "",
                      **{f"{r.assignment}:{t.cell_id}": cells.get(t.cell_id, (t.points, False))[0] for t in r.tests}})
@@ -152,10 +141,10 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: list[s
     lateness = deadlines.class_lateness(before_late)
     finals = late_policy.apply(before_late, lateness)
     write_grades_csv(course, results, finals, cell_scores, before_late, lateness, deadlines)
-    lms_exports.write_all(course, results, finals)
+    lms_exports.write_all(course, results, finals, deadlines)
     findings = late_policy.door_findings(course, deadlines)
     write_run_report(course, results, findings, deadlines.problems)
-    dashboard.write(course, results, refused, finals, lateness, files, findings)
+    dashboard.write(course, results, refused, finals, lateness, files, findings, deadlines)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:
