@@ -122,7 +122,8 @@ def test_every_file_states_the_time_of_the_attempt_that_counts_not_the_rosters(t
     from posenc_autograder.intake import attempts
 
     course = Course(make_course(tmp_path / "course"))
-    course.path(settings.SETTINGS_FILE).write_text('[course]\ntime_zone = "Europe/Berlin"\ncounted_attempt = "latest"\n')
+    course.path(settings.SETTINGS_FILE).write_text('[course]\ntime_zone = "Europe/Berlin"\n'
+                                                   'counted_attempt = "latest"\n')
     assert collect(course, make_zip(tmp_path / "moodle.zip", MOODLE), NB, out=io.StringIO()) == 0
     student = next(s for s, r in roster_rows(course).items() if r["name"] == "Jane Doe")
     lagging = roster.load(course)[student, NB]["submitted_at"]
