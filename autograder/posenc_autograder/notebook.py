@@ -8,7 +8,7 @@ probe cells that call probes.runner.run inside the sandbox.
 from __future__ import annotations
 
 from posenc_autograder.checks import REGISTRY, hidden_tests, stand_ins_in_process
-from posenc_autograder.checks.base import judge_all
+from posenc_autograder.checks.hidden import judge_all
 from posenc_autograder.probes import codec
 from posenc_autograder.probes.runner import record
 

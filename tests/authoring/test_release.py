@@ -8,7 +8,7 @@ import pytest
 from notebook_tools import ROOT
 from posenc_autograder.authoring import release
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
-from posenc_autograder.checks.base import registry
+from posenc_autograder.checks.hidden import registry
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.authoring.spec_bullets import all_spec_bullets

@@ -4,7 +4,7 @@ import pytest
 
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.checks.base import compare, mismatch
+from posenc_autograder.checks.comparison import compare, mismatch
 from posenc_autograder.notebook import graded_in_process, record_in_process, run_check
 from posenc_autograder.probes import codec
 from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
@@ -262,10 +262,10 @@ def test_the_readme_counts_the_whole_catalogue():
 
 
 def test_one_class_named_problem_where_judges_meet_it():
-    """checks.base's Problem is the results' Problem (a sentence with its cause); what the readers raise at a
+    """checks.comparison's Problem is the results' Problem (a sentence with its cause); what the readers raise at a
     judge is another class, Rejected."""
     from posenc_autograder import results
-    from posenc_autograder.checks import base
+    from posenc_autograder.checks import comparison as base
     assert base.Problem is results.Problem and not issubclass(base.Rejected, str)
     said = base.problems_of(lambda: base.as_array("text", "f(3)"))
     assert said == ["f(3) should be a numpy array of numbers, got str"]
@@ -293,7 +293,7 @@ def test_a_partial_test_s_judge_returns_its_cases_with_its_problems(cell_id):
     """Partial credit travels in what the judge returns (Findings: problems, cases, failures), not beside it."""
     import contextvars
 
-    from posenc_autograder.checks import base
+    from posenc_autograder.checks import hidden as base
     test = REGISTRY[cell_id]
     solution = implementation_source(solution_notebook(test.assignment))
     record = record_in_process(test.task_entry(), namespace_from(solution))

@@ -171,7 +171,7 @@ def _with_forged_dtype(value):
 def test_a_forged_dtype_buys_no_rounding_allowance():
     """float64 answers rounded through float32, their records claiming float32: they lose what their honest twin
     loses (the precision a judge allows is read from the array that crossed, never from the record)."""
-    from posenc_autograder.checks.base import judge_all
+    from posenc_autograder.checks.hidden import judge_all
     from posenc_autograder.notebook import hidden_tests, record_in_process
 
     guard.snapshot()

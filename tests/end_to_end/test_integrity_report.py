@@ -11,7 +11,7 @@ from notebook_tools import ROOT, namespace_from
 from posenc_autograder import cli
 from posenc_autograder.checks import variants
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.checks.base import SHOWN_INPUT_NUMBERS
+from posenc_autograder.checks.reproduction import SHOWN_INPUT_NUMBERS
 from posenc_autograder.integrity import report, text
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes import codec

@@ -50,7 +50,7 @@ def offset_stand_in(shift):
     return {"kind": "scaling.offset", "offset": shift}
 ''',
     "manifest.py": '''"""The scaling assignment's student functions."""
-from posenc_autograder.checks.base import call
+from posenc_autograder.checks.hidden import call
 from posenc_autograder.checks.manifest import ARRAY, StudentFunction
 from posenc_autograder.checks.scaling.stand_ins import offset_stand_in
 
@@ -61,7 +61,8 @@ FUNCTIONS = (StudentFunction("scaled_positions", ("positions", "factor"), ARRAY,
                              stand_ins=lambda: {"scaled_positions": offset_stand_in(0.5)}))
 ''',
     "parts.py": '''"""Hidden tests of the scaling assignment."""
-from posenc_autograder.checks.base import HiddenTest, call, call_label, calling, compare, each_case
+from posenc_autograder.checks.comparison import call_label, compare
+from posenc_autograder.checks.hidden import HiddenTest, call, calling, each_case
 from posenc_autograder.checks.scaling import reference as ref, stand_ins
 from posenc_autograder.probes.helpers import call_each
 

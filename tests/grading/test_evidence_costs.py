@@ -6,7 +6,8 @@ import nbformat
 import pytest
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
-from posenc_autograder.checks import REGISTRY, base, variants
+from posenc_autograder.checks import REGISTRY, variants
+from posenc_autograder.checks import hidden as base
 from posenc_autograder.course import Course
 from posenc_autograder.grading import pipeline, shared_probes
 from posenc_autograder.grading.execute import execute_task

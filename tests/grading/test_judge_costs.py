@@ -14,7 +14,7 @@ import pytest
 
 from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, hidden_tests, variants
-from posenc_autograder.checks.base import HiddenTest, remembered
+from posenc_autograder.checks.hidden import HiddenTest, remembered
 from posenc_autograder.checks.positional_encoding import reference, sinusoidal
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline

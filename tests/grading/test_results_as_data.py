@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from notebook_tools import ROOT
-from posenc_autograder.checks.base import difference_pattern
+from posenc_autograder.checks.comparison import difference_pattern
 from posenc_autograder.course import grade_id
 from posenc_autograder.grading import execute, pipeline
 from posenc_autograder.portal.pages import visible_result
@@ -82,7 +82,7 @@ def test_a_few_wrong_rows_are_named_before_a_column_pattern():
 
 
 def test_a_pattern_is_not_called_a_cause_and_no_match_is_said_plainly():
-    from posenc_autograder.checks.base import LIKELY_CAUSE, NO_KNOWN_MISTAKE, compare, said_unexplained
+    from posenc_autograder.checks.comparison import LIKELY_CAUSE, NO_KNOWN_MISTAKE, compare, said_unexplained
     expected = np.random.default_rng(6).normal(size=(6, 8))
     patterned = compare({"value": -expected}, expected, "f()", 1e-9)
     assert LIKELY_CAUSE not in patterned and "No known mistake matches; the difference: every entry" in patterned
@@ -184,7 +184,7 @@ def test_what_a_students_code_raises_is_summarised_in_the_sentence_and_kept_whol
 
 def test_a_pattern_never_takes_a_sentence_past_its_numbers():
     """Rows named one by one are counted instead when the sentence would hold more than 16 numbers."""
-    from posenc_autograder.checks.base import with_pattern
+    from posenc_autograder.checks.comparison import with_pattern
     from posenc_autograder.results import NUMBER, PROSE_NUMBERS
     problem = ("layer_rotation_angles(16, 6, 3, 10000, 100000, 4, 512, 200) is wrong at [2, 1]: expected 11.8, got "
                "15.7 (14 of 48 entries off by more than 2e-08)")

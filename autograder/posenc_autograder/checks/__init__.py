@@ -2,10 +2,10 @@
 
 A subpackage per assignment (checks/<assignment>/): its manifest, a module per part, its reference (a leaf the
 book imports too), diagnoses, catalogue, mutation battery and stand-ins (stand_ins.py, numpy only: shipped into the
-sandbox beside the probes, see stand_in_sources); the shared machinery (base, contracts, diagnosis,
-variants, catalogue) sits beside them. Adding a
-module (or a HiddenTest to one) is all it takes, then `make release` writes the notebooks' hidden cells, the
-test plan and the README's totals.
+sandbox beside the probes, see stand_in_sources); the shared machinery sits beside them: the hidden test and its
+registry (hidden), comparing answers (comparison), reproducing a failing case (reproduction), contracts,
+diagnosis, variants and catalogue. Adding a module (or a HiddenTest to one) is all it takes, then `make release`
+writes the notebooks' hidden cells, the test plan and the README's totals.
 
 The assignments are discovered on first use (REGISTRY, ASSIGNMENT_PACKAGES, PART_MODULES), not on import:
 importing an assignment's reference module loads no hidden test.
@@ -27,7 +27,7 @@ STAND_INS = "stand_ins"                  # the module of an assignment's own sta
 
 @functools.cache
 def _discovered() -> dict:
-    from .base import registry
+    from .hidden import registry
     packages = [importlib.import_module(f"{__name__}.{info.name}")
                 for info in pkgutil.iter_modules(__path__) if info.ispkg]
     parts = [importlib.import_module(f"{package.__name__}.{info.name}")
@@ -40,7 +40,7 @@ def __getattr__(name: str):
     if name in DISCOVERED:
         return _discovered()[name]
     if name == "HiddenTest":
-        from .base import HiddenTest
+        from .hidden import HiddenTest
         return HiddenTest
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

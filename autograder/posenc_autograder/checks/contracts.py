@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, each_case, raised_problem, reading,
-                                          reproduction, step)
+from posenc_autograder.checks.comparison import ProblemText, Rejected, raised_problem
+from posenc_autograder.checks.hidden import HiddenTest, each_case
+from posenc_autograder.checks.reproduction import reading, reproduction, step
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
 from posenc_autograder.probes.calls import contract_each
 
@@ -117,7 +118,7 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
 
 def contracts_judge(promised: dict, argument_names: dict):
     """The judge of an assignment's contracts test: one case per function of `promised` (name -> promised
-    return), judged on its call in inputs["calls"]; `verdicts` (name -> base.Verdict) from judge_all."""
+    return), judged on its call in inputs["calls"]; `verdicts` (name -> hidden.Verdict) from judge_all."""
     def judge(inputs, obs, verdicts=None):
         calls = inputs["calls"]
         verdicts = verdicts or {}

@@ -61,8 +61,8 @@ def frequency_mistakes(d: int, base: float) -> dict[str, np.ndarray]:
 
 
 class Ambiguous(str):
-    """An explanation naming several mistakes that fit the answer alike: no definite diagnosis (base.with_cause marks
-    its problem as a pattern, so a definite diagnosis of the same failure elsewhere is the one that counts)."""
+    """An explanation naming several mistakes that fit the answer alike: no definite diagnosis (comparison.with_cause
+    marks its problem as a pattern, so a definite diagnosis of the same failure elsewhere is the one that counts)."""
 
 
 def either(explanations: list[str]) -> str | None:

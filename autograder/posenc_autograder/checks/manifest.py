@@ -8,7 +8,7 @@ import dataclasses
 import importlib
 from typing import Callable
 
-from posenc_autograder.checks.base import call
+from posenc_autograder.checks.hidden import call
 from posenc_autograder.probes.helpers import lookup_key
 
 ARRAY, FLOAT, BOOL = "float64 array", "float", "bool"

@@ -23,7 +23,7 @@ import nbformat
 
 from posenc_autograder.records import gradebook
 from posenc_autograder.checks import hidden_tests, stand_ins_in_process
-from posenc_autograder.checks.base import function_verdicts
+from posenc_autograder.checks.hidden import function_verdicts
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
 from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs

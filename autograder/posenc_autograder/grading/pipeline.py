@@ -21,7 +21,7 @@ from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
 from posenc_autograder.grading.assemble import assemble
 from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources
-from posenc_autograder.checks.base import judge_all
+from posenc_autograder.checks.hidden import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label

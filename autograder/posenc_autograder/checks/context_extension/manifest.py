@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks.context_extension import reference as ref
-from posenc_autograder.checks.base import call, normal
+from posenc_autograder.checks.hidden import call, normal
 from posenc_autograder.checks.manifest import ARRAY, FLOAT, StudentFunction
 
 

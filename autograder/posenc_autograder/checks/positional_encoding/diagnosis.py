@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks.diagnosis import diagnose_float32, either, frequency_mistakes, matches
-from posenc_autograder.checks.base import References
+from posenc_autograder.checks.hidden import References
 from posenc_autograder.checks.positional_encoding import reference
 
 ref = References(reference)        # sizes and settings asked for again: computed once, read-only

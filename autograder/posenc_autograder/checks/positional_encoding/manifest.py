@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from posenc_autograder.checks.positional_encoding import reference as ref
-from posenc_autograder.checks.base import call, normal
+from posenc_autograder.checks.hidden import call, normal
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction, method_call
 from posenc_autograder.checks.positional_encoding.stand_ins import projection_stand_in, table_stand_in
 

@@ -10,10 +10,12 @@ from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_t
 from posenc_autograder.checks.positional_encoding.stand_ins import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.base import (HiddenTest, ProblemText, Rejected, against_any, call, call_label,
-                                          call_of, calling, compare, each_call, each_case, expect_error, judging_all,
-                                          mismatch, normal, observed_array, problems_of, raised_problem, reproduced,
-                                          References, reproducing, reproduction, step, with_cause)
+from posenc_autograder.checks.comparison import (ProblemText, Rejected, against_any, call_label, compare,
+                                                 expect_error, mismatch, observed_array, problems_of, raised_problem,
+                                                 with_cause)
+from posenc_autograder.checks.hidden import (HiddenTest, References, call, calling, each_call, each_case,
+                                                   judging_all, normal)
+from posenc_autograder.checks.reproduction import call_of, reproduced, reproducing, reproduction, step
 
 ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 

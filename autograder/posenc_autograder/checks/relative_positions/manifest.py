@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.base import call, normal
+from posenc_autograder.checks.hidden import call, normal
 from posenc_autograder.checks.manifest import ARRAY, INT, INT_ARRAY, StudentFunction
 from posenc_autograder.checks.relative_positions.stand_ins import bucket_stand_in, index_stand_in, shift_stand_in
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from posenc_autograder.checks import variants
-from posenc_autograder.checks.base import HiddenTest, References, call, calling, normal
+from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, normal
 from posenc_autograder.checks.relative_positions import reference
 from posenc_autograder.checks.relative_positions.common import ASSIGNMENT, values_judge
 from posenc_autograder.checks.relative_positions.stand_ins import bucket, bucket_stand_in

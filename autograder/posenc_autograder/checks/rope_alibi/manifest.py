@@ -2,7 +2,7 @@
 (see checks/manifest.py)."""
 from __future__ import annotations
 
-from posenc_autograder.checks.base import call, normal
+from posenc_autograder.checks.hidden import call, normal
 from posenc_autograder.checks.manifest import ARRAY, StudentFunction, lookup_stand_in
 from posenc_autograder.checks.rope_alibi.stand_ins import shift_stand_in
 

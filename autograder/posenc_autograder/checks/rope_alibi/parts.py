@@ -11,8 +11,8 @@ import numpy as np
 
 from posenc_autograder.checks.rope_alibi import reference
 from posenc_autograder.checks import variants
-from posenc_autograder.checks.base import (HiddenTest, against_any, call, calling, compare, each_call, expect_error,
-                                          extended, judging_all, normal, References)
+from posenc_autograder.checks.comparison import against_any, compare, expect_error, extended
+from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, each_call, judging_all, normal
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.checks.diagnosis import diagnose_float32_relative, frequency_mistakes, known_mistakes, matches
 from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in
