@@ -27,7 +27,7 @@ from posenc_autograder.intake.lms import blackboard, canvas, moodle, plain
 from posenc_autograder.intake.submissions import read_notebook
 from posenc_autograder.portal import uploads
 from posenc_autograder.probes import codec, magics
-from posenc_autograder.sandbox.bubblewrap import sanitise_outputs
+from posenc_autograder.sandbox.channel_reader import sanitise_outputs
 
 SMALL, LARGE = 64 * 2**10, 2**20
 MAX_RATIO = 6.0                  # bytes per second at SMALL over at LARGE: 1 when linear, 16 when quadratic

@@ -8,7 +8,8 @@ import pytest
 
 from posenc_autograder.grading.execute import decode_record
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
+from posenc_autograder.sandbox.channel_reader import ChannelReader
+from posenc_autograder.settings import Limits
 
 
 def raw_frame(skeleton: bytes, arrays: bytes = b"") -> bytes:

@@ -21,7 +21,7 @@ from posenc_autograder.grading import pipeline
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox import warm
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine
 VICTIMS = {"victim_full": FULL, "victim_zero": 0}

@@ -14,7 +14,7 @@ from posenc_autograder.checks.catalogue import catalogues
 from posenc_autograder.course import Course, grade_id
 from posenc_autograder.devtools.bench import bonus_assignments
 from posenc_autograder.orchestration.grade import grade_all
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 BONUS = tuple(bonus_assignments(Course(ROOT)))
 

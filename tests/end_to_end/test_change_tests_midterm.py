@@ -20,7 +20,7 @@ from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.portal import models
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NoteKind
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)

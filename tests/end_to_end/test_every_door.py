@@ -35,7 +35,7 @@ from posenc_autograder.intake import roster
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.portal.service import Portal
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 ZONE = zoneinfo.ZoneInfo("Europe/Berlin")
 DEADLINE = dt.datetime(2026, 11, 20, 18, 0, tzinfo=ZONE)

@@ -18,7 +18,7 @@ from posenc_autograder.course import COURSE_ID, Course
 from posenc_autograder.intake import attempts, exchange, roster
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.reports import feedback
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 pytestmark = pytest.mark.slow
 NB = "positional_encoding"

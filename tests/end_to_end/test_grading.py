@@ -15,7 +15,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.grading.regrade import keep_higher_scores
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.results import NotebookResult, GradedTest
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
 

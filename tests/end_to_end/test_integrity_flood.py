@@ -15,7 +15,7 @@ from posenc_autograder.grading.shared_probes import SHARED_CELL
 from posenc_autograder.integrity.report import REPORT_NAME
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import evidence as store
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=30, notebook_seconds=90)
 OWN_CODE = '''

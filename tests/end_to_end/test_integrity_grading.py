@@ -10,7 +10,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import evidence as store
 from posenc_autograder.integrity.report import REPORT_NAME
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=15, notebook_seconds=60)
 STUDENTS = ("ann", "ben", "cy")

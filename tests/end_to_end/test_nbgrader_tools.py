@@ -24,7 +24,7 @@ from posenc_autograder.records import gradebook, nbgrader_files
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import EXCHANGE_DIRECTORY, NBGRADER_EXPORT, Course, run_nbgrader
 from posenc_autograder.orchestration.grade import grade_all
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 NB = "positional_encoding"
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)

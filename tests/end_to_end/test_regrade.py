@@ -15,7 +15,7 @@ from posenc_autograder.authoring import release_history
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.grading.pipeline import prepare
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 from posenc_autograder.intake.submissions import discover
 
 NB = "positional_encoding"

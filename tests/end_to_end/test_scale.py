@@ -7,7 +7,7 @@ from fixture_submissions import build, make_course
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=5, notebook_seconds=30)
 SUBSET = ["correct", "untouched", "os_exit_in_function", "infinite_loop", "missing", "merge_conflict"]

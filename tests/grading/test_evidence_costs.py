@@ -13,7 +13,7 @@ from posenc_autograder.grading import pipeline, shared_probes
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.intake.submissions import discover
 from posenc_autograder.records import evidence
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=20, notebook_seconds=60)
 

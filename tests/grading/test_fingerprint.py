@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from posenc_autograder.grading import regrade
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 
 class Course:

@@ -13,7 +13,7 @@ from posenc_autograder.course import Course
 from posenc_autograder.orchestration import grade
 from posenc_autograder.intake import roster
 from posenc_autograder.records import gradebook
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 import nbformat
 

@@ -20,7 +20,8 @@ from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.intake.submissions import discover
-from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
+from posenc_autograder.sandbox.channel_reader import ChannelReader
+from posenc_autograder.settings import Limits
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes.helpers import call_each
 from test_trusted_costs import NoTransformer

@@ -11,7 +11,7 @@ from fixture_submissions import course_with_solvers
 from posenc_autograder.grading import pipeline
 from posenc_autograder.intake import submissions
 from posenc_autograder.orchestration import class_files, grade
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 STUDENTS = ("ann", "ben", "cat")
 

@@ -13,7 +13,7 @@ from posenc_autograder.intake.collect import collect
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.orchestration import grade
 from posenc_autograder.portal.routes import create_app
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 OWN = """
 [sandbox]

@@ -25,7 +25,9 @@ from posenc_autograder.portal.routes import create_app
 from posenc_autograder.probes import codec
 from posenc_autograder.records import evidence
 from posenc_autograder.results import NotebookResult, NoteKind
-from posenc_autograder.sandbox import bubblewrap as sandbox
+from posenc_autograder.sandbox import supervisor
+from posenc_autograder.sandbox.channel_reader import ChannelReader
+from posenc_autograder.settings import Limits
 from posenc_autograder.settings import Caps
 from test_access import attempts_in
 
@@ -193,8 +195,8 @@ FORGED_FRAMES = [{"result": ["a list"], "record": {"missing": "x"}}, {"result": 
 
 
 def test_forged_frames_are_no_answer_never_the_supervisors_error():
-    reader = sandbox.ChannelReader(sandbox.Limits())
-    run = sandbox.Attempt(None, b"", [0], [], sandbox.Limits(), reader, {}, {})
+    reader = ChannelReader(Limits())
+    run = supervisor.Attempt(None, b"", [0], [], Limits(), reader, {}, {})
     for frame in reader.feed(b"".join(codec.frame(f) for f in FORGED_FRAMES)):
         run.accept(frame, {"hidden_pe_values"})
     assert run.results == {} and run.outputs == {0: {"outputs": [], "truncated": False}}

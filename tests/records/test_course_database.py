@@ -20,7 +20,7 @@ from posenc_autograder.portal import links
 from posenc_autograder.portal.models import Attempt, Extension, Policy
 from posenc_autograder.portal.service import database
 from posenc_autograder.records import gradebook
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 NB = NOTEBOOK
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)

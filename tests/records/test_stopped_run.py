@@ -9,7 +9,7 @@ from fixture_submissions import ASSIGNMENT, course_with_solvers
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.reports import feedback
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 STUDENTS = ("ann", "ben", "cat")
 LIMITS = Limits(cell_seconds=20, notebook_seconds=60)

@@ -16,7 +16,7 @@ from posenc_autograder.grading import pipeline
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import nbgrader_files, results_store
 from posenc_autograder.reports import dashboard
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=20, notebook_seconds=60)
 

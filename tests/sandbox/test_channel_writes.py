@@ -8,7 +8,8 @@ import numpy as np
 
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import channel, codec
-from posenc_autograder.sandbox import bubblewrap
+from posenc_autograder.sandbox import supervisor
+from posenc_autograder.settings import Limits
 
 
 def _sent(monkeypatch, messages) -> bytes:
@@ -58,7 +59,7 @@ def test_an_array_met_twice_is_framed_once_and_equal_arrays_are_not_merged():
 
 def test_a_jobs_channel_holds_a_mebibyte():
     cell = "import fcntl, os\nprint(fcntl.fcntl(int(os.environ['POSENC_CHANNEL_FD']), fcntl.F_GETPIPE_SZ))"
-    outcome = bubblewrap.run_job([{"cell_type": "code", "source": cell}], codec.frame({}), [], probe_files(),
-                                 bubblewrap.Limits())
+    outcome = supervisor.run_job([{"cell_type": "code", "source": cell}], codec.frame({}), [], probe_files(),
+                                 Limits())
     assert outcome.finished, outcome
-    assert outcome.outputs[0]["outputs"][0]["text"] == f"{bubblewrap.CHANNEL_READ_BYTES}\n" == "1048576\n"
+    assert outcome.outputs[0]["outputs"][0]["text"] == f"{supervisor.CHANNEL_READ_BYTES}\n" == "1048576\n"

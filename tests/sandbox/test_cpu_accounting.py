@@ -7,7 +7,8 @@ import pytest
 
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import bubblewrap as sandbox
+from posenc_autograder.sandbox import cgroups, supervisor
+from posenc_autograder.settings import Limits
 from posenc_autograder.sandbox import warm
 
 BURN = "import time\nwhile time.process_time() < 0.4:\n    pass\nprint('burned', time.process_time())\n"
@@ -15,11 +16,11 @@ BURN = "import time\nwhile time.process_time() < 0.4:\n    pass\nprint('burned',
 
 @pytest.mark.parametrize("isolate", [True, False], ids=["sandboxed", "plain"])
 def test_a_jobs_cpu_is_counted_whole(isolate):
-    if isolate and not sandbox.process_limit_enforced() and warm.zygote_for(probe_files()) is None:
+    if isolate and not cgroups.process_limit_enforced() and warm.zygote_for(probe_files()) is None:
         pytest.skip("no writable cgroup here and no warm sandbox: bubblewrap does not wait for the sandbox, so its "
                     "CPU is not counted")
-    outcome = sandbox.run_job([{"cell_type": "code", "source": BURN}], codec.frame({}), [], probe_files(),
-                              sandbox.Limits(), isolate=isolate)
+    outcome = supervisor.run_job([{"cell_type": "code", "source": BURN}], codec.frame({}), [], probe_files(),
+                                 Limits(), isolate=isolate)
     assert outcome.finished, outcome.log_tail
     burned = float(re.search(r"burned ([\d.]+)", outcome.outputs[0]["outputs"][0]["text"]).group(1))
     assert outcome.cpu_seconds >= burned >= 0.4

@@ -6,7 +6,8 @@ import pathlib
 
 from posenc_autograder.probes import codec
 from posenc_autograder.grading.pipeline import probe_files
-from posenc_autograder.sandbox import bubblewrap
+from posenc_autograder.sandbox import supervisor
+from posenc_autograder.settings import Limits
 
 FLOOD_BYTES = 256 << 20
 FLOOD = f'''
@@ -27,8 +28,8 @@ def _bytes_read_by_this_process() -> int:
 def _flooded(isolate: bool):
     cells = [{"cell_type": "code", "source": FLOOD}]
     before = _bytes_read_by_this_process()
-    outcome = bubblewrap.run_job(cells, codec.frame({}), [], probe_files(),
-                                 bubblewrap.Limits(cell_seconds=60, notebook_seconds=90), isolate=isolate)
+    outcome = supervisor.run_job(cells, codec.frame({}), [], probe_files(),
+                                 Limits(cell_seconds=60, notebook_seconds=90), isolate=isolate)
     return outcome, _bytes_read_by_this_process() - before
 
 

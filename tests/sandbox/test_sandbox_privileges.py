@@ -59,11 +59,12 @@ def run_probe(python: str = sys.executable, user: str | None = None,
         import os, subprocess, sys
         sys.path[:0] = {paths!r}
         from posenc_autograder.sandbox import bubblewrap as sandbox
+        from posenc_autograder.settings import Limits
         from posenc_autograder.sandbox.seccomp import filter_program
         r, w = os.pipe()
         os.write(w, filter_program())
         os.close(w)
-        command = sandbox.sandbox_command(sandbox.Limits(), r, 1, inner=["/bin/sh", "-c", {PROBE!r}])
+        command = sandbox.sandbox_command(Limits(), r, 1, inner=["/bin/sh", "-c", {PROBE!r}])
         done = subprocess.run(command, pass_fds=(r,), capture_output=True, text=True, timeout=60)
         print(done.stdout, done.stderr, file=sys.stdout)
     """)

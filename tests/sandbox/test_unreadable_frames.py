@@ -8,14 +8,15 @@ import pytest
 
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import bubblewrap
-from posenc_autograder.sandbox.bubblewrap import ChannelReader, Limits
+from posenc_autograder.sandbox import supervisor
+from posenc_autograder.sandbox.channel_reader import ChannelReader
+from posenc_autograder.settings import Limits
 
 WRITE = "import os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"
 
 
 def run(*cells: str):
-    return bubblewrap.run_job([{"cell_type": "code", "source": c} for c in cells], codec.frame({}), [], probe_files(),
+    return supervisor.run_job([{"cell_type": "code", "source": c} for c in cells], codec.frame({}), [], probe_files(),
                               Limits(cell_seconds=10, notebook_seconds=60))
 
 
@@ -68,9 +69,9 @@ def test_each_attempt_reads_its_channel_from_its_first_byte():
 def test_decoding_a_jobs_channel_stops_at_its_cpu_budget():
     """The grader's own time reading one job is bounded as its bytes are: past it the job is stopped (a flood)."""
     limits = Limits(channel_cpu_seconds=0)
-    attempt = bubblewrap.Attempt(None, b"", [0], [], limits, ChannelReader(limits), {}, {})
+    attempt = supervisor.Attempt(None, b"", [0], [], limits, ChannelReader(limits), {}, {})
     frame = codec.frame({"output": 0, "outputs": [], "padding": list(range(200_000))})
     assert attempt._read(frame, set()) == "flood"
     generous = Limits()
-    attempt = bubblewrap.Attempt(None, b"", [0], [], generous, ChannelReader(generous), {}, {})
+    attempt = supervisor.Attempt(None, b"", [0], [], generous, ChannelReader(generous), {}, {})
     assert attempt._read(frame, set()) is None

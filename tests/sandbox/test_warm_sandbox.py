@@ -22,18 +22,20 @@ from ordinary_user import readable_interpreter
 from test_sandbox_privileges import PROBE, _site_packages, assert_unprivileged, ordinary_user  # noqa: F401
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import bubblewrap, warm
+from posenc_autograder.sandbox import supervisor, warm
+from posenc_autograder.settings import Limits
 
 JOBS = r'''
 import os, sys, time
 sys.path[:0] = PATHS
-from posenc_autograder.sandbox import bubblewrap, warm
+from posenc_autograder.sandbox import warm
+from posenc_autograder.settings import Limits
 ZYGOTE = warm.Zygote({})
 
 def start(script):
     """A job forked from the zygote, running a shell script in its sandbox."""
     read, write = os.pipe()
-    job = ZYGOTE.spawn(bubblewrap.Limits(), write, [], inner=["/bin/sh", "-c", script])
+    job = ZYGOTE.spawn(Limits(), write, [], inner=["/bin/sh", "-c", script])
     os.close(write)
     os.close(read)
     return job
@@ -152,12 +154,12 @@ def test_the_zygote_must_be_single_threaded():
 
 # --- through run_job, the grading path ----------------------------------------------------------------------
 
-LIMITS = bubblewrap.Limits(cell_seconds=30, notebook_seconds=90)
+LIMITS = Limits(cell_seconds=30, notebook_seconds=90)
 
 
-def _run(*sources: str) -> bubblewrap.RunOutcome:
+def _run(*sources: str) -> supervisor.RunOutcome:
     cells = [{"cell_type": "code", "source": source} for source in sources]
-    return bubblewrap.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
+    return supervisor.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
 
 
 def _stdout(outcome, cell: int) -> str:

@@ -14,14 +14,15 @@ import textwrap
 
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import bubblewrap, warm
+from posenc_autograder.sandbox import bubblewrap, supervisor, warm
+from posenc_autograder.settings import Limits
 
-LIMITS = bubblewrap.Limits(cell_seconds=30, notebook_seconds=90)
+LIMITS = Limits(cell_seconds=30, notebook_seconds=90)
 
 
-def _run(*sources: str) -> bubblewrap.RunOutcome:
+def _run(*sources: str) -> supervisor.RunOutcome:
     cells = [{"cell_type": "code", "source": source} for source in sources]
-    outcome = bubblewrap.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
+    outcome = supervisor.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
     assert outcome.finished and outcome.events == [], (outcome.events, outcome.outputs, outcome.log_tail)
     return outcome
 

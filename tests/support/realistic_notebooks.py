@@ -21,7 +21,7 @@ from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.results import NUMBER, NoteKind, NotebookResult    # NUMBER: a number in prose
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=40)
 

@@ -31,7 +31,8 @@ from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox import warm
-from posenc_autograder.sandbox.bubblewrap import Limits, run_job
+from posenc_autograder.sandbox.supervisor import run_job
+from posenc_autograder.settings import Limits
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 

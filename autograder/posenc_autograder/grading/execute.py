@@ -22,7 +22,8 @@ from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading.shared_probes import SHARED_CELL
 from posenc_autograder.probes import codec
 from posenc_autograder.results import quote
-from posenc_autograder.sandbox.bubblewrap import Limits, RunOutcome, run_job
+from posenc_autograder.sandbox.supervisor import RunOutcome, run_job
+from posenc_autograder.settings import Limits
 
 MESSAGE_CHARACTERS = 200
 VISIBLE_MESSAGE_CHARACTERS = 3000       # a self-check's failures, shown folded; the rest are in the notebook
@@ -157,7 +158,7 @@ def decode_record(record, grader_text: str = "", holding: Holding | None = None,
     try:
         size = sanitise_errors(record, grader_text, room)
     except OverHolding:
-        holding.by_cell[cell] = 0                  # the record before it is dropped too (bubblewrap.Attempt.accept)
+        holding.by_cell[cell] = 0                  # the record before it is dropped too (supervisor.Attempt.accept)
         limit = holding.limit / 2**20
         return {"missing": f"your notebook sent the grader more answers for this test than it keeps (at most "
                            f"{limit:.0f} MiB for the whole notebook): return what the test asks for, nothing more",

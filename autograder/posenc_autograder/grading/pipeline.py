@@ -26,7 +26,9 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrad
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.grading import shared_probes
-from posenc_autograder.sandbox.bubblewrap import MAX_REPLAYS, PROBE_PACKAGE, Limits
+from posenc_autograder.sandbox.layout import PROBE_PACKAGE
+from posenc_autograder.sandbox.supervisor import MAX_REPLAYS
+from posenc_autograder.settings import Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem, ProblemKind, quote
 

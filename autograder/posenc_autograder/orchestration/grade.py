@@ -25,7 +25,9 @@ from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
 from posenc_autograder import settings
 from posenc_autograder.sandbox import warm
-from posenc_autograder.sandbox.bubblewrap import Limits, SandboxUnavailable, check_sandbox, process_limit_enforced
+from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
+from posenc_autograder.sandbox.cgroups import process_limit_enforced
+from posenc_autograder.settings import Limits
 from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, discover, sha256
 

@@ -33,7 +33,7 @@ from posenc_autograder.portal.models import Attempt, Policy, Status, Student, ut
 from posenc_autograder.records import evidence, gradebook
 from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder import settings
-from posenc_autograder.sandbox.bubblewrap import Limits
+from posenc_autograder.settings import Limits
 
 IDLE_POLL_SECONDS = 1.0               # a worker also wakes at once when an upload is queued in this process
 SUPERVISE_SECONDS = 1.0               # how often dead grading threads are noticed and replaced

@@ -45,7 +45,7 @@ class ZygoteLost(RuntimeError):
 
 
 def root_layout() -> dict:
-    """The sandbox root as bubblewrap builds it (one source: bubblewrap's own lists), as data for the zygote.
+    """The sandbox root as bubblewrap builds it (from layout.py's lists, as bubblewrap.py), as data for the zygote.
     Binds are [source, target] with the source's links resolved here, as bubblewrap resolves them on the host."""
     targets, symlinks = ["/usr"], []
     for name in layout.ROOT_LINKS:
