@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import itertools
 import re
+from typing import Any
 
 
 class NoteKind(str, enum.Enum):
@@ -134,31 +135,34 @@ class Problem:
     """What a failed test says to the student, as data: the sentence, the diagnosed cause when one was recognised
     (what "Fix this first" and the dashboard group by), its kind, the failing call and what came back at the
     worst entry (`details`: function, args, where, expected, got, tolerance, dtype; pages render them), the
-    student's own drawn inputs (shown only when the policy allows), the failing call (`call`: function, scalar
-    arguments as they are, each array argument by its place in `inputs` with its shape and dtype; the page writes
-    it as a line that reproduces the case), the exception's name for a raise, what the student's code raised or
-    printed in full when the sentence summarises it (`quoted`; the page folds it), and whether the cause is a
-    described pattern of the difference rather than a diagnosed mistake (`pattern`: a diagnosis of the same failure
-    elsewhere is the one the dashboard and the contracts test name)."""
+    student's own drawn inputs (shown only when the policy allows), the lines that reproduce the failing case
+    (`call`, a Reproduction: each array argument by its place in `inputs`, with its shape and dtype), the
+    exception's name for a raise, what the student's code raised or printed in full when the sentence summarises it
+    (`quoted`; the page folds it), and whether the cause is a described pattern of the difference rather than a
+    diagnosed mistake (`pattern`: a diagnosis of the same failure elsewhere is the one the dashboard and the
+    contracts test name)."""
     text: str
     cause: str | None = None
     kind: ProblemKind = ProblemKind.VALUE
     details: dict | None = None
     inputs: list | None = None       # the failing case's input arrays (nested lists), the student's own variant
     error: str | None = None
-    call: dict | None = None
+    call: Reproduction | None = None
     quoted: str | None = None
     pattern: bool | None = None      # True: the cause describes the difference's shape, no known mistake matched
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "kind", ProblemKind(self.kind))
+        if isinstance(self.call, dict):              # as stored
+            object.__setattr__(self, "call", Reproduction.from_json(self.call))
 
     def __str__(self) -> str:
         return self.text
 
     def to_json(self) -> dict:
-        return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in dataclasses.asdict(self).items()
-                if v is not None}
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        return {k: (v.value if isinstance(v, enum.Enum) else v.to_json() if isinstance(v, Reproduction) else v)
+                for k, v in fields.items() if v is not None}
 
     @classmethod
     def from_json(cls, data) -> "Problem":
@@ -240,3 +244,132 @@ class NotebookResult:
     def from_json(cls, data: dict) -> "NotebookResult":
         return cls(**{**data, "tests": [GradedTest.from_json(t) for t in data["tests"]],
                       "notes": [Note.from_json(n) for n in data["notes"]]})
+
+
+# --- a failing case as lines of code: what the page writes out so that the student can reproduce it ---------------
+
+@dataclasses.dataclass(frozen=True)
+class Seeded:
+    """A generator argument, written `np.random.default_rng(seed)`."""
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Zeros:
+    """An all-zero array argument, written `np.zeros(shape)` (with its dtype when it is not float64)."""
+    shape: tuple[int, ...]
+    dtype: str = "float64"
+
+
+@dataclasses.dataclass(frozen=True)
+class Unshown:
+    """An argument that is no array nor number (the grader's encoder, say): a name the lines need, which the page
+    describes in words (`what`), since no line can build it."""
+    name: str
+    what: str
+
+
+@dataclasses.dataclass(frozen=True)
+class InputArray:
+    """An array argument by its place among the problem's `inputs`: written in full when the student may see it (their
+    own variant, small enough), else named `input<place + 1>` with its shape and dtype, never its values."""
+    place: int
+    shape: tuple[int, ...]
+    dtype: str
+
+
+Scalar = bool | int | float | str | None
+Argument = Scalar | Seeded | Zeros | Unshown | InputArray
+SCALARS = (bool, int, float, str, type(None))
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """A line that reads a value (say, `layer.grad_embedding`): the value judged."""
+    target: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A line `target = value` (say, `layer.embedding = <the table the probe set>`)."""
+    target: str
+    value: Argument
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """A line `assign = function(*args, **kwargs)` (function may be a method: `layer.forward`; no `assign =`: None)."""
+    function: str
+    args: tuple[Argument, ...] = ()
+    kwargs: dict[str, Argument] = dataclasses.field(default_factory=dict)
+    assign: str | None = None
+
+
+Line = Step | Setting | Reading
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    """A failing case as the lines of code that reproduce it (a call; or an instance built, stepped and read), and the
+    student functions the grader replaced with stand-ins while the case ran (the page says the lines run the
+    student's own). Built by checks.reproduction, written out by the feedback page (reports.templating.snippet)."""
+    lines: tuple[Line, ...]
+    stand_ins: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"lines": [_line_json(line) for line in self.lines],
+                **({"stand_ins": list(self.stand_ins)} if self.stand_ins else {})}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Reproduction:
+        """A stored reproduction; a stored single call ({"function", "args", "kwargs"}, results stored before
+        reproductions were lines) is its one line."""
+        lines = data["lines"] if "lines" in data else [{"call": data["function"], "args": data["args"],
+                                                         "kwargs": data["kwargs"]}]
+        return cls(tuple(_line_from_json(line) for line in lines), tuple(str(s) for s in data.get("stand_ins", ())))
+
+
+def _argument_json(value: Argument) -> object:
+    if isinstance(value, Seeded):
+        return {"default_rng": value.seed}
+    if isinstance(value, Zeros):
+        return {"zeros": list(value.shape), **({"dtype": value.dtype} if value.dtype != "float64" else {})}
+    if isinstance(value, Unshown):
+        return {"object": value.name, "what": value.what}
+    if isinstance(value, InputArray):
+        return {"input": value.place, "shape": list(value.shape), "dtype": value.dtype}
+    return value
+
+
+def _argument_from_json(data: object) -> Argument:
+    if isinstance(data, SCALARS):
+        return data
+    if not isinstance(data, dict):
+        raise ValueError(f"not an argument of a reproduction: {type(data).__name__}")
+    if "default_rng" in data:
+        return Seeded(int(data["default_rng"]))
+    if "zeros" in data:
+        return Zeros(tuple(int(n) for n in data["zeros"]), str(data.get("dtype", "float64")))
+    if "object" in data:
+        return Unshown(str(data["object"]), str(data["what"]))
+    return InputArray(int(data["input"]), tuple(int(n) for n in data["shape"]), str(data["dtype"]))
+
+
+def _line_json(line: Line) -> dict[str, object]:
+    if isinstance(line, Setting):
+        return {"set": line.target, "value": _argument_json(line.value)}
+    if isinstance(line, Reading):
+        return {"get": line.target}
+    return {"call": line.function, "args": [_argument_json(a) for a in line.args],
+            "kwargs": {k: _argument_json(v) for k, v in line.kwargs.items()},
+            **({"assign": line.assign} if line.assign else {})}
+
+
+def _line_from_json(data: dict[str, Any]) -> Line:
+    if "set" in data:
+        return Setting(str(data["set"]), _argument_from_json(data["value"]))
+    if "get" in data:
+        return Reading(str(data["get"]))
+    return Step(str(data["call"]), tuple(_argument_from_json(a) for a in data["args"]),
+                {str(k): _argument_from_json(v) for k, v in data["kwargs"].items()},
+                str(data["assign"]) if data.get("assign") else None)

@@ -21,6 +21,38 @@ from posenc_autograder.probes.shell_runner import error_text
 from posenc_autograder.results import NUMBER, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 
+def test_the_lines_that_reproduce_a_case_are_typed_data_stored_and_read_back_as_written():
+    """A failing case's lines are a results.Reproduction built in one place (checks.reproduction): each argument is
+    typed (a generator by its seed, an all-zero array as np.zeros with its dtype, an array by its place), the stored
+    JSON reads back equal, and a result stored when a failing call was a dict of its own still reads back as its
+    one line."""
+    from posenc_autograder.checks.reproduction import reading, reproduction, setting, step
+    from posenc_autograder.reports.templating import snippet
+    from posenc_autograder.results import InputArray, Reproduction, Seeded, Step, Zeros
+
+    found = reproduction(step("Layer", 3, 4, rng={"default_rng": 9}, assign="layer"),
+                         setting("layer.mask", np.zeros(3, dtype=np.int64)), step("layer.forward", np.ones((1, 2))),
+                         reading("layer.grad"), stand_ins=("helper",))
+    call = found.reproduction
+    assert call.lines[0] == Step("Layer", (3, 4), {"rng": Seeded(9)}, "layer")
+    assert call.lines[1].value == Zeros((3,), "int64") and call.lines[2].args == (InputArray(0, (1, 2), "float64"),)
+    problem = Problem("layer.grad is wrong", call=call, inputs=[[[1.0, 1.0]]])
+    again = Problem.from_json(json.loads(json.dumps(problem.to_json())))
+    assert again == problem and isinstance(again.call, Reproduction)
+    lines = snippet(again)["line"].splitlines()
+    assert lines == ["layer = Layer(3, 4, rng=np.random.default_rng(9))", "layer.mask = np.zeros((3,), dtype=np.int64)",
+                     "layer.forward(np.array([[1.0, 1.0]]))", "layer.grad"]
+    namespace = {"np": np}
+    exec(lines[1].replace("layer.mask", "mask"), namespace)          # noqa: S102 - the line under test
+    assert namespace["mask"].dtype == np.int64
+    stored = {"text": "f(3) is wrong", "inputs": [[0.5, 1.5]],
+              "call": {"function": "f", "args": [3, {"input": 0, "shape": [2], "dtype": "float64"}],
+                       "kwargs": {"base": 10.0}, "stand_ins": ["g"]}}
+    old = Problem.from_json(stored)
+    assert old.call == Reproduction((Step("f", (3, InputArray(0, (2,), "float64")), {"base": 10.0}),), ("g",))
+    assert snippet(old)["line"] == "f(3, np.array([0.5, 1.5]), base=10.0)" and snippet(old)["stand_ins"] == ["g"]
+
+
 def test_problems_and_notes_are_data_not_strings_and_old_results_still_load():
     problem = Problem("f(3) is wrong at [1]", cause="sign flipped", details={"where": [1], "expected": 1.0,
                                                                            "got": -1.0}, inputs=[[0.5, 1.5]])

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from posenc_autograder.checks.diagnosis import Ambiguous
-from posenc_autograder.results import NUMBER, PROSE_NUMBERS, Problem, ProblemKind
+from posenc_autograder.results import NUMBER, PROSE_NUMBERS, Problem, ProblemKind, Reproduction
 
 MAX_PER_GROUP = 2      # problems reported per group of similar cases: the first ones, then a count
 
@@ -28,7 +28,7 @@ class ProblemText(str):
     details: dict | None = None
     inputs: list | None = None
     error: str | None = None
-    call: dict | None = None
+    call: Reproduction | None = None
     quoted: str | None = None
     pattern: bool | None = None
 

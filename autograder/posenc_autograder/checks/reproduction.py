@@ -1,5 +1,6 @@
 """Reproducing a failing case: the lines of code (a call, or an instance built, stepped and read) that give back the
-value the page reports as wrong, as data the page writes out, and the student's own inputs it may show beside them.
+value the page reports as wrong, as a results.Reproduction the page writes out, and the student's own inputs it may
+show beside them. Every reproduction is written here, by one rule for each kind of argument (`reproduction`).
 """
 from __future__ import annotations
 
@@ -11,25 +12,35 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.comparison import ProblemText, problem_of
+from posenc_autograder.results import (SCALARS, Argument, InputArray, Line, Reading, Reproduction, Seeded, Setting,
+                                       Step, Unshown, Zeros)
 
 SHOWN_INPUT_NUMBERS = 256  # a failing case's input arrays are kept (shown folded) up to this many entries
+WRITTEN_KINDS = "biuf"     # arrays of booleans, integers and floats are written; anything else cannot be
 
 
 def with_case(problem, row: tuple, function: str | None, stand_ins: tuple[str, ...],
-              reproduce: Callable[..., Reproduction] | None):
-    """A failing case's first problem with the case as data: its inputs (the student's own variant, small enough to
-    show) and its failing call, from the call() record (`function`) or from `reproduce(*row)`."""
-    if variants.current() is not None and (shown := inputs_of(row[0])):
-        problem = ProblemText(problem, inputs=shown)
-    if function is not None and (called := call_of(function, row[0], stand_ins)):
-        problem = ProblemText(problem, call=called)
+              reproduce: Callable[..., Reproduced | None] | None):
+    """A failing case's first problem with the case as data: the lines that reproduce it, from the call() record
+    (`function`) or from `reproduce(*row)`, with the arrays the student may see; for a case that is neither, its
+    arrays alone."""
+    case = row[0]
     if reproduce is not None:
-        problem = reproduced(problem, reproduce(*row))
-    return problem
+        found = reproduce(*row)
+    else:
+        found = called(function, case, stand_ins) if function is not None and _is_call(case) else None
+    if found is not None:
+        return reproduced(problem, found)
+    shown = shown_arrays([np.asarray(v) for v in _arrays_and_numbers(case) if isinstance(v, (np.ndarray, list))])
+    return ProblemText(problem, inputs=shown) if shown else problem
+
+
+def _is_call(case) -> bool:
+    return isinstance(case, dict) and "args" in case
 
 
 def _arrays_and_numbers(case) -> list:
-    if isinstance(case, dict) and "args" in case:
+    if _is_call(case):
         return list(case["args"]) + list(case["kwargs"].values())
     return [case]
 
@@ -41,127 +52,85 @@ def case_size(case) -> int:
     return sum(int(np.size(v)) for v in values if isinstance(v, (np.ndarray, list))) + math.prod(whole)
 
 
-def inputs_of(case) -> list[list] | None:
-    """The case's array inputs as data (nested lists, exact), for the page to show by shape and a few entries with
-    the whole array in a block to copy: they are the student's own variant, so showing them helps no one else.
-    Arrays over SHOWN_INPUT_NUMBERS entries in all are left out (a page is no place for thousands of numbers)."""
-    arrays = [np.asarray(v, dtype=np.float64) for v in _arrays_and_numbers(case)
-              if isinstance(v, (np.ndarray, list)) and np.size(v)]
-    if not arrays or sum(a.size for a in arrays) > SHOWN_INPUT_NUMBERS:
-        return None
-    return [a.tolist() for a in arrays]
+# --- lines as the judge states them, with its values; reproduction() writes each value as an argument -------------
 
-
-SNIPPET_SCALARS = (bool, int, float, str, type(None))
-
-
-def call_of(function: str, case, stand_ins: tuple[str, ...] = ()) -> dict | None:
-    """A failing call() record as data for the page's snippet: scalar arguments as they are (the sentence shows them
-    already), each array argument as {"input": its place among inputs_of(case), "shape", "dtype"}, never its
-    values (the page takes them from the problem's inputs, which exist only when the student may see them). None
-    for a case that is not a call, or has an argument a line of code cannot write."""
-    if not (isinstance(case, dict) and "args" in case):
-        return None
-    places = iter(range(len(case["args"]) + len(case["kwargs"])))
-
-    def written(value):
-        if isinstance(value, np.generic):
-            value = value.item()
-        if isinstance(value, SNIPPET_SCALARS):
-            return value
-        if isinstance(value, dict) and set(value) == {"default_rng"}:       # probes.helpers.argument's generator
-            return {"default_rng": int(value["default_rng"])}
-        if isinstance(value, (np.ndarray, list)) and np.size(value):
-            array = np.asarray(value)
-            return {"input": next(places), "shape": list(array.shape), "dtype": str(array.dtype)}
-        raise TypeError(type(value).__name__)
-    try:
-        return {"function": function, "args": [written(v) for v in case["args"]],
-                "kwargs": {str(k): written(v) for k, v in case["kwargs"].items()},
-                **({"stand_ins": list(stand_ins)} if stand_ins else {})}
-    except TypeError:
-        return None
-
-
-# --- reproducing a failing case that is more than one call: lines of code, as data ---------------
-
-def step(function: str, *args, assign: str | None = None, **kwargs) -> dict:
+def step(function: str, *args, assign: str | None = None, **kwargs) -> Step:
     """A line `assign = function(*args, **kwargs)` of a reproduction (function may be a method: `layer.forward`)."""
-    return {"call": function, "args": list(args), "kwargs": kwargs, **({"assign": assign} if assign else {})}
+    return Step(function, args, kwargs, assign)
 
 
-def setting(target: str, value) -> dict:
+def setting(target: str, value) -> Setting:
     """A line `target = value` (say, `layer.embedding = <the table the probe set>`)."""
-    return {"set": target, "value": value}
+    return Setting(target, value)
 
 
-def reading(target: str) -> dict:
+def reading(target: str) -> Reading:
     """A line that reads an attribute (say, `layer.grad_embedding`): the value judged."""
-    return {"get": target}
+    return Reading(target)
 
 
 @dataclasses.dataclass(frozen=True)
-class Unshown:
-    """An argument of a reproduction that is no array nor number (the grader's encoder, say): named, described."""
-    name: str
-    what: str
+class Reproduced:
+    """A reproduction with the arrays its InputArray arguments refer to by place, which become the problem's inputs
+    only when the student may see them (shown_arrays)."""
+    reproduction: Reproduction
+    arrays: tuple[np.ndarray, ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class Reproduction:
-    """A failing case as lines of code (call data the page writes out: each array argument by its place among
-    `arrays`, its shape and dtype; an all-zero one as np.zeros), with the arrays themselves, which become the
-    problem's inputs only when the student may see them."""
-    call: dict
-    arrays: list
+class Unwritable(TypeError):
+    """An argument no line of code can write (an object array, say)."""
 
 
-def reproduction(*lines: dict, stand_ins=()) -> Reproduction:
-    """The lines (step, setting, reading) of a case as data; `stand_ins`: the student functions the probe replaced
-    with the grader's own while the case ran (the page says so: the line runs the student's own)."""
+def reproduction(*lines: Line, stand_ins=()) -> Reproduced | None:
+    """The lines (step, setting, reading) of a case with each value written as an argument: numbers by their value,
+    a generator by its seed, an all-zero array as np.zeros, an Unshown object by its name, every other array by its
+    place among the arrays; `stand_ins`: the student functions the probe replaced with the grader's own while the case
+    ran (the page says so: the lines run the student's own). None when a value cannot be written."""
     arrays: list[np.ndarray] = []
 
-    def written(value):
+    def written(value) -> Argument:
         if isinstance(value, np.generic):
             value = value.item()
-        if isinstance(value, SNIPPET_SCALARS) or (isinstance(value, dict) and set(value) == {"default_rng"}):
+        if isinstance(value, SCALARS) or isinstance(value, (Seeded, Unshown)):
             return value
-        if isinstance(value, Unshown):
-            return {"object": value.name, "what": value.what}
+        if isinstance(value, dict) and set(value) == {"default_rng"}:       # probes.helpers.argument's generator
+            return Seeded(int(value["default_rng"]))
         array = np.asarray(value)
-        if array.dtype.kind not in "biuf":
-            raise TypeError(type(value).__name__)
+        if array.dtype.kind not in WRITTEN_KINDS:
+            raise Unwritable(type(value).__name__)
         if array.size and not array.any():
-            return {"zeros": list(array.shape)}
+            return Zeros(array.shape, str(array.dtype))
         arrays.append(array)
-        return {"input": len(arrays) - 1, "shape": list(array.shape), "dtype": str(array.dtype)}
+        return InputArray(len(arrays) - 1, array.shape, str(array.dtype))
 
-    written_lines = []          # an argument a line of code cannot write (TypeError): no reproduction at all
-    for line in lines:
-        line = dict(line)
-        if "call" in line:
-            line["args"] = [written(v) for v in line["args"]]
-            line["kwargs"] = {str(k): written(v) for k, v in line["kwargs"].items()}
-        if "set" in line:
-            line["value"] = written(line["value"])
-        written_lines.append(line)
-    return Reproduction({"lines": written_lines, **({"stand_ins": sorted(stand_ins)} if stand_ins else {})}, arrays)
+    def line_written(line: Line) -> Line:
+        if isinstance(line, Step):
+            return dataclasses.replace(line, args=tuple(map(written, line.args)),
+                                       kwargs={str(k): written(v) for k, v in line.kwargs.items()})
+        if isinstance(line, Setting):
+            return dataclasses.replace(line, value=written(line.value))
+        return line
+    try:
+        written_lines = tuple(map(line_written, lines))
+    except Unwritable:
+        return None
+    return Reproduced(Reproduction(written_lines, tuple(sorted(stand_ins))), tuple(arrays))
 
 
-def called(function: str, case: dict, stand_ins=()) -> Reproduction:
+def called(function: str, case: dict, stand_ins=()) -> Reproduced | None:
     """The reproduction of one call() record of `function`."""
     return reproduction(step(function, *case["args"], **case["kwargs"]), stand_ins=stand_ins)
 
 
-def reproduced(problem, found: Reproduction):
+def reproduced(problem, found: Reproduced | None):
     """The problem (anything but a sentence, None say, stays as it is) with the case's reproduction as its call, and
     the case's arrays as its inputs when they are the student's own variant and few enough to show."""
-    if not isinstance(problem, str):
+    if not isinstance(problem, str) or found is None:
         return problem
-    return ProblemText(problem, call=found.call, inputs=shown_arrays(found.arrays))
+    return ProblemText(problem, call=found.reproduction, inputs=shown_arrays(found.arrays))
 
 
-def shown_arrays(arrays: list[np.ndarray]) -> list | None:
+def shown_arrays(arrays) -> list | None:
     """The arrays a page may show of a case, by place (None for one left out): all of them are the student's own
     variant, and the smallest are shown until SHOWN_INPUT_NUMBERS entries in all (a page is no place for thousands
     of numbers). None when none is shown (course-wide inputs are everyone's: never shown)."""
@@ -175,8 +144,6 @@ def shown_arrays(arrays: list[np.ndarray]) -> list | None:
     return shown if any(a is not None for a in shown) else None
 
 
-def reproducing(check: Callable[[], str | None], found: Reproduction) -> Callable[[], str | None]:
+def reproducing(check: Callable[[], str | None], found: Reproduced | None) -> Callable[[], str | None]:
     """A zero-argument check (for problems_of) whose problem carries the reproduction."""
     return lambda: reproduced(problem_of(check), found)
-
-

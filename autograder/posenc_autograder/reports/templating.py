@@ -7,6 +7,9 @@ import pathlib
 import jinja2
 import numpy as np
 
+from posenc_autograder.results import (Argument, InputArray, Line, Problem, Reading, Seeded, Setting, Unshown,
+                                       Zeros)
+
 PREVIEW_ENTRIES = 4       # entries of an input array shown before its block to unfold
 
 
@@ -32,49 +35,53 @@ def arrays(inputs: list) -> list[dict]:
 SNIPPET_INLINE_NUMBERS = 16    # a snippet writing more numbers than this is folded, never set in the prose
 
 
-def snippet(problem) -> dict | None:
-    """The lines that reproduce a problem's failing case: scalars by repr, an all-zero array as np.zeros, each array
-    the student may see written in full (float64 repr, so the call reproduces exactly), each other array as a name
-    the lines need, with its shape and dtype (`needs`), and the student functions the grader stood in for while the
-    case ran (`stand_ins`). `numbers`: how many array entries the lines write. None without a call."""
-    call = getattr(problem, "call", None)
-    if not call:
+def snippet(problem: Problem) -> dict | None:
+    """The lines that reproduce a problem's failing case (its results.Reproduction): scalars by repr, an all-zero
+    array as np.zeros, each array the student may see written in full (float64 repr, so the lines reproduce exactly),
+    each other array as a name the lines need, with its shape and dtype (`needs`), and the student functions the
+    grader stood in for while the case ran (`stand_ins`). `numbers`: how many array entries the lines write. None
+    without a reproduction."""
+    if problem.call is None:
         return None
-    shown, needs, numbers = problem.inputs or [], [], 0
+    writer = _Writer(problem.inputs or [])
+    text = "\n".join(writer.line(line) for line in problem.call.lines)
+    return {"line": text, "needs": list(writer.needs.values()), "numbers": writer.numbers,
+            "lines": len(problem.call.lines), "stand_ins": list(problem.call.stand_ins),
+            "folded": writer.numbers > SNIPPET_INLINE_NUMBERS}
 
-    def written(value) -> str:
-        nonlocal numbers
-        if isinstance(value, dict) and "default_rng" in value:
-            return f"np.random.default_rng({int(value['default_rng'])})"
-        if isinstance(value, dict) and "zeros" in value:
-            return f"np.zeros({tuple(int(n) for n in value['zeros'])})"
-        if isinstance(value, dict) and "object" in value:
-            if str(value["object"]) not in [need["name"] for need in needs]:
-                needs.append({"name": str(value["object"]), "what": str(value["what"])})
-            return str(value["object"])
-        if not isinstance(value, dict):
+
+class _Writer:
+    """Writes the lines of one reproduction, counting the numbers it writes and naming what it does not."""
+
+    def __init__(self, shown: list):
+        self.shown, self.needs, self.numbers = shown, {}, 0
+
+    def line(self, line: Line) -> str:
+        if isinstance(line, Setting):
+            return f"{line.target} = {self.argument(line.value)}"
+        if isinstance(line, Reading):
+            return line.target
+        arguments = [self.argument(a) for a in line.args] + [f"{k}={self.argument(v)}" for k, v in line.kwargs.items()]
+        return (f"{line.assign} = " if line.assign else "") + f"{line.function}({', '.join(arguments)})"
+
+    def argument(self, value: Argument) -> str:
+        if isinstance(value, Seeded):
+            return f"np.random.default_rng({value.seed})"
+        if isinstance(value, Zeros):
+            return f"np.zeros({value.shape})" if value.dtype == "float64" else \
+                f"np.zeros({value.shape}, dtype=np.{value.dtype})"
+        if isinstance(value, Unshown):
+            self.needs.setdefault(value.name, {"name": value.name, "what": value.what})
+            return value.name
+        if not isinstance(value, InputArray):
             return repr(value)
-        place, dtype = int(value["input"]), str(value["dtype"])
-        if place < len(shown) and shown[place] is not None:
-            numbers += int(np.size(shown[place]))
-            values = repr(np.asarray(shown[place], dtype=np.float64).tolist())
-            return f"np.array({values})" if dtype == "float64" else f"np.array({values}, dtype=np.{dtype})"
-        name = f"input{place + 1}"
-        if name not in [need["name"] for need in needs]:
-            needs.append({"name": name, "shape": tuple(value["shape"]), "dtype": dtype, "what": None})
+        if value.place < len(self.shown) and self.shown[value.place] is not None:
+            self.numbers += int(np.size(self.shown[value.place]))
+            values = repr(np.asarray(self.shown[value.place], dtype=np.float64).tolist())
+            return f"np.array({values})" if value.dtype == "float64" else f"np.array({values}, dtype=np.{value.dtype})"
+        name = f"input{value.place + 1}"
+        self.needs.setdefault(name, {"name": name, "shape": value.shape, "dtype": value.dtype, "what": None})
         return name
-
-    def line_of(line: dict) -> str:
-        if "set" in line:
-            return f"{line['set']} = {written(line['value'])}"
-        if "get" in line:
-            return str(line["get"])
-        arguments = [written(v) for v in line["args"]] + [f"{k}={written(v)}" for k, v in line["kwargs"].items()]
-        return (f"{line['assign']} = " if line.get("assign") else "") + f"{line['call']}({', '.join(arguments)})"
-    lines = call.get("lines") or [{"call": call["function"], "args": call["args"], "kwargs": call["kwargs"]}]
-    text = "\n".join(line_of(line) for line in lines)
-    return {"line": text, "needs": needs, "numbers": numbers, "lines": len(lines),
-            "stand_ins": list(call.get("stand_ins", [])), "folded": numbers > SNIPPET_INLINE_NUMBERS}
 
 
 ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),

@@ -10,12 +10,12 @@ from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_t
 from posenc_autograder.checks.positional_encoding.stand_ins import table_stand_in
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.comparison import (ProblemText, Rejected, against_any, call_label, compare,
+from posenc_autograder.checks.comparison import (Rejected, against_any, call_label, compare,
                                                  expect_error, mismatch, observed_array, problems_of, raised_problem,
                                                  with_cause)
 from posenc_autograder.checks.hidden import (HiddenTest, References, call, calling, each_call, each_case,
                                                    judging_all, normal)
-from posenc_autograder.checks.reproduction import call_of, reproduced, reproducing, reproduction, step
+from posenc_autograder.checks.reproduction import called, reproduced, reproducing, reproduction, step
 
 ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 
@@ -90,7 +90,7 @@ def _judge_unique(inputs, obs):
 
 def _of_call(problems: list, c: dict) -> list:
     """Problems of one table call, each carrying the call (what the page writes as the line that reproduces it)."""
-    return [ProblemText(p, call=call_of(PE_FN, c)) for p in problems]
+    return [reproduced(p, called(PE_FN, c)) for p in problems]
 
 
 # --- frequency structure -----------------------------------------------------------------------
