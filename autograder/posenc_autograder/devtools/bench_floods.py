@@ -115,7 +115,7 @@ def run_one(name: str) -> dict:
         usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
         execution = execute_task(pipeline.prepare(course, sub, limits, isolate=True))
         result = pipeline.judge(course, sub, execution, limits)
-        evidence.keep_graded(course, sub, execution)
+        evidence.keep_graded(course, sub, execution, judged=result)
         after = resource.getrusage(resource.RUSAGE_SELF)
         kept = evidence.path(course, "positional_encoding", "positional_encoding", "flooder")
         return {"scenario": name, "score": result.score, "peak_mib": after.ru_maxrss / 1024,

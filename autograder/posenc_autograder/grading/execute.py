@@ -54,7 +54,6 @@ class Execution:
     seconds: float
     failure: str | None = None        # the job itself could not run
     executed_notebook: str | None = None
-    failed: dict[str, bool] | None = None    # hidden test id -> failed on the student's own inputs (set by the judge)
     sandbox_cpu: float = 0.0          # CPU seconds of the sandboxed processes (costs.py; never graded)
     supervise_cpu: float = 0.0        # CPU seconds of this side's work for the job: the supervisor and decoding
 

@@ -171,7 +171,6 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     records = {check.id: execution.observations.get(check.id) or {"missing": _why_no_answer(execution.events)}
                for check in checks}
     judged = judge_all(checks, records, variant)      # value tests first, then the contracts test on their verdicts
-    execution.failed = {cell_id: bool(problems) for cell_id, (problems, _, _) in judged.items()}  # for the evidence
     for _, cell_id, title, points in cells:
         check = REGISTRY.get(cell_id)
         if check is None:

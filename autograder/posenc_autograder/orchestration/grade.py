@@ -11,7 +11,6 @@ could not start (no sandbox on this machine).
 from __future__ import annotations
 
 import sys
-import time
 
 import nbformat
 
@@ -246,12 +245,13 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
         sub, digest = pending.pop(execution.key)
         costs.add("sandbox", execution.sandbox_cpu)
         costs.add("supervise", execution.supervise_cpu)
-        with costs.timed("store"):                # the judge's share is moved to its own phase below
-            judged = settle(course, gb, sub, lambda execution=execution: _judged(course, sub, execution, limits),
-                            digest, fingerprints[sub.assignment], execution.executed_notebook)
-        results.append(judged)
-        with costs.timed("evidence"):
-            evidence.keep_graded(course, sub, execution)
+        with costs.timed("judge"):
+            judged = _judged(course, sub, execution, limits)
+        with costs.timed("evidence"):           # the judge's verdicts, taken before storing may keep earlier scores
+            evidence.keep_graded(course, sub, execution, judged=judged)
+        with costs.timed("store"):
+            results.append(settle(course, gb, sub, lambda judged=judged: judged, digest, fingerprints[sub.assignment],
+                                  execution.executed_notebook))
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
@@ -259,13 +259,12 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
 
 
 def _judged(course, sub, execution, limits) -> NotebookResult:
-    started = time.thread_time()
+    """The judge's result, or the grader's error on this notebook when the judge itself failed (stored as any result
+    is: one notebook never stops the others)."""
     try:
         return judge(course, sub, execution, limits)
-    finally:
-        spent = time.thread_time() - started
-        costs.add("judge", spent)
-        costs.add("store", -spent)
+    except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
+        return grader_error(course, sub, exc)
 
 
 def arguments(parser) -> None:

@@ -221,7 +221,8 @@ class Worker:
             raise StoppedShort()
         result = judge(self.course, submission, execution, limits)
         evidence.keep_graded(self.course, submission, execution,     # every attempt's, for when it counts
-                             uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id))
+                             uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id),
+                             judged=result)
         return result, execution.executed_notebook
 
     def default_policy(self, assignment: str) -> Policy:

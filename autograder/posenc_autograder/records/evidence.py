@@ -18,6 +18,7 @@ from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.probes import codec
+from posenc_autograder.results import NotebookResult
 from posenc_autograder.checks import variants
 from posenc_autograder.grading.pipeline import released, submitted_notebook
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
@@ -349,8 +350,9 @@ def path(course: Course, assignment: str, notebook: str, student: str) -> pathli
 
 
 def save(course: Course, submission, execution, variant: int | None, submitted_nb, release,
-         target: pathlib.Path | None = None) -> None:
-    """Keep one graded submission's evidence (the shared set's records are its own when variants are off)."""
+         target: pathlib.Path | None = None, failed: dict[str, bool] | None = None) -> None:
+    """Keep one graded submission's evidence (the shared set's records are its own when variants are off; `failed`:
+    the judge's verdicts on the student's own records, failed_tests)."""
     observations = dict(execution.observations)
     shared = observations.pop(SHARED_CELL, None)
     shared = shared.get("observations") if isinstance(shared, dict) else None
@@ -361,8 +363,7 @@ def save(course: Course, submission, execution, variant: int | None, submitted_n
         shared = {cell_id: shared[cell_id] if varies(cell_id) else own
                   for cell_id, own in observations.items() if not varies(cell_id) or cell_id in shared}
     record = StudentRecord(submission.student, submission.assignment, submission.notebook, variant, observations,
-                           shared, student_code(submitted_nb, release) if submitted_nb is not None else "",
-                           getattr(execution, "failed", None))
+                           shared, student_code(submitted_nb, release) if submitted_nb is not None else "", failed)
     write(target or path(course, submission.assignment, submission.notebook, submission.student), compact(record))
 
 
@@ -416,22 +417,32 @@ def notebooks_stored(course: Course) -> list[tuple[str, str]]:
     return sorted((p.parent.name, p.name) for p in base.glob("*/*") if p.is_dir()) if base.exists() else []
 
 
-def keep_graded(course: Course, submission, execution, target: pathlib.Path | None = None) -> None:
-    """keep() for an execution just judged: the student's variant and the released notebook it ran. By default
-    where the report reads it (make grade: the submission is the one that counts); the portal keeps every
-    attempt's at its own `target` and copies the counting attempt's to path()."""
+def keep_graded(course: Course, submission, execution, target: pathlib.Path | None = None, *,
+                judged: NotebookResult | None = None) -> None:
+    """keep() for an execution just judged: the student's variant and the released notebook it ran, and the verdicts
+    of `judged`, the judge's result (the same records are not judged again). By default where the report reads it
+    (make grade: the submission is the one that counts); the portal keeps every attempt's at its own `target` and
+    copies the counting attempt's to path()."""
     keep(course, submission, execution, variants.student_variant(course, submission.student),
-         released(course, submission.assignment, submission.notebook), target)
+         released(course, submission.assignment, submission.notebook), target, failed=failed_tests(judged))
+
+
+def failed_tests(judged: NotebookResult | None) -> dict[str, bool] | None:
+    """Hidden test id -> failed on the student's own inputs, as the judge's result says; None when there is no
+    verdict to take (no result, or a notebook the judge could not grade): the evidence judges the records itself."""
+    if judged is None or not judged.graded:
+        return None
+    return {test.cell_id: not test.passed for test in judged.tests if test.hidden}
 
 
 def keep(course: Course, submission, execution, variant: int | None, release,
-         target: pathlib.Path | None = None) -> None:
+         target: pathlib.Path | None = None, failed: dict[str, bool] | None = None) -> None:
     """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
     submitted = None
     try:
         submitted = (submitted_notebook(submission.path, settings.load(course).caps)
                      if submission.path is not None else None)
-        save(course, submission, execution, variant, submitted, release, target)
+        save(course, submission, execution, variant, submitted, release, target, failed)
     except Exception as exc:  # noqa: BLE001 - a grade never depends on the integrity report
         why = str(exc) if isinstance(exc, EvidenceTooLarge) else type(exc).__name__    # never student text
         print(f"integrity evidence not kept for {submission.student}: {why}", file=sys.stderr)
