@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from book_pages import RAW_TEX, open_page, toc_files
+from posenc_autograder.authoring import book_downloads
 
 # What a reader must see at the top of every page, uncovered by bars or overlays.
 LANDMARKS = (".logo__title", "article.bd-article h1")
@@ -255,6 +256,7 @@ def test_exercise_pages_offer_the_student_notebook(site, browser, pages, repo_ro
         text, _ = fetch_notebook(page, links[0])
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
         assert json.loads(text) == json.loads((repo_root / f"{name}.ipynb").read_text())
+        assert links[0].endswith(f"/{book_downloads.SOURCES}/{name}.ipynb")      # what make release refreshes
         page.close()
 
 

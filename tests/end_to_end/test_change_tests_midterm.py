@@ -81,6 +81,9 @@ def graded(tmp_path_factory):
                                     size=10, uploaded_at=models.utcnow(), status="graded", score=40.0)])
     session.commit()
     session.close()
+    served = course.path(f"_build/html/_sources/exercises/{NOTEBOOK}")       # a built book's download (make book)
+    served.mkdir(parents=True)
+    shutil.copy(course.path(f"exercises/{NOTEBOOK}/{NOTEBOOK}.ipynb"), served)
     _git(course, "init", "-q")
     _git(course, "add", "-A")
     _git(course, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "term start")
@@ -147,7 +150,9 @@ def test_tests_added_removed_and_repointed_midterm_regrade_everyone_and_keep_the
     assert f"{REPOINTED} 2 → 4 points" in said
     assert f"the manual grade 2 of bo on the removed cell {REMOVED}" in said
     assert f"bo's manual grade on {REPOINTED} is kept as given, 1 (it was out of 2, now 4); it is not rescaled" in said
-    assert "run make book" in said                         # the book serves the old download until rebuilt
+    served = f"_build/html/_sources/exercises/{NOTEBOOK}/{NOTEBOOK}.ipynb"
+    assert course.path(served).read_bytes() == course.path(f"exercises/{NOTEBOOK}/{NOTEBOOK}.ipynb").read_bytes()
+    assert f"book: {served} now hands out the new" in said and "old text until make book" in said
     with gradebook.open_gradebook(course) as gb:
         kept = gb.find_grade(REPOINTED, NOTEBOOK, NOTEBOOK, "bo")
         assert (kept.manual_score, kept.needs_manual_grade) == (1.0, True)           # flagged in formgrader

@@ -11,14 +11,18 @@ Places compared: grades.csv, grades-canvas.csv, grades-moodle-<a>.csv, the feedb
 nbgrader's exchange: EXCHANGE's students fetch and submit with nbgrader's own exchange code, `make collect-exchange`
 records them, and the page nbgrader's fetch_feedback finds is one more place (their expected grade is computed from
 the window in which submit ran). The move to PostgreSQL: a copy of the class moved with `make move-db`, its files
-written again from there, every place compared once more.
+written again from there, every place compared once more. The mid-term points change: in a copy of the class, the
+hidden test danny's manual grade is on becomes worth two points more (make release, make grade, make feedback): his
+manual grade is kept as given and flagged, his regrade note and page agree, and every place states the new grade.
 """
 import csv
+import dataclasses
 import datetime as dt
 import io
 import math
 import pathlib
 import re
+import shutil
 import struct
 import zipfile
 import zoneinfo
@@ -30,6 +34,7 @@ from exchange_door import Student, instructor
 from fixture_submissions import ASSIGNMENT as NB, FULL, make_course, solved_notebook
 from notebook_tools import ROOT
 from posenc_autograder import cli
+from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.collect import collect
@@ -147,19 +152,21 @@ def every_door(tmp_path_factory):
     return course, portal, manual
 
 
-def expected(manual) -> dict:
-    """student -> (final score, percent off, late flag) from the policy and what each student handed in."""
+def expected(manual, full: float = FULL, out_of: float | None = None) -> dict:
+    """student -> (final score, percent off, late flag) from the policy and what each student handed in: `full`
+    points for the solved notebook; danny's manual grade (cell, its points when given, given) counts as given, out of
+    `out_of` (the cell's points now, by default as when given)."""
     found = {}
     for student, (_, _, when, extension) in CLASS.items():
         percent = percent_for(when, extension)
-        before = FULL - (manual[1] - manual[2] if student == "danny" else 0)
+        before = full - ((out_of or manual[1]) - manual[2] if student == "danny" else 0)
         found[student] = (round(before * (1 - percent / 100), 2), percent,
                           when > (dt.datetime.fromisoformat(extension).replace(tzinfo=ZONE) if extension
                                   else DEADLINE) + dt.timedelta(minutes=GRACE))
     for student, window in EXCHANGE.items():
         percent = percent_for(window["from"], None)
         assert percent_for(window["to"], None) == percent          # the same whenever in the window submit ran
-        found[student] = (round(FULL * (1 - percent / 100), 2), percent, True)
+        found[student] = (round(full * (1 - percent / 100), 2), percent, True)
     return found
 
 
@@ -168,8 +175,23 @@ def _csv(path):
         return list(csv.DictReader(src))
 
 
-def places(course: Course, portal: Portal) -> dict[str, dict[str, float]]:
-    """Where each student's grade is stated -> student -> the number stated there."""
+def copied_class(course: Course, to: pathlib.Path) -> tuple[Course, dict]:
+    """A copy of the class (the course, nbgrader's exchange and the exchange students' homes), and those students
+    working against the copy's exchange, so nbgrader's fetch_feedback finds the copy's feedback once it is released."""
+    shutil.copytree(course.root, to / "course", symlinks=True)
+    shutil.copytree(course.root.parent / "exchange", to / "exchange")
+    students = {}
+    for student in EXCHANGE:
+        shutil.copytree(course.root.parent / "home" / student, to / "home" / student)
+        shutil.rmtree(to / "home" / student / NB / "feedback", ignore_errors=True)
+        students[student] = Student(student, to / "home" / student, to / "exchange")
+    return Course(to / "course"), students
+
+
+def places(course: Course, portal: Portal, exchange_students: dict | None = None) -> dict[str, dict[str, float]]:
+    """Where each student's grade is stated -> student -> the number stated there (`exchange_students`: who fetches
+    their feedback through nbgrader, by default the class's own)."""
+    exchange_students = exchange_students or {s: EXCHANGE[s]["student"] for s in EXCHANGE}
     people = roster.load(course)
     name_of = {row["name"]: student for (student, _), row in people.items()}
     stated = {"grades.csv": {r["student"]: float(r["score"]) for r in _csv(course.grades_csv)}}
@@ -194,7 +216,7 @@ def places(course: Course, portal: Portal) -> dict[str, dict[str, float]]:
     stated["feedback page"].update({s: float(score.search((course.feedback / s / NB / f"{NB}.html").read_text())[1])
                                     for s in EXCHANGE})
     stated["nbgrader fetch_feedback"] = {s: float(score.search(page)[1]) for s in EXCHANGE
-                                         for page in EXCHANGE[s]["student"].fetch_feedback(NB).values()}
+                                         for page in exchange_students[s].fetch_feedback(NB).values()}
     assert set(stated["nbgrader fetch_feedback"]) == set(EXCHANGE)      # nbgrader found each page
     return stated
 
@@ -246,20 +268,65 @@ def test_the_manual_grade_and_comment_reach_the_page_and_the_bundle(every_door):
 def test_moved_to_postgresql_every_place_states_the_same_grade(every_door, tmp_path, postgres_url):
     """The class moved to PostgreSQL (a copy of the course, make move-db), its files written again from there (make
     feedback): every place states the grade the policy gives, manual grade and comment included."""
-    import shutil
-
     course, portal, manual = every_door
-    copy = Course(tmp_path / "course")
-    shutil.copytree(course.root, copy.root, symlinks=True)
+    copy, exchange_students = copied_class(course, tmp_path)
     assert cli.main(["move-db", "--course", str(copy.root), "--to", postgres_url]) == 0
     assert Course(copy.root).gradebook_url == postgres_url
     assert cli.main(["feedback", "--course", str(copy.root)]) == 0
+    instructor(copy, tmp_path / "exchange", "ExchangeReleaseFeedback", NB)
     moved = Portal(copy, jobs=1, register=False)
     try:
         want = {s: v[0] for s, v in expected(manual).items()}
-        for place, numbers in places(copy, moved).items():
+        for place, numbers in places(copy, moved, exchange_students).items():
             for student, number in numbers.items():
                 assert number == pytest.approx(want[student]), ("after the move", place, student, number)
         assert COMMENT in (copy.feedback / "danny" / NB / f"{NB}.html").read_text()
     finally:
         moved.worker.stop()
+
+
+def test_a_points_change_midterm_keeps_the_manual_grade_and_every_place_agrees(every_door, tmp_path, monkeypatch,
+                                                                                capsys):
+    """In a copy of the class, the hidden test danny's manual grade is on becomes worth two points more (make release,
+    make grade, make feedback): his manual grade is kept as given and flagged for review, never rescaled; his regrade
+    note and his page agree; every place states the grade the policy gives with the new points."""
+    from posenc_autograder.records import gradebook
+
+    course, _, manual = every_door
+    cell, was, given = manual
+    copy, exchange_students = copied_class(course, tmp_path)
+    for name in ("README.md", ".gitignore"):
+        shutil.copy(ROOT / name, copy.root / name)
+    for other in set(copy.assignments()) - {NB}:      # a course of the class's one assignment: the release builds it
+        for folder in ("solutions", "exercises"):
+            shutil.rmtree(copy.path(f"{folder}/{other}"))
+    for test in [t for t in REGISTRY.values() if t.assignment != NB]:
+        monkeypatch.delitem(REGISTRY, test.id)
+    shutil.copytree(ROOT / "autograder" / "release_history", copy.path("autograder/release_history"))
+    shutil.copy(ROOT / "autograder" / "test_plan.csv", copy.path("autograder/test_plan.csv"))
+    now = was + 2
+    monkeypatch.setitem(REGISTRY, cell, dataclasses.replace(REGISTRY[cell], points=now))
+    assert cli.main(["release", "--course", str(copy.root)]) == 0
+    assert f"danny's manual grade on {cell} is kept as given, {given:g} (it was out of {was:g}, now {now:g})" \
+        in capsys.readouterr().out
+    grade_all(copy, jobs=2, limits=LIMITS, quiet=True)
+    assert cli.main(["feedback", "--course", str(copy.root)]) == 0
+    instructor(copy, tmp_path / "exchange", "ExchangeReleaseFeedback", NB)
+
+    with gradebook.open_gradebook(copy) as gb:
+        kept = gb.find_grade(cell, NB, NB, "danny")
+        assert (kept.manual_score, kept.max_score, kept.needs_manual_grade) == (given, now, True)
+    full = FULL + now - was
+    page = (copy.feedback / "danny" / NB / f"{NB}.html").read_text()
+    assert f"{cell} now out of {now:g} (was {was:g})" in page and f"automatic total {FULL:g} → {full:g}" in page
+    row = page.split(f"<b>{cell}</b>")[1].split("</tr>")[0]
+    assert f"{given:g} / {now:g}" in row and "set by your instructor" in row
+    assert f"Score: {expected(manual, full, now)['danny'][0]:g} / {full:g}" in page
+    portal = Portal(copy, jobs=1, register=False)
+    try:
+        want = {s: v[0] for s, v in expected(manual, full, now).items()}
+        for place, numbers in places(copy, portal, exchange_students).items():
+            for student, number in numbers.items():
+                assert number == pytest.approx(want[student]), ("after the points change", place, student, number)
+    finally:
+        portal.worker.stop()

@@ -26,7 +26,7 @@ from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
 from posenc_autograder.course import (RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command,
                                      grade_id, nbgrader_meta)
-from posenc_autograder.authoring import cell_definitions
+from posenc_autograder.authoring import book_downloads, cell_definitions
 from posenc_autograder.authoring import release_history
 from posenc_autograder.authoring.plan import render_plan_csv
 
@@ -197,18 +197,15 @@ def stage(course: Course, scratch: pathlib.Path) -> Staged:
     return Staged(files, exercises, definitions, migrations)
 
 
-def released_changes(course: Course, staged: Staged) -> list[str]:
-    """One line per released notebook whose content changes (compared with exercises/ now)."""
-    lines = []
+def changed_files(course: Course, staged: Staged) -> list[pathlib.Path]:
+    """Each file of exercises/ whose content the staged release changes (or adds)."""
+    found = []
     for assignment, folder in staged.exercises.items():
         for new in sorted(folder.rglob("*")):
             old = course.path(RELEASE_DIRECTORY) / assignment / new.relative_to(folder)
             if new.is_file() and (not old.is_file() or old.read_bytes() != new.read_bytes()):
-                lines.append(f"released: {old.relative_to(course.root)} (hand it out again)")
-    if lines:
-        lines.append("the book still serves the notebooks it was built with: run make book (and publish _build/html) "
-                     "so its exercise pages hand out the new ones")
-    return lines
+                found.append(old)
+    return found
 
 
 def swap_in(course: Course, staged: Staged, scratch: pathlib.Path) -> list:
@@ -276,12 +273,14 @@ def release(course: Course) -> list[str]:
     try:
         staged = stage(course, scratch)
         lines = [f"wrote: {path.relative_to(course.root)}{_why(course, path)}" for path in staged.files]
-        lines += released_changes(course, staged)
+        changed = changed_files(course, staged)
+        lines += [f"released: {path.relative_to(course.root)} (hand it out again)" for path in changed]
         try:
             migrations = swap_in(course, staged, scratch)
         except Exception as exc:  # noqa: BLE001 - undone by swap_in; said with its cause
             raise ReleaseFailed(f"putting the release in place failed ({type(exc).__name__}: {exc}); every file "
                                 f"and the gradebook were put back as they were") from exc
+        lines += book_downloads.refresh(course, [path for path in changed if path.suffix == ".ipynb"])
         return lines + [f"gradebook: {line}" for m in migrations for line in m.lines()]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -9,7 +9,7 @@ import pathlib
 import nbformat
 from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, Student,
                           SubmittedAssignment, SubmittedNotebook, new_uuid)
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, case, insert, select, update
 
 from posenc_autograder.authoring import cell_definitions
 from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
@@ -136,8 +136,12 @@ NOTEBOOK_GRADES = (select(BaseCell.name, Grade.id).join(BaseCell, Grade.cell_id 
                    .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
                    .where(SubmittedNotebook.assignment_id == bindparam("submission"),
                           Notebook.name == bindparam("notebook")))
+# A grade flagged for review keeps its flag while it holds a manual grade (make release flags one whose test's points
+# changed); the others need none once scored.
 SET_AUTO_SCORE = (update(Grade.__table__).where(Grade.id == bindparam("grade"))
-                  .values(auto_score=bindparam("score"), needs_manual_grade=False))
+                  .values(auto_score=bindparam("score"),
+                          needs_manual_grade=case((Grade.manual_score.is_(None), False),
+                                                  else_=Grade.needs_manual_grade)))
 CELL_SCORES = (select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseCell, Grade.cell_id == BaseCell.id)
                .where(Grade.id.in_(bindparam("grades", expanding=True))))
 
