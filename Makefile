@@ -8,7 +8,7 @@ BOOK_HTML := _build/html/index.html
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .DEFAULT_GOAL := help
 
-.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect collect-exchange hub-setup uncollect feedback formgrader bench bench-scale portal portal-links lti-register hub-proxy move-db bench-portal system-packages install clean
+.PHONY: help book pdf serve test test-fast lint mutate release grade integrity collect collect-exchange hub-setup uncollect feedback formgrader bench bench-waits bench-scale portal portal-links lti-register hub-proxy move-db bench-portal system-packages install clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -107,6 +107,10 @@ N ?= 100 300 1000
 bench-scale: $(STAMP)
 	$(PY) -m posenc_autograder bench-scale $(N) $(if $(HOSTILE),--hostile)
 
+## bench-waits: every wait of the instructor and developer timed in a scratch copy beside its goal (release, regrade of 300, first grade, test, test-fast, book from nothing); writes autograder/figures/bench-waits.md and the README's table (QUICK=1: the rows of seconds only)
+bench-waits: $(STAMP)
+	$(PY) -m posenc_autograder bench-waits $(if $(QUICK),--quick)
+
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions, then CPU per phase per notebook of each assignment beside the floor
 bench: $(STAMP)
 	$(PY) -m posenc_autograder bench --students 60
@@ -124,10 +128,14 @@ $(CHP):
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5.3.0
 
 TEST_WORKERS ?= 2
+# The suite starts many Python processes (each worker collects every test file; the tests run the commands): each
+# reads the bytecode the first one wrote rather than compiling the package and rewriting the tests' asserts again
+# (half of a worker's collection), whatever an environment's PYTHONDONTWRITEBYTECODE says (empty: written).
+test test-fast: export PYTHONDONTWRITEBYTECODE :=
 ## test: every test (book build, exercises, grader), on TEST_WORKERS=2 workers
 test: $(STAMP) system-packages hub-proxy lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
-	$(PY) -m pytest solutions   # nbval: a notebook's cells share one kernel, so they run in one process
+	POSENC_RUN=test $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
+	POSENC_RUN=test-solutions $(PY) -m pytest solutions   # nbval: a notebook's cells share one kernel, so one process
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
 lint: $(STAMP)
@@ -135,7 +143,7 @@ lint: $(STAMP)
 
 ## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and slow end-to-end tests, on two workers (make test also runs the solution notebooks)
 test-fast: lint
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not book and not browser and not postgres and not slow and not hub" tests
+	POSENC_RUN=test-fast $(PY) -m pytest -q -n 2 --dist loadfile -m "not book and not browser and not postgres and not slow and not hub" tests
 
 ## mutate: mutants of each assignment's reference.py graded by the hidden tests (ASSIGNMENT=name for one); prints the mutation score, per assignment too, and the survivors
 mutate: $(STAMP)

@@ -6,12 +6,22 @@ mirroring the grader package's folders. `make test` runs them all on two workers
 loadgroup): the tests that use the built book are one group, so it is built once into one _build; the ones
 that use PostgreSQL another; every other file runs whole on one worker, so its module fixtures are made once.
 """
+import json
+import os
+import pathlib
+import time
+
 import pytest
 
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollbars": "browser",
               "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
 SHARED_BY_GROUP = {"book_build": "book", "postgres_url": "postgres"}   # session fixtures one worker must own
+# The Makefile names each of its test runs (POSENC_RUN=test, test-solutions, test-fast): the run's record, its wall
+# time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
+RUN_NAME = "POSENC_RUN"
+RUN_RECORDS = pathlib.Path(__file__).resolve().parent / ".pytest_cache" / "posenc-runs"
+STARTED = pytest.StashKey[tuple]()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,3 +50,25 @@ def _in_group(item, group: str) -> None:
         return
     if "@" not in item.nodeid.rpartition("]")[2]:
         item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
+def pytest_sessionstart(session):
+    session.config.stash[STARTED] = (time.time(), time.perf_counter(), os.getloadavg()[0])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The named run's record, written by the process that ran the session (not by an xdist worker)."""
+    name, config = os.environ.get(RUN_NAME), session.config
+    if not name or hasattr(config, "workerinput") or STARTED not in config.stash:
+        return
+    started, clock, load = config.stash[STARTED]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    counts = {kind: len(reporter.stats.get(kind, [])) for kind in ("passed", "failed", "error", "skipped")} \
+        if reporter else {}
+    record = {"run": name, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+              "seconds": round(time.perf_counter() - clock, 1), "exit_status": int(exitstatus),
+              "collected": session.testscollected, **counts, "cpus": os.cpu_count(),
+              "load_at_start": round(load, 1), "load_at_end": round(os.getloadavg()[0], 1),
+              "workers": getattr(config.option, "numprocesses", None) or 0}
+    RUN_RECORDS.mkdir(parents=True, exist_ok=True)
+    (RUN_RECORDS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")

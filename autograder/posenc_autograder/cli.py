@@ -48,6 +48,8 @@ COMMANDS = {
                          "it, the course closed to students' accounts", (COURSE,)),
     "move-db": Command("orchestration.move_db", "move the course's database (grades, manual grades, comments, "
                        "attempts, sign-in links) to another one", (COURSE, DB_URL), checks_database=False),
+    "bench-waits": Command("devtools.bench_waits", "where the instructor waits: each step timed beside its goal",
+                           ()),
     "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,)),
     "mutate": Command("devtools.mutate", "mutants of the reference graded by the hidden tests", (COURSE,)),
 }

@@ -130,8 +130,12 @@ async def execute(chapter: pathlib.Path, kernel_name: str) -> nbformat.NotebookN
         # Unix sockets in a folder of this kernel's own: TCP ports are picked free and bound later by the kernel,
         # and another kernel or server of the test run took one in between ("Address already in use").
         manager = AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=f"{sockets}/k")
-        await NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT,
-                             resources={"metadata": {"path": str(chapter.parent)}}).async_execute()
+        try:
+            await NotebookClient(notebook, km=manager, timeout=CELL_TIMEOUT,
+                                 resources={"metadata": {"path": str(chapter.parent)}}).async_execute()
+        finally:        # a client given its manager leaves the kernel running: 26 idle kernels by the last chapter
+            if manager.has_kernel:
+                await manager.shutdown_kernel(now=True)
     return notebook
 
 

@@ -91,25 +91,38 @@ def floor_cpu(source_root: pathlib.Path, assignment: str = ASSIGNMENT, repeats: 
     """The floor: CPU seconds, in a warm process, of every hidden test's probe on the solution (the student's
     code on the spec-sized inputs) and its judge (the reference and the comparisons); inputs built beforehand,
     nothing encoded, no guard. Best of `repeats`."""
-    namespace: dict = {}
-    with contextlib.redirect_stdout(io.StringIO()):          # the solution's own prints
-        for cell in solved(source_root, assignment).cells:
-            if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
-                exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own solution
+    namespace = notebook_namespace(solved(source_root, assignment))
     stand_ins_in_process()                                  # the probes' stand-ins, as the sandbox ships them
     tests = hidden_tests(assignment)
     inputs = {test.id: test.plain_inputs() for test in tests}
     best = float("inf")
     for _ in range(repeats):
         started = time.process_time()
-        problems = {test.id: test.judge(inputs[test.id], test.probe(namespace, inputs[test.id]))
-                    for test in tests if not test.reads_verdicts}
-        verdicts = function_verdicts(tests, {cid: (found, 1, 1) for cid, found in problems.items()})
-        problems.update({test.id: test.judge(inputs[test.id], test.probe(namespace, inputs[test.id]),
-                                             verdicts=verdicts) for test in tests if test.reads_verdicts})
+        problems = floor_problems(namespace, tests, inputs)
         best = min(best, time.process_time() - started)
         assert not any(problems.values()), {cid: found for cid, found in problems.items() if found}
     return best
+
+
+def notebook_namespace(notebook: nbformat.NotebookNode) -> dict:
+    """The names a notebook's code cells define, its test cells left out (the course's own notebooks only)."""
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()):          # the notebook's own prints
+        for cell in notebook.cells:
+            if cell.cell_type == "code" and not nbgrader_meta(cell).get("grade"):
+                exec(compile(cell.source, "<solution>", "exec"), namespace)  # noqa: S102 - the course's own notebook
+    return namespace
+
+
+def floor_problems(namespace: dict, tests, inputs: dict) -> dict:
+    """What the floor times: each hidden test's probe run on `namespace` and its judge, as test id -> problems
+    (the contracts' judges last, with the others' verdicts)."""
+    problems = {test.id: test.judge(inputs[test.id], test.probe(namespace, inputs[test.id]))
+                for test in tests if not test.reads_verdicts}
+    verdicts = function_verdicts(tests, {cid: (found, 1, 1) for cid, found in problems.items()})
+    problems.update({test.id: test.judge(inputs[test.id], test.probe(namespace, inputs[test.id]),
+                                         verdicts=verdicts) for test in tests if test.reads_verdicts})
+    return problems
 
 
 def empty_job_cpu(repeats: int = 5) -> float:

@@ -1,0 +1,203 @@
+"""`make bench-waits`: where the instructor and the developer wait, each row the real command timed in a scratch copy
+of the course, printed with its goal beside it, then written where the README reads it.
+
+Each row is one small function that returns (figure, note). The scratch copy is the course's tracked files (as a
+fresh clone has them, modification times kept) with the course's `.venv` linked in, and its own grader package first
+on PYTHONPATH, so an edit to a hidden test there is what its commands grade with. `make test` is read from the
+record its last run left (`.pytest_cache/posenc-runs/`, root conftest.py), not run again; `make book` from nothing
+makes a virtual environment of its own (pip's cache as it is) and is timed as two steps, install and build.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import nbformat
+
+from posenc_autograder.course import RELEASE_DIRECTORY, SUBMITTED_DIRECTORY, Course
+from posenc_autograder.devtools import figures
+from posenc_autograder.devtools.bench import solved
+
+NAME = "bench-waits"
+CLASS = 300                               # the points-change row's class
+POINTS_TEST = ("positional_encoding", "sinusoidal.py", "hidden_pe_values")      # 4 points, made 5
+RUN_RECORDS = ".pytest_cache/posenc-runs"
+
+
+@dataclass(frozen=True)
+class Row:
+    step: str
+    goal: str
+    measure: Callable[[pathlib.Path, pathlib.Path], tuple[str, str]]   # (source root, scratch folder) -> figure, note
+    slow: bool = False                    # minutes of its own: skipped by --quick
+
+
+def tracked_files(source_root: pathlib.Path) -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=source_root, capture_output=True, check=True).stdout
+    return [name for name in listed.decode().split("\0") if name]
+
+
+def scratch_course(source_root: pathlib.Path, folder: pathlib.Path, with_venv: bool = True) -> pathlib.Path:
+    """A fresh copy of the course: its tracked files, times kept (so make sees the venv as up to date)."""
+    for name in tracked_files(source_root):
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (source_root / name).is_file():
+            shutil.copy2(source_root / name, target)
+    if with_venv:
+        (folder / ".venv").symlink_to((source_root / ".venv").resolve())
+    return folder
+
+
+def make(root: pathlib.Path, *targets: str, check: bool = True) -> float:
+    """Wall seconds of `make <targets>` in the scratch course, its own package first on the path."""
+    environment = {**os.environ, "PYTHONPATH": str(root / "autograder")}
+    started = time.perf_counter()
+    done = subprocess.run(["make", "-s", *targets], cwd=root, env=environment, capture_output=True, text=True)
+    taken = time.perf_counter() - started
+    if check and done.returncode != 0:
+        raise RuntimeError(f"make {' '.join(targets)} failed in {root}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return taken
+
+
+def seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 120 else f"{int(value // 60)} min {value % 60:.0f} s"
+
+
+def submit_class(source_root: pathlib.Path, root: pathlib.Path, students: int, assignment: str) -> None:
+    """`students` submissions of one assignment: the solution, every third one the notebook as handed out."""
+    good = nbformat.writes(solved(source_root, assignment))
+    stub = (source_root / RELEASE_DIRECTORY / assignment / f"{assignment}.ipynb").read_text()
+    for i in range(students):
+        folder = root / SUBMITTED_DIRECTORY / f"student{i:03d}" / assignment
+        folder.mkdir(parents=True)
+        (folder / f"{assignment}.ipynb").write_text(stub if i % 3 == 0 else good)
+
+
+def release_fresh(source_root, scratch):
+    root = scratch_course(source_root, scratch / "fresh")
+    assignments = len(Course(root).assignments())
+    return seconds(make(root, "release")), f"{assignments} assignments registered"
+
+
+def release_unchanged(source_root, scratch):
+    root = scratch_course(source_root, scratch / "unchanged")
+    make(root, "release")
+    return seconds(make(root, "release")), "the second of two runs"
+
+
+def points_changed(source_root, scratch):
+    """Graded once (untimed); then a hidden test's points 4 -> 5 in the copy's checks, and release + grade timed."""
+    root = scratch_course(source_root, scratch / "points")
+    assignment, module, test_id = POINTS_TEST
+    submit_class(source_root, root, CLASS, assignment)
+    make(root, "release", "grade")
+    path = root / "autograder" / "posenc_autograder" / "checks" / assignment / module
+    source = path.read_text()
+    edited, count = re.subn(rf'(id="{test_id}",[^)]*?points=)4\b', r"\g<1>5", source, count=1, flags=re.S)
+    if count != 1:
+        raise RuntimeError(f"{test_id} is no longer worth 4 points in {module}: choose another test")
+    path.write_text(edited)
+    release = make(root, "release")
+    grade = make(root, "grade")
+    return seconds(release + grade), f"release {seconds(release)}, grade {seconds(grade)}"
+
+
+def first_grade(source_root, scratch):
+    """One notebook on a course never released (no gradebook); the same notebook graded again (--force) is what a
+    notebook costs, the rest is the fixed cost."""
+    root = scratch_course(source_root, scratch / "first")
+    submit_class(source_root, root, 2, "positional_encoding")
+    first = make(root, "grade")
+    again = make(root, "grade", "GRADE_ARGS=--force")
+    return seconds(max(first - again, 0.0)), f"first make grade {seconds(first)}, graded again {seconds(again)}"
+
+
+def last_run(source_root: pathlib.Path, name: str) -> dict | None:
+    path = source_root / RUN_RECORDS / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def make_test(source_root, scratch):
+    tests, notebooks = last_run(source_root, "test"), last_run(source_root, "test-solutions")
+    if tests is None:
+        return "no record", "run make test first"
+    total = tests["seconds"] + (notebooks or {}).get("seconds", 0.0)
+    return seconds(total), (f"the last run's record, {tests['started']}: {tests['collected']:,} tests in "
+                            f"{seconds(tests['seconds'])} on {tests['workers']} workers (load {tests['load_at_start']}"
+                            f"-{tests['load_at_end']}), solution notebooks "
+                            + (seconds(notebooks["seconds"]) if notebooks else "not recorded"))
+
+
+def make_test_fast(source_root, scratch):
+    taken = make(source_root, "test-fast")
+    record = last_run(source_root, "test-fast") or {}
+    return seconds(taken), f"{record.get('collected', '?')} tests, lint included"
+
+
+def make_book(source_root, scratch):
+    root = scratch_course(source_root, scratch / "book", with_venv=False)
+    install = make(root, "install")
+    build = make(root, "book")
+    return seconds(install + build), f"install {seconds(install)} (pip's cache as it was), build {seconds(build)}"
+
+
+def bench_portal(source_root, scratch):
+    record = source_root / figures.FIGURES_DIRECTORY / "bench-portal.md"
+    if not record.is_file():
+        return "not measured here", "make bench-portal prints it (minutes: run it on its own)"
+    return "see bench-portal", str(record.relative_to(source_root))
+
+
+ROWS = [
+    Row("`make release`, fresh copy", "<= 10 s", release_fresh),
+    Row("`make release` with nothing changed", "<= 3 s", release_unchanged),
+    Row(f"a hidden test's points changed (4 -> 5): `make release` + `make grade`, class of {CLASS}", "<= 10 s",
+        points_changed, slow=True),
+    Row("the first `make grade` on a course never released: its fixed cost", "<= 3 s", first_grade),
+    Row("`make test` (from its last run's record)", "<= 8 min idle", make_test),
+    Row("`make test-fast`", "<= 30 s idle", make_test_fast, slow=True),
+    Row("`make book` from nothing", "<= 2 min idle", make_book, slow=True),
+    Row("`make bench-portal`: 2,000 students in 5 minutes, 10 hostile", "all graded, p95 <= 10 s", bench_portal),
+]
+
+
+def arguments(parser) -> None:
+    parser.add_argument("--quick", action="store_true", help="leave out the rows that take minutes of their own")
+    parser.add_argument("--only", action="append", default=[], help="a row's function name (repeatable)")
+    parser.add_argument("--no-write", action="store_true", help="print only: no figures file, README untouched")
+
+
+def run_command(args) -> int:
+    source_root = Course().root
+    started, load = time.time(), os.getloadavg()[0]
+    measured = []
+    with tempfile.TemporaryDirectory(prefix="posenc-waits-") as tmp:
+        for row in ROWS:
+            if args.only and row.measure.__name__ not in args.only:
+                continue
+            if args.quick and row.slow:
+                figure, note = "not measured", "left out of this run (--quick)"
+            else:
+                scratch = pathlib.Path(tmp) / row.measure.__name__
+                scratch.mkdir()
+                try:
+                    figure, note = row.measure(source_root, scratch)
+                except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                    figure, note = "failed", str(exc).splitlines()[0]
+            print(f"{row.step:<92} {figure:>14}   goal {row.goal:<24} {note}", flush=True)
+            measured.append([row.step, figure, row.goal, note])
+    text = (figures.table(["step", "measured", "goal", "how"], measured) + "\n"
+            + figures.provenance(started, load).format(name=NAME + (" QUICK=1" if args.quick else "")) + "\n")
+    print("\n" + text)
+    if not args.no_write and not args.only:
+        print(f"written to {figures.publish(source_root, NAME, text).relative_to(source_root)} and the README")
+    return 0

@@ -1,0 +1,21 @@
+"""tests/ mirrors the grader package: every stage (a folder of posenc_autograder) has a folder of tests of its own,
+so a newcomer finds a stage's tests where its code is (tests/<stage>/), beside the suites that cross stages."""
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "autograder" / "posenc_autograder"
+ACROSS_STAGES = {"architecture", "book", "end_to_end", "support"}     # folders of tests/ that are no stage's
+
+
+def stages() -> set[str]:
+    return {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+
+
+def test_every_stage_has_a_folder_of_tests():
+    missing = {stage for stage in stages() if not list((ROOT / "tests" / stage).glob("test_*.py"))}
+    assert missing == set(), f"stages without tests/<stage>/: {sorted(missing)}"
+
+
+def test_every_folder_of_tests_is_a_stage_or_says_why_not():
+    folders = {path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders - stages() - ACROSS_STAGES == set()
