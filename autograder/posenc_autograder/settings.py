@@ -83,7 +83,7 @@ class Limits:
     max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
 
     def for_runner(self) -> dict:
-        return {"max_cell_output_bytes": self.max_cell_output_bytes}
+        return {"max_cell_output_bytes": self.max_cell_output_bytes, "cell_seconds": self.cell_seconds}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,9 +27,14 @@ from posenc_autograder.checks import REGISTRY, total_points
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 FULL = total_points(ASSIGNMENT)
 DOT = REGISTRY["hidden_dot_product"].points                     # the test that calls dot_product_distance
-DOT_AND_STATS = DOT + REGISTRY["hidden_encoding_statistics"].points
-CALLS_DOT = DOT + REGISTRY["hidden_contracts"].points          # every test whose probe calls dot_product_distance
 CONTRACT = 0.5     # one to three functions' cases of the 12 in hidden_contracts (2 points, prorated to half points)
+
+
+def points_after(grade_id: str) -> float:
+    """The hidden tests' points after the cell `grade_id`, in the notebook's order: what a run that
+    stops in that cell leaves unearned (a notebook is run once; a dead process stops it there)."""
+    ids = [cell.metadata.get("nbgrader", {}).get("grade_id") for cell in solved_notebook().cells]
+    return sum(REGISTRY[i].points for i in ids[ids.index(grade_id) + 1:] if i in REGISTRY)
 
 
 def _grade_id(cell):
@@ -128,10 +133,15 @@ EXPECTED = {
     "untouched": (0, True, []),
     "deleted_test_cell": (FULL, True, ["deleted cells were restored and run: test_pe_visible, hidden_pe_values"]),
     "edited_metadata": (FULL, True, ["read-only cells were edited", "test_pe_visible", "hidden_pe_shapes"]),
-    "os_exit_in_cell": (FULL - DOT_AND_STATS - CONTRACT, True,
-                        ["process died while running cell 'dot_product_and_statistics'"]),
-    "os_exit_in_function": (FULL - CALLS_DOT, True, ["process died while running cell 'hidden_dot_product'"]),
-    "infinite_loop": (FULL - CALLS_DOT, True, ["cell 'hidden_dot_product' ran longer than"]),
+    "os_exit_in_cell": (FULL - points_after("dot_product_and_statistics"), True,
+                        ["process died while running cell 'dot_product_and_statistics'",
+                         "the cells after it were not run"]),
+    # The visible self-check is the first cell to call dot_product_distance.
+    "os_exit_in_function": (FULL - points_after("test_dot_stats_visible"), True,
+                            ["process died while running cell 'test_dot_stats_visible'"]),
+    # Interrupted once in the self-check; from then on the function raises at once, so only its own cases fail.
+    "infinite_loop": (FULL - DOT - CONTRACT, True, ["cell 'test_dot_stats_visible' ran longer than",
+                                                    "the notebook went on with the next cell"]),
     "slow_notebook": (0, True, ["the notebook reached its total time limit"]),
     "output_flood": (FULL, True, ["printed too much output"]),
     "memory_hog": (FULL - DOT - CONTRACT, True, ["ran out of memory in", "hidden_dot_product",

@@ -27,7 +27,6 @@ from posenc_autograder.probes import codec, magics
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.grading import shared_probes
 from posenc_autograder.sandbox.layout import PROBE_PACKAGE
-from posenc_autograder.sandbox.supervisor import MAX_REPLAYS
 from posenc_autograder.settings import Limits
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem, ProblemKind, quote
@@ -417,11 +416,16 @@ def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:
                  f"notebook {settings.size(limits.memory_bytes)}; look for an array far larger than the inputs need")]
 
 
+STOPPING = {"kernel_died", "flood"}          # events that end the run where they happen (with a stopped timeout)
+
+
 def _why_no_answer(events) -> str:
     for event in events:
         if event.get("event") == "notebook_time_limit":
             return "not run: the notebook reached its time limit before this test"
-    return ("not run: the test produced no answer (the kernel stopped or the cell ran too long; "
+        if event.get("event") in STOPPING or event.get("stopped"):
+            return f"not run: the notebook was stopped in {event.get('where', 'a cell')} (see the notes above)"
+    return ("not run: the test produced no answer (its cell was interrupted or sent nothing the grader could read; "
             "see the notes above)")
 
 
@@ -436,6 +440,8 @@ def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
         what = f"your notebook sent the grader data it could not read, in {where}"
     if event.get("skipped"):
         return f"{what}; nothing after it could be read, so that cell was skipped and the notebook run again without it"
+    if event.get("stopped"):
+        return f"{what}; nothing after it could be read, so the notebook stopped there: the cells after it were skipped"
     return f"{what}; it was ignored and counts for nothing"
 
 
@@ -445,20 +451,22 @@ def _describe_events(events, limits: Limits) -> list[str]:
         kind, where = event.get("event"), str(event.get("where", "a cell"))
         if kind == "kernel_died":
             notes.append(Note(NoteKind.CRASHED, f"the notebook's process died while running {where} (os._exit, "
-                              f"a crash, a killed process or a resource limit); that cell was skipped and the "
-                              f"notebook run again without it"))
+                              f"a crash, a killed process or a resource limit); the notebook stopped there, as Run "
+                              f"All stops in Jupyter: the cells after it were not run"))
+        elif kind == "cell_timeout" and not event.get("stopped"):
+            notes.append(Note(NoteKind.TIMEOUT, f"{where} ran longer than {event.get('seconds')} s and was "
+                              f"interrupted (an infinite loop?), as Jupyter's interrupt stops a cell; the notebook "
+                              f"went on with the next cell (a function of yours that was looping raises TimeoutError "
+                              f"if called again in this run)"))
         elif kind == "cell_timeout":
             notes.append(Note(NoteKind.TIMEOUT, f"{where} ran longer than {event.get('seconds')} s and was "
-                              f"stopped (an infinite loop?); it was skipped and the notebook run again without it"))
+                              f"stopped (an infinite loop?): it went on when interrupted, so the notebook stopped "
+                              f"there and the cells after it were not run"))
         elif kind == "notebook_time_limit":
             notes.append(Note(NoteKind.TIMEOUT, "the notebook reached its total time limit; tests that had not "
                                                  "run yet score 0"))
         elif kind == "output_truncated":
             notes.append(Note(NoteKind.OUTPUT_FLOOD, f"{where} printed too much output; the rest was dropped"))
-        elif kind == "too_many_replays":
-            notes.append(Note(NoteKind.TIMEOUT, f"the notebook was run {MAX_REPLAYS + 1} times, each time without "
-                              f"the cells that had stopped it, and still did not finish; the tests that had not run "
-                              f"score 0 (look for a loop that never ends in the cells named above)"))
         elif kind == "unreadable_data":
             notes.append(Note(NoteKind.UNREADABLE_DATA, _unreadable_data(event, where, limits)))
         elif kind == "flood":

@@ -1,9 +1,11 @@
 """Run an assembled notebook's code cells in an IPython shell, inside the sandbox.
 
 The payload (cells, task, limits, cells to skip) arrives on standard input before any student code
-runs. The runner announces each cell and sends its capped output on the channel; the trusted
-supervisor outside keeps the clocks, kills the process on a time limit, and replays the notebook
-without the offending cell. No Jupyter kernel or client is started: the shell runs in this
+runs. The runner announces each cell and sends its capped output on the channel. A cell past its time limit is
+interrupted here, as Jupyter's interrupt stops a cell, and the run goes on with the next one; the student's function
+the interrupt stopped raises at once from then on, so a loop costs one cell limit, not one per cell that calls it.
+The trusted supervisor outside keeps its own clocks and kills the process when a cell outlives its limit by more
+than a grace period. No Jupyter kernel or client is started: the shell runs in this
 process, which keeps a job's start-up cost to a fraction of a second, and is configured as ipykernel
 configures its own (kernel_shell), so a notebook that runs in Jupyter defines the same names here.
 """
@@ -11,11 +13,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import gc
 import importlib
 import io
 import os
 import pathlib
 import re
+import signal
+import types
 import warnings
 
 from IPython.core.interactiveshell import InteractiveShell
@@ -53,6 +58,13 @@ class CappedText(io.TextIOBase):
 
     def getvalue(self):
         return "".join(self.parts)
+
+
+class _Interrupted:
+    """A probe cell's interruption, read by _outputs as IPython's result of an interrupted cell."""
+
+    def __init__(self, error: BaseException):
+        self.error_in_exec, self.error_before_exec = error, None
 
 
 def _outputs(stdout: CappedText, stderr: CappedText, result) -> dict:
@@ -216,6 +228,61 @@ def prepared() -> InteractiveShell:
     return shell
 
 
+class CellTimeout(KeyboardInterrupt):
+    """A cell past its time limit, stopped as Jupyter's interrupt stops one: the probes let KeyboardInterrupt through,
+    so a probe's call stops too, and IPython records it as the cell's error."""
+
+
+class Interrupter:
+    """Interrupts a cell that runs past `seconds` (SIGALRM, whose handler raises in the cell's code), only while a
+    cell runs; a cell that catches the interrupt and goes on is the supervisor's to stop."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.running, self.fired = seconds, False, False
+        signal.signal(signal.SIGALRM, self._interrupt)
+
+    def _interrupt(self, signum, frame):
+        if self.running:
+            self.fired = True
+            raise CellTimeout(f"the cell ran longer than {self.seconds:g} s and was interrupted")
+
+    @contextlib.contextmanager
+    def cell(self):
+        self.running, self.fired = True, False
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            self.running = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+CELL_FILE = "<ipython-input-"          # the file name IPython compiles a cell's code under
+
+
+def stop_looping_function(error: BaseException, seconds: float) -> str | None:
+    """The student's function the interrupt stopped (the innermost one defined in a cell), made to raise TimeoutError
+    at once from now on, wherever it is referenced (its code replaced): called again, it would loop again, costing
+    every later cell that calls it a full limit. Its name, or None (the loop was in a cell's own code, a lambda or a
+    comprehension, or in a closure, whose code cannot be swapped)."""
+    frames, trace = [], error.__traceback__
+    while trace is not None:
+        frames.append(trace.tb_frame.f_code)
+        trace = trace.tb_next
+    code = next((c for c in reversed(frames) if c.co_filename.startswith(CELL_FILE) and not c.co_name.startswith("<")),
+                None)
+    if code is None or code.co_freevars:
+        return None
+    message = f"{code.co_name} ran longer than {seconds:g} s and was interrupted; it is not called again in this run"
+    module = compile(f"def {code.co_name}(*args, **kwargs):\n    raise TimeoutError({message!r})\n", "<grader>",
+                     "exec")
+    stopper = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    for referrer in gc.get_referrers(code):
+        if isinstance(referrer, types.FunctionType) and referrer.__code__ is code:
+            referrer.__code__ = stopper
+    return code.co_name
+
+
 def main(payload: dict, task_frame: bytes, shell: InteractiveShell | None = None) -> None:
     """Run every code cell not in payload['skip'], announcing each and sending its capped output. `shell`: the one
     prepared() made before this job (in the warm zygote), placed here; None: prepared here."""
@@ -230,19 +297,26 @@ def main(payload: dict, task_frame: bytes, shell: InteractiveShell | None = None
         importlib.import_module(f"{__package__}.{name}")
     shell = place(shell if shell is not None else prepared())
     restore, run_probe, send = guard.restore, runner.run, channel.send      # held here, out of a cell's reach
+    interrupter = Interrupter(float(payload["limits"]["cell_seconds"]))
     for index, cell in enumerate(payload["cells"]):
         if cell["cell_type"] != "code" or index in skip:
             continue
         send({"cell": index})
         stdout, stderr = CappedText(max_output), CappedText(max_output)
         probe = PROBE_CELL.search(cell["source"])
+        result = None
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            if probe and probe.group(1) in runner.TASK:
-                restore()                        # a probe cell runs the probe itself, not the cell's text
-                run_probe(probe.group(1), shell.user_ns)
-                result = None
-            else:
-                result = shell.run_cell(cell["source"], store_history=True)
-        send({"output": index, **_outputs(stdout, stderr, result)})
+            try:
+                with interrupter.cell():
+                    if probe and probe.group(1) in runner.TASK:
+                        restore()                # a probe cell runs the probe itself, not the cell's text
+                        run_probe(probe.group(1), shell.user_ns)
+                    else:
+                        result = shell.run_cell(cell["source"], store_history=True)
+            except CellTimeout as error:         # in a probe's call (IPython's run_cell keeps its own)
+                result = _Interrupted(error)
+        if interrupter.fired and result is not None and isinstance(result.error_in_exec, CellTimeout):
+            stop_looping_function(result.error_in_exec, interrupter.seconds)
+        send({"output": index, **_outputs(stdout, stderr, result), "interrupted": interrupter.fired})
     channel.send({"done": True})
     os._exit(0)   # do not wait for threads the student may have left running

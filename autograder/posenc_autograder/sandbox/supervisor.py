@@ -27,7 +27,7 @@ from posenc_autograder.sandbox.launch import ZygoteGone, launcher
 from posenc_autograder.sandbox.layout import HEADER_LENGTH_BYTES, HOME_DIR, WORK_DIR
 from posenc_autograder.settings import Limits
 
-MAX_REPLAYS = 3
+MAX_REPLAYS = 3                   # runs again after a channel made unreadable, each without the cell that did it
 MAX_LOST = 2                      # attempts lost to a dying zygote before the job is given up (not graded)
 POLL_SECONDS = 0.05
 EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
@@ -36,6 +36,8 @@ LOG_READ_BYTES = 1 << 16
 LOG_BUDGET_BYTES = 1 << 20        # the job's log read here, at most; past it the pipe is drained unread (_drain)
 LOG_DRAIN_BYTES = 8 << 20         # at most this much each POLL_SECONDS: a flood then costs the job its own time
 CHANNEL_READ_BYTES = 1 << 20      # the channel's pipe size (_widen), read whole
+INTERRUPT_GRACE_SECONDS = 2.0     # past its limit a cell is interrupted in the job; this much later, the job is killed
+CLOCK_SLACK_SECONDS = 0.5         # the job's clock for a cell starts before this side reads the cell's mark
 
 
 @dataclasses.dataclass
@@ -48,6 +50,7 @@ class RunOutcome:
                                        # what run_job's `decode` made of it as it arrived
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
     cpu_seconds: float = 0.0           # the sandboxes' CPU (user + system), every attempt, as the kernel counted it
+    runs: int = 1                      # times the notebook was run (a job lost with its zygote not counted)
 
 
 
@@ -62,6 +65,7 @@ class Attempt:
         self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
         self.cpu_seconds, self.log_read, self.draining, self.next_drain = 0.0, 0, None, 0.0
         self.refused: dict | None = None   # the first frame refused: {"reason", "bytes" announced, "cell" it came in}
+        self.interrupted: list[int] = []   # cells past their limit that the job interrupted, by this side's clock
         reader.start_attempt()
 
     def accept(self, frame: dict, tasks: set[str]) -> None:
@@ -73,6 +77,9 @@ class Attempt:
                 self.current, self.since = cell, time.monotonic()
         elif "output" in frame:
             cell = frame["output"]
+            if frame.get("interrupted") is True and cell == self.current and \
+                    time.monotonic() - self.since >= self.limits.cell_seconds - CLOCK_SLACK_SECONDS:
+                self.interrupted.append(cell)
             if type(cell) is int and cell in self.expected and self.reader.output_bytes < self.limits.max_output_bytes:
                 self.outputs[cell] = sanitise_outputs(frame, self.limits.max_cell_output_bytes)
                 self.reader.output_bytes += sum(len(o.get("text", "")) + len(o.get("evalue", ""))
@@ -152,12 +159,24 @@ class Attempt:
             if exited_at is None and process.exited():
                 exited_at = now
             if exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE_SECONDS):
-                return ("finished" if self.done else "died"), self.current
+                return self._ended(), self.current
             if now >= deadline:
                 return "notebook_time_limit", self.current
-            if self.current is not None and now - self.since > self.limits.cell_seconds:
+            if self.current is not None and now - self.since > self.limits.cell_seconds + INTERRUPT_GRACE_SECONDS:
                 return "cell_timeout", self.current
 
+
+    def _ended(self) -> str:
+        """How an attempt whose process ended did: to its end, or not. Without its end, a channel left inside a frame
+        (a frame cut short) or holding a refused one was made unreadable by the cell's own writes, which may have
+        swallowed the runner's frames after them: that is not a death."""
+        if self.done:
+            return "finished"
+        if self.current is not None and (self.reader.frames.pending or self.refused):
+            self.refused = self.refused or {"reason": codec.MALFORMED, "bytes": self.reader.frames.pending,
+                                            "cell": self.current}
+            return "unreadable"
+        return "died"
 
     def _read(self, data: bytes, tasks: set[str]) -> str | None:
         """Decode and accept what the channel sent, on the job's CPU budget; how the attempt ends if it must."""
@@ -217,25 +236,26 @@ def _feed(stream, payload: bytes) -> None:
 
 def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files: dict[str, str], limits: Limits,
             isolate: bool = True, decode=None) -> RunOutcome:
-    """Run the cells under the supervisor: skip-and-replay cells that time out or kill the process.
+    """Run the cells once under the supervisor. What the student's code does costs one run: the first cell past its
+    limit is interrupted and the run goes on; a cell that outlives its limit after that (or the interrupt), a process
+    that dies, the notebook's limit or a flood stop the run there, and what ran before keeps its results. Only the
+    grader's own failure (the warm zygote lost under the job) runs it again, its time given back; and a channel made
+    unreadable by a cell's header runs again without that cell, since nothing after the header could be read.
     task_frame: the task (codec.frame), task_ids: its keys. decode(record) -> what to keep of a result as it
     arrives (None: nothing; `cell`: the task it answers, given by keyword); default the record as decoded."""
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
     tasks = set(task_ids)
-    events, skip, finished = [], [], False
+    events, skip = [], []
     results, outputs, reader = {}, {}, ChannelReader(limits)
     groups = make_cgroups(limits)
     log, cpu, lost = b"", 0.0, 0
     try:
         with _scratch_dirs(isolate) as (work, home):
             start = launcher(limits, isolate, work, home, probe_files)
-            replays = 0
-            while replays <= MAX_REPLAYS:
-                header = json.dumps({"cells": notebook_cells, "probe_files": probe_files,
-                                     "limits": limits.for_runner(), "skip": skip}).encode()
-                payload = b"".join([len(header).to_bytes(HEADER_LENGTH_BYTES, "little"), header, task_frame])
+            while True:
+                payload = _payload(notebook_cells, probe_files, limits, skip, task_frame)
                 attempt = Attempt(start, payload, code_cells, skip, limits, reader, results, outputs, decode)
                 kept, attempt_started = (dict(results), dict(outputs)), time.monotonic()
                 ending, cell = attempt.run(deadline, tasks, groups)
@@ -250,33 +270,43 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                     deadline += time.monotonic() - attempt_started
                     continue
                 log = bytes(attempt.log) if attempt.current is None else log
-                refused = attempt.refused and {"event": "unreadable_data", **attempt.refused,
-                                               "skipped": ending == "unreadable" and cell is not None}
-                if refused and refused not in events:         # a replay refused the same again: said once
-                    events.append(refused)
-                if ending == "finished":
-                    finished = True
-                    break
-                if ending in ("notebook_time_limit", "flood"):
-                    events.append({"event": ending, "cell": cell})      # the student's: the rest is not run
-                    break
-                if ending != "unreadable":                     # else said by its refused frame, above
-                    events.append({"event": "kernel_died" if ending == "died" else "cell_timeout", "cell": cell,
-                                   "seconds": limits.cell_seconds})
-                # The channel is unreadable after a header announcing more than can come: the cell that sent it is
-                # skipped and the notebook run again, as after a death, so the rest of the student's work is read.
-                if cell is None:            # died before any cell started: nothing to skip
+                again = ending == "unreadable" and cell is not None and len(skip) < MAX_REPLAYS
+                events += [e for e in _events(attempt, ending, cell, limits, again) if e not in events]
+                if not again:
                     break
                 skip.append(cell)
-                replays += 1
-            else:
-                events.append({"event": "too_many_replays", "cell": None})
         counted = cgroup_cpu_seconds(groups)
         cpu = cpu if counted is None else counted       # the cgroup also counts what bwrap did not wait for
     finally:
         remove_cgroups(groups)
-    return RunOutcome(events, finished, time.monotonic() - started, log.decode("utf-8", "replace"),
-                      results, outputs, cpu)
+    return RunOutcome(events, ending == "finished", time.monotonic() - started, log.decode("utf-8", "replace"),
+                      results, outputs, cpu, len(skip) + 1)
+
+
+def _payload(notebook_cells: list[dict], probe_files: dict[str, str], limits: Limits, skip: list[int],
+             task_frame: bytes) -> bytes:
+    """The job's standard input: its JSON header's length, the header, the task frame."""
+    header = json.dumps({"cells": notebook_cells, "probe_files": probe_files, "limits": limits.for_runner(),
+                         "skip": skip}).encode()
+    return b"".join([len(header).to_bytes(HEADER_LENGTH_BYTES, "little"), header, task_frame])
+
+
+def _events(attempt: Attempt, ending: str, cell: int | None, limits: Limits, again: bool) -> list[dict]:
+    """What happened in one run, for the notes; cells are notebook indices. A refused frame is said by its own
+    event (`skipped`: the notebook ran again without its cell); a cell the job interrupted, by a timeout that did not
+    stop the run."""
+    events = [{"event": "cell_timeout", "cell": c, "seconds": limits.cell_seconds, "stopped": False}
+              for c in attempt.interrupted]
+    if attempt.refused:
+        stopped = {"stopped": True} if ending == "unreadable" and not again else {}
+        events.append({"event": "unreadable_data", **attempt.refused, "skipped": again, **stopped})
+    if ending in ("notebook_time_limit", "flood"):
+        events.append({"event": ending, "cell": cell})
+    elif ending == "died":
+        events.append({"event": "kernel_died", "cell": cell})
+    elif ending == "cell_timeout":
+        events.append({"event": "cell_timeout", "cell": cell, "seconds": limits.cell_seconds, "stopped": True})
+    return events
 
 
 @contextlib.contextmanager

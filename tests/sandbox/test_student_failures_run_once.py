@@ -1,0 +1,77 @@
+"""What a student's code does costs one run of the notebook (issue 42): a cell past its limit is interrupted, as
+Jupyter's interrupt stops a cell, and the run goes on; the function it was running raises at once from then on, so a
+loop called by every test costs one cell limit, not one each. A cell that ignores the interrupt, or a process that
+dies, stops the run there. Nothing of the student's runs the notebook again. The first cell appends to a file of
+the test's, so the runs are counted by the notebook itself (a plain job, without the sandbox, can write there)."""
+import pathlib
+
+import pytest
+
+from posenc_autograder.grading.pipeline import probe_files
+from posenc_autograder.probes import codec
+from posenc_autograder.sandbox import supervisor
+from posenc_autograder.settings import Limits
+
+LIMITS = Limits(cell_seconds=1, notebook_seconds=30)
+GRACE = 0.5          # after the job's interrupt, before the supervisor kills it: shorter than a course's, for speed
+
+
+@pytest.fixture(autouse=True)
+def short_grace(monkeypatch):
+    monkeypatch.setattr(supervisor, "INTERRUPT_GRACE_SECONDS", GRACE)
+
+
+LOOP = "def forever():\n    while True:\n        pass\n"
+
+
+def run(*cells: str, isolate: bool = False):
+    return supervisor.run_job([{"cell_type": "code", "source": c} for c in cells], codec.frame({}), [], probe_files(),
+                              LIMITS, isolate=isolate)
+
+
+def counting(log: pathlib.Path) -> str:
+    return f"with open({str(log)!r}, 'a') as log:\n    log.write('run\\n')\n"
+
+
+def printed(outcome, cell: int) -> str:
+    return "".join(o.get("text", "") for o in outcome.outputs.get(cell, {}).get("outputs", []))
+
+
+def kinds(outcome) -> list[tuple]:
+    return [(e["event"], e["cell"], e.get("stopped")) for e in outcome.events]
+
+
+def test_a_cell_that_loops_forever_is_interrupted_once_and_the_rest_runs(tmp_path):
+    log = tmp_path / "runs.txt"
+    outcome = run(counting(log), "while True:\n    pass", "print('after')")
+    assert log.read_text() == "run\n" and outcome.runs == 1
+    assert outcome.finished and printed(outcome, 2) == "after\n"
+    assert kinds(outcome) == [("cell_timeout", 1, False)]
+
+
+def test_a_function_that_loops_in_every_test_costs_one_cell_limit_and_says_so(tmp_path):
+    log = tmp_path / "runs.txt"
+    outcome = run(counting(log) + LOOP, "forever()", "forever()", "forever()", "print('after')")
+    assert log.read_text() == "run\n" and outcome.runs == 1
+    assert outcome.finished and printed(outcome, 4) == "after\n"
+    assert kinds(outcome) == [("cell_timeout", 1, False)]
+    for cell in (2, 3):                      # what the student sees in those cells: true, and at once
+        [error] = [o for o in outcome.outputs[cell]["outputs"] if o["output_type"] == "error"]
+        assert error["ename"] == "TimeoutError" and error["evalue"] == (
+            "forever ran longer than 1 s and was interrupted; it is not called again in this run (line 1)")
+
+
+@pytest.mark.parametrize("cell, event", [("import os\nos._exit(3)", "kernel_died"),
+                                         ("while True:\n    try:\n        forever()\n    except BaseException:\n"
+                                          "        pass", "cell_timeout")], ids=["dies", "swallows the interrupt"])
+def test_a_cell_that_kills_its_process_or_ignores_the_interrupt_stops_the_one_run(tmp_path, cell, event):
+    log = tmp_path / "runs.txt"
+    outcome = run(counting(log) + LOOP, cell, "print('after')")
+    assert log.read_text() == "run\n" and outcome.runs == 1
+    assert [(e["event"], e["cell"]) for e in outcome.events] == [(event, 1)] and 2 not in outcome.outputs
+
+
+def test_the_interrupt_reaches_a_cell_in_the_sandbox():
+    outcome = run("while True:\n    pass", "print('after')", isolate=True)
+    assert outcome.runs == 1 and outcome.finished and printed(outcome, 1) == "after\n", outcome.events
+    assert kinds(outcome) == [("cell_timeout", 0, False)]
