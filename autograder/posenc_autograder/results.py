@@ -221,6 +221,8 @@ class NotebookResult:
     notes: list[Note]                 # what happened, for the student and the run report
     seconds: float = 0.0
     action: str = ""                  # what the student (or instructor) should do about the notes
+    untouched: bool | None = None     # its answer cells are the released template's, found while grading (None: no
+                                      # notebook was run)
 
     def __post_init__(self):
         self.notes = [n if isinstance(n, Note) else Note(NoteKind.OTHER, str(n)) for n in self.notes]

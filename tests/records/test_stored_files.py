@@ -48,8 +48,8 @@ def test_the_dashboard_flags_files_from_the_stored_results_without_reading_them(
 
     def unread(*args, **kwargs):
         raise AssertionError("the dashboard read a submission again")
-    monkeypatch.setattr(dashboard, "read_notebook", unread)
-    monkeypatch.setattr(dashboard, "sha256", unread)
+    monkeypatch.setattr(nbformat, "read", unread)
+    monkeypatch.setattr(nbformat, "reads", unread)
     rebuild_class_files(graded)
     flags = flags_on_the_page(graded)
     assert "untouched" in flags["cat"] and "byte-identical" not in flags["cat"]
@@ -57,17 +57,20 @@ def test_the_dashboard_flags_files_from_the_stored_results_without_reading_them(
     assert "untouched" not in flags["ann"] + flags["ben"]
 
 
-def test_a_result_stored_without_what_it_graded_is_flagged_by_reading_the_file(graded):
-    """Results stored before the records said what they graded (or by an older grader): the file is read, as before."""
+def test_untouched_is_found_while_grading_and_kept_with_the_result(graded):
+    """The judge says it (the answer cells that ran are the template's) and the stored result keeps it; the portal's
+    stored results carry it the same way. A record without it (an older grader's) is flagged from nothing else."""
+    stored = {r.student: r for r in results_store.stored_results(graded)}
+    assert (stored["cat"].untouched, stored["ann"].untouched, stored["ben"].untouched) == (True, False, False)
     record = results_store.path(graded, "cat", ASSIGNMENT, NOTEBOOK)
     kept = record.read_text()
     data = json.loads(kept)
-    del data["untouched"]
+    del data["result"]["untouched"]
     record.write_text(json.dumps(data))
     try:
         page = dashboard.render(graded, results_store.stored_results(graded),
                                 files=results_store.class_results(graded).files)
-        assert "untouched: the answers are the released template" in page
+        assert "untouched: the answers are the released template" not in page
     finally:
         record.write_text(kept)
 

@@ -7,15 +7,15 @@ from xml.etree import ElementTree
 
 import pytest
 
-import nbformat
 import numpy as np
 
-from fixture_submissions import make_course, solved_notebook
+from fixture_submissions import make_course
 from posenc_autograder import csvsafe
 from posenc_autograder.checks import REGISTRY
+from posenc_autograder.records import results_store
 from posenc_autograder.reports import dashboard, run_report as report
 from posenc_autograder.intake import roster
-from posenc_autograder.course import RELEASE_DIRECTORY, Course
+from posenc_autograder.course import Course
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 from book_pages import open_page
 
@@ -40,12 +40,6 @@ def result(student, passed, notes=(), graded=True, seconds=1.5, problems=None):
                           seconds=seconds)
 
 
-def submit(course, student, nb):
-    folder = course.submitted / student / "positional_encoding"
-    folder.mkdir(parents=True)
-    (folder / "positional_encoding.ipynb").write_text(nbformat.writes(nb))
-
-
 @pytest.fixture
 def class_page(tmp_path):
     """Three students with the same mistake (bob's judge gave its cause as data), a timeout, an unreadable
@@ -57,17 +51,16 @@ def class_page(tmp_path):
                result("eve", (False, False), [Note(NoteKind.UNREADABLE, "the notebook could not be read: " + HOSTILE)],
                       graded=False),
                result("fay", (False, False), problems=([STUB], [STUB, "... and 1 more case(s) like these"]))]
-    release = nbformat.read(course.path(RELEASE_DIRECTORY) / "positional_encoding" / "positional_encoding.ipynb", 4)
-    submit(course, "fay", release)
-    solved = solved_notebook()
-    submit(course, "cy", solved)
-    submit(course, "dee", solved)
+    results[-1].untouched = True                           # fay's answers are the template's, as grading found
+    files = {(r.student, r.assignment, r.notebook): results_store.GradedFile(digest)      # cy's and dee's: one file
+             for r, digest in zip(results, ["a" * 64, "b" * 64, "c" * 64, "c" * 64, None, "f" * 64])}
     roster.save(course, {("bob", "positional_encoding"): {
         "student_id": "bob", "assignment": "positional_encoding", "lms": "canvas", "lms_user_id": "7",
         "name": HOSTILE, "submitted_at": "2026-11-20T10:00:00", "late": "yes"}})
     finals = {(r.student, r.assignment): (r.score, r.max_score) for r in results}
     finals["bob", "positional_encoding"] = (4.0, 5.0)                  # set by hand in formgrader
-    path = dashboard.write(course, results, refused=[f"{HOSTILE}: the folder is a symbolic link"], finals=finals)
+    path = dashboard.write(course, results, refused=[f"{HOSTILE}: the folder is a symbolic link"], finals=finals,
+                           files=files)
     return course, results, path
 
 

@@ -84,6 +84,16 @@ def assemble(release, submission, earlier_releases: dict[str, list] | None = Non
     return Assembled(nb, notes)
 
 
+def answer_cells(notebook) -> dict[str, str]:
+    """Each answer cell's text by its grade id."""
+    return {grade_id(c): c.source.strip() for c in notebook.cells if nbgrader_meta(c).get("solution")}
+
+
+def untouched(notebook, release) -> bool:
+    """The notebook's answer cells hold what the released template's hold."""
+    return answer_cells(notebook) == answer_cells(release)
+
+
 def _differs(student, released_cell) -> bool:
     return _flags(student) != _flags(released_cell) or (
         released_cell.get("cell_type") == "code"

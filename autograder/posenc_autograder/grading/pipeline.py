@@ -19,7 +19,7 @@ from posenc_autograder import settings
 from posenc_autograder.settings import Caps
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import variants
-from posenc_autograder.grading.assemble import assemble
+from posenc_autograder.grading.assemble import assemble, untouched
 from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources
 from posenc_autograder.checks.hidden import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
@@ -195,8 +195,10 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
             "; failed tests say what to fix" if any(not t.passed for t in tests) else "")
     else:
         action = ""
+    ran = executed(execution.executed_notebook) if execution.executed_notebook else None
     return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,
-                          seconds=execution.seconds, action=action)
+                          seconds=execution.seconds, action=action,
+                          untouched=untouched(ran, release) if ran is not None else None)
 
 
 def fix_this_first(tests: list[GradedTest]) -> list[str]:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import sys
 
-import nbformat
 
 from posenc_autograder.records import results_store, stamps
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import grader_error, judge, prepare, released, submitted_notebook
-from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint, keep_higher_scores, regrade_changes
+from posenc_autograder.grading.pipeline import grader_error, judge, prepare
+from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint
 from posenc_autograder.progress import Progress
 from posenc_autograder.results import NotebookResult
 from posenc_autograder import settings
@@ -28,72 +27,11 @@ from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandb
 from posenc_autograder.sandbox.cgroups import process_limit_enforced
 from posenc_autograder.settings import Limits
 from posenc_autograder.intake import attempts, exchange
-from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, discover, sha256
+from posenc_autograder.intake.submissions import Submission, discover, sha256
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
 # imported where they are used: a run with nothing to grade needs none of them, and importing them costs
 # over a CPU-second.
-
-
-def finish(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
-           previous: dict | None, executed_notebook: str | None = None) -> NotebookResult:
-    """Store one result everywhere it belongs: gradebook, feedback, autograded notebook, result record
-    (`previous`: the record stored before, results_store.load).
-
-    The result record goes first and comes back last: a run stopped in between leaves this notebook with no
-    record, so the next run grades it again instead of trusting files that may disagree with the gradebook."""
-    from posenc_autograder.records import gradebook, nbgrader_files
-    from posenc_autograder.reports import feedback
-
-    result = keep_higher_scores(result, previous, digest, fingerprint)
-    change = regrade_changes(result, previous, fingerprint, digest)
-    if change:
-        result.notes.append(change)
-    if previous is not None:
-        results_store.forget(course, *sub.key)
-    when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
-    scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
-                                     {t.cell_id: t.points for t in result.tests}, when)
-    if digest:
-        attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
-    nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
-    release = released(course, sub.assignment, sub.notebook)             # shared: only read here
-    nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
-                   course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
-    from posenc_autograder.reports import late_policy
-    feedback.write(result, course.feedback, scores, late_policy.Deadlines(course).lateness(sub.student, sub.assignment),
-                   gradebook.comments(gb, sub.student, sub.assignment, sub.notebook),
-                   attempts.RULES[settings.load(course).course.counted_attempt])
-    results_store.save(course, result, digest, fingerprint, answers_untouched(course, sub, release))
-    return result
-
-
-def answers_untouched(course: Course, sub: Submission, release) -> bool | None:
-    """Whether the submission's answer cells are the released template's, from the parse grading made of it (the
-    dashboard flags it from the stored result); None when there is no readable file."""
-    from posenc_autograder.reports import dashboard
-
-    if sub.path is None:
-        return None
-    try:
-        return dashboard.untouched(submitted_notebook(sub.path, settings.load(course).caps), release)
-    except (UnreadableNotebook, OSError):
-        return None
-
-
-def settle(course: Course, gb, sub: Submission, make_result, digest: str | None, fingerprint: str,
-           executed_notebook: str | None = None) -> NotebookResult:
-    """Build and store one submission's result. An unexpected error costs that submission only: it is
-    stored as 'not graded' with the reason (feedback included), and the run goes on."""
-    previous = results_store.load(results_store.path(course, *sub.key))       # both attempts compare with it
-    try:
-        return finish(course, gb, sub, make_result(), digest, fingerprint, previous, executed_notebook)
-    except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
-        failed = grader_error(course, sub, exc)
-        try:
-            return finish(course, gb, sub, failed, digest, fingerprint, previous)
-        except Exception:  # noqa: BLE001 - still listed in the run report
-            return failed
 
 
 def place_counted(course: Course, assignments: list[str] | None = None, students: list[str] | None = None
@@ -172,8 +110,10 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
             gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged)
                                                        if s.assignment == assignment and not same])
-        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept)), fingerprints, jobs=jobs,
-                                     isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
+        from posenc_autograder.reports import feedback, late_policy
+        page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
+        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept)), fingerprints, page,
+                                     jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
     rebuild_class_files(course, results, refused)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
@@ -213,10 +153,11 @@ def class_files_stamp(course: Course, submissions, digests, fingerprints, refuse
                          stamps.file_states(PACKAGE.rglob(PACKAGE_FILES)))
 
 
-def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, scheduler, limits, quiet):
-    """Tasks are prepared as job slots free up and each execution is judged, stored and dropped as it
-    finishes: the grader holds a few notebooks at a time, whatever the size of the class."""
-    from posenc_autograder.records import evidence
+def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate, scheduler, limits, quiet):
+    """Tasks are prepared as job slots free up and each execution is judged, stored (records.graded, its feedback
+    page by `page`) and dropped as it finishes: the grader holds a few notebooks at a time, whatever the size of the
+    class."""
+    from posenc_autograder.records import evidence, graded
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
@@ -234,7 +175,7 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             if isinstance(prepared, NotebookResult):
-                results.append(settle(course, gb, sub, lambda: prepared, digest, fingerprints[sub.assignment]))
+                results.append(graded.settle(course, gb, sub, prepared, digest, fingerprints[sub.assignment], page))
                 progress.step(sub.student)
             else:
                 pending[prepared.key] = (sub, digest)
@@ -250,8 +191,8 @@ def _grade_submissions(course, gb, planned, fingerprints, *, jobs, isolate, sche
         with costs.timed("evidence"):           # the judge's verdicts, taken before storing may keep earlier scores
             evidence.keep_graded(course, sub, execution, judged=judged)
         with costs.timed("store"):
-            results.append(settle(course, gb, sub, lambda judged=judged: judged, digest, fingerprints[sub.assignment],
-                                  execution.executed_notebook))
+            results.append(graded.settle(course, gb, sub, judged, digest, fingerprints[sub.assignment], page,
+                                         execution.executed_notebook))
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))

@@ -6,10 +6,9 @@ import pathlib
 import sys
 
 from posenc_autograder.course import Course, course_for_command
-from posenc_autograder import settings
-from posenc_autograder.intake import attempts, lms
+from posenc_autograder.intake import lms
 from posenc_autograder.progress import Progress
-from posenc_autograder.records import gradebook, results_store
+from posenc_autograder.records import graded, gradebook, results_store
 from posenc_autograder.reports import feedback, late_policy, lms_bundles, roster_check
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 
@@ -19,15 +18,11 @@ def rebuild(course: Course, stream=None) -> list[pathlib.Path]:
     written = []
     results = results_store.stored_results(course)
     progress = Progress(len(results), stream=stream)
-    deadlines = late_policy.Deadlines(course)
-    counted = attempts.RULES[settings.load(course).course.counted_attempt]
+    page = feedback.page_writer(course, late_policy.Deadlines(course))
     with gradebook.open_gradebook(course) as gb:
         for result in results:
-            scores = gradebook.cell_scores(gb, result.student, result.assignment, result.notebook)
-            written.append(feedback.write(result, course.feedback, scores,
-                                          deadlines.lateness(result.student, result.assignment),
-                                          gradebook.comments(gb, result.student, result.assignment, result.notebook),
-                                          counted))
+            key = (result.student, result.assignment, result.notebook)
+            written.append(page(graded.Stored(result, gradebook.cell_scores(gb, *key), gradebook.comments(gb, *key))))
             progress.step(f"{result.student}/{result.assignment}")
     return written
 

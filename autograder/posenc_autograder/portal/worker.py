@@ -4,7 +4,7 @@ sandbox's subprocess (or on a Dask worker), never in the portal's process.
 
 The attempt that counts (best or last, by policy) is then stored exactly as `make grade` stores a submission:
 its file in submitted/ with nbgrader's timestamp.txt, its scores in the gradebook, the autograded notebook,
-the feedback page and the results store (orchestration.grade.settle), and its time and late flag in the roster; so
+the feedback page and the results store (records.graded.settle), and its time and late flag in the roster; so
 `make grade` sees an unchanged file and `make feedback`, the LMS exports and `make integrity` read it as theirs.
 """
 from __future__ import annotations
@@ -22,7 +22,6 @@ from sqlalchemy import select, update
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
 from posenc_autograder.grading.regrade import grader_fingerprint
-from posenc_autograder.orchestration.grade import settle
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare
 from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake import roster
@@ -30,7 +29,7 @@ from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
-from posenc_autograder.records import evidence, gradebook
+from posenc_autograder.records import evidence, gradebook, graded
 from posenc_autograder.results import Note, NoteKind, NotebookResult
 from posenc_autograder import settings
 from posenc_autograder.settings import Limits
@@ -325,6 +324,7 @@ class Worker:
         put back in submitted/ (make grade grades it again if need be); then no portal attempt is promoted."""
         from posenc_autograder.reports import late_policy
 
+        deadlines = late_policy.Deadlines(self.course)         # one late policy for this store: choosing and the page
         with self.store_lock, self.sessions() as db:
             attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
                                                              Attempt.assignment == assignment)).scalars())
@@ -333,7 +333,7 @@ class Worker:
                     self.record(attempt)
             counted = record_of_attempts.choose(record_of_attempts.of(self.course, student, assignment),
                                                 settings.load(self.course).course.counted_attempt,
-                                                late_policy.Deadlines(self.course).attempt_percent)
+                                                deadlines.attempt_percent)
             chosen = next((a for a in attempts if counted is not None and counted.door in PORTAL_DOORS
                            and counted.files == {f"{a.notebook}.ipynb": a.sha256}), None)
             if chosen is None:
@@ -345,14 +345,17 @@ class Worker:
                 return None
             if chosen.promoted and record_of_attempts.in_submitted(self.course, student, assignment) == counted.files:
                 return chosen
-            self._store(chosen, db.get(Student, student))
+            self._store(chosen, db.get(Student, student), deadlines)
             db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
                        .values(promoted=Attempt.id == chosen.id))
             db.commit()
         self.counting_stored(student, assignment)
         return chosen
 
-    def _store(self, attempt: Attempt, student: Student | None) -> None:
+    def _store(self, attempt: Attempt, student: Student | None, deadlines) -> None:
+        """Store the attempt as make grade stores a submission (records.graded), then its evidence and roster row."""
+        from posenc_autograder.reports import feedback
+
         course, key = self.course, (attempt.student_id, attempt.assignment, attempt.notebook)
         folder = course.submitted / attempt.student_id / attempt.assignment
         record_of_attempts.place(course, self.record(attempt))         # any other door's files there are kept
@@ -360,8 +363,8 @@ class Worker:
         executed = executed_file.read_bytes().decode("utf-8", "replace") if executed_file.is_file() else None
         result = NotebookResult.from_json(json.loads(attempt.result_json))
         with gradebook.open_gradebook(course) as gb:
-            settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), lambda: result,
-                   attempt.sha256, self.fingerprint(attempt.assignment), executed)
+            graded.settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), result, attempt.sha256,
+                          self.fingerprint(attempt.assignment), feedback.page_writer(course, deadlines), executed)
         self._counting_evidence(attempt)
         rows = roster.load(course)
         row = rows.get((attempt.student_id, attempt.assignment)) or {"lms": "portal"}

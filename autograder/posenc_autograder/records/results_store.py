@@ -31,14 +31,12 @@ def result_from_json(data: dict) -> NotebookResult:
     return NotebookResult.from_json(data)
 
 
-def save(course: Course, result: NotebookResult, digest: str | None, fingerprint: str,
-         untouched: bool | None = None) -> pathlib.Path:
-    """digest: the graded file's sha256; untouched: whether its answer cells are the released template's (None:
-    not known). The dashboard flags both from here instead of reading every submission again."""
+def save(course: Course, result: NotebookResult, digest: str | None, fingerprint: str) -> pathlib.Path:
+    """digest: the graded file's sha256 (the dashboard finds byte-identical files by it, and an untouched one by the
+    result's own flag, instead of reading every submission again)."""
     file = path(course, result.student, result.assignment, result.notebook)
     file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps({"sha256": digest, "fingerprint": fingerprint, "untouched": untouched,
-                                "result": result.to_json()}, indent=1))
+    file.write_text(json.dumps({"sha256": digest, "fingerprint": fingerprint, "result": result.to_json()}, indent=1))
     return file
 
 
@@ -51,7 +49,6 @@ def forget(course: Course, student: str, assignment: str, notebook: str) -> None
 class GradedFile:
     """What a stored result says of the file it graded."""
     sha256: str | None
-    untouched: bool | None       # None: not known (a result stored before this was kept, or by the portal)
 
 
 @dataclasses.dataclass
@@ -76,9 +73,7 @@ def class_results(course: Course, fresh: list[NotebookResult] = ()) -> ClassResu
             continue
         key = (result.student, result.assignment, result.notebook)
         results[key] = result
-        untouched = record.get("untouched")
-        files[key] = GradedFile(record.get("sha256") if isinstance(record.get("sha256"), str) else None,
-                                untouched if isinstance(untouched, bool) else None)
+        files[key] = GradedFile(record.get("sha256") if isinstance(record.get("sha256"), str) else None)
     results.update({(r.student, r.assignment, r.notebook): r for r in fresh})
     return ClassResults([results[k] for k in sorted(results)], files)
 

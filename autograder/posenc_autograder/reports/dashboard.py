@@ -17,11 +17,9 @@ import statistics
 import urllib.parse
 
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.course import Course, grade_id, nbgrader_meta
-from posenc_autograder.grading.pipeline import released
+from posenc_autograder.course import Course
 from posenc_autograder import settings
 from posenc_autograder.intake import attempts
-from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
 from posenc_autograder.reports import charts, feedback, late_policy, templating
 from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, ProblemKind
 
@@ -218,30 +216,18 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
     return sorted(mistakes.values(), key=order), sorted(stubs.values(), key=order)
 
 
-def submission_flags(course: Course, results: list[NotebookResult], files: dict | None = None
-                     ) -> dict[tuple, list[str]]:
-    """(student, assignment, notebook) -> what is odd about the file itself: untouched (its answer cells are
-    the released template's) or byte-identical to a classmate's. `files` (results_store.GradedFile by key) says
-    it for the files it knows, as grading found them; the others are read here."""
+def submission_flags(results: list[NotebookResult], files: dict | None = None) -> dict[tuple, list[str]]:
+    """(student, assignment, notebook) -> what is odd about the file itself, as grading found it: untouched (its
+    answer cells are the released template's: the result says) or byte-identical to a classmate's (by the digests
+    `files`, results_store.GradedFile by key, keep). No submission is read again."""
     flags: dict[tuple, list[str]] = collections.defaultdict(list)
-    known = {key: file for key, file in (files or {}).items() if file.untouched is not None}
-    wanted = {(r.student, r.assignment, r.notebook) for r in results}
     digests: dict[str, list[tuple]] = collections.defaultdict(list)
-    for key in sorted(wanted & set(known)):
-        if known[key].untouched:
+    for r in results:
+        key = (r.student, r.assignment, r.notebook)
+        if r.untouched:
             flags[key].append(UNTOUCHED)
-        if known[key].sha256:
-            digests[known[key].sha256].append(key)
-    for sub in discover(course) if wanted - set(known) else []:
-        if sub.key not in wanted or sub.key in known or sub.path is None:
-            continue
-        try:
-            notebook = read_notebook(sub.path)
-        except UnreadableNotebook:
-            continue
-        if untouched(notebook, released(course, sub.assignment, sub.notebook)):
-            flags[sub.key].append(UNTOUCHED)
-        digests[sha256(sub.path)].append(sub.key)
+        if (files or {}).get(key) is not None and files[key].sha256:
+            digests[files[key].sha256].append(key)
     for same in digests.values():
         for key in same if len(same) > 1 else []:
             others = ", ".join(k[0] for k in sorted(same) if k != key)
@@ -250,15 +236,6 @@ def submission_flags(course: Course, results: list[NotebookResult], files: dict 
 
 
 UNTOUCHED = "untouched: the answers are the released template"
-
-
-def untouched(notebook, release) -> bool:
-    """The notebook's answer cells hold what the released template's hold."""
-    return answer_cells(notebook) == answer_cells(release)
-
-
-def answer_cells(notebook) -> dict[str, str]:
-    return {grade_id(c): c.source.strip() for c in notebook.cells if nbgrader_meta(c).get("solution")}
 
 
 def attention(result: NotebookResult) -> list[str]:
@@ -288,7 +265,7 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
     rates = pass_rates(results)
     figures = [score_histogram(results)] + ([pass_rate_chart(rates)] if rates else []) + [time_chart(results)]
     mistakes, stubs = grouped_mistakes(results)
-    flags = submission_flags(course, results, files)
+    flags = submission_flags(results, files)
     for finding in doors:                                 # attempts.Finding: two doors disagree
         for r in results:
             if (r.student, r.assignment) == (finding.student, finding.assignment):

@@ -7,8 +7,13 @@ Points come from the gradebook when it has them, so a grade changed by hand in f
 from __future__ import annotations
 
 import pathlib
+from typing import Callable
 
-from posenc_autograder.reports import templating
+from posenc_autograder import settings
+from posenc_autograder.course import Course
+from posenc_autograder.intake import attempts
+from posenc_autograder.records import graded
+from posenc_autograder.reports import late_policy, templating
 from posenc_autograder.reports.late_policy import penalised
 from posenc_autograder.results import NotebookResult
 
@@ -67,3 +72,15 @@ def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None, late
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(render(result, scores, late, comments=comments, counted=counted))
     return page
+
+
+def page_writer(course: Course, deadlines: late_policy.Deadlines) -> Callable[[graded.Stored], pathlib.Path]:
+    """What writes a stored notebook's page (records.graded's `page`): the gradebook's points and comments, the late
+    policy of `deadlines` (one for a run: the roster and the portal's dates are read once) and the counting rule."""
+    counted = attempts.RULES[settings.load(course).course.counted_attempt]
+
+    def write_page(stored: graded.Stored) -> pathlib.Path:
+        result = stored.result
+        return write(result, course.feedback, stored.scores, deadlines.lateness(result.student, result.assignment),
+                     stored.comments, counted)
+    return write_page

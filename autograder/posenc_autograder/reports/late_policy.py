@@ -56,12 +56,8 @@ class Deadlines:
         return roster.load(self.course)
 
     @functools.cached_property
-    def portal_deadlines(self) -> dict:
-        return portal_dates.deadlines(self.course)
-
-    @functools.cached_property
-    def portal_extensions(self) -> dict:
-        return portal_dates.extensions(self.course)
+    def portal(self) -> portal_dates.PortalDates:
+        return portal_dates.read(self.course)
 
     @functools.cached_property
     def problems(self) -> list[str]:
@@ -80,9 +76,9 @@ class Deadlines:
         """(the deadline that applies to the student, whether it is an extension's)."""
         person = self.people.get((student, assignment), {})
         extension = (self._time(person.get("extension", ""), f"{roster.ROSTER_FILE} extension of {student}")
-                     or self.portal_extensions.get((student, assignment)))
+                     or self.portal.extensions.get((student, assignment)))
         policy = self.settings.late_policy(assignment)
-        return extension or policy.deadline or self.portal_deadlines.get(assignment), extension is not None
+        return extension or policy.deadline or self.portal.deadlines.get(assignment), extension is not None
 
     def submitted(self, student: str, assignment: str) -> dt.datetime | None:
         """When the attempt that counts (the one in submitted/) was handed in: the record's time, else the
