@@ -251,6 +251,7 @@ def test_a_later_worse_attempt_from_another_door_keeps_the_counted_one_and_names
     assert "catkim" in report.split("## Attempts from more than one door")[1].split("##")[0]
     assert "later attempt from the portal" in (course.reports / "class.html").read_text()
     assert "the best attempt handed in on time" in (course.feedback / "catkim" / NB / f"{NB}.html").read_text()
+    assert portal.assignment_view("catkim", NB)["counting"] is None        # the portal tags none of hers "counts"
 
 
 def test_the_manual_grade_and_comment_reach_the_page_and_the_bundle(every_door):

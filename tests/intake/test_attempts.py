@@ -55,6 +55,19 @@ def test_the_rule_chooses_among_every_door_and_names_a_lower_later_attempt(cours
     assert [f.kind for f in replaced] == ["replaced_better"]
 
 
+def test_a_tie_goes_to_the_on_time_attempt(course):
+    """Equal after the late deduction: the attempt on time counts (a tie must not make a student late), whichever
+    door and whichever came later."""
+    on_time = attempts.add(course, "cy", "a", "lms", "canvas", T0, {"a.ipynb": b"on time"})
+    late = attempts.add(course, "cy", "a", "portal", "portal attempt 1", T0 + dt.timedelta(days=1),
+                        {"a.ipynb": b"late"})
+    attempts.scored(course, "cy", "a", on_time.files["a.ipynb"], 2.7, 4)
+    attempts.scored(course, "cy", "a", late.files["a.ipynb"], 3.0, 4)                # 2.7 after 10 % off
+    ten_off_when_late = lambda a: 10.0 if a.door == "portal" else 0.0         # noqa: E731
+    for rule in ("best", "best_on_time"):
+        assert attempts.choose(attempts.of(course, "cy", "a"), rule, ten_off_when_late).door == "lms", rule
+
+
 def test_place_puts_the_counted_attempt_in_submitted_with_nbgraders_timestamp(course):
     first = attempts.add(course, "carol", "a", "lms", "canvas", T0, {"a.ipynb": b"one"})
     second = attempts.add(course, "carol", "a", "portal", "portal attempt 1", T0 + dt.timedelta(hours=1),

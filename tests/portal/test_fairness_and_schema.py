@@ -11,7 +11,7 @@ from conftest import client_for, csrf_of, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue
-from posenc_autograder.portal.models import SCHEMA_VERSION, Attempt, Policy, open_database
+from posenc_autograder.portal.models import SCHEMA_VERSION, Policy, open_database
 
 
 def test_a_classmate_waits_behind_one_job_of_a_student_who_uploaded_eight(app, portal):
@@ -70,14 +70,6 @@ def test_the_instructor_sets_the_time_and_the_cap_in_the_form(app, portal):
     with portal.sessions() as db:
         saved = db.get(Policy, ASSIGNMENT)
     assert (saved.notebook_seconds, saved.max_queued) == (60, 1)
-
-
-def test_a_tie_goes_to_the_on_time_attempt():
-    on_time = Attempt(number=1, status="graded", score=3.0, late=False)
-    late = Attempt(number=2, status="graded", score=3.0, late=True)
-    assert rules.counting_attempt(rules.defaults(ASSIGNMENT), [on_time, late]) is on_time
-    better_late = Attempt(number=3, status="graded", score=4.0, late=True)
-    assert rules.counting_attempt(rules.defaults(ASSIGNMENT), [on_time, late, better_late]) is better_late
 
 
 OLD_POLICY_TABLE = """CREATE TABLE portal_policy (assignment VARCHAR(64) PRIMARY KEY, opens_at DATETIME,

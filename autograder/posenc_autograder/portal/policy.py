@@ -124,19 +124,5 @@ def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime
     return past_deadline(policy, extension, now) or bool(policy.inputs_before_deadline)
 
 
-def counting_attempt(policy: Policy, attempts: list[Attempt]) -> Attempt | None:
-    """The portal's graded attempt that counts by the course's rule (policy.counts, with_course_deadline's): the
-    latest, the best, or the best on time (the best late one when none was). Among the best, an on-time attempt wins
-    over a late one (a tie must not make a student late), then the later one. Across doors: intake/attempts.py."""
-    graded = [a for a in attempts if a.status == Status.GRADED and a.score is not None]
-    if not graded:
-        return None
-    if policy.counts in ("latest", "last"):
-        return max(graded, key=lambda a: a.number)
-    if policy.counts == "best_on_time":
-        graded = [a for a in graded if not a.late] or graded
-    return max(graded, key=lambda a: (a.score, not a.late, a.number))
-
-
 def stamp(when: dt.datetime | None) -> str:
     return "" if when is None else when.strftime("%Y-%m-%d %H:%M UTC")

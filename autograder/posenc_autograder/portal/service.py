@@ -26,7 +26,7 @@ from posenc_autograder.portal import policy as rules
 from posenc_autograder.reports import late_policy
 from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
-from posenc_autograder.portal.worker import Worker
+from posenc_autograder.portal.worker import Worker, counted_in_record, portal_attempt
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NotebookResult
 
@@ -172,6 +172,11 @@ class Portal:
         with self.sessions() as db:
             return self._assignment_view(db, student, assignment)
 
+    def counting(self, student: str, assignment: str, attempts: list[Attempt], deadlines) -> Attempt | None:
+        """The portal attempt that counts by the course's one rule over every door's attempts (None: none of the
+        portal's, e.g. the student's LMS attempt counts): what the pages tag "counts"."""
+        return portal_attempt(counted_in_record(self.course, student, assignment, deadlines), attempts)
+
     def grades(self, db, student: str | None = None) -> dict[tuple[str, str], late_policy.Grade]:
         """(student, assignment) -> the grade as grades.csv and the LMS files state it (gradebook, manual grades and
         the late policy: late_policy.grade_of), for one student or the class."""
@@ -183,7 +188,7 @@ class Portal:
         policy, extension, attempts = self.rules_for(db, student, assignment)
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
-        counting = rules.counting_attempt(policy, attempts)
+        counting = self.counting(student, assignment, attempts, late_policy.Deadlines(self.course))
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
                 "counted_rule": record_of_attempts.RULES[policy.counts],
                 "deadline": rules.deadline(policy, extension),
@@ -326,11 +331,12 @@ class Portal:
                 by_key.setdefault((attempt.student_id, attempt.assignment), []).append(attempt)
             counts = queue.counts(db)
             grades = self.grades(db)
+        deadlines = late_policy.Deadlines(self.course)
         rows = []
         for student in students:
             for assignment in self.assignments:
                 attempts = by_key.get((student.id, assignment), [])
-                counting = rules.counting_attempt(policies[assignment], attempts)
+                counting = self.counting(student.id, assignment, attempts, deadlines)
                 grade = grades.get((student.id, assignment))           # every door's, as grades.csv states it
                 rows.append({"student": student.id, "name": student.name, "assignment": assignment,
                              "attempts": len(attempts), "latest": attempts[-1].status if attempts else "",

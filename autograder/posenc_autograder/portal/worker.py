@@ -331,11 +331,8 @@ class Worker:
             for attempt in attempts:
                 if attempt.status == Status.GRADED:
                     self.record(attempt)
-            counted = record_of_attempts.choose(record_of_attempts.of(self.course, student, assignment),
-                                                settings.load(self.course).course.counted_attempt,
-                                                deadlines.attempt_percent)
-            chosen = next((a for a in attempts if counted is not None and counted.door in PORTAL_DOORS
-                           and counted.files == {f"{a.notebook}.ipynb": a.sha256}), None)
+            counted = counted_in_record(self.course, student, assignment, deadlines)
+            chosen = portal_attempt(counted, attempts)
             if chosen is None:
                 if counted is not None:
                     record_of_attempts.place(self.course, counted)
@@ -386,6 +383,20 @@ class Worker:
             uploads.write_durably(target, kept.read_bytes())
         else:
             target.unlink(missing_ok=True)
+
+
+def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:
+    """The attempt that counts among every door's ([course] counted_attempt over the record of attempts; `deadlines`:
+    reports.late_policy.Deadlines)."""
+    return record_of_attempts.choose(record_of_attempts.of(course, student, assignment),
+                                     settings.load(course).course.counted_attempt, deadlines.attempt_percent)
+
+
+def portal_attempt(counted: record_of_attempts.Attempt | None, attempts: list[Attempt]) -> Attempt | None:
+    """The portal's own attempt that is `counted` (None: the one that counts came in by another door)."""
+    if counted is None or counted.door not in PORTAL_DOORS:
+        return None
+    return next((a for a in attempts if counted.files == {f"{a.notebook}.ipynb": a.sha256}), None)
 
 
 def encode_text(text: str) -> bytes:
