@@ -115,3 +115,25 @@ def test_a_bad_course_toml_is_an_error_naming_the_file_and_the_key(course, text,
     with pytest.raises(settings.SettingsError) as error:
         new_portal(course)
     assert str(path) in str(error.value) and named in str(error.value)
+
+
+def test_an_extension_in_the_roster_is_the_portals_too(course):
+    """An extension the instructor writes in roster.csv (for a student of any door) is the one the late policy and
+    the portal apply: the portal shows it, and an upload before it is on time, as grades.csv would say."""
+    import datetime as dt
+
+    from posenc_autograder.intake import roster
+
+    write_settings(course, f'[course]\ntime_zone = "Europe/Berlin"\n\n[late.{ASSIGNMENT}]\n'
+                           f'deadline = "2020-01-10T18:00:00+01:00"\npenalty = 10\n')
+    roster.save(course, {("ann", ASSIGNMENT): {"student_id": "ann", "assignment": ASSIGNMENT, "lms": "moodle",
+                                                "name": "Ann", "extension": "2099-01-01T12:00:00"}})   # Berlin time
+    portal = new_portal(course)
+    try:
+        portal.new_link("ann", "Ann")
+        view = portal.assignment_view("ann", ASSIGNMENT)
+        assert view["extended"] and view["deadline"] == dt.datetime(2099, 1, 1, 11, 0)           # naive UTC
+        assert not view["decision"].late
+        assert not portal.assignment_view("bo", ASSIGNMENT)["extended"]
+    finally:
+        portal.worker.stop()

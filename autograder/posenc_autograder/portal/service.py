@@ -27,7 +27,7 @@ from posenc_autograder.reports import late_policy
 from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
                                              open_database, utcnow)
 from posenc_autograder.portal.worker import Worker, counted_in_record, portal_attempt
-from posenc_autograder.records import gradebook
+from posenc_autograder.records import gradebook, portal_dates
 from posenc_autograder.results import NotebookResult
 
 UPLOAD_CHECK_SECONDS = 60.0            # reading, checking and storing one upload, at most
@@ -162,7 +162,21 @@ class Portal:
         policy = self.worker.policy_for(db, assignment)
         attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
                                                          assignment).order_by(Attempt.number)).scalars())
-        return policy, db.get(Extension, (student, assignment)), attempts
+        return policy, self.extension_for(db, student, assignment), attempts
+
+    def extension_for(self, db, student: str, assignment: str) -> Extension | None:
+        """The student's extension as the late policy applies it (late_policy.Deadlines.deadline: the roster's, as an
+        instructor grants one for any door, else the portal's), so the portal's deadline, upload decisions and status
+        say the lateness grades.csv says. A roster's is a transient row, never saved."""
+        saved = db.get(Extension, (student, assignment))
+        mine = portal_dates.PortalDates({}, {(student, assignment): portal_dates.aware(saved.deadline)}
+                                        if saved is not None else {})
+        deadline, extended = late_policy.Deadlines(self.course, mine).deadline(student, assignment)
+        if not extended:
+            return None
+        naive = deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)                # stored naive UTC
+        return saved if saved is not None and saved.deadline == naive else \
+            Extension(student_id=student, assignment=assignment, deadline=naive)
 
     def overview(self, student: str) -> list[dict]:
         with self.sessions() as db:

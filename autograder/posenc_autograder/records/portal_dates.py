@@ -34,9 +34,9 @@ def read(course: Course) -> PortalDates:
                     else []
     finally:
         engine.dispose()
-    return PortalDates({a: _aware(d) for a, d in rows[POLICY[0]] if d is not None},
-                       {(s, a): _aware(d) for s, a, d in rows[EXTENSION[0]] if d is not None})
+    return PortalDates({a: aware(d) for a, d in rows[POLICY[0]] if d is not None},
+                       {(s, a): aware(d) for s, a, d in rows[EXTENSION[0]] if d is not None})
 
 
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
+def aware(value: dt.datetime | None) -> dt.datetime | None:
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value   # stored naive UTC

@@ -47,9 +47,12 @@ class Deadlines:
     """Everything the policy needs for a class, each read once and only when an assignment has a penalty:
     the roster and the portal's dates."""
 
-    def __init__(self, course: Course):
+    def __init__(self, course: Course, portal: portal_dates.PortalDates | None = None):
+        """`portal`: the portal's dates when the caller holds them already (the portal, from its own session)."""
         self.course = course
         self.settings = settings.load(course)
+        if portal is not None:
+            self.__dict__["portal"] = portal
 
     @functools.cached_property
     def people(self) -> dict:
