@@ -7,7 +7,7 @@ which run again without charging the student (whose own crash is still a crash);
 zygote; where no zygote can run, grading falls back to bubblewrap and says so.
 
 The process-level scenarios run in a fresh interpreter as the user running the tests and, when that is root,
-again as an ordinary user (with the venv's interpreter linked where that user can read it).
+again as an ordinary user (the venv's own interpreter, made reachable for that user: ordinary_user.reachable_as).
 """
 import pathlib
 import subprocess
@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from ordinary_user import readable_interpreter
+from ordinary_user import reachable_as
 from test_sandbox_privileges import PROBE, _site_packages, assert_unprivileged, ordinary_user  # noqa: F401
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
@@ -84,8 +84,9 @@ def run(scenarios: list[str], python: str = sys.executable, user: str | None = N
     paths = paths or [str(pathlib.Path(warm.__file__).parents[2]), *_site_packages()]
     script = f"PATHS = {paths!r}\nPROBE = {PROBE!r}\n" + JOBS + "".join(textwrap.dedent(SCENARIOS[name])
                                                                   for name in scenarios)
-    prefix = ["runuser", "-u", user, "--"] if user else []
-    done = subprocess.run([*prefix, python, "-I", "-c", script], capture_output=True, text=True, timeout=120, cwd="/")
+    command = [python, "-I", "-c", script]
+    command = reachable_as(user, command, [python, sys.prefix, *paths]) if user else command
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
     assert done.returncode == 0, done.stdout + done.stderr
     found = dict(line.split("=", 1) for line in done.stdout.split() if "=" in line)
     found["_out"] = done.stdout
@@ -118,18 +119,10 @@ def test_what_a_job_leaves_running_dies_with_it(as_grading_user):
     assert as_grading_user["leftover"] == "gone"
 
 
-@pytest.fixture(scope="module")
-def readable_venv():
-    """The tests' interpreter, venv and grader package where an ordinary user can read them: the zygote then runs
-    the venv's own Python, as in grading."""
-    with readable_interpreter() as (python, grader):
-        yield str(python), [str(grader)]
-
-
 @pytest.mark.slow
-def test_the_same_as_an_ordinary_user(ordinary_user, readable_venv):   # noqa: F811
-    python, paths = readable_venv
-    found = run(["privilege", "neighbours", "left_running"], python, ordinary_user, paths)
+def test_the_same_as_an_ordinary_user(ordinary_user):   # noqa: F811
+    """The zygote runs the venv's own Python, as in grading."""
+    found = run(["privilege", "neighbours", "left_running"], sys.executable, ordinary_user)
     assert_unprivileged(found)
     assert_isolated(found)
     assert found["leftover"] == "gone"
