@@ -11,7 +11,8 @@ import httpx
 from conftest import client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import app as portal_app
-from posenc_autograder.portal import pages, routes, service, uploads
+from posenc_autograder.portal import pages, service, uploads, web
+from posenc_autograder.portal.web import middleware, students
 from posenc_autograder.portal.lti import routes as lti_routes
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import released_assignments
@@ -28,7 +29,7 @@ def test_errors_carry_the_security_headers_too(app, portal, monkeypatch):
     assert_secure(alice.get(f"/attempts/{2**70}"))                         # past any integer column: not found
     assert alice.get(f"/attempts/{2**70}").status_code == 404
     too_large = alice.post(f"/assignments/{ASSIGNMENT}/upload", content=b"x",
-                           headers={"content-length": str(routes.UPLOAD_BYTES + 1)})
+                           headers={"content-length": str(middleware.UPLOAD_BYTES + 1)})
     assert too_large.status_code == 413
     assert_secure(too_large)
     monkeypatch.setattr(portal, "overview", lambda student: 1 / 0)        # a bug anywhere behind a page
@@ -94,7 +95,7 @@ def closed_or_answer(connection: socket.socket, wait: float) -> bytes:
 
 def test_slow_clients_are_cut_off_by_the_server(app, monkeypatch):
     monkeypatch.setattr(portal_app, "REQUEST_HEAD_SECONDS", 1.0)
-    monkeypatch.setattr(routes, "BODY_IDLE_SECONDS", 1.0)
+    monkeypatch.setattr(middleware, "BODY_IDLE_SECONDS", 1.0)
     with served(app) as port:
         head = socket.create_connection(("127.0.0.1", port))
         head.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")                  # and never the blank line
@@ -117,14 +118,15 @@ def test_every_url_is_a_plain_module_level_handler(app):
             continue
         endpoint = route.endpoint
         assert getattr(sys.modules[endpoint.__module__], endpoint.__name__) is endpoint, route.path
-        assert endpoint.__module__ in (routes.__name__, lti_routes.__name__), route.path
+        assert endpoint.__module__.rsplit(".", 1)[0] == web.__name__ or endpoint.__module__ == lti_routes.__name__, \
+            route.path
     assert app.state.portal is not None
 
 
 def test_uploads_are_checked_off_the_event_loop_and_two_at_a_time(app, portal, monkeypatch):
     """Checks that hold their thread (standing in for a slow parse) leave every other request answered, and a
     third upload waiting past its turn is told to retry, using no attempt."""
-    monkeypatch.setattr(routes, "UPLOAD_WAIT_SECONDS", 1.0)
+    monkeypatch.setattr(students, "UPLOAD_WAIT_SECONDS", 1.0)
     release, started = threading.Event(), threading.Semaphore(0)
 
     def held(*args):
@@ -182,9 +184,9 @@ def test_a_body_over_the_cap_by_its_length_is_answered_413_not_reset(app, portal
         cookie = httpx.get(f"http://127.0.0.1:{port}/s/{token}").cookies["portal_session"]
         head = (f"POST /assignments/{ASSIGNMENT}/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: portal_session="
                 f"{cookie}\r\nContent-Type: multipart/form-data; boundary=x\r\n").encode()
-        answer = sent_whole(port, head, b"x" * (routes.UPLOAD_BYTES + 2**20))
+        answer = sent_whole(port, head, b"x" * (middleware.UPLOAD_BYTES + 2**20))
         assert answer.startswith(b"HTTP/1.1 413") and b"larger than the 20 MB accepted" in answer
         assert b"x-frame-options" in answer.lower()
-        form = sent_whole(port, b"POST /sign-out HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"x" * (4 * routes.FORM_BYTES))
+        form = sent_whole(port, b"POST /sign-out HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"x" * (4 * middleware.FORM_BYTES))
         assert form.startswith(b"HTTP/1.1 413")
     assert attempts_in(portal) == 0

@@ -12,7 +12,8 @@ from sqlalchemy import select, update
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from posenc_autograder.grading.execute import Execution
-from posenc_autograder.portal import queue, routes, uploads
+from posenc_autograder.portal import queue, uploads
+from posenc_autograder.portal.web import students
 from posenc_autograder.portal.models import Attempt, Status
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.probes import codec
@@ -159,7 +160,7 @@ def test_an_upload_the_policy_refuses_is_answered_without_reading_it(app, portal
 
     def read(*args):
         raise AssertionError("the body was read")
-    monkeypatch.setattr(routes, "read_and_check", read)
+    monkeypatch.setattr(students, "read_and_check", read)
     refused = upload(alice, notebook_bytes("one too many"))
     assert refused.status_code == 403 and "waiting to be graded" in refused.text
 

@@ -10,7 +10,8 @@ from sqlalchemy import select
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from hostile_notebooks import HOSTILE_FILES
-from posenc_autograder.portal import queue, routes, uploads
+from posenc_autograder.portal import queue, uploads
+from posenc_autograder.portal.web import middleware
 from posenc_autograder.portal.app import refuse_root
 from posenc_autograder.portal.models import Attempt, utcnow
 from posenc_autograder.portal.service import PortalBusy
@@ -32,13 +33,13 @@ def hostile_bytes(name, tmp_path) -> bytes:
 
 
 def test_too_big_is_refused_before_the_body_is_read(alice, portal):
-    huge = b"x" * (routes.UPLOAD_BYTES + 1)
+    huge = b"x" * (middleware.UPLOAD_BYTES + 1)
     assert upload(alice, huge).status_code == 413                           # by its Content-Length
     streamed = (huge[i:i + 2**20] for i in range(0, len(huge), 2**20))       # chunked: no length announced
     answer = alice.post(f"/assignments/{ASSIGNMENT}/upload", content=streamed,
                         headers={"content-type": "multipart/form-data; boundary=x"})
     assert answer.status_code == 413
-    assert alice.post("/sign-out", content=b"x" * (routes.FORM_BYTES + 1)).status_code == 413
+    assert alice.post("/sign-out", content=b"x" * (middleware.FORM_BYTES + 1)).status_code == 413
     assert attempts_in(portal) == 0
 
 

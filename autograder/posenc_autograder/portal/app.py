@@ -33,7 +33,7 @@ KEEP_ALIVE_SECONDS = 5
 class SlowClientProtocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with a deadline for each request's head: a client that opens connections and
     sends headers a byte at a time (slowloris) is cut off by the server itself, no proxy needed. Slow bodies are
-    cut off by routes.Guard."""
+    cut off by web/middleware.py's Guard."""
 
     _head_timer = None
 

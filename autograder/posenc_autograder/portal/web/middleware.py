@@ -1,0 +1,126 @@
+"""Request middleware around everything the portal answers (Guard): request bodies capped by their
+Content-Length at once and while they stream in, bodies that stall or take too long cut off, an unhandled error
+turned into a plain 500 page, and the security headers on every response, errors included."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from posenc_autograder import settings
+from posenc_autograder.portal import pages, uploads
+
+FORM_BYTES = 64_000                           # any request but an upload
+ENVELOPE_BYTES = 64_000                               # the multipart envelope around an uploaded notebook
+UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + ENVELOPE_BYTES   # the default course's; Guard is given its course's
+UPLOAD_SUFFIX = "/upload"
+BODY_IDLE_SECONDS = 30.0             # a request body that stalls this long is cut off (slow clients)
+BODY_SECONDS = {True: 600.0, False: 30.0}       # a whole body, upload or not (20 MB at 0.3 MB/s fits)
+REFUSED_BODY_BYTES = 100_000_000     # a body refused on its length is received and dropped up to this size
+log = logging.getLogger(__name__)
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class RequestTimeout(Exception):
+    """The client sent its request body too slowly."""
+
+
+class Guard:
+    """ASGI middleware around everything the app answers: caps request bodies (by Content-Length at once, and
+    while streaming), cuts off bodies that stall or take too long, turns any unhandled error into a plain 500
+    page, and adds the security headers to every response, errors included."""
+
+    def __init__(self, app, upload_bytes: int = uploads.MAX_UPLOAD_BYTES, frame_ancestors=lambda: []):
+        self.app, self.upload_bytes, self.frame_ancestors = app, upload_bytes, frame_ancestors
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        uploading = scope["path"].endswith(UPLOAD_SUFFIX)
+        limit = self.upload_bytes + ENVELOPE_BYTES if uploading else FORM_BYTES
+        started = False
+
+        async def with_headers(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message = {**message, "headers": secure_headers(message.get("headers", []), self.frame_ancestors())}
+            await send(message)
+
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            return await refuse_unread(with_headers, receive, declared, uploading, self.upload_bytes)
+        try:
+            await self.app(scope, bounded(receive, limit, BODY_SECONDS[uploading]), with_headers)
+        except Exception:  # noqa: BLE001 - logged; the client gets a plain page, never a traceback
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await send_page(with_headers, 500, "Something went wrong", "The portal could not answer this "
+                                "request. Try again; if it keeps happening, tell your instructor.")
+
+
+def bounded(receive, limit: int, seconds: float):
+    """`receive` with the body capped at `limit` bytes and cut off when it stalls or takes too long in all."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    seen, finished = 0, False
+
+    async def bounded_receive():
+        nonlocal seen, finished
+        if finished:                               # the body is in: waiting for a disconnect is not a stall
+            return await receive()
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            message = await asyncio.wait_for(receive(), max(min(BODY_IDLE_SECONDS, left), 0.001))
+        except asyncio.TimeoutError:
+            raise RequestTimeout() from None
+        seen += len(message.get("body", b""))
+        finished = not message.get("more_body", False)
+        if seen > limit:
+            raise BodyTooLarge()
+        return message
+
+    return bounded_receive
+
+
+def secure_headers(headers, ancestors: list[str] = ()) -> list:
+    """The security headers on a response: the portal's CSP unless it has its own, framing only by the registered
+    LMSs (`ancestors`; X-Frame-Options cannot name them, so it goes when they are named)."""
+    headers = [(n, pages.with_frame_ancestors(v.decode(), list(ancestors)).encode())
+               if n.lower() == b"content-security-policy" else (n, v) for n, v in headers]
+    present = {name.lower() for name, _ in headers}
+    if b"content-security-policy" not in present:
+        headers.append((b"content-security-policy", pages.with_frame_ancestors(pages.PORTAL_CSP, list(ancestors))
+                        .encode()))
+    extra = {k: v for k, v in pages.HEADERS.items() if not (ancestors and k == "x-frame-options")}
+    return headers + [(k.encode(), v.encode()) for k, v in extra.items() if k.encode() not in present]
+
+
+async def send_page(send, status: int, title: str, text: str, more: bool = False):
+    """A plain page, the connection closed after it; `more`: the response is left open (the caller ends it)."""
+    body = pages.render("message.html", title=title, text=text, link=None, signed_in=False, csrf="").encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body, "more_body": more})
+
+
+async def refuse_unread(send, receive, declared: bytes, uploading: bool, upload_bytes: int):
+    """413 for a body over the cap by its Content-Length, none of it kept. A client sends its whole body before it
+    reads the answer (browsers, most libraries), and a server that closes on unread bytes resets the connection,
+    losing the page: so the page goes out first, then the body is received and dropped, up to REFUSED_BODY_BYTES
+    and within the usual time limits; a body declared larger, or sent too slowly, is cut off after the page."""
+    await send_page(send, 413, "File too large", too_large_text(upload_bytes), more=True)
+    if declared.isdigit() and int(declared) <= REFUSED_BODY_BYTES:
+        dropping = bounded(receive, REFUSED_BODY_BYTES, BODY_SECONDS[uploading])
+        with contextlib.suppress(BodyTooLarge, RequestTimeout):
+            while (await dropping()).get("more_body", False):
+                pass
+    await send({"type": "http.response.body", "body": b""})
+
+
+def too_large_text(upload_bytes: int) -> str:
+    return (f"The file is larger than the {settings.size(upload_bytes)} accepted. Clear the outputs "
+            f"(Kernel > Restart & Clear Output), save, and upload it again.")

@@ -1,0 +1,193 @@
+"""A signed-in student's pages: an assignment, its upload (refused before its body is read when the student may
+not upload now; checked in worker threads, a few at a time), an attempt, its live status (held until it changes),
+its feedback and its file."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from posenc_autograder.portal import auth, pages, queue, uploads
+from posenc_autograder.portal.models import FINISHED, WAITING
+from posenc_autograder.portal.web.answers import (current, find_own_attempt, message, not_found, notice_of,
+                                                  own_attempt, page, portal_of, released_assignment, student_page)
+from posenc_autograder.portal.web.middleware import BodyTooLarge
+
+UPLOAD_CHECKS = 2                    # uploads read and checked at once (each up to the cap in memory)
+UPLOAD_WAIT_SECONDS = 30.0           # an upload waiting longer for its turn is refused as busy, using no attempt
+
+
+class UploadsBusy(Exception):
+    """Every upload checker stayed busy for UPLOAD_WAIT_SECONDS."""
+
+
+@student_page
+@released_assignment
+async def assignment(request: Request, session, name: str):
+    view = await run_in_threadpool(portal_of(request).assignment_view, session.student_id, name)
+    return page("assignment.html", session=session, title=name, a=view, notice=notice_of(request))
+
+
+@student_page
+@released_assignment
+async def upload(request: Request, session, name: str):
+    """An upload is refused before its body is parsed or checked when the student may not upload now (the policy,
+    a wait after refused files, another of their uploads being checked); then checked, one at a time per
+    student."""
+    portal, student, back = portal_of(request), session.student_id, (f"/assignments/{name}", "back")
+    wait = portal.gate.wait_seconds(student)
+    if wait > 0:
+        return await unread(request, message(
+            "Wait before uploading", f"The last file you uploaded could not be graded, so your next upload is "
+            f"checked in {math.ceil(wait)} s (the wait doubles after each such file in a row). This upload was not "
+            f"checked and used no attempt.", 429, session, back), wait)
+    refusal = await run_in_threadpool(portal.upload_refusal, student, name)
+    if refusal:
+        return await unread(request, message("Upload not accepted", f"Not accepted: {refusal}.", 403, session, back))
+    if not portal.gate.enter(student):
+        return await unread(request, message(
+            "Wait before uploading", "Your previous upload is still being checked; this one was not checked and "
+            "used no attempt.", 429, session, back), 5)
+    refused = None
+    try:
+        outcome, detail = await read_and_check(request, session, name)
+        refused = outcome == "unreadable" if outcome in ("unreadable", "queued", "again") else None
+    except BodyTooLarge:
+        refused = True
+        raise
+    finally:
+        portal.gate.leave(student, refused)
+    if isinstance(outcome, Response):
+        return outcome
+    if outcome == "busy":
+        return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this one "
+                       "was not accepted and used no attempt).", 503, session, back)
+    if outcome == "queued":
+        return RedirectResponse(f"/attempts/{detail}", status_code=303)
+    if outcome == "again":
+        return RedirectResponse(f"/attempts/{detail}?again=1", status_code=303)
+    status = 403 if outcome == "refused" else 400
+    title = "Upload not accepted" if outcome == "refused" else "Not a notebook we can grade"
+    return message(title, f"Not accepted: {detail}.", status, session, back)
+
+
+async def read_and_check(request: Request, session, name: str):
+    """(outcome, detail) of accept_upload, or (a response, None) for a form without its token or file."""
+    form = await request.form(max_files=1, max_fields=4)
+    if not auth.csrf_ok(session, form.get("csrf")):
+        return message("Form expired", "Reload the page and upload again.", 403, session), None
+    file = form.get("notebook")
+    if not isinstance(file, UploadFile):
+        return message("No file", "Choose your notebook (.ipynb) and upload it.", 400, session,
+                       (f"/assignments/{name}", "back")), None
+    try:
+        return await checked_upload(request, session.student_id, name, file, auth.recorded_door(session))
+    except UploadsBusy:
+        return "busy", None
+
+
+async def unread(request: Request, response: Response, retry_after: float | None = None) -> Response:
+    """An answer to an upload whose body is not parsed, hashed nor checked: its bytes are only received and
+    dropped (Guard still caps them), so that the client reads this answer instead of a connection reset; a wait
+    is said in Retry-After too."""
+    with contextlib.suppress(ClientDisconnect):
+        async for _ in request.stream():
+            pass
+    if retry_after is not None:
+        response.headers["retry-after"] = str(math.ceil(retry_after))
+    return response
+
+
+async def checked_upload(request: Request, student: str, name: str, file: UploadFile, door: str = "portal"):
+    """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once: waiting uploads stay in their
+    spooled files, and one upload's checks never run on the event loop."""
+    checkers = request.app.state.checkers                  # per event loop (tests run several)
+    checking = checkers.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(UPLOAD_CHECKS))
+    try:
+        await asyncio.wait_for(checking.acquire(), UPLOAD_WAIT_SECONDS)
+    except asyncio.TimeoutError:
+        raise UploadsBusy() from None
+    try:
+        data = await file.read(portal_of(request).upload_bytes + 1)
+        return await run_in_threadpool(portal_of(request).accept_upload, student, name, file.filename or "", data,
+                                       door)
+    finally:
+        checking.release()
+
+
+@student_page
+@own_attempt
+async def attempt(request: Request, session, found):
+    status = await run_in_threadpool(portal_of(request).status, found)
+    return page("attempt.html", session=session, title=f"Attempt {found.number}", attempt=found, s=status,
+                again=request.query_params.get("again") == "1")
+
+
+async def attempt_status(request: Request):
+    """The live status as JSON (the page's script asks for it): errors as JSON too. With `?since=<status>` (the
+    status the page shows) the request is held until the attempt's status changes or queue.hold_seconds pass
+    (long polling), then answered with `poll_seconds` 0: ask again at once. A request the student's or the
+    portal's bound on held requests leaves unheld is answered at once with the plain polling interval."""
+    session = await current(request)
+    if session is None or session.student_id is None:
+        return JSONResponse({"error": "not signed in"}, status_code=403)
+    portal, since = portal_of(request), request.query_params.get("since")
+    held = since in WAITING
+    with portal.watch.hold(session.student_id, request.path_params["attempt_id"]) if held \
+            else contextlib.nullcontext() as change:                    # before the read: no change is missed
+        found = await find_own_attempt(request, session)
+        if found is None:
+            return JSONResponse({"error": "not found"}, status_code=404)
+        if held and found.status == since:
+            if change is None:                           # past the bounds on held requests: a plain poll
+                return JSONResponse(await run_in_threadpool(portal.status, found))
+            if not await changed_in_time(request, change, queue.hold_seconds(since)):
+                return Response(status_code=204)                           # the client went away
+            found = await find_own_attempt(request, session) or found
+    status = await run_in_threadpool(portal.status, found)
+    return JSONResponse({**status, "poll_seconds": 0} if held else status)
+
+
+async def changed_in_time(request: Request, change: asyncio.Event, seconds: float) -> bool:
+    """Wait for the change, at most `seconds`; False when the client went away first (its slot is freed)."""
+    changed, gone = asyncio.ensure_future(change.wait()), asyncio.ensure_future(disconnected(request.receive))
+    done, pending = await asyncio.wait({changed, gone}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return gone not in done
+
+
+async def disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+@student_page
+@own_attempt
+async def attempt_feedback(request: Request, session, found):
+    if found.status not in FINISHED:
+        return not_found(session)
+    result, level, inputs, points = await run_in_threadpool(portal_of(request).feedback, found)
+    back = f"/assignments/{found.assignment}"
+    if level == "none":
+        return message("Feedback after the deadline", "Your notebook was graded. Your instructor shows the score "
+                       "and the feedback after the deadline.", 200, session, (back, "back"))
+    if not points:                       # pass or fail per test, nothing counted: the portal's own page
+        return page("pass_fail.html", session=session, title=f"Attempt {found.number}", back=back,
+                    result=pages.visible_result(result, level, inputs))
+    return HTMLResponse(pages.feedback_page(result, level, inputs, back),
+                        headers={"content-security-policy": pages.REPORT_CSP})
+
+
+@student_page
+@own_attempt
+async def attempt_notebook(request: Request, session, found):
+    path = uploads.path(portal_of(request).course, found.student_id, found.assignment, found.sha256)
+    data = await run_in_threadpool(path.read_bytes)
+    return Response(data, media_type="application/x-ipynb+json", headers={
+        "content-disposition": f'attachment; filename="{found.notebook}-attempt-{found.number}.ipynb"'})
