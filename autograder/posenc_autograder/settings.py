@@ -94,18 +94,50 @@ class Caps:
 
 
 @dataclasses.dataclass(frozen=True)
+class Rule:
+    """How one portal rule is bounded and worded, declared once beside its type and default: the instructor's form
+    (its widget, bounds and label), its checks, the course.toml loader's and the README's table derive from it."""
+    words: str                             # what it is, as the form labels it and the README's table states it
+    low: int = 0                           # whole numbers: the bounds accepted (form and course.toml)
+    high: int = 10**6
+    choices: tuple[tuple[str, str], ...] = ()   # a choice: (value, what it shows) in the order offered
+
+    def stated(self) -> str:
+        """The words with the choices spelled out, as the README's table of settings states the rule."""
+        if not self.choices:
+            return self.words
+        listed = [f'"{value}" ({shown})' for value, shown in self.choices]
+        return f"{self.words}: {', '.join(listed[:-1])} or {listed[-1]}"
+
+
+def rule(default, words: str, **bounds):
+    return dataclasses.field(default=default, metadata={"rule": Rule(words, **bounds)})
+
+
+def rule_of(field: dataclasses.Field) -> Rule | None:
+    return field.metadata.get("rule")
+
+
+FEEDBACK_CHOICES = (("full", "full diagnoses"), ("tests", "pass or fail per test"),
+                    ("none", "nothing until the deadline"))
+
+
+@dataclasses.dataclass(frozen=True)
 class PortalDefaults:
-    """The portal's rules for an assignment without a saved policy ([portal]); 0 means no limit."""
-    grace_minutes: int = 0                 # after the deadline, still on time
-    late_days: int = 0                     # then accepted, marked late (0: refused)
-    max_attempts: int = 0                  # in all
-    max_per_day: int = 20                  # in a rolling 24 hours: one student cannot fill the queue
-    min_seconds_between: int = 0
-    feedback_before: typing.Literal["full", "tests", "none"] = "full"
-    inputs_before_deadline: bool = False
-    points_before_deadline: bool = True    # with pass or fail per test: also points and case counts
-    notebook_seconds: int = 120            # one notebook's whole run in the sandbox (a cell: [sandbox]'s)
-    max_queued: int = 2                    # a student's uploads waiting to be graded, all assignments
+    """The portal's rules for an assignment, each declared once (its type, default, bounds and words): the course's
+    defaults for an assignment without a saved policy ([portal]), and the instructor's form for one."""
+    grace_minutes: int = rule(0, "minutes after the deadline still on time")
+    late_days: int = rule(0, "days after that when uploads are accepted and marked late (0: refused)")
+    max_attempts: int = rule(0, "attempts in all (0: no limit)")
+    max_per_day: int = rule(20, "attempts in a rolling 24 hours (0: no limit)")   # one student cannot fill the queue
+    min_seconds_between: int = rule(0, "seconds between two attempts")
+    feedback_before: typing.Literal["full", "tests", "none"] = rule("full", "feedback before the deadline",
+                                                                    choices=FEEDBACK_CHOICES)
+    inputs_before_deadline: bool = rule(False, "a failed test's inputs shown before the deadline")
+    points_before_deadline: bool = rule(True, "with pass or fail per test, also points and case counts")
+    notebook_seconds: int = rule(120, "seconds one notebook may run for the portal (never more than [sandbox]'s)",
+                                 low=1)            # the whole run in the sandbox (a cell: [sandbox]'s)
+    max_queued: int = rule(2, "a student's uploads waiting to be graded, all assignments together (0: no limit)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,10 +216,11 @@ def _section(path: pathlib.Path, name: str, kind: type, table):
     if unknown:
         raise SettingsError(f"error: {path}: [{name}] has unknown keys {sorted(unknown)} (known: {', '.join(fields)})")
     hints = typing.get_type_hints(kind)
-    return kind(**{key: _value(f"{path}: [{name}] {key}", key, hints[key], value) for key, value in table.items()})
+    return kind(**{key: _value(f"{path}: [{name}] {key}", key, hints[key], value, rule_of(fields[key]))
+                   for key, value in table.items()})
 
 
-def _value(where: str, key: str, hint, value):
+def _value(where: str, key: str, hint, value, bounds: Rule | None = None):
     if typing.get_origin(hint) is typing.Literal:
         if value not in typing.get_args(hint):
             choices = ", ".join(map(repr, typing.get_args(hint)))
@@ -203,9 +236,11 @@ def _value(where: str, key: str, hint, value):
         if not isinstance(value, str):
             raise SettingsError(f"error: {where} = {value!r}: write a quoted text")
         return value
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    low, high = (bounds.low, bounds.high) if bounds else (0, None)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
         unit = ' or a size such as "3 GiB"' if key.endswith("_bytes") else ""
-        raise SettingsError(f"error: {where} = {value!r}: write a whole number from 0{unit}")
+        upto = f" to {high}" if high is not None else ""
+        raise SettingsError(f"error: {where} = {value!r}: write a whole number from {low}{upto}{unit}")
     return value
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Integer, String, T
                         delete, event, insert, inspect, select, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
-from posenc_autograder.settings import PortalDefaults
+from posenc_autograder.settings import PortalDefaults, rule_of
 
 ID = String(64)                      # student ids are safe ids (intake.lms.is_safe_id), far shorter than this
 
@@ -49,32 +49,30 @@ class SignInFailure(Base):
     account: Mapped[str] = mapped_column(String(24), default="", index=True)   # what was tried (auth.account_key)
 
 
-# The rules of an assignment without a saved policy: the columns' defaults and the form's. The values are
-# settings.PortalDefaults' (a course's own come through policy.defaults, from [portal] in course.toml).
+# The rules of an assignment without a saved policy: the columns' defaults. The rules are settings.PortalDefaults'
+# fields (declared there once, with their bounds and words; a course's own defaults come through policy.defaults,
+# from [portal] in course.toml); opening and deadline are the assignment's own.
 POLICY_DEFAULTS = {"opens_at": None, "deadline": None, **dataclasses.asdict(PortalDefaults())}
+RULES = tuple(field for field in dataclasses.fields(PortalDefaults) if rule_of(field) is not None)
+COLUMN_TYPES = {"int": Integer, "bool": Boolean, "str": String(8)}     # a choice is stored as its text
 
 
-def _rule(kind, name: str):
-    return mapped_column(kind, default=POLICY_DEFAULTS[name])
+def column_type(field: dataclasses.Field):
+    return COLUMN_TYPES.get(field.type if isinstance(field.type, str) else field.type.__name__, String(8))
 
 
 class Policy(Base):
-    """The instructor's rules for one assignment; no row means POLICY_DEFAULTS."""
+    """The instructor's rules for one assignment; no row means POLICY_DEFAULTS. A column per rule of
+    settings.PortalDefaults is added below, so a new rule is declared in one place."""
     __tablename__ = "portal_policy"
     assignment: Mapped[str] = mapped_column(ID, primary_key=True)
     opens_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     deadline: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    grace_minutes: Mapped[int] = _rule(Integer, "grace_minutes")
-    late_days: Mapped[int] = _rule(Integer, "late_days")
-    max_attempts: Mapped[int] = _rule(Integer, "max_attempts")
-    max_per_day: Mapped[int] = _rule(Integer, "max_per_day")
-    min_seconds_between: Mapped[int] = _rule(Integer, "min_seconds_between")
     counts: Mapped[str] = mapped_column(String(8), default="best")   # unused: [course] counted_attempt decides
-    feedback_before: Mapped[str] = _rule(String(8), "feedback_before")
-    inputs_before_deadline: Mapped[bool] = _rule(Boolean, "inputs_before_deadline")
-    points_before_deadline: Mapped[bool] = _rule(Boolean, "points_before_deadline")
-    notebook_seconds: Mapped[int] = _rule(Integer, "notebook_seconds")
-    max_queued: Mapped[int] = _rule(Integer, "max_queued")
+
+
+for _field in RULES:                   # declarative mapping takes columns set on the class after its body
+    setattr(Policy, _field.name, mapped_column(_field.name, column_type(_field), default=_field.default))
 
 
 class Extension(Base):

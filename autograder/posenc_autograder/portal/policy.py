@@ -9,7 +9,6 @@ import datetime as dt
 from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Status
 from posenc_autograder.settings import PortalDefaults
 
-FEEDBACK_LEVELS = ("full", "tests", "none")    # diagnoses; pass or fail per test; nothing until the deadline
 DAY = dt.timedelta(days=1)
 
 

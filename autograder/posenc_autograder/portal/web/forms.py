@@ -1,9 +1,41 @@
-"""The instructor's forms read and checked: each field's value, or a ValueError that says what is wrong."""
+"""The instructor's forms read and checked: each field's value, or a ValueError that says what is wrong.
+
+The policy form is derived from the rules' one declaration (settings.PortalDefaults: type, bounds, words): the
+page renders `policy_fields`, and `policy_values` checks what comes back against the same fields."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
-from posenc_autograder.portal import policy as rules
+from posenc_autograder.portal.models import RULES
+from posenc_autograder.settings import rule_of
+
+TIMES = (("opens_at", "opens"), ("deadline", "deadline"))     # the assignment's own times (UTC), empty for none
+YES_NO = (("yes", "yes"), ("no", "no"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One field of the policy form: what the page renders and what the check accepts."""
+    name: str
+    kind: str                  # "time", "int", "bool" or "choice"
+    words: str
+    low: int = 0
+    high: int = 10**6
+    choices: tuple[tuple[str, str], ...] = ()
+
+
+def policy_fields(ceilings: dict[str, int] | None = None) -> list[Field]:
+    """The policy form's fields in order; `ceilings` lowers a rule's upper bound (a notebook's seconds: never more
+    than the portal's own sandbox allows)."""
+    fields = [Field(name, "time", words) for name, words in TIMES]
+    for field in RULES:
+        declared = rule_of(field)
+        kind = "bool" if field.type == "bool" else "int" if field.type == "int" else "choice"
+        high = min(declared.high, (ceilings or {}).get(field.name, declared.high))
+        fields.append(Field(field.name, kind, declared.words, declared.low, high,
+                            YES_NO if kind == "bool" else declared.choices))
+    return fields
 
 
 def parse_time(value, what: str) -> dt.datetime | None:
@@ -17,35 +49,28 @@ def parse_time(value, what: str) -> dt.datetime | None:
         raise ValueError(f"{what} is not a date and time (YYYY-MM-DDTHH:MM)") from None
 
 
-def _whole(form, key: str, what: str) -> int:
-    text = str(form.get(key) or "0").strip()
-    if not text.isdigit() or int(text) > 10**6:
-        raise ValueError(f"{what} must be a whole number from 0")
-    return int(text)
+def field_value(field: Field, text: str):
+    """One field's value from the form's text; ValueError names the field by its words."""
+    if field.kind == "time":
+        return parse_time(text, f"{field.words}")
+    if field.kind == "int":
+        text = text.strip()
+        if not text.isdigit() or not field.low <= int(text) <= field.high:
+            raise ValueError(f"{field.words}: write a whole number from {field.low} to {field.high}")
+        return int(text)
+    if text not in dict(field.choices):
+        raise ValueError(f"{field.words}: choose one of {', '.join(value for value, _ in field.choices)}")
+    return text == "yes" if field.kind == "bool" else text
 
 
-def policy_values(form) -> dict:
-    """The policy form, checked (ValueError says what is wrong)."""
-    level = form.get("feedback_before")
-    if level not in rules.FEEDBACK_LEVELS:
-        raise ValueError("choose how much feedback shows")
-    values = {"opens_at": parse_time(form.get("opens_at"), "the opening"),
-              "deadline": parse_time(form.get("deadline"), "the deadline"),
-              "grace_minutes": _whole(form, "grace_minutes", "the grace period"),
-              "late_days": _whole(form, "late_days", "the days late uploads are accepted"),
-              "max_attempts": _whole(form, "max_attempts", "attempts in all"),
-              "max_per_day": _whole(form, "max_per_day", "attempts per day"),
-              "min_seconds_between": _whole(form, "min_seconds_between", "the time between attempts"),
-              "feedback_before": level,
-              "inputs_before_deadline": form.get("inputs_before_deadline") == "on"}
-    if form.get("points_before_deadline") is not None:    # a select: a form without it keeps what is saved
-        values["points_before_deadline"] = form.get("points_before_deadline") == "yes"
-    for key, what in (("notebook_seconds", "the seconds a notebook may run"),
-                      ("max_queued", "uploads waiting at once")):
-        if form.get(key) is not None:                    # a form without the field keeps what is saved
-            values[key] = _whole(form, key, what)
+def policy_values(form, ceilings: dict[str, int] | None = None) -> dict:
+    """The policy form, checked (ValueError says what is wrong). A rule the form leaves out keeps what is saved;
+    an empty time means none."""
+    values = {}
+    for field in policy_fields(ceilings):
+        text = form.get(field.name)
+        if text is not None or field.kind == "time":
+            values[field.name] = field_value(field, str(text or ""))
     if values["opens_at"] and values["deadline"] and values["opens_at"] > values["deadline"]:
         raise ValueError("the opening is after the deadline")
-    if values.get("notebook_seconds") == 0:
-        raise ValueError("a notebook needs some seconds to run")
     return values

@@ -10,11 +10,10 @@ from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.portal import auth, pages
-from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.portal.web.answers import (instructor_form, instructor_page, instructor_session, message,
                                                   notice_of, page, portal_of, saved, set_presession)
-from posenc_autograder.portal.web.forms import parse_time, policy_values
+from posenc_autograder.portal.web.forms import parse_time, policy_fields, policy_values
 from posenc_autograder.reports import dashboard
 
 
@@ -28,8 +27,12 @@ async def instructor(request: Request):
     progress = await run_in_threadpool(portal.progress)
     counted = record_of_attempts.RULES[settings.load(portal.course).course.counted_attempt]
     return page("instructor.html", session=session, title="Instructor", p=progress, assignments=portal.assignments,
-                notice=notice_of(request), counted=counted, levels=rules.FEEDBACK_LEVELS,
-                limit_seconds=portal.worker.limits.notebook_seconds)
+                notice=notice_of(request), counted=counted, fields=policy_fields(ceilings(portal)))
+
+
+def ceilings(portal: Portal) -> dict[str, int]:
+    """The rules' bounds that are the portal's own: a notebook runs no longer than its sandbox allows."""
+    return {"notebook_seconds": portal.worker.limits.notebook_seconds}
 
 
 @instructor_form
@@ -38,7 +41,7 @@ async def set_policy(request: Request, form):
     if name not in portal_of(request).assignments:
         return message("Not found", "No such assignment.", 404)
     try:
-        values = policy_values(form)
+        values = policy_values(form, ceilings(portal_of(request)))
     except ValueError as exc:
         return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
     await run_in_threadpool(portal_of(request).set_policy, name, values)
