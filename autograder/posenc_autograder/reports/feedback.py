@@ -7,13 +7,15 @@ Points come from the gradebook when it has them, so a grade changed by hand in f
 from __future__ import annotations
 
 import pathlib
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts
-from posenc_autograder.records import graded
 from posenc_autograder.reports import late_policy, templating
+
+if TYPE_CHECKING:             # records.graded imports the gradebook (nbgrader): a run with nothing to grade needs none
+    from posenc_autograder.records import graded
 from posenc_autograder.reports.late_policy import penalised
 from posenc_autograder.results import NotebookResult
 
