@@ -1,4 +1,4 @@
-"""The sandbox's attacks, graded by an ordinary user (issue 46: "as root, and as an ordinary user too"): the
+"""The sandbox's attacks, graded by an ordinary user (the holds promised as root hold for them too): the
 channel's forged, malformed and cut-short frames, a log flood, a cell that loops forever, run through the real
 supervisor (run_job, the warm zygote as that user, no cgroups to write), with the tests' own interpreter, venv and
 grader package, made reachable for that user in a mount namespace of its own (ordinary_user.reachable_as). The

@@ -1,4 +1,4 @@
-"""What a student's code does costs one run of the notebook (issue 42): a cell past its limit is interrupted, as
+"""What a student's code does costs one run of the notebook: a cell past its limit is interrupted, as
 Jupyter's interrupt stops a cell, and the run goes on; the function it was running raises at once from then on, so a
 loop called by every test costs one cell limit, not one each. A cell that ignores the interrupt, or a process that
 dies, stops the run there. Nothing of the student's runs the notebook again. The first cell appends to a file of

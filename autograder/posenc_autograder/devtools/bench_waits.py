@@ -4,7 +4,7 @@ of the course, printed with its goal beside it, then written where the README re
 Each row is one small function that returns (figure, note). The scratch copy is the course's tracked files (as a
 fresh clone has them, modification times kept) with the course's `.venv` linked in, and its own grader package first
 on PYTHONPATH, so an edit to a hidden test there is what its commands grade with. `make test` is read from the
-record its last run left (`.pytest_cache/posenc-runs/`, root conftest.py), not run again; `make book` from nothing
+record its last run left in pytest's cache folder (root conftest.py), not run again; `make book` from nothing
 makes a virtual environment of its own (pip's cache as it is) and is timed as two steps, install and build.
 """
 from __future__ import annotations
