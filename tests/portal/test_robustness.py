@@ -4,9 +4,11 @@ is stored, and poisoned, thread-killing and process-killing jobs end as grader e
 is graded."""
 import contextlib
 import json
+import pathlib
 import pickle
 import random
 import subprocess
+import sys
 import threading
 import time
 
@@ -15,7 +17,8 @@ from sqlalchemy import select, update
 
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
-from ordinary_user import ordinary_user, readable_interpreter
+import posenc_autograder
+from ordinary_user import ordinary_user, reachable_as
 from posenc_autograder.devtools import portal_load
 from posenc_autograder.grading.execute import Execution, execute_task
 from posenc_autograder.intake.submissions import read_notebook
@@ -227,13 +230,14 @@ out.write(pickle.dumps(execute_task(pickle.load(sys.stdin.buffer))))
 def executed_as(user: str):
     """execute_task run by `user` in a process of its own (so the sandbox is started by an unprivileged
     supervisor), the task and the execution passed as plain data, as a Dask worker gets them."""
-    with readable_interpreter() as (python, grader):
-        def execute(task):
-            done = subprocess.run(["runuser", "-u", user, "--", str(python), "-c", RUN_TASK, str(grader)], cwd="/",
-                                  input=pickle.dumps(task), capture_output=True, timeout=600)
-            assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
-            return pickle.loads(done.stdout)
-        yield execute
+    grader = str(pathlib.Path(posenc_autograder.__file__).parents[1])
+    command = reachable_as(user, [sys.executable, "-c", RUN_TASK, grader], [sys.executable, sys.prefix, grader])
+
+    def execute(task):
+        done = subprocess.run(command, cwd="/", input=pickle.dumps(task), capture_output=True, timeout=600)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+        return pickle.loads(done.stdout)
+    yield execute
 
 
 @pytest.mark.slow
