@@ -38,7 +38,8 @@ from posenc_autograder.course import find_root
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 from posenc_autograder.devtools.postgres import free_port, postgres_server
 from posenc_autograder.portal.links import make_links
-from posenc_autograder.portal.models import Attempt, open_database
+from posenc_autograder.portal import queue
+from posenc_autograder.portal.models import Attempt, Student, open_database, utcnow
 from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
@@ -134,8 +135,12 @@ async def rush(base: str, links: list[str], files: list[bytes], spread: float, t
     deadline = time.monotonic() + timeout
     rng = random.Random(29)
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    clients = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits) for _ in [*links, *hostile]]
     outcomes: collections.Counter = collections.Counter()
+
+    async def counted(request):                             # every request the portal answers, for its CPU per request
+        outcomes["requests"] += 1
+    clients = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits, event_hooks={"request": [counted]})
+               for _ in [*links, *hostile]]
     try:
         honest = [one_student(c, link, data, rng.uniform(0, spread), deadline)
                   for c, link, data in zip(clients, links, files)]
@@ -242,6 +247,7 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
             idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0][0]
             started, cpu_before = time.monotonic(), psutil.Process(server.pid).cpu_times()
             results, attacks = asyncio.run(rush(base, links[1:], files[1:], spread, timeout, attackers))
+            requests = attacks.pop("requests", 0)
             cpu_after = psutil.Process(server.pid).cpu_times()
             watch.stop()
         finally:
@@ -260,7 +266,8 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 "p95": percentile(seconds, 0.95) if seconds else None,
                 "shown_wait": max((r["shown_wait"] for r in done), default=0.0),
                 "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20, "attacks": dict(sorted(attacks.items())),
-                "portal_cpu": cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system, **timings}
+                "portal_cpu": cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system,
+                "requests": requests, **timings}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -308,6 +315,41 @@ def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) ->
     raise SystemExit("the portal did not start in time")
 
 
+def status_cost(db_url: str, queued: int, requests: int = 200, change_every: int = 10) -> dict:
+    """CPU seconds of the portal's own process per status request with `queued` jobs waiting, the queue's order
+    read from the portal's view (portal.queue.QueueView: computed once per change, `change_every` requests) against
+    computing it for each request (the obvious way, and the portal's before), on the same database in the same run.
+    Each request also reads its attempt and the student's rules, as the portal's status does."""
+    sessions = open_database(db_url)
+    with sessions() as db:
+        db.add_all([Student(id=f"s{i:05d}") for i in range(queued)])
+        db.flush()
+        db.add_all([Attempt(student_id=f"s{i:05d}", assignment=ASSIGNMENT, notebook=NOTEBOOK, number=1,
+                            sha256=f"{i:064d}", size=1, uploaded_at=utcnow(), status="queued")
+                    for i in range(queued)])
+        db.commit()
+        ids = list(db.execute(select(Attempt.id)).scalars())
+    rng, figures = random.Random(7), {}
+    for label, view in (("per request", None), ("from memory", queue.QueueView())):
+        started = time.process_time()
+        for n in range(requests):
+            if view is not None and n % change_every == 0:
+                view.changed()
+                view.spacing = 0.0                      # every change computed: the worst case for the view
+            with sessions() as db:
+                attempt = db.get(Attempt, rng.choice(ids))
+                queue.waiting(db, attempt, 2, view=view)
+        figures[label] = (time.process_time() - started) / requests
+    return figures
+
+
+def print_status_cost(label: str, db_url: str, queued: int) -> None:
+    cost = status_cost(db_url, queued)
+    print(f"{label:<22} status request with {queued} queued, portal CPU per request: the order computed per request "
+          f"{1000 * cost['per request']:.1f} ms, read from memory (one computation per 10 requests) "
+          f"{1000 * cost['from memory']:.1f} ms ({cost['per request'] / cost['from memory']:.1f}x)", flush=True)
+
+
 def report(label: str, figures: dict) -> str:
     def num(value, form="{:.1f}"):
         return "n/a" if value is None else form.format(value)
@@ -319,7 +361,8 @@ def report(label: str, figures: dict) -> str:
              f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes"]
     lines.append(f"{'':<22} honest time split (p50 / p95 / max s): " + "; ".join(
         f"{part} {p50:.1f} / {p95:.1f} / {top:.1f}" for part, (p50, p95, top) in figures["parts"].items())
-        + f"; the portal process's own CPU {figures['portal_cpu']:.0f} s")
+        + f"; the portal process's own CPU {figures['portal_cpu']:.0f} s for {figures['requests']} requests"
+        + f" ({1000 * figures['portal_cpu'] / max(figures['requests'], 1):.1f} ms a request, grading threads included)")
     if figures["attacks"]:
         lines.append(f"{'':<22} hostile students got: " + ", ".join(f"{k} x{v}" for k, v in figures["attacks"].items()))
     if figures["hostile_jobs"]:
@@ -357,8 +400,22 @@ def arguments(parser) -> None:
     parser.add_argument("--spread", type=float, default=120, help="seconds over which the uploads arrive")
     parser.add_argument("--timeout", type=float, default=1200, help="stop after this many seconds")
     parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--status-cost", type=int, metavar="QUEUED", default=0,
+                        help="only the portal's CPU per status request with QUEUED jobs waiting, on each database")
     parser.add_argument("--hostile", nargs="+", metavar="KINDS", help="instead of all hostile students at once, "
                         f"one rush per comma-separated group of kinds ({', '.join(HOSTILE)})")
+
+
+def status_costs(args) -> int:
+    print(f"load at start: {uptime()}", flush=True)
+    if args.database in ("sqlite", "both"):
+        with tempfile.TemporaryDirectory(prefix="posenc-status-cost-") as scratch:
+            print_status_cost("SQLite", f"sqlite:///{scratch}/portal.db", args.status_cost)
+    if args.database in ("postgresql", "both"):
+        with postgres_server() as url:
+            print_status_cost("PostgreSQL", url, args.status_cost)
+    print(f"load at end: {uptime()}", flush=True)
+    return 0
 
 
 def uptime() -> str:
@@ -367,6 +424,8 @@ def uptime() -> str:
 
 
 def run_command(args) -> int:
+    if args.status_cost:
+        return status_costs(args)
     source_root = find_root()
     jobs = args.jobs or len(os.sched_getaffinity(0))
     print(f"{args.students} students, uploads spread over {args.spread:.0f} s, {jobs} grading sandboxes, "

@@ -64,7 +64,8 @@ class Portal:
         self.sessions = database(course, register)
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
         self.watch = StatusWatch()                                          # status requests held for a change
-        self.worker.status_changed = self.watch.changed
+        self.queue_view = queue.QueueView()                                 # the order status requests read
+        self.worker.status_changed = self.status_changed
         self.hub = hub.HubDoor(course, self.sessions) if hub.configured() else None    # the hub's door (hub.py)
         self.lti = LtiTool(course, self.sessions, self.assignments)             # the LMS's door (portal/lti/)
         self.worker.counting_stored = self.lti.outbox.changed                  # its score goes back to the LMS
@@ -76,6 +77,12 @@ class Portal:
         self.now = utcnow              # replaced in tests to move the clock
 
     # --- lifecycle ----------------------------------------------------------------------------------
+
+    def status_changed(self, attempt_id: int) -> None:
+        """An attempt's new status is committed (queued, running, graded, back in the queue): the queue's order is
+        due again and the requests held on it are answered."""
+        self.queue_view.changed()
+        self.watch.changed(attempt_id)
 
     def acquire_lock(self) -> None:
         """One portal per course (its restart recovery assumes so); PortalBusy when another holds the lock."""
@@ -221,7 +228,7 @@ class Portal:
 
     def status(self, attempt: Attempt) -> dict:
         with self.sessions() as db:
-            ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window)
+            ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
         shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == Status.GRADED
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
@@ -285,6 +292,7 @@ class Portal:
             attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now, door)
             db.commit()
             attempt_id = attempt.id
+        self.queue_view.changed()
         self.worker.notify()
         return "queued", attempt_id
 

@@ -1,0 +1,70 @@
+"""Status requests read the queue's order from memory: a class polling in a rush costs one computation of the
+fair order per change of the queue, not one per request (issue 47's portal rush)."""
+import json
+
+from conftest import client_for, notebook_bytes, upload
+from fixture_submissions import ASSIGNMENT
+from posenc_autograder.portal import queue
+
+
+def counting(monkeypatch):
+    calls = []
+    real = queue.fair_order
+
+    def fair_order(db, *args):
+        calls.append(1)
+        return real(db, *args)
+    monkeypatch.setattr(queue, "fair_order", fair_order)
+    return calls
+
+
+def test_polling_reads_the_order_from_memory_until_the_queue_changes(app, portal, monkeypatch):
+    portal.set_policy(ASSIGNMENT, {"max_queued": 0})
+    alice, bob = client_for(app, portal, "alice"), client_for(app, portal, "bob")
+    first = int(upload(alice, notebook_bytes("a1")).headers["location"].rsplit("/", 1)[1])
+    second = int(upload(alice, notebook_bytes("a2")).headers["location"].rsplit("/", 1)[1])
+    calls = counting(monkeypatch)
+    portal.queue_view.spacing = 0.0               # every change computed at once (the spacing: the test below)
+    for _ in range(5):
+        assert json.loads(alice.get(f"/attempts/{second}/status.json").text)["ahead"] == 1
+    assert len(calls) == 1
+    bobs = int(upload(bob, notebook_bytes("b")).headers["location"].rsplit("/", 1)[1])   # a change: due again
+    assert json.loads(bob.get(f"/attempts/{bobs}/status.json").text)["ahead"] == 1      # his first goes before a2
+    assert json.loads(alice.get(f"/attempts/{second}/status.json").text)["ahead"] == 2
+    assert json.loads(alice.get(f"/attempts/{first}/status.json").text)["ahead"] == 0
+    assert len(calls) == 2
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_change_is_computed_no_sooner_than_its_spacing_and_a_stale_view_again(monkeypatch):
+    clock, computed = FakeClock(), []
+
+    def slow_order(db, window):
+        computed.append(clock.now)
+        clock.now += 0.2                                   # the computation takes 0.2 s
+        return [7, 3]
+    monkeypatch.setattr(queue, "fair_order", slow_order)
+    monkeypatch.setattr(queue, "mean_job_seconds", lambda db: 4.0)
+    view = queue.QueueView(max_age=5.0, spacing=10.0, clock=clock)
+    assert view.snapshot(None) == ({7: 0, 3: 1}, 4.0)
+    view.changed()
+    clock.now += 1.0                                       # 1 s < 10 x 0.2 s: not yet
+    view.snapshot(None)
+    assert len(computed) == 1
+    clock.now += 1.0                                       # 2 s: due
+    view.snapshot(None)
+    assert len(computed) == 2
+    clock.now += 4.0                                       # no change, but older than max_age
+    view.snapshot(None)
+    view.snapshot(None)
+    assert len(computed) == 2
+    clock.now += 1.0
+    view.snapshot(None)
+    assert len(computed) == 3
