@@ -325,6 +325,7 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
     nb = executed(executed_notebook)
     cells = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     where = {grade_id(cell): index for index, cell in cells if grade_id(cell)}
+    bound = functools.cache(top_level_names)     # each cell read once, not once per graded function (this call only)
     notes = []
     for entry in manifest.functions(assignment):
         name, answer = entry.defined_name, where.get(entry.cell)
@@ -333,7 +334,7 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
         if answer is None or not tested or any(n.startswith(f"{name}:") for n in map(str, notes)):
             continue
         later = [index for index, cell in cells
-                 if answer < index < min(tested) and name in top_level_names(cell.source)]
+                 if answer < index < min(tested) and name in bound(cell.source)]
         if later:
             notes.append(Note(NoteKind.REDEFINED, f"{name}: the version graded is the one {cell_label(nb, later[-1])} "
                                                   f"defines, after answer cell '{entry.cell}' (a later definition "
