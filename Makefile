@@ -132,10 +132,11 @@ TEST_WORKERS ?= 2
 # reads the bytecode the first one wrote rather than compiling the package and rewriting the tests' asserts again
 # (half of a worker's collection), whatever an environment's PYTHONDONTWRITEBYTECODE says (empty: written).
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
-## test: every test (book build, exercises, grader), on TEST_WORKERS=2 workers
+## test: every test (book build, exercises, grader) and the solution notebooks, on TEST_WORKERS=2 workers
 test: $(STAMP) system-packages hub-proxy lint
-	POSENC_RUN=test $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests
-	POSENC_RUN=test-solutions $(PY) -m pytest solutions   # nbval: a notebook's cells share one kernel, so one process
+	# with the solution notebooks (nbval) in the same run: a notebook's cells are one group (conftest.py), so they run
+	# in order in one worker's kernel while the other worker goes on with tests/
+	POSENC_RUN=test $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests solutions
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
 lint: $(STAMP)

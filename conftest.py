@@ -4,7 +4,8 @@ tests/end_to_end/ grades notebooks and runs nbgrader (slow); a test that uses th
 PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in tests/<stage>/,
 mirroring the grader package's folders. `make test` runs them all on two workers (pytest-xdist, --dist
 loadgroup): the tests that use the built book are one group, so it is built once into one _build; the ones
-that use PostgreSQL another; every other file runs whole on one worker, so its module fixtures are made once.
+that use PostgreSQL another; every other file runs whole on one worker, so its module fixtures are made once, and
+a solution notebook's cells (nbval, in the same run) share one kernel on one worker, in order.
 """
 import json
 import os
@@ -17,7 +18,7 @@ BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollba
               "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
 SHARED_BY_GROUP = {"book_build": "book", "postgres_url": "postgres"}   # session fixtures one worker must own
-# The Makefile names each of its test runs (POSENC_RUN=test, test-solutions, test-fast): the run's record, its wall
+# The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
 RUN_NAME = "POSENC_RUN"
 RUN_RECORDS = pathlib.Path(__file__).resolve().parent / ".pytest_cache" / "posenc-runs"

@@ -127,14 +127,12 @@ def last_run(source_root: pathlib.Path, name: str) -> dict | None:
 
 
 def make_test(source_root, scratch):
-    tests, notebooks = last_run(source_root, "test"), last_run(source_root, "test-solutions")
+    tests = last_run(source_root, "test")
     if tests is None:
         return "no record", "run make test first"
-    total = tests["seconds"] + (notebooks or {}).get("seconds", 0.0)
-    return seconds(total), (f"the last run's record, {tests['started']}: {tests['collected']:,} tests in "
-                            f"{seconds(tests['seconds'])} on {tests['workers']} workers (load {tests['load_at_start']}"
-                            f"-{tests['load_at_end']}), solution notebooks "
-                            + (seconds(notebooks["seconds"]) if notebooks else "not recorded"))
+    return seconds(tests["seconds"]), (f"the last run's record, {tests['started']}: {tests['collected']:,} tests and "
+                                       f"solution cells on {tests['workers']} workers, {tests['failed']} failed "
+                                       f"(load {tests['load_at_start']}-{tests['load_at_end']})")
 
 
 def make_test_fast(source_root, scratch):
