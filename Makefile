@@ -107,7 +107,7 @@ N ?= 100 300 1000
 bench-scale: $(STAMP)
 	$(PY) -m posenc_autograder bench-scale $(N) $(if $(HOSTILE),--hostile)
 
-## bench-waits: every wait of the instructor and developer timed in a scratch copy beside its goal (release, regrade of 300, first grade, test, test-fast, book from nothing); writes autograder/figures/bench-waits.md and the README's table (QUICK=1: the rows of seconds only)
+## bench-waits: every wait of the instructor and developer timed in a scratch copy beside its goal (release, regrade of 300, first grade, test, test-fast, book from nothing); writes its figures file and the README's table (QUICK=1: the rows of seconds only)
 bench-waits: $(STAMP)
 	$(PY) -m posenc_autograder bench-waits $(if $(QUICK),--quick)
 

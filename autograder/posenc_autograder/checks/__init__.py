@@ -7,8 +7,10 @@ registry (hidden), comparing answers (comparison), reproducing a failing case (r
 diagnosis, variants and catalogue. Adding a module (or a HiddenTest to one) is all it takes, then `make release`
 writes the notebooks' hidden cells, the test plan and the README's totals.
 
-The assignments are discovered on first use (REGISTRY, ASSIGNMENT_PACKAGES, PART_MODULES), not on import:
-importing an assignment's reference module loads no hidden test.
+The assignments are discovered when first asked for (REGISTRY, ASSIGNMENT_PACKAGES, PART_MODULES), not by importing
+this package: importing an assignment's reference module (as the book does) loads no hidden test. The grader's own
+modules that judge, store or report (grading.pipeline, records.evidence, reports.dashboard, authoring.release, ...)
+ask for REGISTRY as they are imported, so any command that grades has discovered them by its first notebook.
 """
 from __future__ import annotations
 
