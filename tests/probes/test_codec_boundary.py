@@ -107,3 +107,60 @@ def test_the_channel_reader_yields_frames_and_drops_what_is_refused():
     frames = reader.feed(raw_frame(b"[" * 10_000) + codec.frame({"result": "a", "record": {"missing": "x"}})
                          + raw_frame(b'[[], "text"]'))
     assert frames == [{"result": "a", "record": {"missing": "x"}}]
+
+
+def _random_json(rng, depth=0):
+    """A small random JSON value whose strings hold the scanner's hard cases: brackets, commas, colons, escapes."""
+    pick = rng.random()
+    if depth > 3 or pick < 0.3:
+        return rng.choice([1, -2.5, 1e300, "a,b]:", 'q"\\', "é{", True, None, "x" * rng.randint(0, 40)])
+    if pick < 0.65:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randint(0, 10))]
+    return {rng.choice(["k", "a,", "}", "é:", ""]) + str(rng.randint(0, 40)): _random_json(rng, depth + 1)
+            for _ in range(rng.randint(0, 10))}
+
+
+def test_loads_in_pieces_reads_what_json_reads_and_refuses_what_it_refuses():
+    """Valid texts and texts with one byte changed (a bracket, comma, quote, colon or backslash put in, or one taken
+    out), cut into pieces as small as two bytes: the same value, or ValueError both ways."""
+    import json
+    import random
+    rng = random.Random(46)
+    for _ in range(150):
+        text = json.dumps(_random_json(rng), ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 1])).encode()
+        if rng.random() < 0.5:
+            at = rng.randrange(len(text))
+            text = text[:at] + rng.choice([b",", b"]", b"}", b"[", b'"', b"\\", b" ", b":", b""]) + text[at + 1:]
+        try:
+            expected = json.loads(text)
+        except ValueError:
+            with pytest.raises(ValueError):
+                codec.loads_in_pieces(text, piece=rng.choice([2, 7, 64]))
+        else:
+            assert codec.loads_in_pieces(text, piece=rng.choice([2, 7, 64])) == expected
+
+
+HOSTILE_SKELETONS = {      # ~0.5 MiB each (32 pieces), every kind that json.loads is slowest on per byte
+    "floats": b"[[], [" + b",".join([b"1.2345678901234567"] * 30_000) + b"]]",
+    "an object of many keys": b"[[], {" + b",".join(b'"k%09d":1' % i for i in range(40_000)) + b"}]",
+    "small nested lists": b"[[], [" + b",".join([b"[[[1]]]"] * 60_000) + b"]]",
+    "lists inside long lists": b"[[], [" + b",".join([b"[" + b"0," * 20_000 + b"0]"] * 6) + b"]]",
+}
+
+
+@pytest.mark.parametrize("skeleton", HOSTILE_SKELETONS.values(), ids=HOSTILE_SKELETONS)
+def test_a_long_skeleton_is_parsed_a_piece_at_a_time(monkeypatch, skeleton):
+    """A frame's skeleton is never given to json.loads whole: at most about two pieces of it at once, so the thread
+    decoding it lets the others run between pieces (one json.loads of a 16 MiB skeleton held them 0.6-3.7 s:
+    devtools/bench_frame_stalls.py). The frame decodes to what json.loads gives."""
+    import json
+    longest = []
+
+    def loads(text, *args, **kwargs):
+        longest.append(len(text))
+        return json.loads(text, *args, **kwargs)
+    monkeypatch.setattr(codec, "json", type("Recorder", (), {"loads": staticmethod(loads), "dumps": json.dumps}))
+    padded = skeleton + b" " * (-len(skeleton) % 8)
+    frames = codec.FrameReader(2 * len(skeleton), writable=False).feed(raw_frame(padded))
+    assert len(frames) == 1 and frames[0] == json.loads(skeleton)[1]
+    assert max(longest) <= 2 * codec.PIECE_BYTES + 2

@@ -166,7 +166,10 @@ def json_shape(data, chunk: int = SCAN_CHUNK, max_depth: int | None = None, max_
     return shape
 
 
-def _scan(raw: np.ndarray, shape: Shape) -> None:
+def _classify(raw: np.ndarray, shape: Shape) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(outside, opening, closing, levels) of one chunk: the bytes outside strings (a quote that opens or closes one
+    is neither), the brackets that open and close there, and the nesting after each byte. Carries the state the
+    next chunk starts from (in a string, the nesting, a run of backslashes) in `shape`."""
     positions = np.arange(raw.size, dtype=np.int32)          # a chunk's offsets fit: SCAN_CHUNK < 2**31
     backslash = raw == BACKSLASH
     last_other = np.maximum.accumulate(np.where(backslash, -1, positions))   # last non-backslash at or before i
@@ -180,13 +183,19 @@ def _scan(raw: np.ndarray, shape: Shape) -> None:
     opening = ((raw == ord("[")) | (raw == ord("{"))) & outside
     closing = ((raw == ord("]")) | (raw == ord("}"))) & outside
     levels = np.cumsum(opening.astype(np.int32) - closing) + shape.open_now
-    if levels.size:
-        shape.depth = max(shape.depth, int(levels.max()))
+    if raw.size:
         shape.open_now = int(levels[-1])
-    shape.values += int(opening.sum()) + int(((raw == COMMA) & outside).sum())
-    shape.in_string = bool(inside[-1]) if raw.size else shape.in_string
+        shape.in_string = bool(inside[-1])
     trailing = raw.size - 1 - int(last_other[-1]) if raw.size else 0
     shape.backslashes = trailing + (shape.backslashes if trailing == raw.size else 0)
+    return outside, opening, closing, levels
+
+
+def _scan(raw: np.ndarray, shape: Shape) -> None:
+    outside, opening, _, levels = _classify(raw, shape)
+    if levels.size:
+        shape.depth = max(shape.depth, int(levels.max()))
+    shape.values += int(opening.sum()) + int(((raw == COMMA) & outside).sum())
 
 
 def structure(text, max_nodes: int | None = None, max_depth: int | None = None) -> tuple[int, int]:
@@ -195,6 +204,149 @@ def structure(text, max_nodes: int | None = None, max_depth: int | None = None) 
     With caps, counting stops once one is passed (the counts then pass it too)."""
     shape = json_shape(text, max_depth=max_depth, max_values=None if max_nodes is None else max_nodes - 1)
     return shape.values + 1, shape.depth
+
+
+# --- JSON a piece at a time: a long text never holds the interpreter in one call -----------------------
+
+PIECE_BYTES = 16 * 2**10             # JSON text given to json.loads at once, at most about twice this: a few ms on the
+                                     # slowest text (small nested lists), so a thread decoding a hostile 16 MiB
+                                     # skeleton lets the threads serving others run between its pieces
+BLANKS = b" \t\n\r"                  # JSON's whitespace
+COLON = ord(":")
+OPENERS = {ord("["): ord("]"), ord("{"): ord("}")}
+
+
+@dataclasses.dataclass
+class Marks:
+    """Where a JSON text's commas, colons and closing brackets are outside its strings, and the nesting after each
+    (numpy arrays, positions ascending): how loads_in_pieces finds a container's own items without parsing it."""
+    commas: np.ndarray
+    comma_levels: np.ndarray
+    colons: np.ndarray
+    colon_levels: np.ndarray
+    closers: np.ndarray
+    closer_levels: np.ndarray
+    shape: Shape
+
+
+def marks(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> Marks:
+    """One linear pass (the scan of json_shape) keeping the marks; TooLarge past either cap (counted as
+    structure() counts), ValueError for a closing bracket that closes nothing or more colons than values: the
+    marks kept are never more than the values allowed."""
+    shape, found = Shape(), {"commas": [], "colons": [], "closers": []}
+    colons = 0
+    for start in range(0, len(data), SCAN_CHUNK):
+        raw = np.frombuffer(data, np.uint8, count=min(SCAN_CHUNK, len(data) - start), offset=start)
+        outside, opening, closing, levels = _classify(raw, shape)
+        if levels.size and int(levels.min()) < 0:
+            raise ValueError("a closing bracket with nothing open")
+        shape.depth = max(shape.depth, int(levels.max())) if levels.size else shape.depth
+        for name, where in (("commas", (raw == COMMA) & outside), ("colons", (raw == COLON) & outside),
+                            ("closers", closing)):
+            at = np.flatnonzero(where)
+            found[name].append((at + start, levels[at]))
+        shape.values += int(opening.sum()) + len(found["commas"][-1][0])
+        colons += len(found["colons"][-1][0])
+        if shape.values + 1 > max_values or shape.depth > max_depth:
+            raise TooLarge(f"more than {max_values} values or nested deeper than {max_depth}")
+        if colons > shape.values + 1:            # one per object member at most, and each member is a value
+            raise ValueError("more colons than values")
+    joined = {name: (np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int64),
+                     np.concatenate([lv for _, lv in parts]) if parts else np.zeros(0, np.int32))
+              for name, parts in found.items()}
+    return Marks(*joined["commas"], *joined["colons"], *joined["closers"], shape)
+
+
+def loads_in_pieces(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH,
+                    piece: int = PIECE_BYTES):
+    """json.loads(data) for UTF-8 text, in pieces of about `piece` bytes: a container longer than that is split at its
+    own commas (found by marks(), never by parsing) into runs of items parsed together and long items taken apart
+    the same way. Linear, and json.loads never runs on more than ~2 * piece bytes at once (a single string item
+    is parsed whole: strings parse at C speed). ValueError where json.loads would raise (text json.loads reads as
+    UTF-16 or with a byte-order mark too), TooLarge past the caps."""
+    if len(data) <= piece:
+        return json.loads(data)          # short: its caps are the caller's (values cannot pass its length)
+    if b"\x00" in data:                  # never in UTF-8 JSON (inside a string it is \u0000): UTF-16 or not JSON
+        raise ValueError("not UTF-8 JSON text")
+    return _Pieces(data, marks(data, max_values, max_depth), piece).value(0, len(data), 0)
+
+
+class _Pieces:
+    def __init__(self, data: bytes, found: Marks, piece: int):
+        self.data, self.marks, self.piece = data, found, piece
+
+    def value(self, start: int, end: int, level: int):
+        """The one JSON value in data[start:end], which starts at nesting `level`."""
+        start, end = _skip_blanks(self.data, start, end), _before_blanks(self.data, start, end)
+        if end - start <= self.piece:
+            return json.loads(self.data[start:end])
+        if self.data[start] not in OPENERS:
+            return json.loads(self.data[start:end])        # one long string (or number): parsed at C speed, linearly
+        return self.container(start, end, level)
+
+    def _between(self, positions: np.ndarray, levels: np.ndarray, start: int, end: int, level: int) -> np.ndarray:
+        low, high = np.searchsorted(positions, start), np.searchsorted(positions, end)
+        return positions[low:high][levels[low:high] == level]
+
+    def container(self, start: int, end: int, level: int):
+        data, found, inner = self.data, self.marks, level + 1
+        low, high = np.searchsorted(found.closers, start), np.searchsorted(found.closers, end - 1)
+        if high >= len(found.closers) or found.closers[high] != end - 1 or found.closer_levels[high] != level \
+                or OPENERS[data[start]] != data[end - 1] or np.any(found.closer_levels[low:high] < inner):
+            raise ValueError("brackets that do not match")
+        is_object = data[start] == ord("{")
+        bounds = np.concatenate(([start], self._between(found.commas, found.comma_levels, start, end, inner),
+                                 [end - 1]))
+        if len(bounds) == 2 and _skip_blanks(data, start + 1, end - 1) == end - 1:
+            return {} if is_object else []
+        sizes = np.diff(bounds) - 1
+        big = np.flatnonzero(sizes > self.piece)
+        ticks = np.flatnonzero(np.diff(bounds // self.piece) > 0) + 1
+        cuts = np.unique(np.concatenate(([0, len(bounds) - 1], big, big + 1, ticks)))
+        result: dict | list = {} if is_object else []
+        for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            a, b = int(bounds[first]) + 1, int(bounds[last])
+            if last == first + 1 and sizes[first] > self.piece:
+                if not is_object:
+                    result.append(self.value(a, b, inner))
+                    continue
+                colons = self._between(found.colons, found.colon_levels, a, b, inner)
+                key = json.loads(data[a:int(colons[0])]) if len(colons) else None
+                if not isinstance(key, str):
+                    raise ValueError("an object member without a string key")
+                result[key] = self.value(int(colons[0]) + 1, b, inner)
+            else:
+                if _skip_blanks(data, a, b) == b:          # an empty item alone in its run: "[1, ]" or "[1, , 2]"
+                    raise ValueError("Expecting value")
+                parsed = json.loads(b"{" + data[a:b] + b"}" if is_object else b"[" + data[a:b] + b"]")
+                result.update(parsed) if is_object else result.extend(parsed)
+        return result
+
+
+def _skip_blanks(data: bytes, start: int, end: int) -> int:
+    """The first byte of data[start:end] that is not JSON's whitespace (end if none), in time linear in the run."""
+    window = 64
+    while start < end:
+        chunk = data[start:min(end, start + window)]
+        kept = len(chunk) - len(chunk.lstrip(BLANKS))
+        start += kept
+        if kept < len(chunk):
+            break
+        window *= 2
+    return start
+
+
+def _before_blanks(data: bytes, start: int, end: int) -> int:
+    """Past the last byte of data[start:end] that is not JSON's whitespace (start if none)."""
+    window = 64
+    while end > start:
+        chunk = data[max(start, end - window):end]
+        kept = len(chunk) - len(chunk.rstrip(BLANKS))
+        end -= kept
+        if kept < len(chunk):
+            break
+        window *= 2
+    return end
 
 
 # --- frames: what crosses the sandbox boundary ----------------------------------------------------------
@@ -328,12 +480,9 @@ class FrameReader:
 
     def _decode(self, body: bytes, skeleton_bytes: int, array_bytes: int):
         try:
-            text = body[:skeleton_bytes]
-            nodes, depth = structure(text, self.max_nodes, self.max_depth) if len(text) >= self.max_nodes \
-                else (0, 0)   # fewer bytes, fewer values
-            if nodes > self.max_nodes or depth > self.max_depth:
-                return self._refused(TOO_LARGE, HEADER.size + len(body))
-            shapes, skeleton = _skeleton(json.loads(text))
+            # Counted and parsed a piece at a time (a short skeleton at once: fewer bytes, fewer values), so that
+            # no skeleton holds the interpreter from the threads serving others for longer than one piece.
+            shapes, skeleton = _skeleton(loads_in_pieces(body[:skeleton_bytes], self.max_nodes, self.max_depth))
             if sum(_padded(shape, dtype) for shape, dtype in shapes) != array_bytes:
                 return self._refused(MALFORMED, HEADER.size + len(body))
             # In place only when read-only and aligned (frame() pads the skeleton; numpy is slow on unaligned floats)
