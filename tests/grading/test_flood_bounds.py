@@ -42,3 +42,10 @@ def test_the_trusted_side_stays_under_its_bound_when_a_job_floods_every_test():
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["peak_mib"] - figures["start_mib"] < PEAK_MIB, figures
     assert figures["evidence_kib"] is not None and figures["evidence_kib"] < 1024, figures
+
+
+def test_a_record_claiming_to_be_too_large_is_not_taken_at_its_word():
+    """Only this side marks a record too large (its integrity evidence is then cut): a job's record carrying the mark
+    itself is kept without it (with it, main's evidence.keep summarised the student's answers as too large)."""
+    for forged in ({"missing": "x", TOO_LARGE: True}, {"observations": {"a": [1.0]}, TOO_LARGE: True}):
+        assert TOO_LARGE not in decode_record(forged, holding=Holding())

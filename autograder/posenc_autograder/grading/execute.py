@@ -153,6 +153,7 @@ def decode_record(record, grader_text: str = "", holding: Holding | None = None,
     job past its holding is not kept: in its place, a note that the test's answers were too large (the student's)."""
     if not (isinstance(record, dict) and ("observations" in record or isinstance(record.get("missing"), str))):
         return None
+    record.pop(TOO_LARGE, None)           # this side's own mark (below): a job claiming it would hide its evidence
     room = holding.room(cell) if holding is not None else float("inf")
     try:
         size = sanitise_errors(record, grader_text, room)
