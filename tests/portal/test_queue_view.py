@@ -1,5 +1,5 @@
 """Status requests read the queue's order from memory: a class polling in a rush costs one computation of the
-fair order per change of the queue, not one per request (issue 47's portal rush)."""
+fair order per change of the queue, not one per request."""
 import json
 
 from conftest import client_for, notebook_bytes, upload
