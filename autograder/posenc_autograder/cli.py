@@ -8,6 +8,7 @@ Imports are deferred so that `--help` of one command does not load every stage.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 import dataclasses
 import importlib
 import sys
@@ -56,7 +57,7 @@ COMMANDS = {
 
 
 # Each shared option's flags and settings, written once.
-SHARED_OPTIONS = {
+SHARED_OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     COURSE: (("--course", "--root"), {"dest": "course", "help": "course folder (default: the working directory or a "
                                       "parent of it, or $POSENC_COURSE)"}),
     DB_URL: (("--db-url",), {"help": "gradebook database URL (default: SQLite in autograder/)"}),

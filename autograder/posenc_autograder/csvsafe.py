@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import pathlib
+from collections.abc import Sequence
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
@@ -18,7 +19,8 @@ def cell(value) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def write(path: pathlib.Path, fieldnames: list[str], rows: list[dict], preamble: list[list[str]] = ()) -> pathlib.Path:
+def write(path: pathlib.Path, fieldnames: list[str], rows: list[dict], preamble: Sequence[list[str]] = ()
+          ) -> pathlib.Path:
     """Write rows (every cell made safe); `preamble` rows come right after the header (Canvas wants that)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as out:

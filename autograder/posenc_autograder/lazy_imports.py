@@ -26,8 +26,8 @@ def defer_iri_grammar() -> None:
         real = _import_real(stand_in)
         return real.is_valid_syntax(term, value)
 
-    stand_in.is_valid_syntax = is_valid_syntax
-    stand_in.__deferred__ = True
+    stand_in.is_valid_syntax = is_valid_syntax       # type: ignore[attr-defined]  # a module takes attributes
+    stand_in.__deferred__ = True                      # type: ignore[attr-defined]
     sys.modules[IRI_GRAMMAR] = stand_in
 
 
@@ -35,5 +35,5 @@ def _import_real(stand_in: types.ModuleType) -> types.ModuleType:
     if sys.modules.get(IRI_GRAMMAR) is stand_in:
         del sys.modules[IRI_GRAMMAR]
     real = importlib.import_module(IRI_GRAMMAR)
-    stand_in.is_valid_syntax = real.is_valid_syntax          # later calls go straight to it
+    stand_in.is_valid_syntax = real.is_valid_syntax  # type: ignore[attr-defined]  # later calls go straight to it
     return real

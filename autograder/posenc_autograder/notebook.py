@@ -11,6 +11,7 @@ from posenc_autograder.checks import REGISTRY, hidden_tests, stand_ins_in_proces
 from posenc_autograder.checks.hidden import judge_all
 from posenc_autograder.probes import codec
 from posenc_autograder.probes.runner import record
+from posenc_autograder.results import Problem
 
 
 class HiddenTestFailure(AssertionError):
@@ -24,13 +25,13 @@ def record_in_process(entry: dict, namespace: dict) -> dict:
     return codec.decode_frame(codec.frame(record(codec.loads(codec.dumps(entry)), namespace)), writable=False)
 
 
-def graded_in_process(assignment: str, namespace: dict) -> dict[str, tuple[list[str], int, int]]:
+def graded_in_process(assignment: str, namespace: dict) -> dict[str, tuple[list[Problem], int, int]]:
     """(problems, cases passed, cases judged) of every hidden test of the assignment, as `make grade` judges them."""
     tests = hidden_tests(assignment)
     return judge_all(tests, {t.id: record_in_process(t.task_entry(), namespace) for t in tests})
 
 
-def run_check(cell_id: str, namespace: dict) -> list[str]:
+def run_check(cell_id: str, namespace: dict) -> list[Problem]:
     """Problems found by the hidden test cell_id against the namespace (with the verdicts of the assignment's
     other tests, for a test that reads them)."""
     test = REGISTRY[cell_id]

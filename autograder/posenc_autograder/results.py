@@ -100,17 +100,17 @@ class Note:
     text: str
     quoted: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "kind", NoteKind(self.kind))
 
     def __str__(self) -> str:
         return self.text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {"kind": self.kind.value, "text": self.text, **({"quoted": self.quoted} if self.quoted else {})}
 
     @classmethod
-    def from_json(cls, data) -> "Note":
+    def from_json(cls, data: object) -> Note:
         """A stored note; a plain string (results stored before notes had kinds) is OTHER."""
         if isinstance(data, dict):
             quoted = data.get("quoted")
@@ -144,8 +144,8 @@ class Problem:
     text: str
     cause: str | None = None
     kind: ProblemKind = ProblemKind.VALUE
-    details: dict | None = None
-    inputs: list | None = None       # the failing case's input arrays (nested lists), the student's own variant
+    details: dict[str, Any] | None = None
+    inputs: list[Any] | None = None  # the failing case's input arrays (nested lists), the student's own variant
     error: str | None = None
     call: Reproduction | None = None
     quoted: str | None = None
@@ -159,13 +159,13 @@ class Problem:
     def __str__(self) -> str:
         return self.text
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         return {k: (v.value if isinstance(v, enum.Enum) else v.to_json() if isinstance(v, Reproduction) else v)
                 for k, v in fields.items() if v is not None}
 
     @classmethod
-    def from_json(cls, data) -> "Problem":
+    def from_json(cls, data: object) -> Problem:
         """A stored problem; a plain string (results stored before problems had fields) is its text."""
         if isinstance(data, dict):
             known = {f.name for f in dataclasses.fields(cls)}
@@ -176,7 +176,7 @@ class Problem:
 LEGACY_MORE = "... and "      # how a count of further cases read in results stored before problems had kinds
 
 
-def as_problem(value) -> Problem:
+def as_problem(value: object) -> Problem:
     """A problem as data; a plain string (a result stored before problems had fields) is its text."""
     if isinstance(value, Problem):
         return value
@@ -194,18 +194,18 @@ class GradedTest:
     problems: list[Problem]
     cases: tuple[int, int] | None = None     # (passed, judged) for a hidden test; feedback shows them
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.problems = [as_problem(p) for p in self.problems]
 
     @property
     def passed(self) -> bool:
         return not self.problems
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "problems": [as_problem(p).to_json() for p in self.problems]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "GradedTest":
+    def from_json(cls, data: dict[str, Any]) -> GradedTest:
         cases = data.get("cases")
         return cls(**{**data, "problems": [Problem.from_json(p) for p in data["problems"]],
                       "cases": tuple(cases) if cases else None})
@@ -224,7 +224,7 @@ class NotebookResult:
     untouched: bool | None = None     # its answer cells are the released template's, found while grading (None: no
                                       # notebook was run)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.notes = [n if isinstance(n, Note) else Note(NoteKind.OTHER, str(n)) for n in self.notes]
 
     @property
@@ -238,12 +238,12 @@ class NotebookResult:
     def notes_of(self, *kinds: NoteKind) -> list[Note]:
         return [n for n in self.notes if n.kind in kinds]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "tests": [t.to_json() for t in self.tests],
                 "notes": [n.to_json() for n in self.notes]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "NotebookResult":
+    def from_json(cls, data: dict[str, Any]) -> NotebookResult:
         return cls(**{**data, "tests": [GradedTest.from_json(t) for t in data["tests"]],
                       "notes": [Note.from_json(n) for n in data["notes"]]})
 

@@ -20,6 +20,16 @@ import tomllib
 import typing
 import zoneinfo
 
+if typing.TYPE_CHECKING:
+    from posenc_autograder.course import Course
+
+
+class Section(typing.Protocol):
+    """A section of course.toml: a dataclass whose fields are its keys."""
+    __dataclass_fields__: typing.ClassVar[dict[str, typing.Any]]
+
+
+T = typing.TypeVar("T", bound=Section)
 SETTINGS_FILE = "autograder/course.toml"
 UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
 
@@ -82,7 +92,7 @@ class Limits:
     channel_cpu_seconds: int = 10          # the grader's own CPU decoding one job's channel, all attempts
     max_output_bytes: int = 16 * 2**20     # cell outputs kept for the autograded notebook
 
-    def for_runner(self) -> dict:
+    def for_runner(self) -> dict[str, int]:
         return {"max_cell_output_bytes": self.max_cell_output_bytes, "cell_seconds": self.cell_seconds}
 
 
@@ -110,12 +120,13 @@ class Rule:
         return f"{self.words}: {', '.join(listed[:-1])} or {listed[-1]}"
 
 
-def rule(default, words: str, **bounds):
+def rule(default: typing.Any, words: str, **bounds: typing.Any) -> typing.Any:
     return dataclasses.field(default=default, metadata={"rule": Rule(words, **bounds)})
 
 
-def rule_of(field: dataclasses.Field) -> Rule | None:
-    return field.metadata.get("rule")
+def rule_of(field: dataclasses.Field[typing.Any]) -> Rule | None:
+    found: Rule | None = field.metadata.get("rule")
+    return found
 
 
 FEEDBACK_CHOICES = (("full", "full diagnoses"), ("tests", "pass or fail per test"),
@@ -174,7 +185,7 @@ class Settings:
         return self.late.get(assignment, LatePolicy())
 
 
-def load(course) -> Settings:
+def load(course: Course) -> Settings:
     """The settings of the course (read again only when the file changes)."""
     path = course.path(SETTINGS_FILE)
     return _read(path, path.stat().st_mtime_ns if path.is_file() else None)
@@ -195,7 +206,8 @@ def _read(path: pathlib.Path, _mtime: int | None) -> Settings:
     late = data.get("late", {})
     if not isinstance(late, dict):
         raise SettingsError(f"error: {path}: [late] must be a table of assignments ([late.<assignment>])")
-    sections = {name: _section(path, name, kind, data.get(name, {})) for name, kind in SECTIONS.items()}
+    sections: dict[str, typing.Any] = {name: _section(path, name, kind, data.get(name, {}))
+                                       for name, kind in SECTIONS.items()}
     try:
         zone = sections["course"].zone
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -207,7 +219,7 @@ def _read(path: pathlib.Path, _mtime: int | None) -> Settings:
 BYTE_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
 
-def _section(path: pathlib.Path, name: str, kind: type, table):
+def _section(path: pathlib.Path, name: str, kind: type[T], table: object) -> T:
     """One [name] table as `kind`, each key checked against the type of its field."""
     if not isinstance(table, dict):
         raise SettingsError(f"error: {path}: [{name}] must be a table of keys")
@@ -220,7 +232,7 @@ def _section(path: pathlib.Path, name: str, kind: type, table):
                    for key, value in table.items()})
 
 
-def _value(where: str, key: str, hint, value, bounds: Rule | None = None):
+def _value(where: str, key: str, hint: typing.Any, value: object, bounds: Rule | None = None) -> typing.Any:
     if typing.get_origin(hint) is typing.Literal:
         if value not in typing.get_args(hint):
             choices = ", ".join(map(repr, typing.get_args(hint)))
@@ -260,7 +272,7 @@ def size(count: int) -> str:
     return f"{count:,} B"
 
 
-def _late_policy(path: pathlib.Path, assignment: str, table, zone: dt.tzinfo) -> LatePolicy:
+def _late_policy(path: pathlib.Path, assignment: str, table: object, zone: dt.tzinfo) -> LatePolicy:
     where = f"{path}: [late.{assignment}]"
     if not isinstance(table, dict):
         raise SettingsError(f"error: {where} must be a table (deadline, per, penalty, cap, grace_minutes)")
@@ -284,7 +296,7 @@ class TimeError(SettingsError, ValueError):
     """A time that cannot be read: the message names where it came from and what was found."""
 
 
-def parse_time(value, where: str = "", zone: dt.tzinfo | None = None, formats: tuple[str, ...] = ()
+def parse_time(value: object, where: str = "", zone: dt.tzinfo | None = None, formats: tuple[str, ...] = ()
                ) -> dt.datetime | None:
     """The one reading of a time, whatever door it came in by: an aware datetime ('' or None: None).
 

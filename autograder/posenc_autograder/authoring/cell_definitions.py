@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+from typing import Any
 
 from nbgrader.api import (Assignment, Comment, Grade, GradeCell, Gradebook, MissingEntry, Notebook, SolutionCell,
                           SourceCell, TaskCell)
@@ -81,7 +82,7 @@ def read_definition(gb: Gradebook, assignment: str, notebook: str) -> Definition
                                       for key, cell in _cells(nb).items()})
 
 
-def _cells(nb: Notebook) -> dict[tuple[str, str], object]:
+def _cells(nb: Notebook) -> dict[tuple[str, str], Any]:
     cells = {}
     for kind in KINDS:
         cells.update({(kind, cell.name): cell for cell in getattr(nb, f"{kind}_cells")})
@@ -89,7 +90,7 @@ def _cells(nb: Notebook) -> dict[tuple[str, str], object]:
 
 
 def built_definitions(course: Course, assignment: str, source_root: pathlib.Path, scratch: pathlib.Path
-                      ) -> dict[str, Definition]:
+                      ) -> dict[str, Definition | None]:
     """notebook -> the definition nbgrader records for source_root/solutions/<assignment>, written into a fresh
     gradebook under scratch (nothing of the course's is touched). RuntimeError with nbgrader's words if it fails."""
     scratch.mkdir(parents=True, exist_ok=True)

@@ -360,15 +360,16 @@ def extended(problem: str, more: str) -> ProblemText:
     return ProblemText(str.__str__(problem) + more, **fields_of(problem))
 
 
-def problem_of(check: Callable[[], str | None]) -> str | None:
-    """What a zero-argument check says: the problem it returns, or the one it raised as Rejected."""
+def problem_of(check: Callable[[], object]) -> object:
+    """What a zero-argument check says: the problem it returns (a string; anything else is none), or the one it
+    raised as Rejected."""
     try:
         return check()
     except Rejected as exc:
         return exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
 
 
-def problems_of(*checks: Callable[[], str | None]) -> list[str]:
+def problems_of(*checks: Callable[[], object]) -> list[str]:
     """Run each zero-argument check; keep the problems: a returned string or a raised Rejected."""
     return [problem for problem in map(problem_of, checks) if isinstance(problem, str)]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks.comparison import ProblemText, Rejected, raised_problem
+from posenc_autograder.results import Line
 from posenc_autograder.checks.hidden import HiddenTest, each_case
 from posenc_autograder.checks.reproduction import reading, reproduction, step
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
@@ -135,7 +136,7 @@ def contract_reproduction(name: str, c: dict, stand_ins: dict):
     replaced = tuple(stand_ins.get(name, {}))
     if "member" not in c:
         return reproduction(step(name, *c["args"], **c["kwargs"]), stand_ins=replaced)
-    lines = [step(name.split(".", 1)[0], *c["init"]["args"], assign="instance", **c["init"]["kwargs"])]
+    lines: list[Line] = [step(name.split(".", 1)[0], *c["init"]["args"], assign="instance", **c["init"]["kwargs"])]
     lines += [step(f"instance.{method}", *taken["args"], **taken["kwargs"]) for method, taken in c["steps"]]
     member = f"instance.{c['member']}"
     lines.append(reading(member) if c.get("attribute") else step(member, *c["args"], **c["kwargs"]))

@@ -18,7 +18,7 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.comparison import as_result, call_label, limit_problems, problems_of, said_unexplained
-from posenc_autograder.checks.reproduction import case_size, with_case
+from posenc_autograder.checks.reproduction import Reproduced, case_size, with_case
 from posenc_autograder.probes import codec
 from posenc_autograder.results import Problem, ProblemKind
 
@@ -76,7 +76,7 @@ class HiddenTest:
         """The inputs as the channel's codec sends them (built once per test and variant, then kept)."""
         return _inputs_frame(self, variant)
 
-    def verdict(self, record: dict, variant: int | None = None, verdicts: dict | None = None) -> list[str]:
+    def verdict(self, record: dict, variant: int | None = None, verdicts: dict | None = None) -> list[Problem]:
         """Problems from what the sandbox recorded for this test ({"observations": ...} or {"missing": ...});
         `verdicts` (function name -> passed its value tests) for a test that reads_verdicts."""
         return list(self.findings(record, variant, verdicts))
@@ -98,7 +98,7 @@ class HiddenTest:
                                      f"types and shapes")])
 
     def graded(self, record: dict, variant: int | None = None,
-               verdicts: dict | None = None) -> tuple[list[str], int, int]:
+               verdicts: dict | None = None) -> tuple[list[Problem], int, int]:
         """verdict(), with (cases passed, cases judged) as the judge's Findings count them. A problem found
         outside the cases (or no cases at all) leaves none counted as passed: all-or-nothing."""
         found = self.findings(record, variant, verdicts)
@@ -167,7 +167,6 @@ def remembered(function: Callable) -> Callable:
         if all(type(value) in KEPT_BY for value in (*args, *kwargs.values())):
             return kept(*args, **kwargs)
         return function(*args, **kwargs)
-    call.kept = kept
     return call
 
 
@@ -225,7 +224,7 @@ def registry(*modules) -> dict[str, HiddenTest]:
     return found
 
 
-def judge_all(tests, records: dict, variant: int | None = None) -> dict[str, tuple[list[str], int, int]]:
+def judge_all(tests, records: dict, variant: int | None = None) -> dict[str, tuple[list[Problem], int, int]]:
     """graded() for every test with a record (cell id -> record): first the value tests, then the tests that
     read their verdicts (a function's contract counts only when every test judging it passed)."""
     results = {t.id: t.graded(records[t.id], variant) for t in tests if t.id in records and not t.reads_verdicts}
@@ -278,26 +277,26 @@ def calling(function: str, **groups: list[dict]) -> dict:
     return {"function": function, "groups": groups}
 
 
-def each_case(problem: Callable[..., str | None], *columns, function: str | None = None,
-              stand_ins: tuple[str, ...] = (), reproduce: Callable[..., dict] | None = None) -> Findings:
+def each_case(problem: Callable[..., object], *columns, function: str | None = None,
+              stand_ins: tuple[str, ...] = (), reproduce: Callable[..., Reproduced | None] | None = None) -> Findings:
     """problem(*row) for each row of the columns (say, the calls and their records), limited per group; with the
     `function` the cases are call() records of (run with the probe's `stand_ins` for the functions it names), or
     with `reproduce(*row)` (a reproduction() of the row's case), the first problem keeps its failing call as data.
 
     Every case needs its answer: observations with fewer or more records than cases (lost, or
     tampered with next to student code) fail instead of being judged on the cases they kept."""
-    columns = [list(column) for column in columns]
-    if len({len(column) for column in columns}) > 1:
-        return Findings([f"the grader received {len(columns[-1])} answers for {len(columns[0])} cases, so this "
+    lists = [list(column) for column in columns]
+    if len({len(column) for column in lists}) > 1:
+        return Findings([f"the grader received {len(lists[-1])} answers for {len(lists[0])} cases, so this "
                          f"test could not be judged; run the notebook from the top without changing the grader's code"])
-    rows = sorted(zip(*columns), key=lambda row: case_size(row[0]))        # smallest failing case first
+    rows = sorted(zip(*lists), key=lambda row: case_size(row[0]))        # smallest failing case first
     failing = [(row, said) for row in rows if (said := problems_of(functools.partial(problem, *row)))]
     found = [p for row, said in failing for p in [with_case(said[0], row, function, stand_ins, reproduce), *said[1:]]]
     reported = limit_problems(found)
     return Findings(reported, cases=len(rows), failed=len(found), reported=len(reported))
 
 
-def each_call(function: str, group: str, problem: Callable[..., str | None]) -> Callable[[dict, dict], Findings]:
+def each_call(function: str, group: str, problem: Callable[..., object]) -> Callable[[dict, dict], Findings]:
     """The judge of one group of calling(function, group=[call(...), ...]): problem(*args, record=...,
     label=..., **kwargs) for each call, its label the call as written (`f(3, base=10)`)."""
     def judge(inputs: dict, obs: dict) -> Findings:

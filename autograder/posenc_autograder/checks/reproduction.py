@@ -82,39 +82,43 @@ class Unwritable(TypeError):
 
 
 def reproduction(*lines: Line, stand_ins=()) -> Reproduced | None:
-    """The lines (step, setting, reading) of a case with each value written as an argument: numbers by their value,
-    a generator by its seed, an all-zero array as np.zeros, an Unshown object by its name, every other array by its
-    place among the arrays; `stand_ins`: the student functions the probe replaced with the grader's own while the case
-    ran (the page says so: the lines run the student's own). None when a value cannot be written."""
+    """The lines (step, setting, reading) of a case with each value written as an argument (written_argument);
+    `stand_ins`: the student functions the probe replaced with the grader's own while the case ran (the page says so:
+    the lines run the student's own). None when a value cannot be written."""
     arrays: list[np.ndarray] = []
-
-    def written(value) -> Argument:
-        if isinstance(value, np.generic):
-            value = value.item()
-        if isinstance(value, SCALARS) or isinstance(value, (Seeded, Unshown)):
-            return value
-        if isinstance(value, dict) and set(value) == {"default_rng"}:       # probes.helpers.argument's generator
-            return Seeded(int(value["default_rng"]))
-        array = np.asarray(value)
-        if array.dtype.kind not in WRITTEN_KINDS:
-            raise Unwritable(type(value).__name__)
-        if array.size and not array.any():
-            return Zeros(array.shape, str(array.dtype))
-        arrays.append(array)
-        return InputArray(len(arrays) - 1, array.shape, str(array.dtype))
-
-    def line_written(line: Line) -> Line:
-        if isinstance(line, Step):
-            return dataclasses.replace(line, args=tuple(map(written, line.args)),
-                                       kwargs={str(k): written(v) for k, v in line.kwargs.items()})
-        if isinstance(line, Setting):
-            return dataclasses.replace(line, value=written(line.value))
-        return line
     try:
-        written_lines = tuple(map(line_written, lines))
+        written = tuple(_line_written(line, arrays) for line in lines)
     except Unwritable:
         return None
-    return Reproduced(Reproduction(written_lines, tuple(sorted(stand_ins))), tuple(arrays))
+    return Reproduced(Reproduction(written, tuple(sorted(stand_ins))), tuple(arrays))
+
+
+def _line_written(line: Line, arrays: list[np.ndarray]) -> Line:
+    if isinstance(line, Step):
+        return dataclasses.replace(line, args=tuple(written_argument(v, arrays) for v in line.args),
+                                   kwargs={str(k): written_argument(v, arrays) for k, v in line.kwargs.items()})
+    if isinstance(line, Setting):
+        return dataclasses.replace(line, value=written_argument(line.value, arrays))
+    return line
+
+
+def written_argument(value, arrays: list[np.ndarray]) -> Argument:
+    """A value as a line of code can write it: a number by its value, a generator by its seed, an Unshown object by
+    its name, an all-zero array as np.zeros, any other array by its place among `arrays` (appended to them).
+    Unwritable for anything else."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, SCALARS) or isinstance(value, (Seeded, Unshown)):
+        return value
+    if isinstance(value, dict) and set(value) == {"default_rng"}:       # probes.helpers.argument's generator
+        return Seeded(int(value["default_rng"]))
+    array = np.asarray(value)
+    if array.dtype.kind not in WRITTEN_KINDS:
+        raise Unwritable(type(value).__name__)
+    if array.size and not array.any():
+        return Zeros(array.shape, str(array.dtype))
+    arrays.append(array)
+    return InputArray(len(arrays) - 1, array.shape, str(array.dtype))
 
 
 def called(function: str, case: dict, stand_ins=()) -> Reproduced | None:
@@ -144,6 +148,6 @@ def shown_arrays(arrays) -> list | None:
     return shown if any(a is not None for a in shown) else None
 
 
-def reproducing(check: Callable[[], str | None], found: Reproduced | None) -> Callable[[], str | None]:
+def reproducing(check: Callable[[], object], found: Reproduced | None) -> Callable[[], object]:
     """A zero-argument check (for problems_of) whose problem carries the reproduction."""
     return lambda: reproduced(problem_of(check), found)

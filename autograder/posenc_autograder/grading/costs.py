@@ -14,7 +14,7 @@ import time
 PHASES = ("prepare", "sandbox", "supervise", "judge", "store", "evidence")
 
 _lock = threading.Lock()
-_seconds: collections.Counter = collections.Counter()
+_seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
 
 
 def add(phase: str, seconds: float) -> None:

@@ -11,6 +11,7 @@ import functools
 import json
 import pathlib
 import re
+from typing import Any
 
 import nbformat
 
@@ -201,7 +202,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
                           untouched=untouched(ran, release) if ran is not None else None)
 
 
-def fix_this_first(tests: list[GradedTest]) -> list[str]:
+def fix_this_first(tests: list[GradedTest]) -> list[Note]:
     """One note naming a diagnosed cause (Problem.cause) that explains failures in several tests, so feedback
     opens with it; causes that differ only in a measured number count as one. The contracts test is not counted:
     the cause it names for a function whose values are wrong is its value tests' own, not one more failure."""
@@ -248,20 +249,22 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
     if not executed_notebook:
         return []
     expected = {}
-    for entry in manifest.functions(assignment) if assignment in REGISTRY_ASSIGNMENTS else ():
+    entries = manifest.functions(assignment) if assignment is not None and assignment in REGISTRY_ASSIGNMENTS else ()
+    for entry in entries:
         expected.setdefault(entry.cell, set()).add(entry.defined_name)
     found, budget = [], magics.TransformBudget()          # one for the notebook: its cells are the student's
     for cell in executed(executed_notebook).cells:
         if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
             if error is not None:
-                line = ERROR_LINE.search(str(error.get("evalue", "")))
-                line = int(line.group(1)) if line else None
+                cell_id = str(grade_id(cell))
+                said = ERROR_LINE.search(str(error.get("evalue", "")))
+                line = int(said.group(1)) if said else None
                 defined = (error.get("ename") not in ("SyntaxError", "IndentationError", "TabError")
-                           and bool(expected.get(grade_id(cell)))
-                           and defined_before(cell.source, expected[grade_id(cell)], line, budget))
+                           and bool(expected.get(cell_id))
+                           and defined_before(cell.source, expected[cell_id], line, budget))
                 summary, quoted = quote(f"{error.get('ename')}: {error.get('evalue')}")
-                found.append(CellError(grade_id(cell), summary, line, defined, quoted))
+                found.append(CellError(cell_id, summary, line, defined, quoted))
     return found
 
 
@@ -409,7 +412,7 @@ def visible_problem(error: dict) -> Problem:
                    quoted=error.get("quoted"))
 
 
-def _memory_note(tests: list[GradedTest], limits: Limits) -> list[str]:
+def _memory_note(tests: list[GradedTest], limits: Limits) -> list[Note]:
     """A MemoryError is the memory limit at work: say so once, naming the cells, so the report shows it."""
     cells = [t.cell_id for t in tests
              if any(p.error == "MemoryError" or "MemoryError" in p.text for p in t.problems)]
@@ -448,7 +451,7 @@ def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
     return f"{what}; it was ignored and counts for nothing"
 
 
-def _describe_events(events, limits: Limits) -> list[str]:
+def _describe_events(events: list[dict[str, Any]], limits: Limits) -> list[Note]:
     notes = []
     for event in events:
         kind, where = event.get("event"), str(event.get("where", "a cell"))

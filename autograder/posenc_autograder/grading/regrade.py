@@ -70,9 +70,9 @@ def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: 
         return None
     before = {t["cell_id"]: t for t in previous["result"]["tests"]}
     now = {t.cell_id for t in result.tests}
-    moved = [_test_change(t, before.get(t.cell_id)) for t in result.tests]
-    moved = [m for m in moved if m] + [f"{cell} removed ({old['points']:g}/{old['max_points']:g} gone)"
-                                       for cell, old in before.items() if cell not in now]
+    changed = [_test_change(t, before.get(t.cell_id)) for t in result.tests]
+    moved = [m for m in changed if m] + [f"{cell} removed ({old['points']:g}/{old['max_points']:g} gone)"
+                                         for cell, old in before.items() if cell not in now]
     if not moved:
         return None
     total = sum(t["points"] for t in before.values())

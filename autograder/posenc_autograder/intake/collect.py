@@ -85,7 +85,7 @@ def zip_time(member: Member, zone: dt.tzinfo) -> dt.datetime | None:
         return None
 
 
-def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcome: Outcome,
+def checked_time(entry: lms.Entry, member: Member, notes: dict[str, dict[str, str]], outcome: Outcome,
                  zone: dt.tzinfo) -> dt.datetime:
     """When the LMS's part of the name says it was submitted (read in `zone`, the course's time zone), cross-checked
     with the zip entry's time and the day the LMS's note of the attempt states; without one, the time the LMS stored
@@ -103,7 +103,7 @@ def checked_time(entry: lms.Entry, member: Member, notes: dict[str, str], outcom
     if noted and abs(noted - entry.submitted_at.date()) > dt.timedelta(days=1):
         outcome.warnings.append(f"{member.name!r}: {kind.title} says it was submitted on {noted}, "
                                 f"its name {entry.submitted_at.date()}; the name's time was used")
-    return entry.submitted_at
+    return entry.submitted_at or stored
 
 
 def note_of(entry: lms.Entry, notes: dict[str, dict[str, str]]):
@@ -256,7 +256,7 @@ def wrong_assignment(course: Course, assignment: str, entries, notebooks: list[s
     counts = {a: n for a, n in looks_like(course, notebooks).items() if n and a != assignment}
     hint = (" They look like " + ", ".join(f"'{a}' ({n} of {len(notebooks)} notebooks)" for a, n in
                                              sorted(counts.items(), key=lambda kv: -kv[1]))
-            + f": run make collect ZIP=... ASSIGNMENT={max(counts, key=counts.get)}" if counts else "")
+            + f": run make collect ZIP=... ASSIGNMENT={max(counts, key=lambda a: counts[a])}" if counts else "")
     return (f"none of the {len(notebooks)} notebooks in the zip is {' or '.join(sorted(expected))}, the notebook of "
             f"'{assignment}'.{hint}")
 

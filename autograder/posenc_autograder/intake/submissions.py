@@ -100,8 +100,9 @@ MAX_NOTEBOOK_BYTES = Caps().notebook_bytes     # zips and uploads too
 MAX_CELLS = Caps().cells
 CELL_TYPES = ("code", "markdown", "raw")
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-GRADING_FLAGS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "points": (int, float),
-                 "grade_id": str, "schema_version": int}
+GRADING_FLAGS: dict[str, type | tuple[type, ...]] = {
+    "grade": bool, "solution": bool, "locked": bool, "task": bool, "points": (int, float), "grade_id": str,
+    "schema_version": int}
 
 
 def regular_file_problem(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> str | None:

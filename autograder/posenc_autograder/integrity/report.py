@@ -12,6 +12,8 @@ import datetime
 import html
 import re
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
 from posenc_autograder.integrity import behaviour, leaks, text
@@ -169,7 +171,7 @@ def _side_by_side(analysis: ClassAnalysis) -> str:
     return "".join(parts)
 
 
-def _skipped_list(skipped: list) -> str:
+def _skipped_list(skipped: Sequence[Any]) -> str:
     if not skipped:
         return ""
     items = "".join(f"<li>{E(a)} / {E(n)}: {E(s)} ({E(why)})</li>" for a, n, s, why in skipped)
@@ -200,7 +202,7 @@ def _key_formats_note(analysis: ClassAnalysis) -> str:
             f"(regrade those students to compare everyone's). Code is compared for everyone.</p>")
 
 
-def page(analyses: list[ClassAnalysis], skipped: list = (), when: str = "") -> str:
+def page(analyses: list[ClassAnalysis], skipped: Sequence[Any] = (), when: str = "") -> str:
     sections = []
     for analysis in analyses:
         sections.append(

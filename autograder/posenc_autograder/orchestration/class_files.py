@@ -2,13 +2,15 @@
 and the dashboard, all from the gradebook's current points."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from posenc_autograder.course import Course
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.reports import run_report
 from posenc_autograder.results import NotebookResult
 
 
-def rebuild_class_files(course: Course, fresh: list[NotebookResult] = (), refused: list[str] = ()) -> None:
+def rebuild_class_files(course: Course, fresh: Sequence[NotebookResult] = (), refused: Sequence[str] = ()) -> None:
     """Write every class-wide file again, for the whole class: every stored result, `fresh` (this run's) in place
     of the stored ones of their notebooks."""
     stored = results_store.class_results(course, fresh)

@@ -99,7 +99,7 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         # Nothing to grade: the class files stand if nothing they are made from changed either.
         stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
         if stamp is not None and stamps.recall(course, CLASS_FILES, stamp):
-            return sorted(kept, key=lambda r: (r.student, r.assignment, r.notebook))
+            return sorted((r for r in kept if r is not None), key=lambda r: (r.student, r.assignment, r.notebook))
     stamps.forget(course, CLASS_FILES)
     from posenc_autograder.orchestration.class_files import rebuild_class_files
     from posenc_autograder.records import gradebook

@@ -15,7 +15,7 @@ WRITE_PARTS = 512          # buffers in one gathering write (the kernel takes at
 
 def send(message: dict) -> None:
     """One frame on the channel, written from the buffers it is made of (an 8 MB record is never copied into one)."""
-    parts = [view.cast("B") for view in map(memoryview, codec.frame_parts(message)) if view.nbytes]
+    parts = [view.cast("B") for view in (memoryview(part) for part in codec.frame_parts(message)) if view.nbytes]
     fd = int(os.environ.get(FD_VARIABLE, "-1"))
     first = 0
     while first < len(parts):

@@ -137,7 +137,7 @@ def attempt_contract(fn: Callable, *args, **kwargs) -> dict:
     try:
         value = fn(*args, **kwargs)
         guard.restore()
-        record = {"kind": kind_of(value)}
+        record: dict[str, object] = {"kind": kind_of(value)}
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation

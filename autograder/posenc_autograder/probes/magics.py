@@ -67,6 +67,7 @@ def skipped_in(source: str, budget: TransformBudget | None = None) -> list[Skipp
     valid IPython: it fails in Jupyter too, nor past the budget)."""
     if source.isascii() and "get_ipython" not in source and not MAY_ESCAPE.search(source):
         return []
+    tree: ast.Module | None
     try:
         tree = ast.parse(source)        # plain Python (`!=`, `%` formatting): IPython's transforms leave it as it is
     except (SyntaxError, ValueError):

@@ -12,9 +12,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+from typing import TYPE_CHECKING, Any
 
 from posenc_autograder.course import DATABASE_FILE, Course, open_gradebook
 from posenc_autograder.records import results_store, stamps
+
+if TYPE_CHECKING:       # SQLAlchemy is imported where a move needs it
+    from sqlalchemy import Connection, Engine, MetaData
 
 CHECKED = "database"                 # the stamp of the last database found to hold the course's grades
 
@@ -164,7 +168,7 @@ def _same(a: str, b: str) -> bool:
 SCHEMA_ROWS = ("alembic_version", "course")   # what nbgrader writes making its tables (a stopped move's are replaced)
 
 
-def _refuse_unless_empty(engine, url: str) -> None:
+def _refuse_unless_empty(engine: Engine, url: str) -> None:
     """A target holding rows would mix two courses (or an earlier one's grades with these)."""
     from sqlalchemy import MetaData, func, select
     there = MetaData()
@@ -181,7 +185,7 @@ def _refuse_unless_empty(engine, url: str) -> None:
                           f"Nothing was changed; {fix}, then run make move-db again.")
 
 
-def _create_schema(course: Course, found, url: str, engine) -> None:
+def _create_schema(course: Course, found: MetaData, url: str, engine: Engine) -> None:
     """nbgrader makes its own tables (its types and alembic's version, as on a new course); every other table is
     made from its reflection, each column's type in its generic form so that it fits the other database."""
     from sqlalchemy import MetaData, inspect
@@ -207,7 +211,7 @@ def _generic(kind):
         return kind
 
 
-def _advance_sequences(db, metadata) -> None:
+def _advance_sequences(db: Connection, metadata: MetaData) -> None:
     """PostgreSQL: an integer key's sequence past the ids copied, so the next row does not collide."""
     from sqlalchemy import text
     if db.dialect.name != "postgresql":
@@ -223,7 +227,7 @@ def _advance_sequences(db, metadata) -> None:
                             f'false)'), {"s": sequence})
 
 
-def _integer(kind) -> bool:
+def _integer(kind: Any) -> bool:
     try:
         return kind.python_type is int
     except NotImplementedError:

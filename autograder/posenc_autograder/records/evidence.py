@@ -11,6 +11,8 @@ import hashlib
 import itertools
 import pathlib
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +25,13 @@ from posenc_autograder.checks import variants
 from posenc_autograder.grading.pipeline import released, submitted_notebook
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from posenc_autograder.checks.hidden import HiddenTest
+    from posenc_autograder.grading.execute import Execution
+    from posenc_autograder.intake.submissions import Submission
+
 MAX_CODE_CHARACTERS = 200_000              # a student's code beyond this is not compared
 SUFFIX = ".npz"                            # a JSON skeleton plus its float64 arrays, no pickles
 MAX_EVIDENCE_BYTES = 64 * 2**20            # a flood of failing answers beyond this is not kept (and reported)
@@ -33,6 +42,7 @@ MAX_ANSWER_ITEMS = 200_000                 # containers and items walked one by 
                                            # of floats, are digested whole: a table returned as lists stays cheap)
 SAMPLE_ANSWERS = 64                        # a summarised record: digests of its first answers, in their order
 MAX_KEPT_RECORD_BYTES = 8 * 2**20          # a failing record kept whole for the leak check (arrays and items)
+Digests = list["hashlib._Hash"]           # one running digest per rounding grid
 DIGEST_CHUNK = 1 << 20                     # array entries rounded and digested at a time (bounded scratch memory)
 TOO_LARGE_TO_COMPARE = "too large to compare"
 
@@ -54,14 +64,14 @@ class StudentRecord:
     own: dict            # cell id -> probe record on the student's own inputs
     shared: dict         # cell id -> probe record on the course-wide inputs
     code: str            # what the student wrote, starter code included
-    failed: dict | None = None    # cell id -> the judge's verdict on `own` (failed), when the judge ran
+    failed: dict[str, bool] | None = None    # cell id -> the judge's verdict on `own` (failed), when it ran
 
 
 def folder(course: Course, assignment: str, notebook: str) -> pathlib.Path:
     return course.work / "integrity" / assignment / notebook
 
 
-def student_code(submitted_nb, release_nb) -> str:
+def student_code(submitted_nb: NotebookNode, release_nb: NotebookNode) -> str:
     """The student's answer cells and added code cells (read-only cells are the release's, never theirs)."""
     locked = {nbgrader_meta(c).get("grade_id") for c in release_nb.cells
               if nbgrader_meta(c).get("grade_id") and not nbgrader_meta(c).get("solution")}
@@ -123,7 +133,7 @@ def leaves(value, path=""):
         yield path or "/", value
 
 
-def unfinished(answer) -> bool:
+def unfinished(answer: object) -> bool:
     return isinstance(answer, dict) and str(answer.get("error", "")).startswith(NOT_EVIDENCE)
 
 
@@ -162,7 +172,7 @@ class _Walk:
             raise TooLargeToCompare(TOO_LARGE_TO_COMPARE)
 
 
-def _digest(digests, value, walk: _Walk) -> None:
+def _digest(digests: Digests, value: object, walk: _Walk) -> None:
     """Feed an answer to one digest per grid: its structure, its plain values and its floats' rounded bits,
     each tagged with its kind and length so that no two different answers feed the same bytes. A container is
     counted against the walk before it is entered; an array is digested a chunk at a time."""
@@ -188,7 +198,7 @@ def _digest(digests, value, walk: _Walk) -> None:
         flat = np.ravel(array)
         for start in range(0, max(flat.size, 1), DIGEST_CHUNK):      # the digests are the whole array's
             for digest, rounded in zip(digests, _rounded(flat[start:start + DIGEST_CHUNK])):
-                digest.update(rounded.astype("<u8", copy=False))
+                digest.update(rounded.astype("<u8", copy=False).data)
     else:
         _text(digests, f"{type(value).__name__}:{value!r}"[:MAX_ANSWER_ITEMS])
 
@@ -197,7 +207,7 @@ FLOAT_RUN = 16                   # a list of more floats than this is digested a
 SCALAR_FLOAT = np.dtype([("tag", "S2"), ("bits", "<u8")])     # what _digest feeds for one float: b"a;" and its bits
 
 
-def _float_run(digests, floats, walk: _Walk) -> None:
+def _float_run(digests: Digests, floats: Sequence[float], walk: _Walk) -> None:
     """The bytes _digest feeds for each float of a list, one after another, fed a chunk at a time without a call
     per float: b"a;" (a scalar's empty shape) and its rounded bits, on each grid."""
     for start in range(0, len(floats), DIGEST_CHUNK):
@@ -209,12 +219,12 @@ def _float_run(digests, floats, walk: _Walk) -> None:
             digest.update(run.tobytes())
 
 
-def _update(digests, data: bytes) -> None:
+def _update(digests: Digests, data: bytes) -> None:
     for digest in digests:
         digest.update(data)
 
 
-def _text(digests, text: str) -> None:
+def _text(digests: Digests, text: str) -> None:
     data = text.encode("utf-8", "surrogatepass")
     _update(digests, b"s%d;" % len(data) + data)
 
@@ -222,7 +232,7 @@ def _text(digests, text: str) -> None:
 KEY_CHARACTERS = 20     # 80 bits of each digest
 
 
-def answer_keys(answer, walk: _Walk | None = None) -> list[str]:
+def answer_keys(answer: object, walk: _Walk | None = None) -> list[str]:
     """Two digests of an answer (KEY_FORMAT), one per rounding grid: answers a few ulps apart share at least one.
     SHA-256 rather than BLAKE2b: twice as fast on CPUs with SHA extensions, and most of the evidence's cost.
     TooLargeToCompare for an answer past MAX_ANSWER_ITEMS (or the walk given)."""
@@ -231,10 +241,10 @@ def answer_keys(answer, walk: _Walk | None = None) -> list[str]:
     return [digest.hexdigest()[:KEY_CHARACTERS] for digest in digests]
 
 
-def compared_answers(observations, walk: _Walk | None = None) -> list[tuple[str, object, list[str]]]:
+def compared_answers(observations: object, walk: _Walk | None = None) -> list[tuple[str, object, list[str]]]:
     """(where, answer, keys) for every answer of a record, walked within MAX_ANSWERS answers and MAX_ANSWER_ITEMS
     items in all (what it met counted in `walk`): TooLargeToCompare as soon as a bound is passed."""
-    found = []
+    found: list[tuple[str, object, list[str]]] = []
     walk = walk or _Walk()
     for where, answer in itertools.islice(leaves(observations), MAX_ANSWERS + 1):
         if len(found) == MAX_ANSWERS:
@@ -248,7 +258,7 @@ def _kept_bytes(walk: _Walk) -> int:
     return walk.array_bytes + 64 * (MAX_ANSWER_ITEMS - walk.items)
 
 
-def sample_keys(observations) -> list[str]:
+def sample_keys(observations: object) -> list[str]:
     """The digests of a record too large to compare: of its first SAMPLE_ANSWERS answers (in the record's order),
     each within a small walk, so two records that begin alike (a flood sent by two copies) still share them."""
     digests = [hashlib.sha256(), hashlib.sha256()]
@@ -262,14 +272,14 @@ def sample_keys(observations) -> list[str]:
     return [digest.hexdigest()[:KEY_CHARACTERS] for digest in digests]
 
 
-def describe(answer) -> str:
+def describe(answer: object) -> str:
     """A short, plain description of an answer (escaped later, where it is shown)."""
     if isinstance(answer, dict) and "error" in answer:
         return f"raised {str(answer['error'])[:160]}"
     return f"returned {_show(answer.get('value') if isinstance(answer, dict) and 'value' in answer else answer)}"[:240]
 
 
-def _show(value) -> str:
+def _show(value: object) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} starting {np.array2string(value.ravel()[:3], precision=17)}"
     if isinstance(value, dict):
@@ -279,11 +289,11 @@ def _show(value) -> str:
     return repr(value)
 
 
-def _judged(probe_record) -> bool:
+def _judged(probe_record: object) -> bool:
     return isinstance(probe_record, dict) and "observations" in probe_record
 
 
-def _failed(record: StudentRecord, check, probe_record: dict, shared: bool) -> bool:
+def _failed(record: StudentRecord, check: HiddenTest, probe_record: dict[str, Any], shared: bool) -> bool:
     """Whether the answers in probe_record fail the test: the judge's verdict where it judged these very
     records (the student's own, and the shared set's when it is their own run), else judged here."""
     same_run = not shared or record.variant is None or not varies(check.id)
@@ -292,7 +302,7 @@ def _failed(record: StudentRecord, check, probe_record: dict, shared: bool) -> b
     return bool(check.verdict(probe_record, None if shared else record.variant))
 
 
-def _too_large(probe_record) -> bool:
+def _too_large(probe_record: object) -> bool:
     """A record the supervisor did not keep: the job sent more than it keeps (grading.execute.TOO_LARGE)."""
     return isinstance(probe_record, dict) and probe_record.get("too_large") is True
 
@@ -349,7 +359,8 @@ def path(course: Course, assignment: str, notebook: str, student: str) -> pathli
     return folder(course, assignment, notebook) / f"{student}{SUFFIX}"
 
 
-def save(course: Course, submission, execution, variant: int | None, submitted_nb, release,
+def save(course: Course, submission: Submission, execution: Execution, variant: int | None,
+         submitted_nb: NotebookNode | None, release: NotebookNode,
          target: pathlib.Path | None = None, failed: dict[str, bool] | None = None) -> None:
     """Keep one graded submission's evidence (the shared set's records are its own when variants are off; `failed`:
     the judge's verdicts on the student's own records, failed_tests)."""
@@ -417,7 +428,7 @@ def notebooks_stored(course: Course) -> list[tuple[str, str]]:
     return sorted((p.parent.name, p.name) for p in base.glob("*/*") if p.is_dir()) if base.exists() else []
 
 
-def keep_graded(course: Course, submission, execution, target: pathlib.Path | None = None, *,
+def keep_graded(course: Course, submission: Submission, execution: Execution, target: pathlib.Path | None = None, *,
                 judged: NotebookResult | None = None) -> None:
     """keep() for an execution just judged: the student's variant and the released notebook it ran, and the verdicts
     of `judged`, the judge's result (the same records are not judged again). By default where the report reads it
@@ -435,7 +446,7 @@ def failed_tests(judged: NotebookResult | None) -> dict[str, bool] | None:
     return {test.cell_id: not test.passed for test in judged.tests if test.hidden}
 
 
-def keep(course: Course, submission, execution, variant: int | None, release,
+def keep(course: Course, submission: Submission, execution: Execution, variant: int | None, release: NotebookNode,
          target: pathlib.Path | None = None, failed: dict[str, bool] | None = None) -> None:
     """save(), never failing grading: integrity evidence is a side product, and its loss is only reported."""
     submitted = None
@@ -449,7 +460,8 @@ def keep(course: Course, submission, execution, variant: int | None, release,
         _keep_cut(course, submission, variant, submitted, release, target, why)
 
 
-def _keep_cut(course: Course, submission, variant, submitted_nb, release, target, why: str) -> None:
+def _keep_cut(course: Course, submission: Submission, variant: int | None, submitted_nb: NotebookNode | None,
+              release: NotebookNode, target: pathlib.Path | None, why: str) -> None:
     """Evidence whose answers could not be kept still names its student (as cut, with why) and keeps the code, which
     the report compares: the report lists everyone whose evidence was cut, and a copy is still found by its code."""
     try:

@@ -4,12 +4,16 @@ Only `auto_score` is written, so manual grades entered in formgrader survive eve
 """
 from __future__ import annotations
 
+import datetime as dt
 import pathlib
+from collections.abc import Iterable
+from typing import Any
 
 import nbformat
 from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, Student,
                           SubmittedAssignment, SubmittedNotebook, new_uuid)
 from sqlalchemy import bindparam, case, insert, select, update
+from sqlalchemy.orm import Session
 
 from posenc_autograder.authoring import cell_definitions
 from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
@@ -17,7 +21,8 @@ from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_grade
 
 def graded_cells(notebook_path: pathlib.Path) -> dict[str, float]:
     nb = nbformat.read(notebook_path, as_version=4)
-    return {grade_id(c): float(nbgrader_meta(c).get("points", 0)) for c in nb.cells if nbgrader_meta(c).get("grade")}
+    return {cell_id: float(nbgrader_meta(c).get("points", 0)) for c in nb.cells
+            if nbgrader_meta(c).get("grade") and (cell_id := grade_id(c))}
 
 
 def is_registered(course: Course, assignment: str) -> bool:
@@ -40,7 +45,7 @@ def register(course: Course, assignment: str, scratch: pathlib.Path) -> list[cel
 
 
 def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float],
-                  timestamp=None) -> dict[str, tuple[float, bool]]:
+                  timestamp: dt.datetime | None = None) -> dict[str, tuple[float, bool]]:
     """Automatic scores, and the submission time formgrader shows (it must equal timestamp.txt's), committed
     together; returns the notebook's cell_scores() as the gradebook now holds them (manual grades included).
 
@@ -68,7 +73,7 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
     return found
 
 
-def add_submissions(gb: Gradebook, assignment: str, students) -> None:
+def add_submissions(gb: Gradebook, assignment: str, students: Iterable[str]) -> None:
     """The submissions of `students` the gradebook lacks, made in one commit (record_scores then finds them):
     a run's new students cost a few statements together instead of a dozen each. A submission made here and
     not scored yet (the run stopped) holds no automatic score, as nbgrader's autograde leaves one it is
@@ -82,7 +87,7 @@ def add_submissions(gb: Gradebook, assignment: str, students) -> None:
         raise
 
 
-def _add_submissions(db, assignment: str, students) -> dict[str, str]:
+def _add_submissions(db: Session, assignment: str, students: Iterable[str]) -> dict[str, str]:
     """nbgrader's add_submission (and update_or_create_student) without their ORM round trips or commits: for
     each student without one, the submission, a submitted notebook per notebook of the assignment, a grade per
     grade or task cell and a comment per solution or task cell, with nbgrader's own column defaults.
@@ -146,12 +151,12 @@ CELL_SCORES = (select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseC
                .where(Grade.id.in_(bindparam("grades", expanding=True))))
 
 
-def _notebook_grades(db, submission: str, notebook: str) -> dict[str, str]:
+def _notebook_grades(db: Session, submission: str, notebook: str) -> dict[str, str]:
     """cell name -> grade id, for one notebook of a submission."""
     return dict(db.execute(NOTEBOOK_GRADES, {"submission": submission, "notebook": notebook}).all())
 
 
-def _add_grades(db, submission: str, notebook: str, cells: set[str]) -> None:
+def _add_grades(db: Session, submission: str, notebook: str, cells: set[str]) -> None:
     """Grade rows for cells a re-release added to a notebook already submitted."""
     submitted, notebook_id = db.execute(select(SubmittedNotebook.id, Notebook.id)
                                         .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
@@ -176,7 +181,8 @@ def _per_cell(query, table):
             .join(Student, SubmittedAssignment.student_id == Student.id))
 
 
-def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, notebook: str | None = None):
+def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, notebook: str | None = None
+                ) -> list[Any]:
     """(student, notebook, cell, grade_id, score, manual) rows of an assignment's grades, one query; scores
     by nbgrader's own rule (Grade.score: manual over automatic, plus extra credit)."""
     query = _per_cell(gb.db.query(Student.id.label("student"), Notebook.name.label("notebook"),
@@ -186,7 +192,7 @@ def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, note
         query = query.filter(Student.id == student)
     if notebook is not None:
         query = query.filter(Notebook.name == notebook)
-    return query.all()
+    return list(query.all())
 
 
 def final_scores(gb: Gradebook, student: str, assignment: str) -> tuple[float, float]:
@@ -221,7 +227,7 @@ def class_cell_scores(gb: Gradebook, assignment: str, student: str | None = None
     return found
 
 
-def session_final_scores(session, student: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+def session_final_scores(session: Session, student: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
     """(student, assignment) -> (score, max score) as nbgrader computes them (manual over automatic), read through
     any SQLAlchemy session on the gradebook's database (the portal's), without opening a Gradebook; {} before the
     gradebook exists."""
@@ -243,7 +249,8 @@ def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> lis
     return [(cell, text.strip()) for cell, text in rows if text and text.strip()]
 
 
-def class_scores(gb: Gradebook, assignments) -> tuple[dict, dict]:
+def class_scores(gb: Gradebook, assignments: Iterable[str]
+                 ) -> tuple[dict[tuple[str, str], tuple[float, float]], dict[tuple[str, str, str], Any]]:
     """For the class files: (student, assignment) -> final scores, (student, assignment, notebook) -> cell scores."""
     finals, cells = {}, {}
     for assignment in sorted(assignments):

@@ -9,7 +9,7 @@ files that may disagree with the gradebook.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import nbformat
 
@@ -20,6 +20,9 @@ from posenc_autograder.intake import attempts
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.records import gradebook, nbgrader_files, results_store
 from posenc_autograder.results import NotebookResult
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +36,7 @@ class Stored:
 Page = Callable[[Stored], object]                # writes the notebook's feedback page (reports.feedback.page_writer)
 
 
-def store(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
+def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
           previous: dict | None, page: Page, executed_notebook: str | None = None) -> NotebookResult:
     """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load)."""
     result = keep_higher_scores(result, previous, digest, fingerprint)
@@ -56,7 +59,7 @@ def store(course: Course, gb, sub: Submission, result: NotebookResult, digest: s
     return result
 
 
-def settle(course: Course, gb, sub: Submission, result: NotebookResult, digest: str | None,
+def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None,
            fingerprint: str, page: Page, executed_notebook: str | None = None) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'
     with the reason (feedback included), and the run goes on."""

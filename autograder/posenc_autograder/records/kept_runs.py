@@ -41,7 +41,7 @@ def path(course: Course, key: tuple[str, str, str]) -> pathlib.Path:
     return results_store.path(course, *key).with_name(f"{key[2]}{SUFFIX}")
 
 
-def keep(course: Course, key, digest: str, execution: Execution) -> bool:
+def keep(course: Course, key: tuple[str, str, str], digest: str, execution: Execution) -> bool:
     """Keep a finished job's outputs for the next regrade (not a failed job's: that one runs again). False when
     not kept (too large, or not encodable): the next regrade runs the notebook again."""
     target = path(course, key)
@@ -61,7 +61,7 @@ def keep(course: Course, key, digest: str, execution: Execution) -> bool:
     return True
 
 
-def recall(course: Course, key, digest: str) -> Execution | None:
+def recall(course: Course, key: tuple[str, str, str], digest: str) -> Execution | None:
     """The kept outputs of this very job, or None (none kept, another job, or not a well-formed kept run)."""
     source = path(course, key)
     try:
@@ -72,7 +72,7 @@ def recall(course: Course, key, digest: str) -> Execution | None:
         return None
     if not (isinstance(value, dict) and value.get("digest") == digest and _well_formed(value)):
         return None
-    return Execution(tuple(key), value["observations"], value["events"], value["cell_errors"],
+    return Execution(key, value["observations"], value["events"], value["cell_errors"],
                      float(value["seconds"]), None, value["executed_notebook"])
 
 
@@ -84,5 +84,5 @@ def _well_formed(value: dict) -> bool:
             and isinstance(value.get("executed_notebook"), (str, type(None))))
 
 
-def forget(course: Course, key) -> None:
+def forget(course: Course, key: tuple[str, str, str]) -> None:
     path(course, key).unlink(missing_ok=True)

@@ -25,6 +25,7 @@ from posenc_autograder.intake import exchange
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 from posenc_autograder.grading.pipeline import executed
 from posenc_autograder.grading.shared_probes import SHARED_CELL
+from posenc_autograder.results import GradedTest, NotebookResult
 
 TIMESTAMP = "timestamp.txt"
 SECRET = exchange.SECRET
@@ -41,7 +42,8 @@ def read_timestamp(folder: pathlib.Path) -> dt.datetime | None:
     file: a link or a FIFO someone put there is never followed or waited on)."""
     try:
         text = read_bytes_safely(folder / TIMESTAMP, MAX_TIMESTAMP_BYTES).decode("utf-8", "replace")
-        return parse_utc(text.strip())
+        when: dt.datetime = parse_utc(text.strip())
+        return when
     except (UnreadableNotebook, ValueError, OverflowError, OSError, TypeError):
         return None
 
@@ -91,7 +93,7 @@ def place_beside(course: Course, student: str, assignment: str, when: dt.datetim
 MAX_OUTPUT_CHARS = 20_000
 
 
-def _text(value, limit: int = MAX_OUTPUT_CHARS) -> str:
+def _text(value: object, limit: int = MAX_OUTPUT_CHARS) -> str:
     """Output text as nbformat stores it (a string or a list of lines), bounded."""
     return ("".join(map(str, value)) if isinstance(value, list) else str(value or ""))[:limit]
 
@@ -102,7 +104,7 @@ def _stream(name: str, text: str) -> nbformat.NotebookNode:
     return nbformat.NotebookNode(output_type="stream", name=name, text=text)
 
 
-def _plain_text(outputs) -> list:
+def _plain_text(outputs: object) -> list[nbformat.NotebookNode]:
     """Only text survives: html, javascript, images and widgets a student forged never reach formgrader."""
     kept = []
     for output in outputs if isinstance(outputs, list) else []:
@@ -119,14 +121,15 @@ def _plain_text(outputs) -> list:
     return kept
 
 
-def diagnosis_text(test) -> str:
+def diagnosis_text(test: GradedTest) -> str:
     if test.passed:
         return f"{test.cell_id}: passed ({test.points:g}/{test.max_points:g} points)\n"
     return (f"{test.cell_id}: failed ({test.points:g}/{test.max_points:g} points)\n"
             + "".join(f"- {problem}\n" for problem in test.problems))
 
 
-def autograded_notebook(executed_json: str | None, release, result) -> nbformat.NotebookNode:
+def autograded_notebook(executed_json: str | None, release: nbformat.NotebookNode, result: NotebookResult
+                        ) -> nbformat.NotebookNode:
     """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
     # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
     parsed = executed(executed_json) if executed_json else release          # parsed once, shared: never changed here

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import typing
 
 from posenc_autograder.course import Course
 
@@ -38,5 +39,9 @@ def read(course: Course) -> PortalDates:
                        {(s, a): aware(d) for s, a, d in rows[EXTENSION[0]] if d is not None})
 
 
+@typing.overload
+def aware(value: dt.datetime) -> dt.datetime: ...
+@typing.overload
+def aware(value: None) -> None: ...
 def aware(value: dt.datetime | None) -> dt.datetime | None:
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value   # stored naive UTC

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+from collections.abc import Sequence
 
 from posenc_autograder.course import Course
 from posenc_autograder.results import NotebookResult
@@ -58,7 +59,7 @@ class ClassResults:
     files: dict[tuple[str, str, str], GradedFile]
 
 
-def class_results(course: Course, fresh: list[NotebookResult] = ()) -> ClassResults:
+def class_results(course: Course, fresh: Sequence[NotebookResult] = ()) -> ClassResults:
     """Every stored result whose submission folder still exists, each record read once, in a stable order; `fresh`
     (this run's) replace the stored ones of their notebooks."""
     results, files = {}, {}

@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import pathlib
+from collections.abc import Iterable
+from typing import Any
 
 from posenc_autograder.course import Course
 
 
-def file_states(paths) -> list:
+def file_states(paths: Iterable[str | pathlib.Path]) -> list[tuple[str, int, int]]:
     """(path, size, modification time in ns) of each existing regular file: cheap, and changed by any write."""
     states = []
     for path in sorted(map(pathlib.Path, paths)):
@@ -25,9 +27,9 @@ def file_states(paths) -> list:
     return states
 
 
-def file_contents(paths) -> list:
+def file_contents(paths: Iterable[str | pathlib.Path]) -> list[tuple[str, str | None]]:
     """(path, sha256) of each readable file: for inputs whose times say nothing (a git checkout)."""
-    found = []
+    found: list[tuple[str, str | None]] = []
     for path in sorted(map(pathlib.Path, paths)):
         try:
             found.append((str(path), hashlib.sha256(path.read_bytes()).hexdigest()))
@@ -36,7 +38,7 @@ def file_contents(paths) -> list:
     return found
 
 
-def digest(*parts) -> str:
+def digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -44,7 +46,7 @@ def _file(course: Course, name: str) -> pathlib.Path:
     return course.work / "stamps" / f"{name}.json"
 
 
-def recall(course: Course, name: str, stamp: str):
+def recall(course: Course, name: str, stamp: str) -> Any:
     """What the work kept with this exact stamp (any JSON value), or None."""
     try:
         stored = json.loads(_file(course, name).read_text())
@@ -53,7 +55,7 @@ def recall(course: Course, name: str, stamp: str):
     return stored.get("value") if isinstance(stored, dict) and stored.get("stamp") == stamp else None
 
 
-def remember(course: Course, name: str, stamp: str, value=True) -> None:
+def remember(course: Course, name: str, stamp: str, value: object = True) -> None:
     target = _file(course, name)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".tmp")

@@ -15,13 +15,14 @@ import pathlib
 import re
 import statistics
 import urllib.parse
+from collections.abc import Sequence
 
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder import settings
 from posenc_autograder.intake import attempts
 from posenc_autograder.reports import charts, feedback, late_policy, templating
-from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, ProblemKind
+from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, Problem, ProblemKind
 
 # Kinds of note (results.NoteKind) -> why an instructor should look at the student.
 ATTENTION = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
@@ -194,7 +195,7 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
     stubs: dict[tuple, MistakeRow] = {}
     for r in results:
         failed = [t for t in r.tests if r.graded and t.hidden and not t.passed]
-        named: dict[str, dict[str, object]] = {}          # cell id -> {cause: example problem}
+        named: dict[str, dict[str | None, Problem]] = {}          # cell id -> {cause: example problem}
         for t in failed:
             examples = [p for p in t.problems if p.kind != ProblemKind.MORE] or t.problems
             if all(_not_attempted(p) for p in examples):
@@ -252,7 +253,7 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
     return urllib.parse.quote(os.path.relpath(feedback.path(course.feedback, result), course.reports))
 
 
-def render(course: Course, results: list[NotebookResult], refused: list[str] = (), finals: dict | None = None,
+def render(course: Course, results: list[NotebookResult], refused: Sequence[str] = (), finals: dict | None = None,
            lateness: dict | None = None, files: dict | None = None, doors=(), deadlines=None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
     (student, assignment) -> (score, max) from the gradebook, manual grades included; `files`: what grading
@@ -292,7 +293,7 @@ def render(course: Course, results: list[NotebookResult], refused: list[str] = (
         counted=attempts.RULES[settings.load(course).course.counted_attempt])
 
 
-def write(course: Course, results: list[NotebookResult], refused: list[str] = (),
+def write(course: Course, results: list[NotebookResult], refused: Sequence[str] = (),
           finals: dict | None = None, lateness: dict | None = None, files: dict | None = None, doors=(),
           deadlines=None) -> pathlib.Path:
     """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time; `doors`:

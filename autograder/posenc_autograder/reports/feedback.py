@@ -7,6 +7,7 @@ Points come from the gradebook when it has them, so a grade changed by hand in f
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable
 
 from posenc_autograder import settings
@@ -40,7 +41,7 @@ h1 { overflow-wrap: anywhere; font-size: 1.6rem; }
 
 
 def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None, late=None,
-           back: str | None = None, comments: list[tuple[str, str]] = (), counted: str | None = None) -> str:
+           back: str | None = None, comments: Sequence[tuple[str, str]] = (), counted: str | None = None) -> str:
     """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points;
     `late` (late_policy.Lateness) says what the late policy deducts, and the header shows the final number after it;
     `comments`: (cell, text) an instructor wrote in formgrader; `counted`: the course's rule of which attempt counts

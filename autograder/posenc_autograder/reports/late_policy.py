@@ -131,7 +131,9 @@ class Deadlines:
         submitted = self.submitted(student, assignment)
         deadline, extended = self.deadline(student, assignment)
         percent = policy.percent_off(submitted, deadline)
-        return Lateness(percent, submitted, deadline, extended) if percent > 0 else None
+        if percent <= 0 or submitted is None or deadline is None:
+            return None
+        return Lateness(percent, submitted, deadline, extended)
 
     def class_lateness(self, keys) -> dict[tuple[str, str], Lateness]:
         return {key: found for key in keys if (found := self.lateness(*key))}

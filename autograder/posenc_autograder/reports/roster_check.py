@@ -77,7 +77,7 @@ def class_findings(course: Course, results) -> list[Finding]:
             findings.append(Finding(Gap.NO_ROSTER_ROW, student, assignment, _closest(student, others)))
     for (student, assignment), row in sorted(people.items()):
         if row.get("lms") not in lms.REGISTRY and (student, assignment) in graded:
-            used = sorted({r.get("lms") for (_, a), r in people.items() if a == assignment} & set(lms.REGISTRY))
+            used = sorted(set(lms.REGISTRY) & {r.get("lms") for (_, a), r in people.items() if a == assignment})
             if used:
                 findings.append(Finding(Gap.NO_LMS_ID, student, assignment, closest=", ".join(used),
                                         lms=row.get("lms") or "a door without an LMS"))

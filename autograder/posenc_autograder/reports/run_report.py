@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+from collections.abc import Sequence
 
 from posenc_autograder import csvsafe
 from posenc_autograder.reports import dashboard, late_policy, lms_exports
@@ -92,7 +93,7 @@ def failure_shares(results: list[NotebookResult]) -> dict[tuple[str, str], tuple
     return {k: (v[0], v[1]) for k, v in shares.items()}
 
 
-def doors_section(findings, problems: list[str] = ()) -> list[str]:
+def doors_section(findings, problems: Sequence[str] = ()) -> list[str]:
     """Students whose attempts from two doors disagree, and times that could not be read, by name."""
     lines = []
     if findings:
@@ -130,7 +131,7 @@ def visible_failures_section(results: list[NotebookResult]) -> list[str]:
     return ["## Visible self-checks that failed", "", *rows, ""] if rows else []
 
 
-def write_all(course: Course, gb, results: list[NotebookResult], refused: list[str] = (), files: dict | None = None
+def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequence[str] = (), files: dict | None = None
               ) -> None:
     """`refused`: folders under submitted/ that were not read, with why (they have no result); `files`: what each
     stored result says of the file it graded (results_store.GradedFile), for the dashboard's flags."""

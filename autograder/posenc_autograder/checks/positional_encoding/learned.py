@@ -13,6 +13,7 @@ from posenc_autograder.checks.comparison import (ProblemText, Rejected, as_array
                                                  mismatch, observed_array, problems_of, raised_problem,
                                                  require_shape, value_of, with_cause)
 from posenc_autograder.checks.hidden import HiddenTest, each_case, normal
+from posenc_autograder.results import Step
 from posenc_autograder.checks.reproduction import reading, reproduced, reproducing, reproduction, setting, step
 
 ASSIGNMENT = "positional_encoding"
@@ -27,7 +28,7 @@ def _built(inputs) -> str:
     return f"{CLASS}({inputs['max_seq_len']}, {inputs['d_model']})"
 
 
-def _layer_line(inputs, seed: int | None) -> dict:
+def _layer_line(inputs, seed: int | None) -> Step:
     """`layer = LearnedPositionalEncoding(L, d, rng=np.random.default_rng(seed))`, as the probe builds it."""
     rng = {} if seed is None else {"rng": {"default_rng": int(seed)}}
     return step(CLASS, inputs["max_seq_len"], inputs["d_model"], assign="layer", **rng)

@@ -34,7 +34,8 @@ def shaw_logits_at(q, k, table_k, index) -> np.ndarray:
 def shaw_output(weights: np.ndarray, v: np.ndarray, table_v: np.ndarray, max_distance: int) -> np.ndarray:
     """z_i = sum_j w_ij (v_j + a^V_ij): weights (q_len, k_len), v (k_len, d), table_v (2 * max_distance + 1, d).
     Each row's weights are summed per index first (q_len, 2m + 1), then multiplied by the table."""
-    return shaw_output_at(weights, v, table_v, relative_position_index(*weights.shape, max_distance))
+    q_len, k_len = weights.shape
+    return shaw_output_at(weights, v, table_v, relative_position_index(q_len, k_len, max_distance))
 
 
 def shaw_output_at(weights, v, table_v, index) -> np.ndarray:
