@@ -13,9 +13,10 @@ import json
 import pathlib
 
 import numpy as np
+
+from posenc_autograder.checks.context_extension import reference as stretch_ref
 from posenc_autograder.checks.positional_encoding import reference as pe_ref
 from posenc_autograder.checks.rope_alibi import reference as rope_ref
-from posenc_autograder.checks.context_extension import reference as stretch_ref
 
 CONSTANTS = pathlib.Path(__file__).resolve().parents[1] / "_static" / "explorables" / "constants.json"
 

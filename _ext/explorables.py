@@ -19,14 +19,13 @@ import html
 import json
 import pathlib
 
+import explorable_figures as figures
 import matplotlib
 import numpy as np
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.osutil import relative_uri
-
-import explorable_figures as figures
 
 matplotlib.use("Agg")          # drawn headless, at build time
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)

@@ -13,7 +13,7 @@ import pathlib
 
 import nbformat
 from jupyter_cache import get_cache
-from myst_nb.sphinx_ext import OUTPUT_FOLDER     # where myst-nb writes notebooks, beside the HTML folder
+from myst_nb.sphinx_ext import OUTPUT_FOLDER  # where myst-nb writes notebooks, beside the HTML folder
 
 BUILD_ONLY_METADATA = ("jupytext", "source_map")
 

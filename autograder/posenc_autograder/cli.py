@@ -8,10 +8,10 @@ Imports are deferred so that `--help` of one command does not load every stage.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 import dataclasses
 import importlib
 import sys
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Where the course keeps things: one definition, used by nbgrader_config.py and the grader."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pathlib
-import contextlib
 import subprocess
 import sys
 import warnings
@@ -175,7 +175,7 @@ def _venv_tools_on_path() -> None:
 @contextlib.contextmanager
 def open_gradebook(course: Course):
     _venv_tools_on_path()
-    from nbgrader.api import Gradebook          # not at import: most commands never open the gradebook
+    from nbgrader.api import Gradebook  # not at import: most commands never open the gradebook
     # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are noise, not problems.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", module="nbgrader")

@@ -1,8 +1,8 @@
 """The course folder comes from where you run (or --course / $POSENC_COURSE), never from where the grader is
 installed."""
 import pytest
-
 from fixture_submissions import make_course
+
 from posenc_autograder.course import COURSE_ENV, Course, CourseNotFound, find_root
 
 

@@ -7,13 +7,13 @@ import sys
 
 import nbformat
 import pytest
-
 from fixture_submissions import solved_notebook
 from notebook_tools import ROOT, grade_cells, solution_notebook
-from posenc_autograder.checks import REGISTRY
-from posenc_autograder.course import run_nbgrader
+
 from posenc_autograder.authoring.plan import plan_rows, render_plan_csv
 from posenc_autograder.authoring.spec_bullets import all_spec_bullets
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.course import run_nbgrader
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 

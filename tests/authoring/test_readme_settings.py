@@ -4,6 +4,7 @@ import dataclasses
 import re
 
 from notebook_tools import ROOT
+
 from posenc_autograder import settings
 from posenc_autograder.authoring import release
 from posenc_autograder.course import Course

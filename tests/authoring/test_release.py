@@ -4,14 +4,14 @@ import types
 
 import nbformat
 import pytest
-
 from notebook_tools import ROOT
+
 from posenc_autograder.authoring import release
+from posenc_autograder.authoring.spec_bullets import all_spec_bullets
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
 from posenc_autograder.checks.hidden import registry
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
 from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.authoring.spec_bullets import all_spec_bullets
 
 ASSIGNMENTS = sorted({t.assignment for t in REGISTRY.values()})
 
@@ -86,11 +86,12 @@ def test_ids_are_unique_across_modules():
 def test_the_first_release_on_a_fresh_clone_reports_every_assignment_registered(tmp_path, capsys):
     """nbgrader's update_or_create_assignment commits: the dry run used to leave all but the last assignment
     registered, so the real run said only 'rope_alibi ... registered'."""
+    import shutil
+
     from fixture_submissions import make_course
+
     from posenc_autograder import cli
     from posenc_autograder.course import Course
-
-    import shutil
 
     course = Course(make_course(tmp_path / "course", registered=False))
     shutil.copy(ROOT / "autograder" / "test_plan.csv", course.path("autograder/test_plan.csv"))

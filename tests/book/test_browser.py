@@ -10,8 +10,8 @@ import urllib.parse
 import axe_playwright_python
 import nbformat
 import pytest
-
 from book_pages import RAW_TEX, open_page, toc_files
+
 from posenc_autograder.authoring import book_downloads
 
 # What a reader must see at the top of every page, uncovered by bars or overlays.

@@ -20,8 +20,8 @@ import tempfile
 
 import nbformat
 import pytest
-from myst_nb.core.read import read_myst_markdown_notebook
 from jupyter_client.manager import AsyncKernelManager
+from myst_nb.core.read import read_myst_markdown_notebook
 from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow      # runs every chapter in a fresh kernel, twice

@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 from book_pages import ROOT
 
 CHAPTERS = ROOT / "chapters"

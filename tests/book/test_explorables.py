@@ -13,11 +13,11 @@ import sys
 
 import numpy as np
 import pytest
-
 from book_pages import ROOT, SMALL_COUNT, numbers, open_page
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import explorable_figures as figures  # noqa: E402
+
 from posenc_autograder.checks.positional_encoding import reference as pe_ref  # noqa: E402
 
 TOLERANCE = 1e-9          # the formulas are exact; only rounding differs between JavaScript and numpy

@@ -9,7 +9,6 @@ import re
 
 import pypdf
 import pytest
-
 from book_pages import RAW_TEX, toc_files
 
 

@@ -9,13 +9,13 @@ it as one row per function at most.
 import ast
 
 import pytest
-
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.catalogue import catalogues
 from posenc_autograder.notebook import graded_in_process
-from posenc_autograder.reports.templating import snippet
 from posenc_autograder.reports.dashboard import grouped_mistakes
+from posenc_autograder.reports.templating import snippet
 from posenc_autograder.results import GradedTest, NotebookResult, ProblemKind
 
 CATALOGUES = catalogues()            # every assignment folder's catalogue.py, found as the hidden tests are
@@ -72,7 +72,7 @@ def test_correct_alternative_gets_full_marks(assignment, name):
 
 
 def test_every_catalogued_name_is_unique():
-    for mistakes, alternatives in CATALOGUES.values():
+    for mistakes, _alternatives in CATALOGUES.values():
         assert len({m.name for m in mistakes}) == len(mistakes)
 
 

@@ -1,13 +1,13 @@
 """The hidden-test checks, run in-process on the solution and on student variants (milliseconds each)."""
 import numpy as np
 import pytest
-
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.comparison import compare, mismatch
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 from posenc_autograder.notebook import graded_in_process, record_in_process, run_check
 from posenc_autograder.probes import codec
-from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 SOLUTION = implementation_source(solution_notebook("positional_encoding"))
 CORE_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional_encoding"]
@@ -184,9 +184,9 @@ def test_each_known_attention_mistake_gets_exactly_its_own_diagnosis(shape):
 
 
 def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
+    from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE
     from posenc_autograder.grading.pipeline import fix_this_first
     from posenc_autograder.results import GradedTest
-    from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE
     failed = failures(namespace_from(SOLUTION, FLOAT32_TABLE))
     tests = [GradedTest(cid, cid, True, 0.0, 1.0, problems) for cid, problems in failed.items()]
     [note] = fix_this_first(tests)
@@ -196,8 +196,8 @@ def test_feedback_opens_with_the_one_cause_that_explains_several_failures():
 
 
 def test_run_report_lists_each_students_failed_visible_checks():
-    from posenc_autograder.results import GradedTest, NotebookResult
     from posenc_autograder.reports.run_report import visible_failures_section
+    from posenc_autograder.results import GradedTest, NotebookResult
     tests = [GradedTest("test_pe_visible", "t", False, 0.0, 0.0, ["raised AssertionError"]),
              GradedTest("test_learned_visible", "t", False, 0.0, 0.0, []),
              GradedTest("hidden_pe_values", "t", True, 0.0, 4.0, ["wrong"])]
@@ -239,9 +239,9 @@ def test_value_tests_judge_a_float32_return_at_float32_precision_and_a_float64_o
 
 
 def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_still_gets_one():
+    from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE
     from posenc_autograder.grading.pipeline import fix_this_first
     from posenc_autograder.results import GradedTest
-    from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE
     notes = {}
     float32_return = next(m.code for m in MISTAKES if m.name == "float32 table")
     for name, code in (("return", float32_return), ("computation", FLOAT32_TABLE)):
@@ -254,6 +254,7 @@ def test_a_float32_return_needs_no_fix_this_first_and_a_float32_computation_stil
 
 def test_the_readme_counts_the_whole_catalogue():
     from notebook_tools import ROOT
+
     from posenc_autograder.checks.catalogue import catalogues
     readme = " ".join((ROOT / "README.md").read_text().split())
     mistakes = sum(len(m) for m, _ in catalogues().values())

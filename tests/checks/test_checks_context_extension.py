@@ -8,15 +8,15 @@ import math
 import nbformat
 import numpy as np
 import pytest
-
-from posenc_autograder.checks.context_extension.catalogue import (ALTERNATIVES as CONTEXT_ALTERNATIVES,
-                                                                  MISTAKES as CONTEXT_MISTAKES)
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.context_extension import reference as ref
+from posenc_autograder.checks.context_extension.catalogue import ALTERNATIVES as CONTEXT_ALTERNATIVES
+from posenc_autograder.checks.context_extension.catalogue import MISTAKES as CONTEXT_MISTAKES
 from posenc_autograder.checks.context_extension.layers import GEMMA3, LAYER_DIAGNOSES
-from posenc_autograder.checks.context_extension.reference import layer_rotation_angles
 from posenc_autograder.checks.context_extension.parts import DIAGNOSES, LLAMA31
+from posenc_autograder.checks.context_extension.reference import layer_rotation_angles
 from posenc_autograder.course import grade_id
 
 NOTEBOOK = solution_notebook("context_extension")

@@ -9,8 +9,8 @@ import math
 import nbformat
 import numpy as np
 import pytest
-
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks.relative_positions import reference as ref
 from posenc_autograder.checks.relative_positions.catalogue import ALTERNATIVES, MISTAKES
 from posenc_autograder.checks.relative_positions.common import DIAGNOSES

@@ -1,10 +1,11 @@
 """The bonus assignment's hidden tests: the solution passes, plausible mistakes fail with a diagnosis."""
 import pytest
-
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.checks.rope_alibi.catalogue import (ALTERNATIVES as ROPE_ALTERNATIVES,
-                                                           MISTAKES as ROPE_MISTAKES, UNFINISHED as ROPE_UNFINISHED)
+from posenc_autograder.checks.rope_alibi.catalogue import ALTERNATIVES as ROPE_ALTERNATIVES
+from posenc_autograder.checks.rope_alibi.catalogue import MISTAKES as ROPE_MISTAKES
+from posenc_autograder.checks.rope_alibi.catalogue import UNFINISHED as ROPE_UNFINISHED
 
 SOLUTION = implementation_source(solution_notebook("rope_alibi"))
 CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "rope_alibi"]

@@ -9,13 +9,13 @@ sandbox runs of the same kind of code are in tests/end_to_end/test_attacks.py (f
 import dataclasses
 
 import pytest
-
+from hostile_notebooks import ATTACKS, LYING_SUBCLASS
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks import REGISTRY, manifest
+from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE, MISTAKES, learned_variant
 from posenc_autograder.notebook import graded_in_process
 from posenc_autograder.probes import guard
-from hostile_notebooks import ATTACKS, LYING_SUBCLASS
-from posenc_autograder.checks.positional_encoding.catalogue import FLOAT32_TABLE, MISTAKES, learned_variant
 
 FIND_PROBES = '''
 import sys
@@ -119,6 +119,7 @@ def test_the_guard_puts_back_what_a_cell_replaced():
 def test_the_guard_puts_back_what_a_cell_deleted_even_with_a_name_added_in_its_place():
     """The namespace keeps its length (one name deleted, one added): restore still finds both."""
     import builtins
+
     import numpy as np
     original_sum, original_len = np.sum, builtins.len
     guard.snapshot()

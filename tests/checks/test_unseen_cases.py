@@ -9,8 +9,8 @@ import io
 import nbformat
 import numpy as np
 import pytest
-
 from notebook_tools import implementation_source, namespace_from, solution_notebook
+
 from posenc_autograder.checks import ASSIGNMENT_PACKAGES, REGISTRY, hidden_tests, manifest
 from posenc_autograder.course import grade_id
 from posenc_autograder.notebook import graded_in_process
@@ -91,7 +91,7 @@ def test_no_hidden_case_repeats_a_visible_call(assignment):
         data = test.plain_inputs()
         if "groups" not in data:
             continue
-        for group, cases in data["groups"].items():
+        for _group, cases in data["groups"].items():
             for case in cases:
                 if any(same_call(args, kwargs, case) for args, kwargs in calls.get(data["function"], [])):
                     repeated.append(test.id)

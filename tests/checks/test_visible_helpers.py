@@ -14,8 +14,8 @@ import types
 import nbformat
 import numpy as np
 import pytest
-
 from notebook_tools import ROOT
+
 from posenc_autograder.checks import manifest
 from posenc_autograder.course import grade_id, nbgrader_meta
 

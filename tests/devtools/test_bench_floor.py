@@ -3,12 +3,11 @@ must be importable there under the names the sandbox ships them by, and what it 
 every hidden test judged, passing on the solution and failing on the notebook as handed out."""
 import nbformat
 import pytest
-
 from notebook_tools import ROOT
+
 from posenc_autograder.checks import hidden_tests, stand_ins_in_process
 from posenc_autograder.course import Course
-from posenc_autograder.devtools.bench import (ASSIGNMENT, bonus_assignments, floor_problems, notebook_namespace,
-                                              solved)
+from posenc_autograder.devtools.bench import ASSIGNMENT, bonus_assignments, floor_problems, notebook_namespace, solved
 
 ASSIGNMENTS = [ASSIGNMENT, *bonus_assignments(Course(ROOT))]
 

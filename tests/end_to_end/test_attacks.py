@@ -10,16 +10,16 @@ import pathlib
 
 import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from hostile_notebooks import ATTACKS, CLASSES, HOSTILE_FILES, HOSTILE_FOLDER_NAMES
 from notebook_tools import ROOT
+
 from posenc_autograder import cli
+from posenc_autograder.course import Course
+from posenc_autograder.grading import pipeline
+from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NoteKind
-from posenc_autograder.grading import pipeline
-from posenc_autograder.course import Course
-from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.sandbox import warm
 from posenc_autograder.settings import Limits
 

@@ -6,9 +6,9 @@ import re
 
 import nbformat
 import pytest
-
 from fixture_submissions import make_course, solved_notebook
 from notebook_tools import ROOT
+
 from posenc_autograder.checks import manifest, total_points
 from posenc_autograder.checks.catalogue import catalogues
 from posenc_autograder.course import Course, grade_id

@@ -9,19 +9,19 @@ import subprocess
 
 import nbformat
 import pytest
-
 from fixture_submissions import NOTEBOOK, make_course, solved_notebook
 from notebook_tools import ROOT
+
 from posenc_autograder import cli
 from posenc_autograder.authoring import cell_definitions
 from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.portal import models
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import NoteKind
 from posenc_autograder.settings import Limits
-from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
 SWAPPED = next(m for m in MISTAKES if m.name == "sin and cos swapped")

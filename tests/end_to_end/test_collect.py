@@ -4,14 +4,14 @@ import os
 import zipfile
 
 import nbformat
-
 from deadline import deadline
 from fixture_submissions import make_course
 from lms_zips import NB, make_zip
 from notebook_tools import ROOT
+
 from posenc_autograder import cli
-from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import Course
+from posenc_autograder.intake.collect import collect
 
 
 def test_zip_from_lms_is_collected_per_student(tmp_path):

@@ -29,10 +29,11 @@ import zoneinfo
 
 import nbformat
 import pytest
-
 from exchange_door import Student, instructor
-from fixture_submissions import ASSIGNMENT as NB, FULL, make_course, solved_notebook
+from fixture_submissions import ASSIGNMENT as NB
+from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
+
 from posenc_autograder import cli
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course

@@ -10,9 +10,9 @@ import shutil
 
 import nbformat
 import pytest
-
 from exchange_door import Student, instructor
 from fixture_submissions import FULL, make_course, solved_notebook
+
 from posenc_autograder import cli
 from posenc_autograder.course import COURSE_ID, Course
 from posenc_autograder.intake import attempts, exchange, roster

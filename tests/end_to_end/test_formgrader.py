@@ -9,13 +9,13 @@ import urllib.request
 
 import nbformat
 import pytest
-
 from fixture_submissions import NOTEBOOK, make_course, solved_notebook
+
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import gradebook
 from posenc_autograder.settings import Limits
-from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 SWAPPED = next(m for m in MISTAKES if m.name == "sin and cos swapped")
 SHOTS = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"

@@ -3,18 +3,17 @@ import csv
 import json
 import re
 
-import pytest
-
 import nbformat
-
+import pytest
 from fixture_submissions import EXPECTED, FULL, build, make_course, solved_notebook
 from notebook_tools import ROOT
-from posenc_autograder.records import gradebook
+
 from posenc_autograder.checks import total_points
 from posenc_autograder.course import Course
 from posenc_autograder.grading.regrade import keep_higher_scores
 from posenc_autograder.orchestration.grade import grade_all
-from posenc_autograder.results import NotebookResult, GradedTest
+from posenc_autograder.records import gradebook
+from posenc_autograder.results import GradedTest, NotebookResult
 from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)

@@ -9,10 +9,10 @@ import tempfile
 
 import nbformat
 import pytest
-
 from exchange_door import Student, instructor
 from fixture_submissions import make_course, solved_notebook
 from ordinary_user import ordinary_user
+
 from posenc_autograder import cli
 from posenc_autograder.checks import variants
 from posenc_autograder.course import DATABASE_FILE, GRADEBOOK, Course, exchange_root

@@ -6,8 +6,8 @@ import re
 
 import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+
 from posenc_autograder import cli
 from posenc_autograder.course import Course
 from posenc_autograder.devtools import bench_floods

@@ -1,15 +1,15 @@
 """`make grade` end to end on three notebooks, variants on then off (~20 s): the variants wired through grading."""
 import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from notebook_tools import grade_cells
+
 from posenc_autograder import cli
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
+from posenc_autograder.integrity.report import REPORT_NAME
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import evidence as store
-from posenc_autograder.integrity.report import REPORT_NAME
 from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=15, notebook_seconds=60)

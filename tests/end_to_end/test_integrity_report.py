@@ -5,17 +5,16 @@ import warnings
 
 import numpy as np
 import pytest
-
 from integrity_fixtures import COMMON_MISTAKES, PLANTED, SOLUTION, TEMPLATES, fixture_class
 from notebook_tools import ROOT, namespace_from
+
 from posenc_autograder import cli
-from posenc_autograder.checks import variants
-from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks import REGISTRY, variants
+from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 from posenc_autograder.checks.reproduction import SHOWN_INPUT_NUMBERS
 from posenc_autograder.integrity import report, text
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes import codec
-from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 
 SEEDS = [variants.seed_for(b"many-seeds", f"student{i}") for i in range(30)]
 ALL_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional_encoding"]
@@ -210,8 +209,8 @@ def test_feedback_shows_the_smallest_failing_call_with_the_students_own_inputs()
 def test_evidence_is_stored_compact_bounded_and_read_back_exactly(tmp_path, capsys):
     from posenc_autograder.course import Course
     from posenc_autograder.grading.execute import Execution
-    from posenc_autograder.records import evidence as store
     from posenc_autograder.intake.submissions import Submission
+    from posenc_autograder.records import evidence as store
 
     course = Course(tmp_path)
     table = np.linspace(0, 1, 12).reshape(3, 4)
@@ -240,9 +239,9 @@ def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_wr
     the whole report off (exit 0, last week's page left in place)."""
     from posenc_autograder.course import Course
     from posenc_autograder.grading.execute import Execution, decode_record
+    from posenc_autograder.intake.submissions import Submission
     from posenc_autograder.probes import codec as wire
     from posenc_autograder.records import evidence as store
-    from posenc_autograder.intake.submissions import Submission
 
     (tmp_path / "autograder").mkdir()
     (tmp_path / "autograder/nbgrader_config.py").write_text("")

@@ -12,11 +12,11 @@ import httpx
 import nbformat
 import pytest
 import requests
-from sqlalchemy import select
-
 import served_portal
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from lti_platform import CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER, Platform, authorise
+from sqlalchemy import select
+
 from posenc_autograder import cli
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import execute_task

@@ -3,11 +3,11 @@ import ast
 
 import numpy as np
 import pytest
-
 from notebook_tools import ROOT
-from posenc_autograder.devtools import mutate
+
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
+from posenc_autograder.devtools import mutate
 from posenc_autograder.notebook import run_check
 
 SAMPLE = 60

@@ -13,17 +13,18 @@ import zipfile
 
 import nbformat
 import pytest
+from fixture_submissions import FULL, make_course, solved_notebook
 from nbconvert.exporters import HTMLExporter
+from notebook_tools import ROOT
 from traitlets.config.loader import PyFileConfigLoader
 
-from fixture_submissions import FULL, make_course, solved_notebook
-from notebook_tools import ROOT
 from posenc_autograder import cli
-from posenc_autograder.reports import dashboard, feedback, run_report as report
-from posenc_autograder.records import gradebook, nbgrader_files
-from posenc_autograder.intake.collect import collect
 from posenc_autograder.course import EXCHANGE_DIRECTORY, NBGRADER_EXPORT, Course, run_nbgrader
+from posenc_autograder.intake.collect import collect
 from posenc_autograder.orchestration.grade import grade_all
+from posenc_autograder.records import gradebook, nbgrader_files
+from posenc_autograder.reports import dashboard, feedback
+from posenc_autograder.reports import run_report as report
 from posenc_autograder.settings import Limits
 
 NB = "positional_encoding"

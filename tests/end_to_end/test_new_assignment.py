@@ -14,10 +14,10 @@ import sys
 
 import nbformat
 import pytest
-
-import posenc_autograder
 from fixture_submissions import make_course
 from notebook_tools import ROOT
+
+import posenc_autograder
 from posenc_autograder.devtools.bench import solved
 
 NAME = "scaling"

@@ -14,12 +14,12 @@ import time
 
 import nbformat
 import pytest
-from sqlalchemy import select
-
 import served_portal
 from fixture_submissions import ASSIGNMENT, FULL, NOTEBOOK, make_course, solved_notebook
 from hostile_notebooks import ATTACKS
 from notebook_tools import ROOT
+from sqlalchemy import select
+
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.portal.models import Attempt

@@ -7,16 +7,16 @@ import shutil
 
 import nbformat
 import pytest
-
 from fixture_submissions import FULL, make_course, solved_notebook
 from notebook_tools import ROOT
+
 from posenc_autograder import cli
 from posenc_autograder.authoring import release_history
 from posenc_autograder.course import Course
-from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.grading.pipeline import prepare
-from posenc_autograder.settings import Limits
 from posenc_autograder.intake.submissions import discover
+from posenc_autograder.orchestration.grade import grade_all
+from posenc_autograder.settings import Limits
 
 NB = "positional_encoding"
 LIMITS = Limits(cell_seconds=8, notebook_seconds=30)

@@ -3,8 +3,8 @@ again from its kept run with no sandbox job, and the grades equal a full regrade
 changed job (here the limits it runs under; a hidden test's inputs are in the same job digest) runs again."""
 import nbformat
 import pytest
-
 from fixture_submissions import NOTEBOOK, course_with_solvers
+
 from posenc_autograder.course import RELEASE_DIRECTORY
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import kept_runs

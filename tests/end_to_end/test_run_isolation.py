@@ -6,12 +6,12 @@ feedback for that student.
 """
 import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from notebook_tools import ROOT
+
+from posenc_autograder.course import Course
 from posenc_autograder.grading import pipeline
 from posenc_autograder.orchestration import grade
-from posenc_autograder.course import Course
 from posenc_autograder.settings import Limits
 
 FAILING_STAGE = {"student_b": "judge", "student_c": "prepare"}      # one student per stage, in one run

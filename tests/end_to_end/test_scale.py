@@ -2,8 +2,8 @@
 import shutil
 
 import pytest
-
 from fixture_submissions import build, make_course
+
 from posenc_autograder.checks import variants
 from posenc_autograder.course import Course
 from posenc_autograder.orchestration.grade import grade_all

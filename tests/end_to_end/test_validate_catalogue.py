@@ -11,10 +11,11 @@ import sys
 
 import nbformat
 import pytest
-
 from fixture_submissions import solved_notebook
+
 from posenc_autograder.checks.positional_encoding.catalogue import ALTERNATIVES, MISTAKES
-from posenc_autograder.checks.rope_alibi.catalogue import ALTERNATIVES as ROPE_ALTERNATIVES, MISTAKES as ROPE_MISTAKES
+from posenc_autograder.checks.rope_alibi.catalogue import ALTERNATIVES as ROPE_ALTERNATIVES
+from posenc_autograder.checks.rope_alibi.catalogue import MISTAKES as ROPE_MISTAKES
 
 # catalogued mistake -> the diagnosis its visible check must print
 CAUGHT_WITH = {

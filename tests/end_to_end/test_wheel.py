@@ -13,13 +13,12 @@ import urllib.error
 import urllib.request
 import venv
 
+import nbformat
 import pytest
-
 from fixture_submissions import make_course, solved_notebook
+
 from posenc_autograder.checks import hidden_tests
 from posenc_autograder.course import Course
-
-import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ASSIGNMENT = "rope_alibi"          # the smaller notebook: this test is about installing, not grading

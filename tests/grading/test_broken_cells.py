@@ -5,8 +5,8 @@ runner sends (probes.shell_runner.error_text) on the cell's output, then what pi
 """
 import nbformat
 import pytest
-
 from notebook_tools import ROOT
+
 from posenc_autograder.checks import REGISTRY, hidden_tests, manifest
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline

@@ -5,8 +5,8 @@ import dataclasses
 
 import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+
 from posenc_autograder.checks import REGISTRY, variants
 from posenc_autograder.checks import hidden as base
 from posenc_autograder.course import Course

@@ -1,8 +1,8 @@
 """A failed case's page line reproduces the failing call: run against the student's function, in this process, it
 gives back the very value the page reports as wrong; inputs the student has not been shown are never written. A case
 that is more than one call (a module built, stepped, then read) is lines that do the same."""
-import re
 import html
+import re
 
 import numpy as np
 

@@ -11,6 +11,7 @@ import pathlib
 import nbformat
 import numpy as np
 import pytest
+from test_trusted_costs import NoTransformer
 
 from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, hidden_tests, variants
@@ -20,11 +21,10 @@ from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.intake.submissions import discover
-from posenc_autograder.sandbox.channel_reader import ChannelReader
-from posenc_autograder.settings import Limits
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes.helpers import call_each
-from test_trusted_costs import NoTransformer
+from posenc_autograder.sandbox.channel_reader import ChannelReader
+from posenc_autograder.settings import Limits
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -132,6 +132,7 @@ def test_a_reference_is_computed_once_per_arguments_and_kept_by_their_types():
 @pytest.fixture(scope="module")
 def solved_namespaces():
     from notebook_tools import ROOT
+
     from posenc_autograder.checks import stand_ins_in_process
     from posenc_autograder.devtools.bench import solved
     found = {}

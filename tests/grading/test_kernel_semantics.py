@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 import realistic_notebooks as realistic
+
 from posenc_autograder.probes import magics
 from posenc_autograder.results import NoteKind
 

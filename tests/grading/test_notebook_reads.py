@@ -6,8 +6,8 @@ import collections
 
 import nbformat
 import pytest
-
 from fixture_submissions import course_with_solvers
+
 from posenc_autograder.grading import pipeline
 from posenc_autograder.intake import submissions
 from posenc_autograder.orchestration import class_files, grade

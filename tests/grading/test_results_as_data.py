@@ -10,14 +10,14 @@ import json
 import nbformat
 import numpy as np
 import pytest
-
 from notebook_tools import ROOT
+
 from posenc_autograder.checks.comparison import difference_pattern
 from posenc_autograder.course import grade_id
 from posenc_autograder.grading import execute, pipeline
 from posenc_autograder.portal.pages import visible_result
-from posenc_autograder.reports import feedback
 from posenc_autograder.probes.shell_runner import error_text
+from posenc_autograder.reports import feedback
 from posenc_autograder.results import NUMBER, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 

@@ -3,8 +3,8 @@ not parsed for magics, both rounding grids of an answer come from its floats' bi
 encoded without copying the records it keeps, and the grader's own numpy runs single-threaded."""
 import copy
 import json
-import pathlib
 import os
+import pathlib
 import subprocess
 import sys
 

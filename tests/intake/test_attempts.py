@@ -4,8 +4,8 @@ import datetime as dt
 import zoneinfo
 
 import pytest
-
 from fixture_submissions import make_course
+
 from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts
@@ -132,6 +132,7 @@ def test_collect_reads_each_lms_time_in_its_zone_and_keeps_another_doors_file(co
     import zipfile
 
     from lms_zips import CANVAS, MOODLE, NB, make_zip, notebook, roster_rows
+
     from posenc_autograder.intake.collect import collect
 
     course.path(settings.SETTINGS_FILE).write_text('[course]\ntime_zone = "Europe/Berlin"\n')

@@ -8,15 +8,16 @@ import io
 import zipfile
 
 import pytest
-
 from fixture_submissions import make_course
 from lms_zips import BLACKBOARD, CANVAS, MOODLE, NB, PLAIN, make_zip, notebook, roster_rows, stored
-from posenc_autograder.reports import lms_exports
+
+from posenc_autograder.course import Course
 from posenc_autograder.intake import roster, safezip
 from posenc_autograder.intake.collect import collect
-from posenc_autograder.course import Course
 from posenc_autograder.intake.roster import ROSTER_FILE
 from posenc_autograder.intake.submissions import discover
+from posenc_autograder.reports import lms_exports
+
 
 @pytest.fixture
 def course(tmp_path):

@@ -3,9 +3,9 @@ the LMS generates. One zip per trick a student can play with the name of a file 
 import io
 
 import pytest
-
 from fixture_submissions import make_course
 from lms_zips import NB, make_zip, notebook, roster_rows, stored
+
 from posenc_autograder.course import Course
 from posenc_autograder.intake import lms
 from posenc_autograder.intake.collect import collect

@@ -7,9 +7,9 @@ import sys
 import textwrap
 
 import pytest
-
 from fixture_submissions import make_course
 from lms_zips import CANVAS, NB, make_zip, notebook, roster_rows
+
 from posenc_autograder.course import Course
 from posenc_autograder.intake import lms
 from posenc_autograder.intake.collect import collect

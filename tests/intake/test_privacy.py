@@ -3,8 +3,8 @@ git, and what the instructor must commit is not. Paths come from the grader's ow
 import subprocess
 
 import pytest
-
 from notebook_tools import ROOT
+
 from posenc_autograder import course as course_paths
 from posenc_autograder.course import Course
 from posenc_autograder.intake import lms

@@ -4,8 +4,8 @@ import os
 
 import nbformat
 import pytest
-
 from fixture_submissions import make_course
+
 from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import UnreadableNotebook, discover, read_notebook, sha256
 

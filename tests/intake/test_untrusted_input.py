@@ -8,10 +8,10 @@ import os
 import pytest
 
 from posenc_autograder.grading.execute import code_only, decode_record, short_message
+from posenc_autograder.intake.submissions import UnreadableNotebook, read_notebook, sha256
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.channel_reader import ChannelReader, sanitise_outputs
 from posenc_autograder.settings import Limits
-from posenc_autograder.intake.submissions import UnreadableNotebook, read_notebook, sha256
 
 GOOD_CELL = {"cell_type": "code", "metadata": {"nbgrader": {"grade_id": "a", "solution": True, "grade": False}},
              "source": ["x = ", "1"], "outputs": [], "execution_count": None, "id": "c1"}

@@ -6,16 +6,15 @@ import pathlib
 import subprocess
 import sys
 
+import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+
 from posenc_autograder.course import Course
-from posenc_autograder.orchestration import grade
 from posenc_autograder.intake import roster
+from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook
 from posenc_autograder.settings import Limits
-
-import nbformat
 
 SRC = str(pathlib.Path(grade.__file__).parents[2])
 

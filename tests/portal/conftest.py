@@ -7,9 +7,9 @@ import warnings
 
 import nbformat
 import pytest
-
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from notebook_tools import ROOT
+
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import Execution
 from posenc_autograder.portal.routes import create_app

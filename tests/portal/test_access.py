@@ -4,10 +4,10 @@ import datetime as dt
 import re
 
 import pytest
+from fixture_submissions import ASSIGNMENT
 from sqlalchemy import func, select
 
 from conftest import CSRF, client_for, csrf_of, notebook_bytes, upload
-from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.models import Attempt, Policy, Session, Student
 

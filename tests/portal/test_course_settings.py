@@ -4,10 +4,10 @@ bad file stops with an error naming the file and the key."""
 import io
 
 import pytest
-
-from conftest import client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from lms_zips import make_zip
+
+from conftest import client_for, new_portal, notebook_bytes, upload
 from posenc_autograder import settings
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.intake.submissions import Submission

@@ -7,16 +7,16 @@ import threading
 import time
 
 import httpx
+from fixture_submissions import ASSIGNMENT
+from test_access import attempts_in, instructor_client
 
 from conftest import client_for, new_portal, notebook_bytes, upload
-from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import app as portal_app
 from posenc_autograder.portal import pages, service, uploads, web
-from posenc_autograder.portal.web import middleware, students
 from posenc_autograder.portal.lti import routes as lti_routes
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import released_assignments
-from test_access import attempts_in, instructor_client
+from posenc_autograder.portal.web import middleware, students
 
 
 def assert_secure(answer):

@@ -5,10 +5,10 @@ import datetime as dt
 import json
 import re
 
+from fixture_submissions import ASSIGNMENT
 from sqlalchemy import create_engine, text
 
 from conftest import client_for, csrf_of, notebook_bytes, upload
-from fixture_submissions import ASSIGNMENT
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import SCHEMA_VERSION, Policy, open_database

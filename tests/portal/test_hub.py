@@ -12,7 +12,6 @@ import time
 
 import httpx
 import pytest
-
 from fixture_submissions import ASSIGNMENT, make_course
 from notebook_tools import ROOT
 

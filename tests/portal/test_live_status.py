@@ -10,14 +10,14 @@ import threading
 import time
 
 import httpx
+from test_edges import closed_or_answer, served
+from test_sharing import attempt_of
 
 from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.devtools import portal_load
 from posenc_autograder.portal import app as portal_app
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import Status
-from test_edges import closed_or_answer, served
-from test_sharing import attempt_of
 
 WAIT = 30.0                         # the longest a test waits for the portal to reach a state (never asserted on)
 

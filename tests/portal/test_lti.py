@@ -9,13 +9,23 @@ import time
 
 import jwt
 import pytest
+from fixture_submissions import ASSIGNMENT, FULL
+from lti_platform import (
+    CLIENT_ID,
+    DEPLOYMENT,
+    INSTRUCTOR,
+    LEARNER,
+    Platform,
+    authorise,
+    launch_browser,
+    login,
+    new_key,
+    query_of,
+)
+from notebook_tools import ROOT
 from sqlalchemy import func, select, update
 
 from conftest import client_for, notebook_bytes, upload
-from fixture_submissions import ASSIGNMENT, FULL
-from lti_platform import (CLIENT_ID, DEPLOYMENT, INSTRUCTOR, LEARNER, Platform, authorise, launch_browser, login,
-                          new_key, query_of)
-from notebook_tools import ROOT
 from posenc_autograder.intake import attempts, roster
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.lti import registration

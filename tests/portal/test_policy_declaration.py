@@ -6,14 +6,14 @@ import html
 import re
 
 import pytest
-
-from conftest import csrf_of
 from fixture_submissions import ASSIGNMENT
 from notebook_tools import ROOT
+from test_access import instructor_client
+
+from conftest import csrf_of
 from posenc_autograder import settings
 from posenc_autograder.portal.models import Policy
 from posenc_autograder.portal.web import forms
-from test_access import instructor_client
 
 RULES = [(f.name, settings.rule_of(f)) for f in dataclasses.fields(settings.PortalDefaults)]
 

@@ -3,6 +3,7 @@ link that still signs its student in, so the class can be sent its links again w
 import csv
 
 from fixture_submissions import ASSIGNMENT
+
 from posenc_autograder import cli
 from posenc_autograder.intake import roster
 from posenc_autograder.portal import auth, links

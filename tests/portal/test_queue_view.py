@@ -2,8 +2,9 @@
 fair order per change of the queue, not one per request."""
 import json
 
-from conftest import client_for, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
+
+from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.portal import queue
 
 

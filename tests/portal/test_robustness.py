@@ -13,12 +13,13 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import select, update
-
-from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
-import posenc_autograder
 from ordinary_user import ordinary_user, reachable_as
+from sqlalchemy import select, update
+from test_access import attempts_in
+
+import posenc_autograder
+from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from posenc_autograder.devtools import portal_load
 from posenc_autograder.grading.execute import Execution, execute_task
 from posenc_autograder.intake.submissions import read_notebook
@@ -30,9 +31,7 @@ from posenc_autograder.records import evidence
 from posenc_autograder.results import NotebookResult, NoteKind
 from posenc_autograder.sandbox import supervisor
 from posenc_autograder.sandbox.channel_reader import ChannelReader
-from posenc_autograder.settings import Limits
-from posenc_autograder.settings import Caps
-from test_access import attempts_in
+from posenc_autograder.settings import Caps, Limits
 
 
 def plain_scan(data: bytes) -> tuple[int, int, bool]:

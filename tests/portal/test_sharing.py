@@ -7,20 +7,20 @@ import json
 import threading
 
 import httpx
-from sqlalchemy import select, update
-
-from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
-from posenc_autograder.grading.execute import Execution
-from posenc_autograder.portal import queue, uploads
-from posenc_autograder.portal.web import students
-from posenc_autograder.portal.models import Attempt, Status
-from posenc_autograder.portal.routes import create_app
-from posenc_autograder.probes import codec
-from posenc_autograder.settings import Sharing
+from sqlalchemy import select, update
 from test_access import attempts_in
 from test_course_settings import write_settings
 from test_edges import served
+
+from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
+from posenc_autograder.grading.execute import Execution
+from posenc_autograder.portal import queue, uploads
+from posenc_autograder.portal.models import Attempt, Status
+from posenc_autograder.portal.routes import create_app
+from posenc_autograder.portal.web import students
+from posenc_autograder.probes import codec
+from posenc_autograder.settings import Sharing
 
 FREEZER = b'{"cells": ["' + b'\\"' * 200_000           # an object's unterminated string: passes the first look
 

@@ -5,17 +5,17 @@ import json
 import time
 
 import pytest
-from sqlalchemy import select
-
-from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from fixture_submissions import ASSIGNMENT
 from hostile_notebooks import HOSTILE_FILES
+from sqlalchemy import select
+from test_access import attempts_in
+
+from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
 from posenc_autograder.portal import queue, uploads
-from posenc_autograder.portal.web import middleware
 from posenc_autograder.portal.app import refuse_root
 from posenc_autograder.portal.models import Attempt, utcnow
 from posenc_autograder.portal.service import PortalBusy
-from test_access import attempts_in
+from posenc_autograder.portal.web import middleware
 
 NOT_GRADABLE = ["deeply_nested_json", "hundred_thousand_cells", "cells_not_a_list", "not_a_notebook_at_all",
                 "old_nbformat", "binary_garbage", "nbgrader_metadata_is_a_string"]

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 import sqlalchemy
-
 from fixture_submissions import FULL, NOTEBOOK, course_with_solvers, make_course, registered_gradebook
 from notebook_tools import ROOT
+
 from posenc_autograder import cli
 from posenc_autograder.course import DATABASE_FILE, Course
 from posenc_autograder.orchestration.grade import grade_all

@@ -6,9 +6,9 @@ import shutil
 import sqlite3
 
 import pytest
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from sqlalchemy import event
 
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from posenc_autograder.course import Course
 from posenc_autograder.records import gradebook
 

@@ -3,6 +3,7 @@ names it reads are the portal's models' own, and both tables are read through on
 import datetime as dt
 
 from fixture_submissions import make_course
+
 from posenc_autograder.course import Course
 from posenc_autograder.portal import models
 from posenc_autograder.records import portal_dates

@@ -4,8 +4,8 @@ grading, never hold a score no result explains."""
 import dataclasses
 
 import pytest
-
 from fixture_submissions import ASSIGNMENT, course_with_solvers
+
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.reports import feedback

@@ -8,9 +8,9 @@ import json
 
 import nbformat
 import pytest
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from nbformat.v4 import new_output
 
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.grading import pipeline
 from posenc_autograder.orchestration import grade

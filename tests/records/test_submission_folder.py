@@ -5,9 +5,9 @@ import datetime as dt
 import os
 
 import pytest
-
 from deadline import deadline
 from lms_zips import NB
+
 from posenc_autograder.course import Course
 from posenc_autograder.intake.collect import store
 from posenc_autograder.records import nbgrader_files

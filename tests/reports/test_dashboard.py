@@ -5,19 +5,19 @@ import pathlib
 import re
 from xml.etree import ElementTree
 
-import pytest
-
 import numpy as np
-
+import pytest
+from book_pages import open_page
 from fixture_submissions import make_course
+
 from posenc_autograder import csvsafe
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.records import results_store
-from posenc_autograder.reports import dashboard, run_report as report
-from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
+from posenc_autograder.intake import roster
+from posenc_autograder.records import results_store
+from posenc_autograder.reports import dashboard
+from posenc_autograder.reports import run_report as report
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
-from book_pages import open_page
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 SWAPPED = "sin and cos are swapped: even columns should hold sin, odd columns cos"

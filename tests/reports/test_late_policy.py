@@ -5,9 +5,9 @@ import datetime as dt
 import io
 
 import pytest
-
 from fixture_submissions import make_course
 from lms_zips import CANVAS, NB, make_zip, roster_rows
+
 from posenc_autograder import cli, settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake import roster
@@ -119,6 +119,7 @@ def test_every_file_states_the_time_of_the_attempt_that_counts_not_the_rosters(t
     leaves the roster's submitted_at at the Moodle time: the Moodle worksheet's "Last modified", grades.csv and the
     dashboard state the counted attempt's time from the record, with its zone."""
     from lms_zips import MOODLE
+
     from posenc_autograder.intake import attempts
 
     course = Course(make_course(tmp_path / "course"))

@@ -8,16 +8,16 @@ import re
 import zipfile
 
 import pytest
-
 from fixture_submissions import make_course
 from lms_zips import BLACKBOARD, CANVAS, MOODLE, NB, PLAIN, make_zip, roster_rows
+
 from posenc_autograder import cli
 from posenc_autograder.course import Course
 from posenc_autograder.intake import lms
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.records import gradebook, results_store
 from posenc_autograder.reports import feedback, lms_bundles
-from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind
 
 
 @pytest.fixture

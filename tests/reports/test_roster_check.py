@@ -5,15 +5,15 @@ import csv
 import io
 
 import pytest
-
 from fixture_submissions import make_course
 from lms_zips import CANVAS, NB, make_zip, roster_rows
+
+from posenc_autograder import cli
 from posenc_autograder.course import Course
-from posenc_autograder.orchestration import grade
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.intake.roster import ROSTER_FILE
+from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook, results_store
-from posenc_autograder import cli
 from posenc_autograder.reports import roster_check
 from posenc_autograder.reports.roster_check import Gap
 from posenc_autograder.results import GradedTest, NotebookResult

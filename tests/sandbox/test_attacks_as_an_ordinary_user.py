@@ -13,11 +13,11 @@ import sys
 import textwrap
 
 import pytest
-
 from ordinary_user import reachable_as
 from test_log_flood import FLOOD, FLOOD_BYTES
 from test_sandbox_privileges import ordinary_user  # noqa: F401 - a fixture
 from test_unreadable_frames import WRITE
+
 import posenc_autograder
 from posenc_autograder.probes import codec
 

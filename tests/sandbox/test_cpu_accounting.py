@@ -7,9 +7,8 @@ import pytest
 
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
-from posenc_autograder.sandbox import cgroups, supervisor
+from posenc_autograder.sandbox import cgroups, supervisor, warm
 from posenc_autograder.settings import Limits
-from posenc_autograder.sandbox import warm
 
 BURN = "import time\nwhile time.process_time() < 0.4:\n    pass\nprint('burned', time.process_time())\n"
 

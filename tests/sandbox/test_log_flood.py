@@ -4,8 +4,8 @@ runs to its end, and its cells' outputs (on the channel) are kept. Grader CPU be
 `python -m posenc_autograder.devtools.bench_floods log_flood`."""
 import pathlib
 
-from posenc_autograder.probes import codec
 from posenc_autograder.grading.pipeline import probe_files
+from posenc_autograder.probes import codec
 from posenc_autograder.sandbox import supervisor
 from posenc_autograder.settings import Limits
 

@@ -12,11 +12,11 @@ import sys
 import textwrap
 
 import pytest
+from ordinary_user import ordinary_user as make_ordinary_user
+from ordinary_user import reachable_as
 
-from ordinary_user import ordinary_user as make_ordinary_user, reachable_as
 from posenc_autograder.sandbox import bubblewrap as sandbox
 from posenc_autograder.sandbox.seccomp import filter_program
-
 
 # Each line prints "name=value"; the test reads them back.
 PROBE = r"""

@@ -17,9 +17,9 @@ import threading
 import time
 
 import pytest
-
 from ordinary_user import reachable_as
 from test_sandbox_privileges import PROBE, _site_packages, assert_unprivileged, ordinary_user  # noqa: F401
+
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox import supervisor, warm

@@ -17,12 +17,12 @@ import contextlib  # noqa: E402
 import io  # noqa: E402
 
 import nbformat  # noqa: E402
-
 from notebook_tools import implementation_source, namespace_from, solution_notebook  # noqa: E402
+from test_validate_catalogue import CATALOGUES, build_and_validate, caught_by_validate  # noqa: E402
+
 from posenc_autograder.checks import REGISTRY, hidden_tests  # noqa: E402
 from posenc_autograder.course import grade_id, nbgrader_meta  # noqa: E402
 from posenc_autograder.notebook import record_in_process  # noqa: E402
-from test_validate_catalogue import CATALOGUES, build_and_validate, caught_by_validate  # noqa: E402
 
 SHOWN = 60          # characters of the diagnosis in the table
 

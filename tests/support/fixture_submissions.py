@@ -16,13 +16,13 @@ import shutil
 import tempfile
 
 import nbformat
-
 from notebook_tools import ROOT
+
 from posenc_autograder import settings
+from posenc_autograder.checks import REGISTRY, total_points
 from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.devtools import bench
 from posenc_autograder.records import gradebook
-from posenc_autograder.checks import REGISTRY, total_points
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 FULL = total_points(ASSIGNMENT)

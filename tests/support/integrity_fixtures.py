@@ -8,12 +8,18 @@ from __future__ import annotations
 import re
 
 from notebook_tools import implementation_source, namespace_from, solution_notebook
-from posenc_autograder.checks import variants
-from posenc_autograder.checks import REGISTRY
-from posenc_autograder.records.evidence import StudentRecord
+
+from posenc_autograder.checks import REGISTRY, variants
+from posenc_autograder.checks.positional_encoding.catalogue import (
+    ALTERNATIVES,
+    MISTAKES,
+    attention_variant,
+    learned_variant,
+    pe_variant,
+    rotation_variant,
+)
 from posenc_autograder.notebook import record_in_process
-from posenc_autograder.checks.positional_encoding.catalogue import (ALTERNATIVES, MISTAKES, attention_variant,
-                                                                    learned_variant, pe_variant, rotation_variant)
+from posenc_autograder.records.evidence import StudentRecord
 
 SOLUTION = implementation_source(solution_notebook("positional_encoding"))
 SECRET = b"fixture-class-secret"

@@ -12,15 +12,15 @@ import pathlib
 import re
 
 import nbformat
-
 from notebook_tools import ROOT
+
 from posenc_autograder.checks import REGISTRY, total_points
 from posenc_autograder.course import Course, grade_id
 from posenc_autograder.devtools import bench
 from posenc_autograder.grading import pipeline
 from posenc_autograder.grading.execute import execute_task
 from posenc_autograder.intake.submissions import Submission
-from posenc_autograder.results import NUMBER, NoteKind, NotebookResult    # NUMBER: a number in prose
+from posenc_autograder.results import NUMBER, NotebookResult, NoteKind  # NUMBER: a number in prose
 from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=40)

@@ -15,8 +15,18 @@ import dataclasses
 import pathlib
 from typing import Any
 
-from nbgrader.api import (Assignment, Comment, Grade, GradeCell, Gradebook, MissingEntry, Notebook, SolutionCell,
-                          SourceCell, TaskCell)
+from nbgrader.api import (
+    Assignment,
+    Comment,
+    Grade,
+    Gradebook,
+    GradeCell,
+    MissingEntry,
+    Notebook,
+    SolutionCell,
+    SourceCell,
+    TaskCell,
+)
 
 from posenc_autograder.course import COURSE_ID, Course, open_gradebook, run_nbgrader
 

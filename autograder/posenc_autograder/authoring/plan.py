@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 import io
 
-from posenc_autograder.checks import REGISTRY
 from posenc_autograder.authoring.spec_bullets import all_spec_bullets
+from posenc_autograder.checks import REGISTRY
 
 COLUMNS = ("bullet_id", "section", "spec_bullet", "assignment", "grade_cell_id", "points")
 

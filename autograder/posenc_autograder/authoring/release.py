@@ -23,12 +23,17 @@ import tempfile
 import nbformat
 
 from posenc_autograder import settings
-from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
-from posenc_autograder.course import (RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command,
-                                     grade_id, nbgrader_meta)
-from posenc_autograder.authoring import book_downloads, cell_definitions
-from posenc_autograder.authoring import release_history
+from posenc_autograder.authoring import book_downloads, cell_definitions, release_history
 from posenc_autograder.authoring.plan import render_plan_csv
+from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
+from posenc_autograder.course import (
+    RELEASE_DIRECTORY,
+    SOURCE_DIRECTORY,
+    Course,
+    course_for_command,
+    grade_id,
+    nbgrader_meta,
+)
 
 PLAN = "autograder/test_plan.csv"
 README = "README.md"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from posenc_autograder.checks.comparison import ProblemText, Rejected, raised_problem
-from posenc_autograder.results import Line
 from posenc_autograder.checks.hidden import HiddenTest, each_case
-from posenc_autograder.checks.reproduction import reading, reproduction, step
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
+from posenc_autograder.checks.reproduction import reading, reproduction, step
 from posenc_autograder.probes.calls import contract_each
+from posenc_autograder.results import Line
 
 # Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
 CAUSES = {

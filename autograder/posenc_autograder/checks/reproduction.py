@@ -12,8 +12,19 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.comparison import ProblemText, problem_of
-from posenc_autograder.results import (SCALARS, Argument, InputArray, Line, Reading, Reproduction, Seeded, Setting,
-                                       Step, Unshown, Zeros)
+from posenc_autograder.results import (
+    SCALARS,
+    Argument,
+    InputArray,
+    Line,
+    Reading,
+    Reproduction,
+    Seeded,
+    Setting,
+    Step,
+    Unshown,
+    Zeros,
+)
 
 SHOWN_INPUT_NUMBERS = 256  # a failing case's input arrays are kept (shown folded) up to this many entries
 WRITTEN_KINDS = "biuf"     # arrays of booleans, integers and floats are written; anything else cannot be

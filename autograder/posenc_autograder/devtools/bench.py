@@ -21,7 +21,6 @@ import time
 
 import nbformat
 
-from posenc_autograder.records import gradebook
 from posenc_autograder.checks import hidden_tests, stand_ins_in_process
 from posenc_autograder.checks.hidden import function_verdicts
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
@@ -30,6 +29,7 @@ from posenc_autograder.grading.executors import default_jobs
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.probes import codec
+from posenc_autograder.records import gradebook
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.supervisor import run_job
 from posenc_autograder.settings import Limits

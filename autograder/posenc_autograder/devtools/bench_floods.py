@@ -66,6 +66,7 @@ def _course(root: pathlib.Path, tmp: pathlib.Path):
 
 def _notebook(root: pathlib.Path, extra: str | None):
     import nbformat
+
     from posenc_autograder.devtools import bench
     nb = bench.solved(root)
     if extra:
@@ -93,6 +94,7 @@ def scenario_source(name: str) -> tuple[str | None, dict]:
 def run_one(name: str) -> dict:
     """In this (fresh) interpreter: grade the scenario's notebook once; its peak memory and CPU."""
     import nbformat
+
     import posenc_autograder
     from posenc_autograder.grading import pipeline
     from posenc_autograder.grading.execute import execute_task

@@ -32,8 +32,8 @@ SAMPLE_SECONDS = 0.2
 
 
 def catalogue(source_root: pathlib.Path):
-    from posenc_autograder.checks.positional_encoding.catalogue import ALTERNATIVES, MISTAKES
     from posenc_autograder.checks import REGISTRY
+    from posenc_autograder.checks.positional_encoding.catalogue import ALTERNATIVES, MISTAKES
     mistakes = [m for m in MISTAKES if REGISTRY[m.failing_check].assignment == ASSIGNMENT]
     return [ALTERNATIVES[name] for name in sorted(ALTERNATIVES)], mistakes
 

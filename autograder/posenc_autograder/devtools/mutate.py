@@ -31,6 +31,7 @@ from posenc_autograder.notebook import run_check
 from posenc_autograder.probes.calls import contract_target
 from posenc_autograder.probes.helpers import argument, to_plain
 
+
 def assignment_modules(name: str) -> list:
     """checks/<assignment>/<name>.py of every assignment that has one."""
     names = [f"{package.__name__}.{name}" for package in ASSIGNMENT_PACKAGES]

@@ -37,8 +37,8 @@ from sqlalchemy import select
 from posenc_autograder.course import find_root
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 from posenc_autograder.devtools.postgres import free_port, postgres_server
-from posenc_autograder.portal.links import make_links
 from posenc_autograder.portal import queue
+from posenc_autograder.portal.links import make_links
 from posenc_autograder.portal.models import Attempt, Student, open_database, utcnow
 from posenc_autograder.portal.service import database
 

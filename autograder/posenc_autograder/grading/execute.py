@@ -14,9 +14,8 @@ import re
 import sys
 import time
 
-import numpy as np
-
 import nbformat
+import numpy as np
 
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading.shared_probes import SHARED_CELL

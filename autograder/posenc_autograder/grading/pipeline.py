@@ -17,21 +17,18 @@ import nbformat
 
 from posenc_autograder import probes as probes_package
 from posenc_autograder import settings
-from posenc_autograder.settings import Caps
 from posenc_autograder.authoring import release_history
-from posenc_autograder.checks import variants
-from posenc_autograder.grading.assemble import assemble, untouched
-from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources
+from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources, variants
 from posenc_autograder.checks.hidden import judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
-from posenc_autograder.probes import codec, magics
-from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.grading import shared_probes
-from posenc_autograder.sandbox.layout import PROBE_PACKAGE
-from posenc_autograder.settings import Limits
+from posenc_autograder.grading.assemble import assemble, untouched
+from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
-from posenc_autograder.results import GradedTest, Note, NoteKind, NotebookResult, Problem, ProblemKind, quote
-
+from posenc_autograder.probes import codec, magics
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind, quote
+from posenc_autograder.sandbox.layout import PROBE_PACKAGE
+from posenc_autograder.settings import Caps, Limits
 
 # --- prepare -----------------------------------------------------------------------------------
 
@@ -303,7 +300,7 @@ def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
 
 def top_level_names(source: str) -> set[str]:
     """The names a cell's top-level statements bind (def, class, assignment, import), read as IPython reads it."""
-    from IPython.core.inputtransformer2 import TransformerManager      # a cell may use magics: read it as IPython
+    from IPython.core.inputtransformer2 import TransformerManager  # a cell may use magics: read it as IPython
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError):

@@ -9,9 +9,8 @@ import pathlib
 
 from posenc_autograder.checks import variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
-from posenc_autograder.results import Note, NoteKind, NotebookResult, Problem
+from posenc_autograder.results import Note, NotebookResult, NoteKind, Problem
 from posenc_autograder.settings import Limits
-
 
 # The code that decides a score, by package: a change anywhere in these is a new grader, not a flaky rerun.
 # (Reports, records, integrity, authoring and devtools only present or store what these decided; the evidence is

@@ -19,10 +19,10 @@ import pathlib
 import struct
 import sys
 
-from posenc_autograder.intake import attempts, lms, roster
-from posenc_autograder.course import Course, course_for_command
-from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
 from posenc_autograder import settings
+from posenc_autograder.course import Course, course_for_command
+from posenc_autograder.intake import attempts, lms, roster
+from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
 
 CLOCK_SLACK = dt.timedelta(days=2)       # time zones between the LMS's clock and the zip's, with room to spare
 
@@ -297,7 +297,7 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
 
 def _collect_student(course, archive, assignment, student, files, rows, outcome, source, notes) -> None:
     data = {}
-    for name, (entry, member) in files.items():
+    for name, (_entry, member) in files.items():
         try:
             data[name] = archive.read(member)
         except ValueError as exc:

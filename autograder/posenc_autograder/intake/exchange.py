@@ -31,8 +31,16 @@ import zoneinfo
 
 from posenc_autograder import settings
 from posenc_autograder.checks import variants
-from posenc_autograder.course import (COURSE_ID, DATABASE_FILE, EXCHANGE_DIRECTORY, GRADEBOOK, SOURCE_DIRECTORY,
-                                      Course, course_for_command, exchange_root)
+from posenc_autograder.course import (
+    COURSE_ID,
+    DATABASE_FILE,
+    EXCHANGE_DIRECTORY,
+    GRADEBOOK,
+    SOURCE_DIRECTORY,
+    Course,
+    course_for_command,
+    exchange_root,
+)
 from posenc_autograder.intake import attempts, roster
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely

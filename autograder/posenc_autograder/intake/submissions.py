@@ -13,9 +13,9 @@ import uuid
 import nbformat
 
 from posenc_autograder.course import Course
+from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.results import Note, NoteKind
 from posenc_autograder.settings import Caps
-from posenc_autograder.intake.lms import is_safe_id
 
 
 @dataclasses.dataclass

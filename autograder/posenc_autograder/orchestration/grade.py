@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import sys
 
-
-from posenc_autograder.records import results_store, stamps
+from posenc_autograder import settings
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare
 from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint
+from posenc_autograder.intake import attempts, exchange
+from posenc_autograder.intake.submissions import Submission, discover, sha256
 from posenc_autograder.progress import Progress
+from posenc_autograder.records import results_store, stamps
 from posenc_autograder.results import NotebookResult
-from posenc_autograder import settings
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
 from posenc_autograder.sandbox.cgroups import process_limit_enforced
 from posenc_autograder.settings import Limits
-from posenc_autograder.intake import attempts, exchange
-from posenc_autograder.intake.submissions import Submission, discover, sha256
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
 # imported where they are used: a run with nothing to grade needs none of them, and importing them costs
@@ -279,7 +278,8 @@ def run_command(args) -> int:
         asked = " for the students or assignments asked" if args.student or args.assignment else ""
         print(f"nothing submitted{asked}: run make collect first (ZIP=<the LMS download>)", file=sys.stderr)
         return 1
-    from posenc_autograder.reports import feedback, run_report as report
+    from posenc_autograder.reports import feedback
+    from posenc_autograder.reports import run_report as report
 
     print(report.summary(course, results))
     print(f"Student code ran in: {'no sandbox (--no-sandbox)' if args.no_sandbox else warm.status()}")

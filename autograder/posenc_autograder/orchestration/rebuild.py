@@ -7,10 +7,10 @@ import sys
 
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake import lms
-from posenc_autograder.progress import Progress
-from posenc_autograder.records import graded, gradebook, results_store
-from posenc_autograder.reports import feedback, late_policy, lms_bundles, roster_check
 from posenc_autograder.orchestration.class_files import rebuild_class_files
+from posenc_autograder.progress import Progress
+from posenc_autograder.records import gradebook, graded, results_store
+from posenc_autograder.reports import feedback, late_policy, lms_bundles, roster_check
 
 
 def rebuild(course: Course, stream=None) -> list[pathlib.Path]:

@@ -16,8 +16,8 @@ from nbgrader.api import MissingEntry
 from posenc_autograder.course import GRADEBOOK, Course, course_for_command
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.lms import is_safe_id
-from posenc_autograder.records import evidence, gradebook
 from posenc_autograder.orchestration.class_files import rebuild_class_files
+from posenc_autograder.records import evidence, gradebook
 
 
 def targets(course: Course, student: str | None, assignment: str | None, zip_name: str | None) -> list[tuple[str, str]]:

@@ -25,7 +25,6 @@ from posenc_autograder.portal.watch import StatusWatch
 from posenc_autograder.portal.worker import dask_execute
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
 
-
 REQUEST_HEAD_SECONDS = 20.0          # a connection must send a request's line and headers within this
 KEEP_ALIVE_SECONDS = 5
 

@@ -54,7 +54,7 @@ class HubDoor:
     """Sign-in through the hub: the OAuth dance, then a portal session for the hub user."""
 
     def __init__(self, course, sessions):
-        from jupyterhub.services.auth import HubOAuth            # only where the hub runs the portal
+        from jupyterhub.services.auth import HubOAuth  # only where the hub runs the portal
 
         self.course, self.sessions = course, sessions
         self.oauth = HubOAuth(cache_max_age=0)

@@ -14,7 +14,7 @@ import jinja2
 from posenc_autograder.portal import auth
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.reports import dashboard, feedback
-from posenc_autograder.results import NoteKind, NotebookResult, Problem, ProblemKind
+from posenc_autograder.results import NotebookResult, NoteKind, Problem, ProblemKind
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"

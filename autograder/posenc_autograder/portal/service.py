@@ -19,15 +19,14 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course
 from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, hub, queue, uploads
+from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.gate import UploadGate
 from posenc_autograder.portal.lti.service import LtiTool
+from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
 from posenc_autograder.portal.watch import StatusWatch
-from posenc_autograder.portal import policy as rules
-from posenc_autograder.reports import late_policy
-from posenc_autograder.portal.models import (Attempt, Extension, Policy, Session, Status, Student,
-                                             open_database, utcnow)
 from posenc_autograder.portal.worker import Worker, counted_in_record, portal_attempt
 from posenc_autograder.records import gradebook, portal_dates
+from posenc_autograder.reports import late_policy
 from posenc_autograder.results import NotebookResult
 
 UPLOAD_CHECK_SECONDS = 60.0            # reading, checking and storing one upload, at most

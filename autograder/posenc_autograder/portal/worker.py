@@ -19,10 +19,11 @@ from typing import Callable
 
 from sqlalchemy import select, update
 
+from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
-from posenc_autograder.grading.regrade import grader_fingerprint
 from posenc_autograder.grading.pipeline import grader_error, judge, prepare
+from posenc_autograder.grading.regrade import grader_fingerprint
 from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import Submission
@@ -30,8 +31,7 @@ from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
 from posenc_autograder.records import evidence, gradebook, graded
-from posenc_autograder.results import Note, NoteKind, NotebookResult
-from posenc_autograder import settings
+from posenc_autograder.results import Note, NotebookResult, NoteKind
 from posenc_autograder.settings import Limits
 
 IDLE_POLL_SECONDS = 1.0               # a worker also wakes at once when an upload is queued in this process

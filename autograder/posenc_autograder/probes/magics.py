@@ -98,7 +98,7 @@ def ipython_tree(source: str, budget: TransformBudget | None = None) -> ast.Modu
         return ast.parse(source)          # plain Python: IPython's transforms leave it as it is
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
-    from IPython.core.inputtransformer2 import TransformerManager   # trusted side only; the shell has it loaded
+    from IPython.core.inputtransformer2 import TransformerManager  # trusted side only; the shell has it loaded
 
     escapes = sum(1 for _ in MAY_ESCAPE.finditer(source)) + source.count("get_ipython") + 1
     if not (budget or TransformBudget()).take(len(source) * escapes):

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder import settings
-from posenc_autograder.checks import REGISTRY
-from posenc_autograder.probes import codec
-from posenc_autograder.results import NotebookResult
-from posenc_autograder.checks import variants
+from posenc_autograder.checks import REGISTRY, variants
+from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder.grading.pipeline import released, submitted_notebook
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
+from posenc_autograder.probes import codec
+from posenc_autograder.results import NotebookResult
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode

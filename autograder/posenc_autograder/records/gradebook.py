@@ -10,8 +10,19 @@ from collections.abc import Iterable
 from typing import Any
 
 import nbformat
-from nbgrader.api import (Assignment, BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, Student,
-                          SubmittedAssignment, SubmittedNotebook, new_uuid)
+from nbgrader.api import (
+    Assignment,
+    BaseCell,
+    Comment,
+    Grade,
+    Gradebook,
+    MissingEntry,
+    Notebook,
+    Student,
+    SubmittedAssignment,
+    SubmittedNotebook,
+    new_uuid,
+)
 from sqlalchemy import bindparam, case, insert, select, update
 from sqlalchemy.orm import Session
 

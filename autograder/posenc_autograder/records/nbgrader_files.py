@@ -21,10 +21,10 @@ import nbformat
 from nbgrader.utils import parse_utc
 
 from posenc_autograder.course import Course, grade_id
-from posenc_autograder.intake import exchange
-from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 from posenc_autograder.grading.pipeline import executed
 from posenc_autograder.grading.shared_probes import SHARED_CELL
+from posenc_autograder.intake import exchange
+from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 from posenc_autograder.results import GradedTest, NotebookResult
 
 TIMESTAMP = "timestamp.txt"

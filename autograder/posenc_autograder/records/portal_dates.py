@@ -23,7 +23,7 @@ class PortalDates:
 
 def read(course: Course) -> PortalDates:
     """Both tables, read once (a late policy reads them once per run)."""
-    from sqlalchemy import MetaData, Table, create_engine, inspect, select   # only when a late policy needs it
+    from sqlalchemy import MetaData, Table, create_engine, inspect, select  # only when a late policy needs it
     engine = create_engine(course.gradebook_url)
     try:
         present = set(inspect(engine).get_table_names())

@@ -17,9 +17,9 @@ import statistics
 import urllib.parse
 from collections.abc import Sequence
 
+from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
-from posenc_autograder import settings
 from posenc_autograder.intake import attempts
 from posenc_autograder.reports import charts, feedback, late_policy, templating
 from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, Problem, ProblemKind

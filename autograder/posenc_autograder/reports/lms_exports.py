@@ -11,8 +11,8 @@ import pathlib
 import tomllib
 
 from posenc_autograder import csvsafe
-from posenc_autograder.intake import lms
 from posenc_autograder.course import Course
+from posenc_autograder.intake import lms
 from posenc_autograder.results import NotebookResult
 
 LMS_SETTINGS = "autograder/lms.toml"

@@ -12,10 +12,10 @@ import re
 from collections.abc import Sequence
 
 from posenc_autograder import csvsafe
-from posenc_autograder.reports import dashboard, late_policy, lms_exports
-from posenc_autograder.intake import roster
 from posenc_autograder.course import Course
-from posenc_autograder.results import NoteKind, NotebookResult
+from posenc_autograder.intake import roster
+from posenc_autograder.reports import dashboard, late_policy, lms_exports
+from posenc_autograder.results import NotebookResult, NoteKind
 
 # Only what Markdown would read as markup inside a line of text (every entry starts with "- " or "## ", so
 # line-start markers cannot occur): code, emphasis (an underscore inside a word is not), links, tables,
@@ -135,7 +135,7 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequen
               ) -> None:
     """`refused`: folders under submitted/ that were not read, with why (they have no result); `files`: what each
     stored result says of the file it graded (results_store.GradedFile), for the dashboard's flags."""
-    from posenc_autograder.records import gradebook          # nbgrader: only for the files written here
+    from posenc_autograder.records import gradebook  # nbgrader: only for the files written here
 
     before_late, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
     deadlines = late_policy.Deadlines(course)

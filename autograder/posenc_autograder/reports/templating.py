@@ -7,8 +7,7 @@ import pathlib
 import jinja2
 import numpy as np
 
-from posenc_autograder.results import (Argument, InputArray, Line, Problem, Reading, Seeded, Setting, Unshown,
-                                       Zeros)
+from posenc_autograder.results import Argument, InputArray, Line, Problem, Reading, Seeded, Setting, Unshown, Zeros
 
 PREVIEW_ENTRIES = 4       # entries of an input array shown before its block to unfold
 

@@ -17,9 +17,17 @@ import subprocess
 import sys
 
 from posenc_autograder.sandbox import warm
-from posenc_autograder.sandbox.layout import (ETC_FILES, HOME_DIR, PROC_MASKS, ROOT_LINKS, SANDBOX_UID, WORK_DIR,
-                                              hidden_package_dirs as _hidden_package_dirs,
-                                              python_locations as _python_locations, sandbox_environment)
+from posenc_autograder.sandbox.layout import (
+    ETC_FILES,
+    HOME_DIR,
+    PROC_MASKS,
+    ROOT_LINKS,
+    SANDBOX_UID,
+    WORK_DIR,
+    sandbox_environment,
+)
+from posenc_autograder.sandbox.layout import hidden_package_dirs as _hidden_package_dirs
+from posenc_autograder.sandbox.layout import python_locations as _python_locations
 from posenc_autograder.sandbox.seccomp import filter_program
 from posenc_autograder.settings import Limits
 

@@ -13,7 +13,6 @@ import errno
 import platform
 import struct
 
-
 # name: (x86_64, aarch64), from asm/unistd_64.h and asm-generic/unistd.h
 NUMBERS = {
     "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "chroot": (161, 51),

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.hidden import HiddenTest, call, calling, judging_all
 from posenc_autograder.checks.context_extension import reference as ref
 from posenc_autograder.checks.context_extension.parts import ASSIGNMENT, _errors, _values
+from posenc_autograder.checks.hidden import HiddenTest, call, calling, judging_all
 from posenc_autograder.probes.helpers import call_each
 
 LAYERS_FN = "layer_rotation_angles"

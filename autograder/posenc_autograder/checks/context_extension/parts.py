@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from posenc_autograder.checks.context_extension import reference as ref
 from posenc_autograder.checks.comparison import compare, expect_error, with_cause
-from posenc_autograder.checks.hidden import HiddenTest, call, calling, each_call, judging_all, normal
+from posenc_autograder.checks.context_extension import reference as ref
 from posenc_autograder.checks.context_extension.manifest import FUNCTIONS
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.checks.diagnosis import known_mistakes
+from posenc_autograder.checks.hidden import HiddenTest, call, calling, each_call, judging_all, normal
 from posenc_autograder.probes.helpers import call_each
 
 ASSIGNMENT = "context_extension"

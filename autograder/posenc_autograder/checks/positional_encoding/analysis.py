@@ -3,13 +3,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from posenc_autograder.checks.comparison import (
+    Rejected,
+    as_array,
+    compare,
+    mismatch,
+    number,
+    observed_array,
+    problems_of,
+    require_shape,
+    value_of,
+)
+from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, each_call, each_case, normal
 from posenc_autograder.checks.positional_encoding import reference
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_rotation
-from posenc_autograder.probes.helpers import call_each
-from posenc_autograder.checks.comparison import (Rejected, as_array, compare, mismatch, number, observed_array,
-                                                 problems_of, require_shape, value_of)
-from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, each_call, each_case, normal
 from posenc_autograder.checks.reproduction import called, reproducing
+from posenc_autograder.probes.helpers import call_each
 
 ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks import variants
-from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_attention
+from posenc_autograder.checks.comparison import against_any, compare, mismatch, raised_problem
+from posenc_autograder.checks.hidden import HiddenTest, call, calling, each_call, each_case, normal
+from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.positional_encoding import stand_ins
+from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_attention
 from posenc_autograder.checks.positional_encoding.stand_ins import projection_stand_in
+from posenc_autograder.checks.reproduction import reproduced, reproduction, step
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_wiring
 from posenc_autograder.results import Unshown
-from posenc_autograder.checks.comparison import against_any, compare, mismatch, raised_problem
-from posenc_autograder.checks.hidden import HiddenTest, call, calling, each_call, each_case, normal
-from posenc_autograder.checks.reproduction import reproduced, reproduction, step
 
 ASSIGNMENT = "positional_encoding"
 ATTENTION_FN, WIRED_FN = "self_attention", "encode_and_attend"

@@ -5,16 +5,32 @@ import re
 
 import numpy as np
 
+from posenc_autograder.checks.comparison import (
+    ProblemText,
+    Rejected,
+    as_array,
+    compare,
+    expect_error,
+    fields_of,
+    mismatch,
+    observed_array,
+    problems_of,
+    raised_problem,
+    require_shape,
+    value_of,
+    with_cause,
+)
 from posenc_autograder.checks.diagnosis import either
-from posenc_autograder.checks.positional_encoding import reference as ref
-from posenc_autograder.probes.positional_encoding import (probe_learned_accumulation, probe_learned_backward,
-                                                          probe_learned_forward, probe_learned_init)
-from posenc_autograder.checks.comparison import (ProblemText, Rejected, as_array, compare, expect_error, fields_of,
-                                                 mismatch, observed_array, problems_of, raised_problem,
-                                                 require_shape, value_of, with_cause)
 from posenc_autograder.checks.hidden import HiddenTest, each_case, normal
-from posenc_autograder.results import Step
+from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.reproduction import reading, reproduced, reproducing, reproduction, setting, step
+from posenc_autograder.probes.positional_encoding import (
+    probe_learned_accumulation,
+    probe_learned_backward,
+    probe_learned_forward,
+    probe_learned_init,
+)
+from posenc_autograder.results import Step
 
 ASSIGNMENT = "positional_encoding"
 CLASS = "LearnedPositionalEncoding"

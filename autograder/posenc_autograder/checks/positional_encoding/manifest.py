@@ -2,9 +2,9 @@
 (see checks/manifest.py)."""
 from __future__ import annotations
 
-from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.hidden import call, normal
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction, method_call
+from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.positional_encoding.stand_ins import projection_stand_in, table_stand_in
 
 D_MODEL, MAX_LEN, LENGTH = 4, 8, 6      # the contracts test's sizes

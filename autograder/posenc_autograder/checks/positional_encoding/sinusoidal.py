@@ -5,17 +5,34 @@ import functools
 
 import numpy as np
 
+from posenc_autograder.checks.comparison import (
+    Rejected,
+    against_any,
+    call_label,
+    compare,
+    expect_error,
+    mismatch,
+    observed_array,
+    problems_of,
+    raised_problem,
+    with_cause,
+)
+from posenc_autograder.checks.hidden import (
+    HiddenTest,
+    References,
+    call,
+    calling,
+    each_call,
+    each_case,
+    judging_all,
+    normal,
+)
 from posenc_autograder.checks.positional_encoding import reference
 from posenc_autograder.checks.positional_encoding.diagnosis import diagnose_pe_table
 from posenc_autograder.checks.positional_encoding.stand_ins import table_stand_in
+from posenc_autograder.checks.reproduction import called, reproduced, reproducing, reproduction, step
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.probes.positional_encoding import probe_pe_class
-from posenc_autograder.checks.comparison import (Rejected, against_any, call_label, compare,
-                                                 expect_error, mismatch, observed_array, problems_of, raised_problem,
-                                                 with_cause)
-from posenc_autograder.checks.hidden import (HiddenTest, References, call, calling, each_call, each_case,
-                                                   judging_all, normal)
-from posenc_autograder.checks.reproduction import called, reproduced, reproducing, reproduction, step
 
 ref = References(reference)        # sizes and settings asked for again: computed once, read-only
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 from posenc_autograder.checks.comparison import against_any, compare
-from posenc_autograder.checks.hidden import each_call
 from posenc_autograder.checks.diagnosis import known_mistakes
+from posenc_autograder.checks.hidden import each_call
 
 ASSIGNMENT = "relative_positions"
 

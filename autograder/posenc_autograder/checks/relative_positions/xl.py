@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, normal
 from posenc_autograder.checks.contracts import contracts_test
+from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, normal
 from posenc_autograder.checks.relative_positions import reference
 from posenc_autograder.checks.relative_positions.common import ASSIGNMENT, values_judge
 from posenc_autograder.checks.relative_positions.manifest import FUNCTIONS

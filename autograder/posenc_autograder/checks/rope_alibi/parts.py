@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from posenc_autograder.checks.rope_alibi import reference
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.comparison import against_any, compare, expect_error, extended
-from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, each_call, judging_all, normal
 from posenc_autograder.checks.contracts import contracts_test
 from posenc_autograder.checks.diagnosis import diagnose_float32_relative, frequency_mistakes, known_mistakes, matches
+from posenc_autograder.checks.hidden import HiddenTest, References, call, calling, each_call, judging_all, normal
 from posenc_autograder.checks.manifest import lookup_answer, lookup_stand_in
-from posenc_autograder.checks.rope_alibi import stand_ins
-from posenc_autograder.checks.rope_alibi.stand_ins import shift_stand_in
+from posenc_autograder.checks.rope_alibi import reference, stand_ins
 from posenc_autograder.checks.rope_alibi.manifest import FUNCTIONS
+from posenc_autograder.checks.rope_alibi.stand_ins import shift_stand_in
 from posenc_autograder.probes.helpers import call_each
 
 ref = References(reference)        # sizes and settings asked for again: computed once, read-only

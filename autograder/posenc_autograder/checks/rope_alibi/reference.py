@@ -7,7 +7,6 @@ import numpy as np
 from posenc_autograder.checks.positional_encoding.reference import DEFAULT_BASE, angular_frequencies
 
 
-
 def apply_rope(x: np.ndarray, positions: np.ndarray, base: float = DEFAULT_BASE) -> np.ndarray:
     """Rotate each interleaved pair (x[..., 2i], x[..., 2i+1]) of x (shape (..., L, d)) by positions * theta_i.
 

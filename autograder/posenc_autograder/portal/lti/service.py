@@ -19,8 +19,17 @@ from posenc_autograder.checks import total_points
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.lti import launch as meaning
 from posenc_autograder.portal.lti import registration, roster
-from posenc_autograder.portal.lti.adapter import (KeySets, LaunchRefused, LoginStore, NotSigned, StarletteCookies,
-                                                  StarletteLogin, StarletteRequest, StrictLaunch, forget_old_logins)
+from posenc_autograder.portal.lti.adapter import (
+    KeySets,
+    LaunchRefused,
+    LoginStore,
+    NotSigned,
+    StarletteCookies,
+    StarletteLogin,
+    StarletteRequest,
+    StrictLaunch,
+    forget_old_logins,
+)
 from posenc_autograder.portal.lti.passback import Outbox
 from posenc_autograder.portal.models import utcnow
 

@@ -11,8 +11,17 @@ from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.portal import auth, pages
 from posenc_autograder.portal.service import Portal
-from posenc_autograder.portal.web.answers import (instructor_form, instructor_page, instructor_session, message,
-                                                  notice_of, page, portal_of, saved, set_presession)
+from posenc_autograder.portal.web.answers import (
+    instructor_form,
+    instructor_page,
+    instructor_session,
+    message,
+    notice_of,
+    page,
+    portal_of,
+    saved,
+    set_presession,
+)
 from posenc_autograder.portal.web.forms import parse_time, policy_fields, policy_values
 from posenc_autograder.reports import dashboard
 

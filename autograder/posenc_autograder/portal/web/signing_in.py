@@ -7,8 +7,19 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse
 
 from posenc_autograder.portal import auth, hub
-from posenc_autograder.portal.web.answers import (COOKIE, PRESESSION, client_of, current, message, not_found, page,
-                                                  portal_of, presession_ok, set_presession, signed_in_redirect)
+from posenc_autograder.portal.web.answers import (
+    COOKIE,
+    PRESESSION,
+    client_of,
+    current,
+    message,
+    not_found,
+    page,
+    portal_of,
+    presession_ok,
+    set_presession,
+    signed_in_redirect,
+)
 
 
 async def home(request: Request):

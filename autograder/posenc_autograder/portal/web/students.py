@@ -14,8 +14,18 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from posenc_autograder.portal import auth, pages, queue, uploads
 from posenc_autograder.portal.models import FINISHED, WAITING
-from posenc_autograder.portal.web.answers import (current, find_own_attempt, message, not_found, notice_of,
-                                                  own_attempt, page, portal_of, released_assignment, student_page)
+from posenc_autograder.portal.web.answers import (
+    current,
+    find_own_attempt,
+    message,
+    not_found,
+    notice_of,
+    own_attempt,
+    page,
+    portal_of,
+    released_assignment,
+    student_page,
+)
 from posenc_autograder.portal.web.middleware import BodyTooLarge
 
 UPLOAD_CHECKS = 2                    # uploads read and checked at once (each up to the cap in memory)
