@@ -211,6 +211,7 @@ def structure(text, max_nodes: int | None = None, max_depth: int | None = None) 
 PIECE_BYTES = 16 * 2**10             # JSON text given to json.loads at once, at most about twice this: a few ms on the
                                      # slowest text (small nested lists), so a thread decoding a hostile 16 MiB
                                      # skeleton lets the threads serving others run between its pieces
+MARKS_CHUNK = 2**18                  # bytes marked at once: the scan's temporaries (~40 bytes a byte) stay ~10 MiB
 BLANKS = b" \t\n\r"                  # JSON's whitespace
 COLON = ord(":")
 OPENERS = {ord("["): ord("]"), ord("{"): ord("}")}
@@ -235,24 +236,24 @@ def marks(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH) 
     marks kept are never more than the values allowed."""
     shape, found = Shape(), {"commas": [], "colons": [], "closers": []}
     colons = 0
-    for start in range(0, len(data), SCAN_CHUNK):
-        raw = np.frombuffer(data, np.uint8, count=min(SCAN_CHUNK, len(data) - start), offset=start)
+    for start in range(0, len(data), MARKS_CHUNK):
+        raw = np.frombuffer(data, np.uint8, count=min(MARKS_CHUNK, len(data) - start), offset=start)
         outside, opening, closing, levels = _classify(raw, shape)
         if levels.size and int(levels.min()) < 0:
             raise ValueError("a closing bracket with nothing open")
         shape.depth = max(shape.depth, int(levels.max())) if levels.size else shape.depth
         for name, where in (("commas", (raw == COMMA) & outside), ("colons", (raw == COLON) & outside),
                             ("closers", closing)):
-            at = np.flatnonzero(where)
-            found[name].append((at + start, levels[at]))
+            at = np.flatnonzero(where)             # kept small: a 16 MiB text's offsets fit int32, levels int16
+            found[name].append(((at + start).astype(np.int32), levels[at].astype(np.int16)))
         shape.values += int(opening.sum()) + len(found["commas"][-1][0])
         colons += len(found["colons"][-1][0])
         if shape.values + 1 > max_values or shape.depth > max_depth:
             raise TooLarge(f"more than {max_values} values or nested deeper than {max_depth}")
         if colons > shape.values + 1:            # one per object member at most, and each member is a value
             raise ValueError("more colons than values")
-    joined = {name: (np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int64),
-                     np.concatenate([lv for _, lv in parts]) if parts else np.zeros(0, np.int32))
+    joined = {name: (np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int32),
+                     np.concatenate([lv for _, lv in parts]) if parts else np.zeros(0, np.int16))
               for name, parts in found.items()}
     return Marks(*joined["commas"], *joined["colons"], *joined["closers"], shape)
 
