@@ -112,8 +112,7 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         from posenc_autograder.reports import feedback, late_policy
         page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
         results = _grade_submissions(course, gb, list(zip(submissions, digests, kept)), fingerprints, page,
-                                     jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet,
-                                     rerun=force)
+                                     jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
     rebuild_class_files(course, results, refused)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
@@ -153,30 +152,15 @@ def class_files_stamp(course: Course, submissions, digests, fingerprints, refuse
                          stamps.file_states(PACKAGE.rglob(PACKAGE_FILES)))
 
 
-def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate, scheduler, limits, quiet,
-                       rerun=False):
+def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate, scheduler, limits, quiet):
     """Tasks are prepared as job slots free up and each execution is judged, stored (records.graded, its feedback
     page by `page`) and dropped as it finishes: the grader holds a few notebooks at a time, whatever the size of the
-    class. A job whose kept run (records.kept_runs) is this very job is judged again from it, with no sandbox job,
-    unless `rerun` (--force)."""
-    from posenc_autograder.records import evidence, graded, kept_runs
+    class."""
+    from posenc_autograder.records import evidence, graded
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
-    pending: dict[tuple, tuple[Submission, str | None, str]] = {}
-    how = Regrade()
-
-    def finish(sub, digest, execution, job: str | None) -> None:
-        with costs.timed("judge"):
-            judged = _judged(course, sub, execution, limits)
-        with costs.timed("evidence"):           # the judge's verdicts, taken before storing may keep earlier scores
-            evidence.keep_graded(course, sub, execution, judged=judged)
-        with costs.timed("store"):
-            results.append(graded.settle(course, gb, sub, judged, digest, fingerprints[sub.assignment], page,
-                                         execution.executed_notebook))
-            if job is not None:
-                kept_runs.keep(course, sub.key, job, execution)
-        progress.step(sub.student)
+    pending: dict[tuple, tuple[Submission, str | None]] = {}
 
     def tasks():
         for sub, digest, stored in planned:
@@ -190,51 +174,28 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             if isinstance(prepared, NotebookResult):
-                kept_runs.forget(course, sub.key)
                 results.append(graded.settle(course, gb, sub, prepared, digest, fingerprints[sub.assignment], page))
                 progress.step(sub.student)
-                continue
-            job = kept_runs.job_digest(prepared)
-            kept = None if rerun else kept_runs.recall(course, sub.key, job)
-            how.count(sub.assignment, rejudged=kept is not None)
-            if kept is not None:
-                finish(sub, digest, kept, None)       # the same job's outputs, judged now: no sandbox job
-                continue
-            pending[prepared.key] = (sub, digest, job)
-            yield prepared
+            else:
+                pending[prepared.key] = (sub, digest)
+                yield prepared
 
     executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
-        sub, digest, job = pending.pop(execution.key)
+        sub, digest = pending.pop(execution.key)
         costs.add("sandbox", execution.sandbox_cpu)
         costs.add("supervise", execution.supervise_cpu)
-        finish(sub, digest, execution, job)
+        with costs.timed("judge"):
+            judged = _judged(course, sub, execution, limits)
+        with costs.timed("evidence"):           # the judge's verdicts, taken before storing may keep earlier scores
+            evidence.keep_graded(course, sub, execution, judged=judged)
+        with costs.timed("store"):
+            results.append(graded.settle(course, gb, sub, judged, digest, fingerprints[sub.assignment], page,
+                                         execution.executed_notebook))
+        progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
-    how.report(quiet)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
     return results
-
-
-class Regrade:
-    """The regrade note, per assignment: how many notebooks were judged again from their kept runs (no sandbox job:
-    only points, judges or diagnoses changed) and how many ran again (a new file, or a changed job: cells, a hidden
-    test's inputs, the probes, the limits)."""
-
-    def __init__(self):
-        self.rejudged: dict[str, int] = {}
-        self.ran: dict[str, int] = {}
-
-    def count(self, assignment: str, rejudged: bool) -> None:
-        tally = self.rejudged if rejudged else self.ran
-        tally[assignment] = tally.get(assignment, 0) + 1
-
-    def report(self, quiet: bool) -> None:
-        for assignment in sorted({*self.rejudged, *self.ran}):
-            again, ran = self.rejudged.get(assignment, 0), self.ran.get(assignment, 0)
-            if again and not quiet:
-                print(f"Regrade of {assignment}: {again} notebook(s) judged again from their kept runs (no sandbox "
-                      f"job: the jobs were unchanged), {ran} run again in the sandbox (a new file or a changed job: "
-                      f"its cells, a hidden test's inputs, the probes or the limits)", file=sys.stderr)
 
 
 def _judged(course, sub, execution, limits) -> NotebookResult:
