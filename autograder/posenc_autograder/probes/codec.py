@@ -265,8 +265,8 @@ def loads_in_pieces(data: bytes, max_values: int = MAX_NODES, max_depth: int = M
     the same way. Linear, and json.loads never runs on more than ~2 * piece bytes at once (a single string item
     is parsed whole: strings parse at C speed). ValueError where json.loads would raise (text json.loads reads as
     UTF-16 or with a byte-order mark too), TooLarge past the caps."""
-    if len(data) <= piece:
-        return json.loads(data)          # short: its caps are the caller's (values cannot pass its length)
+    if len(data) <= piece and len(data) < max_values:
+        return json.loads(data)          # short, and fewer bytes than values allowed: it cannot pass the cap
     if b"\x00" in data:                  # never in UTF-8 JSON (inside a string it is \u0000): UTF-16 or not JSON
         raise ValueError("not UTF-8 JSON text")
     return _Pieces(data, marks(data, max_values, max_depth), piece).value(0, len(data), 0)
