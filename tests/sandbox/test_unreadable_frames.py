@@ -75,3 +75,15 @@ def test_decoding_a_jobs_channel_stops_at_its_cpu_budget():
     generous = Limits()
     attempt = supervisor.Attempt(None, b"", [0], [], generous, ChannelReader(generous), {}, {})
     assert attempt._read(frame, set()) is None
+
+
+def test_a_refused_frame_is_charged_to_the_cell_it_came_in_when_later_frames_arrive_with_it():
+    """The grader may read a cell's bad frame together with the runner's marks for the next cell (a loaded machine
+    reads late): the refusal belongs to the cell that was running when the frame came, not to the last mark read."""
+    limits = Limits(cell_seconds=10, notebook_seconds=60)
+    attempt = supervisor.Attempt(None, b"", [0, 1], [], limits, ChannelReader(limits), {}, {})
+    bad = repr({"result": ["x"]}).encode()
+    chunk = codec.frame({"cell": 0}) + struct.pack("<IQ", len(bad), 0) + bad + codec.frame({"cell": 1})
+    assert attempt._read(chunk, set()) is None
+    assert attempt.refused == {"reason": codec.MALFORMED, "bytes": codec.HEADER.size + len(bad), "cell": 0}
+    assert attempt.current == 1

@@ -38,9 +38,15 @@ class ChannelReader:
         """A header announced more bytes than the channel's budget leaves: no frame can follow it."""
         return self.frames.skipping > self.limits.channel_bytes - self.total
 
-    def feed(self, data: bytes) -> list[dict]:
+    def read(self, data: bytes) -> list:
+        """The frames in `data`, in order: each a dict, or codec.REFUSED where a frame was dropped (where it came
+        decides which cell it is charged to)."""
         self.total += len(data)
-        return [f for f in self.frames.feed(data) if isinstance(f, dict)]
+        return [f for f in self.frames.feed(data) if isinstance(f, dict) or f is codec.REFUSED]
+
+    def feed(self, data: bytes) -> list[dict]:
+        """The frames in `data` that were read, in order."""
+        return [f for f in self.read(data) if f is not codec.REFUSED]
 
 
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

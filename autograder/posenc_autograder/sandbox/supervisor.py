@@ -182,11 +182,16 @@ class Attempt:
         """Decode and accept what the channel sent, on the job's CPU budget; how the attempt ends if it must."""
         started = time.thread_time()
         try:
-            for frame in self.reader.feed(data):
-                self.accept(frame, tasks)
+            for frame in self.reader.read(data):
+                if frame is codec.REFUSED:      # charged to the cell running when it came, not after the chunk's rest
+                    if self.refused is None:
+                        self.refused = {"reason": self.reader.refusal, "bytes": self.reader.frames.announced,
+                                        "cell": self.current}
+                else:
+                    self.accept(frame, tasks)
         finally:
             self.reader.cpu_seconds += time.thread_time() - started
-        if self.refused is None and self.reader.refusal is not None:
+        if self.refused is None and self.reader.refusal is not None:     # a frame still being skipped
             self.refused = {"reason": self.reader.refusal, "bytes": self.reader.frames.announced,
                             "cell": self.current}
         if self.reader.over_budget:
