@@ -3,6 +3,7 @@ every grades file, shown on the feedback page and the dashboard; extensions from
 import csv
 import datetime as dt
 import io
+import re
 
 import pytest
 from fixture_submissions import make_course
@@ -98,6 +99,7 @@ def test_the_penalty_is_in_every_grades_file_on_the_feedback_page_and_the_dashbo
     assert canvas[people[on_time, NB]["name"]][column] == "4"
     page = (course.feedback / late / NB / f"{NB}.html").read_text()
     assert "deducts 30% of the score, so it counts as 2.8 / 4" in page
+    assert re.search(r"adjust it\)\.\s+This is the attempt that counts: ", page)     # two sentences, not ").This"
     assert "late policy" not in (course.feedback / on_time / NB / f"{NB}.html").read_text()
     assert "late: −30% (late policy)" in (course.reports / "class.html").read_text()
 
