@@ -26,6 +26,7 @@ class NoteKind(str, enum.Enum):
     FIX_FIRST = "fix_first"              # one diagnosed cause explains several failures
     BROKEN_CELL = "broken_cell"          # an answer cell did not run (SyntaxError, an exception while defining)
     RAISED_AFTER_DEFINING = "raised_after_defining"   # an answer cell defined its functions, then a later line raised
+    OWN_CELL_RAISED = "own_cell_raised"  # a cell without nbgrader metadata (added, or the scratch cell) raised
     SKIPPED_MAGIC = "skipped_magic"      # a magic or `!cmd` the grader does not run; the rest of the cell ran
     REDEFINED = "redefined"              # a later cell defines a graded function again: its version was graded
     SCORES_KEPT = "scores_kept"          # a rerun scored lower on an unchanged file; the higher scores stay

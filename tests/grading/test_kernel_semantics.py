@@ -54,6 +54,12 @@ def test_a_cell_that_defined_its_functions_then_raised_is_not_said_to_have_not_r
     assert any("'SinusoidalPositionalEncoding'" in n and "NameError" in n for n in raised)
 
 
+def test_a_cell_of_the_students_own_that_raised_is_named_once_and_only_there(graded):
+    own = {name: [str(n) for n in r.notes_of(NoteKind.OWN_CELL_RAISED)] for name, r in graded.items()}
+    assert len(own["pe_own_cell_raises"]) == 1 and "cell 6 (the one starting `assert" in own["pe_own_cell_raises"][0]
+    assert own["pe_plain"] == [] and own["pe_check_line_raises"] == []     # an answer cell's line has its own note
+
+
 def test_no_false_note_and_no_grader_name_on_the_realistic_set(graded):
     assert {name: realistic.false_notes(r) for name, r in graded.items() if realistic.false_notes(r)} == {}
 

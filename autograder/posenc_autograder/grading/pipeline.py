@@ -184,6 +184,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     tests = [_blame_broken_cells(test, broken) for test in tests]
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
+    notes += own_cell_error_notes(execution.executed_notebook)
     notes += skipped_magic_notes(execution.executed_notebook)
     notes += redefinition_notes(execution.executed_notebook, submission.assignment)
     if execution.failure:
@@ -255,14 +256,20 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
             if error is not None:
                 cell_id = str(grade_id(cell))
-                said = ERROR_LINE.search(str(error.get("evalue", "")))
-                line = int(said.group(1)) if said else None
+                summary, line, quoted = error_said(error)
                 defined = (error.get("ename") not in ("SyntaxError", "IndentationError", "TabError")
                            and bool(expected.get(cell_id))
                            and defined_before(cell.source, expected[cell_id], line, budget))
-                summary, quoted = quote(f"{error.get('ename')}: {error.get('evalue')}")
                 found.append(CellError(cell_id, summary, line, defined, quoted))
     return found
+
+
+def error_said(error: dict) -> tuple[str, int | None, str | None]:
+    """An executed cell's error output as a note quotes it: 'ename: message (line n)' summarised, the line the
+    runner named, and the message in full when the summary leaves some of it out."""
+    said = ERROR_LINE.search(str(error.get("evalue", "")))
+    summary, quoted = quote(f"{error.get('ename')}: {error.get('evalue')}")
+    return summary, int(said.group(1)) if said else None, quoted
 
 
 REGISTRY_ASSIGNMENTS = {check.assignment for check in REGISTRY.values()}
@@ -349,6 +356,32 @@ def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:
     return [Note(NoteKind.RAISED_AFTER_DEFINING, f"the answer cell '{e.cell_id}' defined its functions, then line "
                  f"{e.line} raised {e.error.removesuffix(f' (line {e.line})')}; the functions were graded as defined, "
                  f"so look at that line (a check of your own?)", e.quoted) for e in errors]
+
+
+STOPPED_BY_THE_GRADER = ("CellTimeout", "KeyboardInterrupt")      # a cell past its limit: the timeout note says so
+
+
+def own_cell_error_notes(executed_notebook: str | None) -> list[Note]:
+    """A cell of the student's own (added, or the template's scratch cell: no nbgrader metadata) that raised: it
+    earns and costs nothing by itself, but Jupyter's Run All stops there while the grader, as nbgrader's autograde
+    does, runs the cells after it; the page says so instead of keeping the error in the autograded notebook only."""
+    if not executed_notebook:
+        return []
+    nb = executed(executed_notebook)
+    notes = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or grade_id(cell):
+            continue
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is None or error.get("ename") in STOPPED_BY_THE_GRADER:
+            continue
+        summary, line, quoted = error_said(error)
+        if line is not None:          # 'AssertionError: (line 1)' for an assert without a message: said as a line
+            summary = summary.removesuffix(f" (line {line})").removesuffix(":") + f" on line {line}"
+        notes.append(Note(NoteKind.OWN_CELL_RAISED, f"{cell_label(nb, index)}, a cell of your own, raised {summary}; "
+                                                    f"the grader ran the cells after it, as nbgrader does, but "
+                                                    f"Jupyter's Run All stops there: fix or remove it", quoted))
+    return notes
 
 
 SKIPPED_BECAUSE = {"!": "shell commands do not run in the grader",
