@@ -167,7 +167,13 @@ def summary(course: Course, results: list[NotebookResult]) -> str:
     entries = problem_entries(results)
     lines += ["", f"Class dashboard: {dashboard.path(course)}",
               f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
-              f"Grades: {course.grades_csv} (LMS imports: {', '.join(str(p) for p in lms_exports.paths(course))})",
+              f"Grades: {course.grades_csv} ({lms_files(course)})",
               f"Feedback: {course.feedback}/<student>/<assignment>/",
               "Evidence of copying, for you only: make integrity"]
     return "\n".join(lines)
+
+
+def lms_files(course: Course) -> str:
+    """The LMS import files written beside grades.csv, or that there is none (an empty list read as a blank)."""
+    paths = lms_exports.paths(course)
+    return f"LMS imports: {', '.join(map(str, paths))}" if paths else "no LMS import file written"
