@@ -93,7 +93,7 @@ def execute_pending(app, env, docnames) -> None:
     started = time.perf_counter()
     seconds = in_own_thread(execute_all(pending, config, jobs))
     cache = get_cache(config.execution_cache_path)
-    for (path, read_fmt, notebook), taken in zip(pending, seconds):
+    for (path, read_fmt, notebook), taken in zip(pending, seconds, strict=True):
         if taken is None:
             continue
         record = cache.add_nb_to_project(str(path), read_data=read_fmt)

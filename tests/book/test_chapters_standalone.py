@@ -175,7 +175,7 @@ def test_chapter_runs_alone_and_twice_the_same(chapter, reader_kernel):
     assert any(out.get("data", {}).get("image/png") for cell in outputs_of(first) for out in cell)
     glued = "".join(out.get("text", "") for cell in outputs_of(first) for out in cell)
     assert "glue(" not in chapter.read_text() or "[quoted in the text]" in glued
-    for index, (a, b) in enumerate(zip(outputs_of(first), outputs_of(second))):
+    for index, (a, b) in enumerate(zip(outputs_of(first), outputs_of(second), strict=True)):
         assert a == b, f"{chapter.name}: code cell {index} gave different outputs in two runs:\n" + differences(a, b)
 
 

@@ -110,7 +110,7 @@ def compare(name, data, settings) -> tuple[float, float]:
 
 def record(name, difference) -> None:
     old = largest_difference.get(name, (0.0, 0.0))
-    largest_difference[name] = tuple(max(a, b) for a, b in zip(old, difference))
+    largest_difference[name] = tuple(max(a, b) for a, b in zip(old, difference, strict=True))
     SHOTS.mkdir(parents=True, exist_ok=True)
     (SHOTS / "largest-differences.json").write_text(json.dumps(
         {k: {"absolute": a, "relative": r} for k, (a, r) in sorted(largest_difference.items())}, indent=1))

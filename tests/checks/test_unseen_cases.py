@@ -57,7 +57,7 @@ def same_argument(a, b) -> bool:
 
 def same_call(args, kwargs, case) -> bool:
     return len(args) == len(case["args"]) and set(kwargs) == set(case["kwargs"]) and \
-        all(same_argument(a, b) for a, b in zip(args, case["args"])) and \
+        all(same_argument(a, b) for a, b in zip(args, case["args"], strict=True)) and \
         all(same_argument(kwargs[k], case["kwargs"][k]) for k in kwargs)
 
 
@@ -74,7 +74,7 @@ def memorizer(name: str, seen: list[tuple], solution: dict):
     def remembered(*args, **kwargs):
         for known_args, known_kwargs, value, error in answers:
             if len(args) == len(known_args) and set(kwargs) == set(known_kwargs) and \
-                    all(same_argument(a, b) for a, b in zip(args, known_args)) and \
+                    all(same_argument(a, b) for a, b in zip(args, known_args, strict=True)) and \
                     all(same_argument(kwargs[k], known_kwargs[k]) for k in kwargs):
                 if error is not None:
                     raise type(error)(str(error))

@@ -42,7 +42,7 @@ def test_every_variant_keeps_sizes_and_cases_and_draws_from_the_same_distributio
     drawn = [check.plain_inputs(seed) for seed in SEEDS]
     assert all(_layout(d) == _layout(course_wide) for d in drawn)
     arrays = [[v for v in _flat(d) if isinstance(v, np.ndarray)] for d in [course_wide] + drawn]
-    for base, *mine in zip(*arrays):
+    for base, *mine in zip(*arrays, strict=True):
         assert all(np.all(np.isfinite(m)) for m in mine), cell_id
         varied = [m for m in mine if not np.array_equal(m, base)]
         if varied and base.size >= 20:           # drawn at random: at the scale of the course-wide draw

@@ -57,7 +57,7 @@ EDGES = np.array([np.nan, np.inf, -np.inf, 2.2250738585072014e-300, 1.7976931348
 def test_both_grids_round_as_their_arithmetic_says(values):
     values = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore"):
-        for middle, rounded in zip((False, True), evidence._rounded(values)):
+        for middle, rounded in zip((False, True), evidence._rounded(values), strict=True):
             alone = np.ravel(_grid(values, middle))
             assert rounded.view(np.float64).tobytes() == alone.tobytes(), middle
 

@@ -140,7 +140,7 @@ def test_poison_jobs_and_killed_threads_never_stop_grading(course, monkeypatch):
         assert all(thread.is_alive() for thread in portal.worker.threads.values())
     finally:
         portal.stop()
-    by_marker = dict(zip(("surrogate", "raises", "kills", "honest one", "honest two"), sorted(found)))
+    by_marker = dict(zip(("surrogate", "raises", "kills", "honest one", "honest two"), sorted(found), strict=True))
     assert found[by_marker["surrogate"]] == ("graded", 1)             # stored, its surrogate replaced
     assert found[by_marker["honest one"]][0] == found[by_marker["honest two"]][0] == "graded"
     assert found[by_marker["raises"]] == ("error", worker.MAX_RUNS)   # retried, then given up

@@ -53,7 +53,7 @@ def class_page(tmp_path):
                result("fay", (False, False), problems=([STUB], [STUB, "... and 1 more case(s) like these"]))]
     results[-1].untouched = True                           # fay's answers are the template's, as grading found
     files = {(r.student, r.assignment, r.notebook): results_store.GradedFile(digest)      # cy's and dee's: one file
-             for r, digest in zip(results, ["a" * 64, "b" * 64, "c" * 64, "c" * 64, None, "f" * 64])}
+             for r, digest in zip(results, ["a" * 64, "b" * 64, "c" * 64, "c" * 64, None, "f" * 64], strict=True)}
     roster.save(course, {("bob", "positional_encoding"): {
         "student_id": "bob", "assignment": "positional_encoding", "lms": "canvas", "lms_user_id": "7",
         "name": HOSTILE, "submitted_at": "2026-11-20T10:00:00", "late": "yes"}})

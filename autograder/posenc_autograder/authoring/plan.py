@@ -19,7 +19,7 @@ def plan_rows() -> list[dict]:
         for check in sorted(REGISTRY.values(), key=lambda t: (t.assignment, t.id)):
             if bullet_id in check.bullets:
                 rows.append(dict(zip(COLUMNS, (bullet_id, section, text, check.assignment, check.cell_id,
-                                               f"{check.points:g}"))))
+                                               f"{check.points:g}"), strict=True)))
     return rows
 
 

@@ -53,7 +53,7 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
         items = kind.get("items") or []
         if kind.get("type") == "tuple" and len(items) == len(promised):
             return next((p for p in (kind_problem(k, e, f"item {i} of {what}")
-                                     for i, (k, e) in enumerate(zip(items, promised))) if p), None)
+                                     for i, (k, e) in enumerate(zip(items, promised, strict=True))) if p), None)
         return ProblemText(f"{what} returned {describe_kind(kind)}; expected a tuple (M, error)",
                            cause=f"returns {describe_kind(kind)} where a tuple (M, error) is promised")
     if isinstance(promised, dict):
@@ -84,7 +84,7 @@ def changed_arguments(sent: dict, record: dict) -> list[int]:
         raise Rejected("the grader did not receive the arguments back, so this test could not be judged; run the "
                       "notebook from the top without changing the grader's code")
     changed = []
-    for index, (before, after) in enumerate(zip(sent["args"], back)):
+    for index, (before, after) in enumerate(zip(sent["args"], back, strict=True)):
         if isinstance(before, (list, np.ndarray)):
             before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
             if before.shape != after.shape or not np.array_equal(before, after, equal_nan=True):

@@ -289,7 +289,7 @@ def each_case(problem: Callable[..., object], *columns, function: str | None = N
     if len({len(column) for column in lists}) > 1:
         return Findings([f"the grader received {len(lists[-1])} answers for {len(lists[0])} cases, so this "
                          f"test could not be judged; run the notebook from the top without changing the grader's code"])
-    rows = sorted(zip(*lists), key=lambda row: case_size(row[0]))        # smallest failing case first
+    rows = sorted(zip(*lists, strict=True), key=lambda row: case_size(row[0]))        # smallest failing case first
     failing = [(row, said) for row in rows if (said := problems_of(functools.partial(problem, *row)))]
     found = [p for row, said in failing for p in [with_case(said[0], row, function, stand_ins, reproduce), *said[1:]]]
     reported = limit_problems(found)

@@ -207,7 +207,7 @@ def same(a, b) -> bool:
         return a.shape == b.shape and bool(np.all((a == b) | np.isclose(a, b, rtol=1e-12, atol=1e-12)
                                                   | (np.isnan(a) & np.isnan(b))))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, float) and isinstance(b, float):
@@ -230,7 +230,7 @@ def judge_mutant(mutant: Mutant, source: str, solution: str, battery, expected) 
     except Exception as exc:  # noqa: BLE001 - a mutant that does not even load is no test of the grader
         return Verdict(mutant, "broken", f"{type(exc).__name__}: {exc}")
     namespace = student_namespace(solution, module)
-    if all(same(_outcome(call, namespace), want) for call, want in zip(battery, expected)):
+    if all(same(_outcome(call, namespace), want) for call, want in zip(battery, expected, strict=True)):
         return Verdict(mutant, "equivalent")
     for cell_id in REGISTRY:
         if run_check(cell_id, student_namespace(solution, module)):

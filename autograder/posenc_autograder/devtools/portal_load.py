@@ -143,9 +143,9 @@ async def rush(base: str, links: list[str], files: list[bytes], spread: float, t
                for _ in [*links, *hostile]]
     try:
         honest = [one_student(c, link, data, rng.uniform(0, spread), deadline)
-                  for c, link, data in zip(clients, links, files)]
+                  for c, link, data in zip(clients[:len(links)], links, files, strict=True)]
         attacks = [attacker(kind, c, link, files[0], spread, outcomes)
-                   for c, (kind, link) in zip(clients[len(links):], hostile)]
+                   for c, (kind, link) in zip(clients[len(links):], hostile, strict=True)]
         results = await asyncio.gather(*honest, *attacks)
         return results[:len(links)], outcomes
     finally:
@@ -256,7 +256,8 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 server.wait(30)
             except subprocess.TimeoutExpired:
                 server.kill()
-        timings = where_time_went(course, results, dict(zip((f"hostile{i:02d}" for i in range(len(kinds))), kinds)))
+        timings = where_time_went(course, results, dict(zip((f"hostile{i:02d}" for i in range(len(kinds))), kinds,
+                                                                strict=True)))
         done = [r for r in results if r["done"]]
         seconds = sorted(r["seconds"] for r in done)
         wall = max((r["finished"] for r in done), default=started) - started

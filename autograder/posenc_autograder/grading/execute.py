@@ -111,7 +111,10 @@ class SecretWindows:
         return bool(self.grader)
 
 
-def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text, seconds: float) -> Execution:
+Quotable = str | SecretWindows        # what a message is checked against: the grader's text, or its secret pieces
+
+
+def _execution(task: GradingTask, nb, outcome: RunOutcome, grader_text: Quotable, seconds: float) -> Execution:
     for index, record in outcome.outputs.items():
         if 0 <= index < len(nb.cells) and nb.cells[index].cell_type == "code":
             nb.cells[index].outputs = [nbformat.from_dict(o) for o in record["outputs"]]
@@ -146,7 +149,7 @@ class OverHolding(Exception):
     pass
 
 
-def decode_record(record, grader_text: str = "", holding: Holding | None = None, cell=None) -> dict | None:
+def decode_record(record, grader_text: Quotable = "", holding: Holding | None = None, cell=None) -> dict | None:
     """One probe record as the channel decoded it (counted first, codec.FrameReader), its messages cut to
     short lines of the student's own; an oddly shaped one is simply no answer (None). A record that would take the
     job past its holding is not kept: in its place, a note that the test's answers were too large (the student's)."""
@@ -170,7 +173,7 @@ def decode_record(record, grader_text: str = "", holding: Holding | None = None,
 WITHHELD = "(message withheld: it quotes the grader's own code)"
 
 
-def short_message(text: str, grader_text: str = "", limit: int = MESSAGE_CHARACTERS, lines: int = 1) -> str:
+def short_message(text: str, grader_text: Quotable = "", limit: int = MESSAGE_CHARACTERS, lines: int = 1) -> str:
     """The first lines of a message, printable and short; withheld if it quotes the grader's code."""
     text = str(text).encode("utf-8", "replace").decode("utf-8")          # no lone surrogates
     kept = text.strip().splitlines()[:lines] or [""]
@@ -203,19 +206,19 @@ def _windows(grader_text: str) -> frozenset[str]:
     return _pieces(grader_text)
 
 
-def _quotes(line: str, grader_text: str | SecretWindows) -> bool:
+def _quotes(line: str, grader_text: Quotable) -> bool:
     """Whether the line holds a piece of the grader's text (or one of its secret pieces)."""
     windows = _windows(grader_text) if isinstance(grader_text, str) else grader_text
     return any(line[i:i + QUOTE_WINDOW] in windows for i in range(0, max(len(line) - QUOTE_WINDOW + 1, 0)))
 
 
-def sanitise_errors(record: dict, grader_text: str, room: float = float("inf")) -> int:
+def sanitise_errors(record: dict, grader_text: Quotable, room: float = float("inf")) -> int:
     """Every 'error' or 'missing' text inside a record cut to a short line of the student's own, in place (the record
     is this side's own decoded copy: nothing is built twice). Returns what the record holds here, estimated as it
     goes (sys.getsizeof of every object met, and the buffers under its arrays, each once): OverHolding as soon as
     that passes `room`, so an oversized record is given up after `room` bytes of walking, not all of it."""
     held, buffers, size_of = 0, set(), sys.getsizeof
-    stack = [record]
+    stack: list[dict | list | np.ndarray] = [record]
     while stack:
         value = stack.pop()
         held += size_of(value)
@@ -263,7 +266,7 @@ def cell_label(nb, index, first_line: bool = True) -> str:
 SELF_CHECK_FAILED = re.compile(r"^FAILED \(.*", re.M)    # how the released helpers' check_part reports a failure
 
 
-def visible_cell_errors(nb, hidden: set[str], grader_text="") -> dict[str, dict]:
+def visible_cell_errors(nb, hidden: set[str], grader_text: Quotable = "") -> dict[str, dict]:
     """Visible test cell id -> {"ename", "text"} for visible tests that raised, or ({"ename": None}) printed the
     failures the released helpers report without raising (under the one quote rule: a student's function can
     raise from a visible check as well as from a probe)."""
@@ -283,7 +286,7 @@ def visible_cell_errors(nb, hidden: set[str], grader_text="") -> dict[str, dict]
     return errors
 
 
-def student_message(text: str, grader_text="") -> dict:
+def student_message(text: str, grader_text: Quotable = "") -> dict:
     """{"text": a summary a sentence can carry (results.summarised), "quoted": the message in full when the summary
     leaves some of it out}: a visible check's own message explains its failure, so all of it is kept, folded; the
     whole is withheld if any of it quotes the grader's code."""

@@ -116,7 +116,8 @@ NOT_COMPARED_LINE = re.compile(r"^[ \t]*(#[^\n]*)?$\n?", re.M)
 def _copied_ranges(code: str, ranges) -> list[tuple[int, int]]:
     """copydetect's copied character ranges, less the comment and blank lines inside them: a range runs from the
     first copied token to the last, across any comment a student added between (which was not copied)."""
-    marks = sorted(zip(*[list(map(int, r)) for r in ranges])) if ranges is not None and len(ranges[0]) else []
+    starts_and_ends = [list(map(int, r)) for r in ranges] if ranges is not None and len(ranges[0]) else []
+    marks = sorted(zip(*starts_and_ends, strict=True))
     pieces = []
     for start, end in marks:
         at = start

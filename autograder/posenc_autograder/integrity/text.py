@@ -138,5 +138,6 @@ def matches(records, boilerplate: set, first: dict[str, set],
     found = {}
     for a, b in sorted(candidates):
         _, shares, slices = copydetect.compare_files(prints[a], prints[b])
-        found[(a, b)] = TextMatch(sum(_weighed(share, prints[s]) for share, s in zip(shares, (a, b))) / 2, slices)
+        weighed = sum(_weighed(share, prints[s]) for share, s in zip(shares, (a, b), strict=True))
+        found[(a, b)] = TextMatch(weighed / 2, slices)
     return found

@@ -89,9 +89,9 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
     digests = [sha256(sub.path) if sub.path else None for sub in submissions]
     # Each stored record is read once: the result of an unchanged file and grader, else None.
     kept = [None if force else _stored_if_unchanged(course, sub, digest, fingerprints)
-            for sub, digest in zip(submissions, digests)]
+            for sub, digest in zip(submissions, digests, strict=True)]
     unchanged = [result is not None for result in kept]
-    for sub, digest, result in zip(submissions, digests, kept):
+    for sub, digest, result in zip(submissions, digests, kept, strict=True):
         if result is not None and digest:
             attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     if all(unchanged):
@@ -107,11 +107,11 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         gradebook.register(course, assignment, course.work / "release")
     with gradebook.open_gradebook(course) as gb:
         for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
-            gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged)
+            gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged, strict=True)
                                                        if s.assignment == assignment and not same])
         from posenc_autograder.reports import feedback, late_policy
         page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
-        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept)), fingerprints, page,
+        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept, strict=True)), fingerprints, page,
                                      jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
     rebuild_class_files(course, results, refused)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
@@ -147,7 +147,7 @@ def class_files_stamp(course: Course, submissions, digests, fingerprints, refuse
     stored = course.autograded.glob(f"*/*/*{results_store.SUFFIX}")
     beside = [p for p in course.path("autograder").iterdir() if p.is_file()]
     written = [p for p in course.reports.rglob("*") if p.is_file()] if course.reports.is_dir() else []
-    return stamps.digest([(s.key, d) for s, d in zip(submissions, digests)], fingerprints, sorted(refused),
+    return stamps.digest([(s.key, d) for s, d in zip(submissions, digests, strict=True)], fingerprints, sorted(refused),
                          stamps.file_states([*stored, *beside, *written, course.grades_csv]),
                          stamps.file_states(PACKAGE.rglob(PACKAGE_FILES)))
 

@@ -128,8 +128,13 @@ def close_session(db, cookie: str | None) -> None:
         db.execute(delete(Session).where(Session.id_hash == digest(cookie)))
 
 
-def csrf_ok(session: Session | None, given: str | None) -> bool:
-    return session is not None and isinstance(given, str) and hmac.compare_digest(session.csrf, given)
+def csrf_ok(session: Session | None, given: object) -> bool:
+    return session is not None and tokens_match(session.csrf, given)
+
+
+def tokens_match(expected: str, given: object) -> bool:
+    """A form's token (any form value) against the one expected, in constant time."""
+    return isinstance(given, str) and hmac.compare_digest(expected, given)
 
 
 def instructor_secret(course: Course) -> tuple[str, pathlib.Path | None]:
@@ -148,5 +153,5 @@ def instructor_secret(course: Course) -> tuple[str, pathlib.Path | None]:
     return path.read_text().strip(), path
 
 
-def instructor_ok(secret_hash: str, given: str | None) -> bool:
+def instructor_ok(secret_hash: str, given: object) -> bool:
     return isinstance(given, str) and len(given) <= 256 and hmac.compare_digest(secret_hash, digest(given))

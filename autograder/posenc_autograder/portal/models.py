@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import typing
 
 from sqlalchemy import (
     Boolean,
@@ -28,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
+from posenc_autograder.records import portal_dates
 from posenc_autograder.settings import PortalDefaults, rule_of
 
 ID = String(64)                      # student ids are safe ids (intake.lms.is_safe_id), far shorter than this
@@ -76,13 +78,21 @@ def column_type(field: dataclasses.Field):
     return COLUMN_TYPES.get(field.type if isinstance(field.type, str) else field.type.__name__, String(8))
 
 
-class Policy(Base):
+if typing.TYPE_CHECKING:
+    # The rule columns set on Policy below, as the type checker reads them: PortalDefaults' fields, their types
+    # declared there once (nothing assigns a rule by attribute, so the dataclass's frozenness never meets a row).
+    _RuleColumns = PortalDefaults
+else:
+    _RuleColumns = object
+
+
+class Policy(Base, _RuleColumns):
     """The instructor's rules for one assignment; no row means POLICY_DEFAULTS. A column per rule of
     settings.PortalDefaults is added below, so a new rule is declared in one place."""
-    __tablename__ = "portal_policy"
-    assignment: Mapped[str] = mapped_column(ID, primary_key=True)
+    __tablename__ = portal_dates.POLICY_TABLE              # the names the class files read (records/portal_dates.py)
+    assignment: Mapped[str] = mapped_column(portal_dates.ASSIGNMENT, ID, primary_key=True)
     opens_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    deadline: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    deadline: Mapped[dt.datetime | None] = mapped_column(portal_dates.DEADLINE, DateTime)
     counts: Mapped[str] = mapped_column(String(8), default="best")   # unused: [course] counted_attempt decides
 
 
@@ -91,10 +101,11 @@ for _field in RULES:                   # declarative mapping takes columns set o
 
 
 class Extension(Base):
-    __tablename__ = "portal_extension"
-    student_id: Mapped[str] = mapped_column(ForeignKey("portal_student.id", ondelete="CASCADE"), primary_key=True)
-    assignment: Mapped[str] = mapped_column(ID, primary_key=True)
-    deadline: Mapped[dt.datetime] = mapped_column(DateTime)
+    __tablename__ = portal_dates.EXTENSION_TABLE           # the names the class files read (records/portal_dates.py)
+    student_id: Mapped[str] = mapped_column(portal_dates.STUDENT, ForeignKey("portal_student.id", ondelete="CASCADE"),
+                                            primary_key=True)
+    assignment: Mapped[str] = mapped_column(portal_dates.ASSIGNMENT, ID, primary_key=True)
+    deadline: Mapped[dt.datetime] = mapped_column(portal_dates.DEADLINE, DateTime)
 
 
 class Status(enum.StrEnum):
@@ -138,6 +149,12 @@ class Attempt(Base):
     grading_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # sandbox time its runs took (fair share)
     full_run: Mapped[bool] = mapped_column(Boolean, default=False)  # its short first run was stopped: next in full
     door: Mapped[str] = mapped_column(String(8), default="portal")  # the record's door: portal (a link), lti, hub
+
+    def graded_json(self) -> str:
+        """The result of a graded attempt, as stored (results.NotebookResult's JSON)."""
+        if self.result_json is None:
+            raise ValueError(f"attempt {self.id} has no result: it is {self.status}")
+        return self.result_json
 
 
 class SchemaVersion(Base):

@@ -44,10 +44,10 @@ def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size:
     return attempt
 
 
-def used_seconds(db, now: dt.datetime, window: dt.timedelta, typical: float) -> collections.Counter:
+def used_seconds(db, now: dt.datetime, window: dt.timedelta, typical: float) -> collections.defaultdict[str, float]:
     """Sandbox seconds each student used lately: the runs of their attempts uploaded within `window`, and for a job
     running now what it has run so far, at least `typical` (it will take about that)."""
-    used: collections.Counter = collections.Counter()
+    used: collections.defaultdict[str, float] = collections.defaultdict(float)     # a student without: 0
     for student, seconds in db.execute(select(Attempt.student_id, func.sum(Attempt.grading_seconds))
                                        .where(Attempt.uploaded_at >= now - window).group_by(Attempt.student_id)):
         used[student] += seconds or 0.0

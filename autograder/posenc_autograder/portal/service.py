@@ -11,6 +11,7 @@ import hashlib
 import json
 import threading
 import time
+import typing
 
 from sqlalchemy import select
 
@@ -72,7 +73,7 @@ class Portal:
         self.secret_hash = auth.digest(secret)
         self._student_locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
-        self._lock_handle = None
+        self._lock_handle: typing.TextIO | None = None
         self.now = utcnow              # replaced in tests to move the clock
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ class Portal:
             db.commit()
             return "ok", cookie
 
-    def instructor_sign_in(self, secret: str | None, client: str) -> tuple[str, str | None]:
+    def instructor_sign_in(self, secret: object, client: str) -> tuple[str, str | None]:
         now = self.now()
         with self.sessions() as db:
             if auth.instructor_locked(db, client, now):
@@ -240,8 +241,9 @@ class Portal:
         with self.sessions() as db:
             policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
         now = self.now()
-        return (NotebookResult.from_json(json.loads(attempt.result_json)), rules.feedback_level(policy, extension, now),
-                rules.inputs_visible(policy, extension, now), rules.scores_visible(policy, extension, now))
+        return (NotebookResult.from_json(json.loads(attempt.graded_json())),
+                rules.feedback_level(policy, extension, now), rules.inputs_visible(policy, extension, now),
+                rules.scores_visible(policy, extension, now))
 
     # --- uploads ------------------------------------------------------------------------------------
 

@@ -313,7 +313,7 @@ class Worker:
                                           attempt.door or "portal", f"portal attempt {attempt.number}",
                                           attempt.uploaded_at.replace(tzinfo=dt.timezone.utc),
                                           {f"{attempt.notebook}.ipynb": source.read_bytes()})
-        if attempt.status == Status.GRADED and attempt.score is not None:
+        if attempt.status == Status.GRADED and attempt.score is not None and attempt.max_score is not None:
             record_of_attempts.scored(self.course, attempt.student_id, attempt.assignment, attempt.sha256,
                                       attempt.score, attempt.max_score)
         return recorded
@@ -358,7 +358,7 @@ class Worker:
         record_of_attempts.place(course, self.record(attempt))         # any other door's files there are kept
         executed_file = uploads.executed_path(course, attempt.student_id, attempt.assignment, attempt.id)
         executed = executed_file.read_bytes().decode("utf-8", "replace") if executed_file.is_file() else None
-        result = NotebookResult.from_json(json.loads(attempt.result_json))
+        result = NotebookResult.from_json(json.loads(attempt.graded_json()))
         with gradebook.open_gradebook(course) as gb:
             graded.settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), result, attempt.sha256,
                           self.fingerprint(attempt.assignment), feedback.page_writer(course, deadlines), executed)

@@ -305,10 +305,10 @@ class _Pieces:
         ticks = np.flatnonzero(np.diff(bounds // self.piece) > 0) + 1
         cuts = np.unique(np.concatenate(([0, len(bounds) - 1], big, big + 1, ticks)))
         result: dict | list = {} if is_object else []
-        for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        for first, last in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
             a, b = int(bounds[first]) + 1, int(bounds[last])
             if last == first + 1 and sizes[first] > self.piece:
-                if not is_object:
+                if isinstance(result, list):                # not is_object
                     result.append(self.value(a, b, inner))
                     continue
                 colons = self._between(found.colons, found.colon_levels, a, b, inner)
@@ -359,7 +359,7 @@ MAX_DIMENSIONS = 32                 # numpy's own limit
 ITEM_BYTES = 8                      # float64, little-endian: the wire's array type, and its alignment
 FLOAT32 = "f4"                      # the other: a float32 array crosses as it is, its shape entry {"f4": shape}, its
                                     # bytes padded to 8 (the trusted side reads a precision from the array itself)
-WIRE_DTYPES = {None: np.dtype("<f8"), FLOAT32: np.dtype("<f4")}
+WIRE_DTYPES: dict[str | None, np.dtype] = {None: np.dtype("<f8"), FLOAT32: np.dtype("<f4")}
 
 
 def frame(value) -> bytes:

@@ -182,7 +182,7 @@ def _lookup(spec):
     values, names, defaults = spec["values"], spec["arguments"], spec.get("defaults", {})
 
     def stand_in(*args, **kwargs):
-        bound = {**defaults, **dict(zip(names, args)), **kwargs}
+        bound = {**defaults, **dict(zip(names, args, strict=False)), **kwargs}   # fewer args: defaults
         if spec.get("odd_error") and int(bound[names[0]]) % 2:
             raise ValueError(f"{names[0]} must be even, got {bound[names[0]]}")
         key = lookup_key([bound.get(name) for name in names])

@@ -196,7 +196,7 @@ def _digest(digests: Digests, value: object, walk: _Walk) -> None:
         _update(digests, b"a%s;" % ",".join(map(str, array.shape)).encode())
         flat = np.ravel(array)
         for start in range(0, max(flat.size, 1), DIGEST_CHUNK):      # the digests are the whole array's
-            for digest, rounded in zip(digests, _rounded(flat[start:start + DIGEST_CHUNK])):
+            for digest, rounded in zip(digests, _rounded(flat[start:start + DIGEST_CHUNK]), strict=True):
                 digest.update(rounded.astype("<u8", copy=False).data)
     else:
         _text(digests, f"{type(value).__name__}:{value!r}"[:MAX_ANSWER_ITEMS])
@@ -212,7 +212,7 @@ def _float_run(digests: Digests, floats: Sequence[float], walk: _Walk) -> None:
     for start in range(0, len(floats), DIGEST_CHUNK):
         array = np.array(floats[start:start + DIGEST_CHUNK], dtype=np.float64)
         walk.array_bytes += array.nbytes
-        for digest, rounded in zip(digests, _rounded(array)):
+        for digest, rounded in zip(digests, _rounded(array), strict=True):
             run = np.empty(array.size, dtype=SCALAR_FLOAT)
             run["tag"], run["bits"] = b"a;", rounded
             digest.update(run.tobytes())

@@ -1,7 +1,7 @@
 """Deadlines the portal keeps in the gradebook's database: each assignment's (its policy) and each student's
-extension. Read as plain tables, both through one engine, so the class files need nothing of the portal (records/
-comes before portal/: the table and column names are the portal's models', portal/models.py Policy and Extension);
-none when it never ran."""
+extension. Read as plain tables, both through one engine, so the class files need nothing of the portal; none when
+it never ran. records/ comes before portal/, so the names of what is read are declared here and the portal's models
+(portal/models.py: Policy, Extension) take their table and column names from them."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +11,10 @@ import typing
 from posenc_autograder.course import Course
 
 UTC = dt.timezone.utc
-POLICY = ("portal_policy", ("assignment", "deadline"))
-EXTENSION = ("portal_extension", ("student_id", "assignment", "deadline"))
+POLICY_TABLE, EXTENSION_TABLE = "portal_policy", "portal_extension"
+STUDENT, ASSIGNMENT, DEADLINE = "student_id", "assignment", "deadline"      # their columns read here
+POLICY = (POLICY_TABLE, (ASSIGNMENT, DEADLINE))
+EXTENSION = (EXTENSION_TABLE, (STUDENT, ASSIGNMENT, DEADLINE))
 
 
 @dataclasses.dataclass(frozen=True)

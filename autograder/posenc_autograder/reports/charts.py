@@ -77,7 +77,7 @@ def histogram(counts: list[int], edges: list[str], tooltips: list[str], x_label:
         y = base - tick * scale
         body += [line(left - 4, y, left, y), text(left - 7, y + FONT * 0.35, str(tick), "end")]
     slot = plot_width / len(counts)
-    for i, (count, tooltip) in enumerate(zip(counts, tooltips)):
+    for i, (count, tooltip) in enumerate(zip(counts, tooltips, strict=True)):
         x = left + i * slot
         body.append(bar(x + 1, base - count * scale, slot - 2, count * scale, color, tooltip))
         if count:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import os
 import pathlib
 import re
@@ -67,7 +68,7 @@ def score_histogram(results: list[NotebookResult]) -> charts.Chart:
     counts = [sum(lo <= s < lo + 10 or (lo == 90 and s == 100) for s in shares) for lo in range(0, 100, 10)]
     alt = ("Histogram of scores in 10 % bins, from 0-10 % to 90-100 %: "
            + ", ".join(str(c) for c in counts) + " notebooks.")
-    tooltips = [f"{lo}-{lo + 10} %: {notebooks(count)}" for lo, count in zip(range(0, 100, 10), counts)]
+    tooltips = [f"{lo}-{lo + 10} %: {notebooks(count)}" for lo, count in zip(range(0, 100, 10), counts, strict=True)]
     svg = charts.histogram(counts, [str(lo) for lo in range(0, 101, 10)], tooltips, "score (% of points)",
                            "#4c72b0", alt)
     return charts.Chart(svg, alt, "Scores of graded notebooks")
@@ -121,7 +122,7 @@ def time_chart(results: list[NotebookResult]) -> charts.Chart:
            f"slowest {seconds[-1]:.1f} s, over {len(seconds)} notebooks.")
     bounds, counts = even_bins(seconds)
     tooltips = [f"{lo:.1f}-{hi:.1f} s: {notebooks(count)}"
-                for lo, hi, count in zip(bounds, bounds[1:], counts)]
+                for (lo, hi), count in zip(itertools.pairwise(bounds), counts, strict=True)]
     svg = charts.histogram(counts, [f"{b:.1f}" for b in bounds], tooltips, "seconds to grade one notebook",
                            "#dd8452", alt)
     return charts.Chart(svg, alt, caption)

@@ -58,9 +58,10 @@ class FreshProcess:
 
     def __init__(self, command, env, limits: Limits, cgroups, seccomp: bytes | None, channel_w: int):
         """command(seccomp_fd) -> argv; env None: bubblewrap sets it."""
-        seccomp_r, seccomp_w = os.pipe() if seccomp is not None else (None, None)
+        seccomp_r: int | None = None
         try:
             if seccomp is not None:
+                seccomp_r, seccomp_w = os.pipe()
                 os.write(seccomp_w, seccomp)          # a few hundred bytes: fits in the pipe buffer
                 os.close(seccomp_w)
             self.process = subprocess.Popen(limited_command(command(seccomp_r), limits, cgroups), env=env,

@@ -46,7 +46,7 @@ class RunOutcome:
     finished: bool                     # the last attempt ran to the end of the notebook
     wall_seconds: float
     log_tail: str                      # the runner's own stdout/stderr: shown only when no student code ran
-    results: dict[str, object]         # hidden cell id -> the probe's record (decoded, untrusted), or
+    results: dict[str, dict]           # hidden cell id -> the probe's record (decoded, untrusted), or
                                        # what run_job's `decode` made of it as it arrived
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
     cpu_seconds: float = 0.0           # the sandboxes' CPU (user + system), every attempt, as the kernel counted it
@@ -62,7 +62,8 @@ class Attempt:
         self.launch, self.payload, self.limits, self.decode = launch, payload, limits, decode
         self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
-        self.current, self.since, self.done, self.log = None, time.monotonic(), False, bytearray()
+        self.current: int | None = None    # the code cell running, by the job's marks
+        self.since, self.done, self.log = time.monotonic(), False, bytearray()
         self.cpu_seconds, self.log_read, self.draining, self.next_drain = 0.0, 0, None, 0.0
         self.refused: dict | None = None   # the first frame refused: {"reason", "bytes" announced, "cell" it came in}
         self.interrupted: list[int] = []   # cells past their limit that the job interrupted, by this side's clock
@@ -252,7 +253,8 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
     tasks = set(task_ids)
-    events, skip = [], []
+    events: list[dict] = []
+    skip: list[int] = []
     results, outputs, reader = {}, {}, ChannelReader(limits)
     groups = make_cgroups(limits)
     log, cpu, lost = b"", 0.0, 0
@@ -271,15 +273,18 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                     lost += 1
                     if lost > MAX_LOST:
                         raise ZygoteGone(f"the warm sandbox was lost {lost} times in a row while running this notebook")
-                    results.clear(), results.update(kept[0]), outputs.clear(), outputs.update(kept[1])
+                    results.clear()
+                    results.update(kept[0])
+                    outputs.clear()
+                    outputs.update(kept[1])
                     deadline += time.monotonic() - attempt_started
                     continue
                 log = bytes(attempt.log) if attempt.current is None else log
-                again = ending == "unreadable" and cell is not None and len(skip) < MAX_REPLAYS
-                events += [e for e in _events(attempt, ending, cell, limits, again) if e not in events]
-                if not again:
+                replay = cell if ending == "unreadable" and len(skip) < MAX_REPLAYS else None   # run again without it
+                events += [e for e in _events(attempt, ending, cell, limits, replay is not None) if e not in events]
+                if replay is None:
                     break
-                skip.append(cell)
+                skip.append(replay)
         counted = cgroup_cpu_seconds(groups)
         cpu = cpu if counted is None else counted       # the cgroup also counts what bwrap did not wait for
     finally:

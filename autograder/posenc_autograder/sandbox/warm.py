@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import hashlib
+import io
 import json
 import os
 import pathlib
@@ -101,8 +102,8 @@ class WarmJob:
     pid: int
     pidfd: int
     status_fd: int
-    stdin: object
-    log: object
+    stdin: io.FileIO
+    log: io.FileIO
     record: dict | None = None
     ended: bool = False
 

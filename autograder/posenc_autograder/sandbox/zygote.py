@@ -343,7 +343,7 @@ def child(server: socket.socket, request: dict, fds: list[int], config: dict) ->
         stdin, channel, log, sync, _status = fds
         # Copies numbered above any the job keeps first, so the dup2s into 0-4 cannot overwrite one another.
         moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in (stdin, log, channel, sync)]
-        for target, fd in zip((0, 1, CHANNEL_FD, SYNC_FD), moved):
+        for target, fd in zip((0, 1, CHANNEL_FD, SYNC_FD), moved, strict=True):
             os.dup2(fd, target)
         os.dup2(1, 2)
         os.closerange(SYNC_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])   # other jobs' pipes, pidfds
@@ -358,9 +358,10 @@ def child(server: socket.socket, request: dict, fds: list[int], config: dict) ->
 
 
 def serve(server: socket.socket, config: dict) -> None:
-    jobs = {}                                      # pidfd -> (pid, status pipe)
+    jobs: dict[int, tuple[int, int]] = {}         # pidfd -> (pid, status pipe)
     while True:
-        readable, _, _ = select.select([server, *jobs], [], [])
+        watched: list[socket.socket | int] = [server, *jobs]
+        readable, _, _ = select.select(watched, [], [])
         for pidfd in [fd for fd in readable if fd in jobs]:
             pid, status_fd = jobs.pop(pidfd)
             _, status, usage = os.wait4(pid, 0)

@@ -7,6 +7,8 @@ changed arguments are the contracts test's alone.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from posenc_autograder.checks import variants
@@ -159,9 +161,9 @@ def stand_in_rope(x, positions, vector):
 def _run(positions) -> str:
     """Positions as the student would read them: '3 to 11', '11 down to 3', or the list when not a run."""
     positions = [int(p) for p in positions]
-    if len(positions) > 2 and all(b - a == 1 for a, b in zip(positions, positions[1:])):
+    if len(positions) > 2 and all(b - a == 1 for a, b in itertools.pairwise(positions)):
         return f"{positions[0]} to {positions[-1]}"
-    if len(positions) > 2 and all(a - b == 1 for a, b in zip(positions, positions[1:])):
+    if len(positions) > 2 and all(a - b == 1 for a, b in itertools.pairwise(positions)):
         return f"{positions[0]} down to {positions[-1]}"
     return str(positions)
 

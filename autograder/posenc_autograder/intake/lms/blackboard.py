@@ -112,7 +112,7 @@ def blackboard_prefix(members: list[str], attempt_notes: dict[str, str] | None =
     if len(heads) < 2:
         return None
     first, last = min(heads), max(heads)
-    common = next((i for i, (a, b) in enumerate(zip(first, last)) if a != b), min(len(first), len(last)))
+    common = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), min(len(first), len(last)))
     cut = first.rfind("_", 0, common + 1)
     return first[:cut + 1] if cut > 0 else None
 

@@ -90,7 +90,7 @@ class StarletteCookies(CookieService):
         return (self._request.get_cookie(self._get_key(name))
                 or self._request.get_cookie(self._get_key(LEGACY + name)))
 
-    def set_cookie(self, name: str, value: str, exp: int | None = 3600):
+    def set_cookie(self, name: str, value: str | int, exp: int | None = 3600):
         self.to_set[name] = (value, exp)
 
     def state(self) -> str | None:
@@ -255,8 +255,9 @@ class StrictLaunch(MessageLaunch):
         which must then be one of them."""
         body = self._jwt.get("body", {})
         aud, azp = body.get("aud"), body.get("azp")
-        audiences = aud if isinstance(aud, list) else [aud]
-        if not audiences or not all(isinstance(a, str) and a for a in audiences):
+        given = aud if isinstance(aud, list) else [aud]
+        audiences = [a for a in given if isinstance(a, str) and a]
+        if not audiences or len(audiences) != len(given):
             raise LtiException("the id_token has no audience (aud)")
         if len(audiences) > 1:
             if not isinstance(azp, str) or azp not in audiences:
@@ -296,9 +297,10 @@ class StrictLaunch(MessageLaunch):
 
     def validate_deployment(self) -> "StrictLaunch":
         try:
-            return super().validate_deployment()
+            super().validate_deployment()
         except LtiException:
             raise LtiException("the deployment (deployment_id) is not registered") from None
+        return self
 
     def validate_message(self) -> "StrictLaunch":
         body = self._jwt["body"]
@@ -307,7 +309,8 @@ class StrictLaunch(MessageLaunch):
             raise LtiException(f"the message type {str(kind)[:40]!r} is not one this tool takes")
         if body.get("https://purl.imsglobal.org/spec/lti/claim/version") != "1.3.0":
             raise LtiException("the LTI version must be 1.3.0")
-        return super().validate_message()
+        super().validate_message()
+        return self
 
     def consume_login(self) -> "StrictLaunch":
         """The login this browser started (its state) must be the one whose nonce the token carries, unused and

@@ -154,7 +154,7 @@ class Outbox:
         except Exception as exc:  # noqa: BLE001 - pylti1p3 raises plain Exception for an unknown platform
             raise LtiException(f"{item.issuer} (client {item.client_id}) is no longer registered") from exc
         session = requests.Session()
-        session.request = _with_timeout(session.request)
+        session.request = _with_timeout(session.request)  # type: ignore[method-assign]  # requests: no default timeout
         return ServiceConnector(registration, session)
 
     def _post(self, connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> None:
@@ -162,13 +162,16 @@ class Outbox:
                  .set_activity_progress("Completed").set_grading_progress("FullyGraded").set_user_id(item.sub)
                  .set_timestamp(score.timestamp.replace(tzinfo=dt.timezone.utc).isoformat(timespec="milliseconds")))
         line_item = item.line_item or self._found_line_item(connector, score, item)
-        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(), "lineitem": line_item})
+        # the scopes the platform granted, kept as text: pylti1p3 types them as its four literals
+        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(),  # type: ignore[typeddict-item]
+                                                       "lineitem": line_item})
         service.put_grade(grade)
 
     def _found_line_item(self, connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> str:
         """The assignment's line item in the context's container (tagged with the assignment's name), made there if
         there is none; kept for the next score."""
-        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(), "lineitems": item.line_items})
+        service = AssignmentsGradesService(connector, {"scope": item.scopes.split(),  # type: ignore[typeddict-item]
+                                                       "lineitems": item.line_items})
         found = service.find_or_create_lineitem(LineItem().set_tag(item.assignment).set_label(item.assignment)
                                                 .set_score_maximum(score.score_maximum))
         url = found.get_id()

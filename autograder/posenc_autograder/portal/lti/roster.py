@@ -4,7 +4,7 @@ launched from, with name, email and LMS ids, tied to the course's student ids as
 from __future__ import annotations
 
 import requests
-from pylti1p3.names_roles import NamesRolesProvisioningService
+from pylti1p3.names_roles import NamesRolesProvisioningService, TMember
 from pylti1p3.service_connector import ServiceConnector
 from sqlalchemy import select
 
@@ -23,8 +23,7 @@ def sync_context(course, sessions, tool_config, context_id: int) -> tuple[int, s
     try:
         registration = tool_config.find_registration_by_params(context.issuer, context.client_id)
         connector = ServiceConnector(registration, requests.Session())
-        service = NamesRolesProvisioningService(connector, {"context_memberships_url": context.memberships_url,
-                                                            "service_versions": ["2.0"]})
+        service = NamesRolesProvisioningService(connector, {"context_memberships_url": context.memberships_url})
         members = members_of(service)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor on the context's row
         error = describe(exc)
@@ -53,9 +52,10 @@ def sync_context(course, sessions, tool_config, context_id: int) -> tuple[int, s
     return kept, ""
 
 
-def members_of(service: NamesRolesProvisioningService) -> list[dict]:
+def members_of(service: NamesRolesProvisioningService) -> list[TMember]:
     """Every member, page after page (the Link header's rel=next), up to MAX_MEMBERS."""
-    members, url = [], None
+    members: list[TMember] = []
+    url = None
     while len(members) < MAX_MEMBERS:
         page, url = service.get_members_page(url)
         members += [m for m in page if isinstance(m, dict)]

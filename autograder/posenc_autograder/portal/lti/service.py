@@ -201,7 +201,8 @@ class LtiTool:
                     .set_custom_params({"assignment": assignment})
                     .set_lineitem(LineItem().set_tag(assignment).set_score_maximum(total_points(assignment))
                                   .set_label(assignment)))
-        link = DeepLink(pending.registration, pending.deployment_id, pending.settings)
+        # the platform's deep_linking_settings claim as it came: pylti1p3 types it as its TypedDict
+        link = DeepLink(pending.registration, pending.deployment_id, pending.settings)  # type: ignore[arg-type]
         return pending.settings["deep_link_return_url"], link.get_response_jwt([resource])
 
     # --- roster and scores --------------------------------------------------------------------------

@@ -72,14 +72,8 @@ def set_presession(response: Response, request: Request, presession: str, path: 
 
 
 def presession_ok(request: Request, form) -> bool:
-    presession = request.cookies.get(PRESESSION)
-    return bool(presession) and auth.csrf_ok(_Token(presession), form.get("csrf"))
-
-
-class _Token:
-    """Stands for a session in csrf_ok when the expected token is the pre-session cookie (double submit)."""
-    def __init__(self, csrf: str):
-        self.csrf = csrf
+    presession = request.cookies.get(PRESESSION)      # the expected token (double submit)
+    return bool(presession) and auth.tokens_match(str(presession), form.get("csrf"))
 
 
 async def current(request: Request):

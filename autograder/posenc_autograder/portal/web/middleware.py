@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 
 from posenc_autograder import settings
 from posenc_autograder.portal import pages, uploads
@@ -85,7 +86,7 @@ def bounded(receive, limit: int, seconds: float):
     return bounded_receive
 
 
-def secure_headers(headers, ancestors: list[str] = ()) -> list:
+def secure_headers(headers, ancestors: Sequence[str] = ()) -> list:
     """The security headers on a response: the portal's CSP unless it has its own, framing only by the registered
     LMSs (`ancestors`; X-Frame-Options cannot name them, so it goes when they are named)."""
     headers = [(n, pages.with_frame_ancestors(v.decode(), list(ancestors)).encode())

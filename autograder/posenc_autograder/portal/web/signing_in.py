@@ -56,6 +56,7 @@ async def sign_in(request: Request):
         return set_presession(page("confirm_sign_in.html", session=session, title="Switch account?",
                                    presession=presession, who="the instructor" if session.instructor
                                    else session.student_id), request, presession, "/s")
+    assert cookie is not None                                    # "ok" comes with the session's cookie
     response = signed_in_redirect(cookie, request, "/")
     if confirmed:
         await run_in_threadpool(portal_of(request).sign_out, request.cookies.get(COOKIE))   # the replaced session
@@ -114,6 +115,7 @@ async def instructor_sign_in(request: Request):
                        "hour.", 429)
     if outcome == "invalid":
         return message("Wrong secret", "That is not the instructor's secret.", 403, None, ("/instructor", "try again"))
+    assert cookie is not None                                    # "ok" comes with the session's cookie
     response = signed_in_redirect(cookie, request, "/instructor")
     response.delete_cookie(PRESESSION, path="/instructor")
     return response

@@ -156,7 +156,7 @@ async def attempt_status(request: Request):
         if held and found.status == since:
             if change is None:                           # past the bounds on held requests: a plain poll
                 return JSONResponse(await run_in_threadpool(portal.status, found))
-            if not await changed_in_time(request, change, queue.hold_seconds(since)):
+            if not await changed_in_time(request, change, queue.hold_seconds(found.status)):
                 return Response(status_code=204)                           # the client went away
             found = await find_own_attempt(request, session) or found
     status = await run_in_threadpool(portal.status, found)
