@@ -98,11 +98,11 @@ move-db: $(STAMP)
 	@test -n "$(TO)" || { echo "usage: make move-db TO=<database URL>   (postgresql+psycopg2://user@host/name, or sqlite:////absolute/path.db)"; exit 2; }
 	$(PY) -m posenc_autograder move-db --to "$(TO)" $(if $(DB_URL),--db-url $(DB_URL))
 
-## bench-portal: 200 simulated students upload to a portal on 127.0.0.1 over 2 minutes, on SQLite then PostgreSQL; throughput, time to feedback, memory, CPU per request (STUDENTS=2000 SPREAD=300: the rush of 2,000 in 5 minutes; DATABASE=sqlite|postgresql; STATUS_COST=2000: only the CPU of a status request with 2000 queued)
+## bench-portal: 200 simulated students upload to a portal on 127.0.0.1 over 2 minutes, on SQLite then PostgreSQL; throughput, time to feedback, memory, CPU per request (STUDENTS=2000 SPREAD=300: the rush of 2,000 in 5 minutes; DATABASE=sqlite|postgresql; STATUS_COST=2000: only the CPU of a status request with 2000 queued); writes autograder/figures/bench-portal.md and the README's block
 bench-portal: $(STAMP) system-packages
 	$(PY) -m posenc_autograder bench-portal $(if $(STUDENTS),--students $(STUDENTS)) $(if $(SPREAD),--spread $(SPREAD)) $(if $(DATABASE),--database $(DATABASE)) $(if $(STATUS_COST),--status-cost $(STATUS_COST))
 
-## bench-scale: generated classes of N="100 300 1000" graded and compared: time, peak memory, disk per student (HOSTILE=1: with the attack suite's memory attacks)
+## bench-scale: generated classes of N="100 300 1000" graded and compared: time, peak memory, disk per student (HOSTILE=1: with the attack suite's memory attacks); writes autograder/figures/bench-scale[-hostile].md and the README's block
 N ?= 100 300 1000
 bench-scale: $(STAMP)
 	$(PY) -m posenc_autograder bench-scale $(N) $(if $(HOSTILE),--hostile)
@@ -111,7 +111,7 @@ bench-scale: $(STAMP)
 bench-waits: $(STAMP)
 	$(PY) -m posenc_autograder bench-waits $(if $(QUICK),--quick)
 
-## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions, then CPU per phase per notebook of each assignment beside the floor
+## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions, then CPU per phase per notebook of each assignment beside the floor; writes autograder/figures/bench.md and the README's block
 bench: $(STAMP)
 	$(PY) -m posenc_autograder bench --students 60
 

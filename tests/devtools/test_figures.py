@@ -23,3 +23,45 @@ def test_publishing_replaces_only_its_own_block(tmp_path):
     figures.publish(tmp_path, "one", "| new | 2 s |\n")
     assert (tmp_path / figures.README).read_text() == text.replace("| old | 9 s |", "| new | 2 s |")
     assert figures.written_figures(tmp_path) == {"one": "| new | 2 s |\n"}
+
+
+def test_every_benchmark_writes_a_block_the_readme_has():
+    from posenc_autograder.devtools import bench, bench_scale, bench_waits, portal_load
+    names = {bench.NAME, bench_scale.NAME, bench_scale.NAME + "-hostile", portal_load.NAME, bench_waits.NAME}
+    assert names == set(figures.blocks(README))
+
+
+def test_bench_writes_its_ratios_and_phases_from_the_measurements():
+    from posenc_autograder.devtools import bench
+    text = bench.ClassFigures(students=10, jobs=2, stock_wall=90.0, stock_cpu=20.0, ours_wall=6.0, ours_cpu=4.0,
+                              idle_cpu=0.3).text()
+    assert "| stock `nbgrader autograde`, sequential | 90.0 s | 2.000 s |" in text
+    assert "15.0× faster than stock in wall time" in text and "5.0× in CPU" in text
+    phases = ({phase: 0.1 for phase in bench.costs.PHASES}, 1.2, 5.0, 2)         # CPU per phase, all, wall, notebooks
+    rows = bench.phase_rows({"a": phases}, {"a": phases}, 0.02, 0.17, {"a": 0.01})
+    table = bench.per_notebook_text(rows, ["a"], 2, 2)
+    assert "| **total** | **0.600** |" in table and f"| {bench.EMPTY_CELL} | 0.170 |" in table
+
+
+def test_bench_scale_writes_units_and_growth_exponents():
+    from posenc_autograder.devtools import bench_scale
+
+    def row(n, seconds):
+        run = {"seconds": seconds, "status": 0, "own": 2**29, "tree": 2**30}
+        return {"n": n, "grade": run, "integrity": run, "evidence": 30_000 * n, "results": 80_000}
+    text = bench_scale.table([row(100, 100.0), row(400, 200.0)])
+    assert "| 100 | 100 s | 1.00 s | 0.50 GiB | 1.00 GiB |" in text
+    assert "| growth exponent (100 → 400) | 0.50 | -0.50 |" in text
+
+
+def test_bench_portal_writes_each_rush_and_the_hostile_ratio():
+    from posenc_autograder.devtools import portal_load
+
+    def rush(p95, attacks):
+        return {"students": 20, "graded": 20, "errors": 0, "wall": 30.0, "p50": 0.5, "p95": p95, "idle_seconds": 0.4,
+                "parts": {"queue": (0.1, 0.3, 0.5)}, "portal_cpu": 4.0, "own_mb": 200.0, "total_mb": 400.0,
+                "attacks": attacks, "hostile_jobs": {}}
+    text = portal_load.figures_text([("SQLite, honest", rush(1.0, {})),
+                                     ("SQLite, with 2 hostile", rush(1.5, {"flooder refused": 7}))], 20, 60, 2)
+    assert "| SQLite, honest | 20 of 20 | 30 s | 0.5 s / 1.0 s | 0.3 s | 0.4 s |" in text
+    assert "SQLite, with 2 hostile: honest p95 1.50 times the honest rush's" in text and "flooder refused x7" in text

@@ -8,6 +8,7 @@ the reference and the comparisons), a sandbox that runs no cell, and `make grade
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import os
 import pathlib
@@ -24,6 +25,7 @@ import nbformat
 from posenc_autograder.checks import hidden_tests, stand_ins_in_process
 from posenc_autograder.checks.hidden import function_verdicts
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, grade_id, nbgrader_meta, run_nbgrader
+from posenc_autograder.devtools import figures
 from posenc_autograder.grading import costs
 from posenc_autograder.grading.executors import default_jobs
 from posenc_autograder.grading.pipeline import probe_files
@@ -169,6 +171,74 @@ def nothing_to_grade_cpu(course: Course) -> float:
     return children_cpu() - cpu
 
 
+# --- the figures it writes (devtools/figures.py: autograder/figures/bench.md and the README's block) -----------
+
+NAME = "bench"
+WALL_GOAL = 8                   # times faster than stock, in wall time
+CPU_GOALS = "0.25 CPU seconds for positional_encoding, 0.10 for the bonus assignments"
+PHASE_WORDS = {
+    "prepare": "prepare (read, assemble, the task composed from the inputs kept per variant)",
+    "sandbox": "sandbox (a fork of the zygote: namespaces, root, the shell, cells, probes, records)",
+    "supervise": "supervise (the channel's frames, decoded once into read-only arrays)",
+    "judge": "judge (references kept per run, read-only)",
+    "store": "store (gradebook, autograded notebook, feedback, result)",
+    "evidence": "integrity evidence (SHA-256 of rounded bytes, the judge's verdicts reused)",
+}
+EMPTY_CELL = "of which a sandbox that runs one empty cell"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassFigures:
+    """The stock comparison: one class graded by stock sequential nbgrader and by `make grade`, in one run."""
+    students: int
+    jobs: int
+    stock_wall: float
+    stock_cpu: float
+    ours_wall: float
+    ours_cpu: float
+    idle_cpu: float             # `make grade` with nothing to grade: the whole command
+
+    def text(self) -> str:
+        n = self.students
+        rows = [["stock `nbgrader autograde`, sequential", f"{self.stock_wall:.1f} s", f"{self.stock_cpu / n:.3f} s"],
+                [f"`make grade`, sandboxed (warm), {self.jobs} jobs", f"{self.ours_wall:.1f} s",
+                 f"{self.ours_cpu / n:.3f} s"],
+                ["`make grade` with nothing to grade (the whole command)", "", f"{self.idle_cpu:.2f} s in all"]]
+        return (figures.table([f"the {n}-notebook class", "wall", "CPU a notebook"], rows)
+                + f"\n`make grade` was {self.stock_wall / self.ours_wall:.1f}× faster than stock in wall time (goal: "
+                f"{WALL_GOAL}×) and {self.stock_cpu / self.ours_cpu:.1f}× in CPU.\n")
+
+
+def phase_rows(tables: dict, cold: dict, start: float, cold_start: float,
+               floors: dict) -> list[tuple[str, dict[str, float]]]:
+    """(row label, assignment -> CPU seconds a notebook): the phases (the empty sandbox under its own), the run's own
+    share, the total, the same notebooks through bubblewrap per job, and the floor."""
+    rows = []
+    for phase in costs.PHASES:
+        rows.append((PHASE_WORDS.get(phase, phase), {a: t[0][phase] / t[3] for a, t in tables.items()}))
+        if phase == "sandbox":
+            rows.append((EMPTY_CELL, {a: start for a in tables}))
+    rows += [("the run's own share (class files, threads)", {a: (t[1] - sum(t[0].values())) / t[3]
+                                                             for a, t in tables.items()}),
+             ("**total**", {a: t[1] / t[3] for a, t in tables.items()}),
+             ("the same notebooks, bubblewrap per job: sandbox", {a: t[0]["sandbox"] / t[3] for a, t in cold.items()}),
+             (EMPTY_CELL, {a: cold_start for a in tables}),
+             ("the same notebooks, bubblewrap per job: **total**", {a: t[1] / t[3] for a, t in cold.items()}),
+             ("floor: the hidden checks in a warm process (student code on the inputs, reference, comparisons)",
+              floors)]
+    return rows
+
+
+def per_notebook_text(rows: list[tuple[str, dict[str, float]]], assignments: list[str], per_assignment: int,
+                      jobs: int) -> str:
+    def cell(label: str, value: float) -> str:
+        return f"**{value:.3f}**" if label.endswith("**total**") else f"{value:.3f}"
+    table = figures.table(["CPU seconds"] + assignments,
+                          [[label] + [cell(label, values[a]) for a in assignments] for label, values in rows])
+    return (f"Per correct notebook ({per_assignment} of each assignment, {jobs} jobs; goals: {CPU_GOALS}):\n\n"
+            + table)
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (1 min), {five:.1f} (5 min)"
@@ -178,6 +248,7 @@ def arguments(parser) -> None:
     parser.add_argument("--students", type=int, default=60, help="the stock comparison's class")
     parser.add_argument("--per-assignment", type=int, default=12, help="correct notebooks graded per assignment "
                         "for the CPU phases")
+    parser.add_argument("--no-write", action="store_true", help="print only: no figures file, README untouched")
 
 
 def bonus_assignments(course: Course) -> list[str]:
@@ -189,6 +260,7 @@ def bonus_assignments(course: Course) -> list[str]:
 def run_command(args) -> int:
     source_root = Course().root
     jobs = args.jobs or default_jobs()
+    started_at, load_at_start = time.time(), os.getloadavg()[0]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs, {load()} at the start")
     with tempfile.TemporaryDirectory(prefix="posenc-bench-") as tmp:
         stock_course = make_class(source_root, pathlib.Path(tmp) / "stock", args.students)
@@ -215,30 +287,13 @@ def run_command(args) -> int:
     with bubblewrap_per_job():
         cold_start = empty_job_cpu()
     floors = {assignment: floor_cpu(source_root, assignment) for assignment in tables}
-    n = args.students
-    print(f"\nThe class: {n} notebooks of {ASSIGNMENT} (every third untouched), {jobs} jobs")
-    print(f"stock nbgrader autograde, sequential: {stock:7.1f} s wall  {stock_cpu / n:6.3f} CPU-s a notebook")
-    print(f"make grade, sandboxed:                {ours:7.1f} s wall  {ours_cpu / n:6.3f} CPU-s a notebook")
-    print(f"make grade is faster than stock:      {stock / ours:7.2f}x wall, {stock_cpu / ours_cpu:.2f}x CPU "
-          f"(goal: 8x wall)")
-    print(f"make grade with nothing to grade:     {idle:7.2f} CPU-s, the whole command (goal: under 1)")
-    print(f"registering the assignment:           {register:7.1f} s (once a term, before either clock)")
-    print(f"\nCPU seconds per correct notebook, {args.per_assignment} graded per assignment, {jobs} jobs, student code "
-          f"in {warm.status()}; then the same notebooks with bubblewrap per job ({warm.SWITCH}=0):")
-    width = max(map(len, tables)) + 2
-    print(f"{'phase':<34}" + "".join(f"{a:>{width}}" for a in tables))
-    rows = {phase: {a: t[0][phase] / t[3] for a, t in tables.items()} for phase in costs.PHASES}
-    rows["  of which a sandbox that runs no cell"] = {a: start for a in tables}
-    rows["the run's own (class files, threads)"] = {a: (t[1] - sum(t[0].values())) / t[3] for a, t in tables.items()}
-    rows["total"] = {a: t[1] / t[3] for a, t in tables.items()}
-    rows["bubblewrap per job: sandbox"] = {a: t[0]["sandbox"] / t[3] for a, t in cold.items()}
-    rows["  of which a sandbox, no cell"] = {a: cold_start for a in tables}
-    rows["bubblewrap per job: total"] = {a: t[1] / t[3] for a, t in cold.items()}
-    rows["floor (checks in a warm process)"] = floors
-    rows["total / floor"] = {a: rows["total"][a] / floors[a] for a in tables}
-    for phase, values in rows.items():
-        print(f"{phase:<34}" + "".join(f"{values[a]:>{width}.3f}" for a in tables))
-    print("goals: total <= 0.25 (positional_encoding), <= 0.10 (bonus assignments)")
-    print(f"\n{load()} at the end; grader peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f}"
-          f" GiB (make bench-scale: in class size)")
+    class_figures = ClassFigures(args.students, jobs, stock, stock_cpu, ours, ours_cpu, idle)
+    rows = phase_rows(tables, cold, start, cold_start, floors)
+    print(f"registering the assignment: {register:.1f} s (once a term, before either clock); grader peak memory "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB (make bench-scale: in class size)")
+    text = (class_figures.text() + "\n" + per_notebook_text(rows, list(tables), args.per_assignment, jobs) + "\n"
+            + figures.provenance(started_at, load_at_start).format(name=NAME) + "\n")
+    print("\n" + text)
+    if not args.no_write:
+        print(f"written to {figures.publish(source_root, NAME, text).relative_to(source_root)} and the README")
     return 0

@@ -24,6 +24,7 @@ import time
 import nbformat
 
 from posenc_autograder.course import Course, grade_id
+from posenc_autograder.devtools import figures
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 
 SHARES = (("correct", 0.60), ("common mistake", 0.25), ("untouched", 0.10), ("copy", 0.05))
@@ -183,33 +184,43 @@ def exponent(rows: list[dict], value) -> str:
     return f"{math.log(value(last) / value(first)) / math.log(last['n'] / first['n']):.2f}"
 
 
-def table(rows: list[dict]) -> str:
-    gib, mib = 2**30, 2**20
+NAME = "bench-scale"              # with --hostile: bench-scale-hostile, figures of their own
+
+
+def table(rows: list[dict], hostile: bool = False) -> str:
+    """The figures as a Markdown table, a row per class size and the growth exponents between the smallest and the
+    largest, then when and how they were measured (autograder/figures/bench-scale.md and the README's block)."""
+    gib, mb = 2**30, 2**20
     columns = [
         ("students", lambda r: r["n"], "{:d}"),
-        ("make grade s", lambda r: r["grade"]["seconds"], "{:.0f}"),
-        ("s/notebook", lambda r: r["grade"]["seconds"] / r["n"], "{:.2f}"),
-        ("grader peak GiB", lambda r: r["grade"]["own"] / gib, "{:.2f}"),
-        ("tree peak GiB", lambda r: r["grade"]["tree"] / gib, "{:.2f}"),
-        ("evidence MB/student", lambda r: r["evidence"] / mib, "{:.3f}"),
-        ("results MB/student", lambda r: r["results"] / mib, "{:.2f}"),
-        ("make integrity s", lambda r: r["integrity"]["seconds"], "{:.1f}"),
-        ("integrity peak GiB", lambda r: r["integrity"]["tree"] / gib, "{:.2f}"),
+        ("`make grade`", lambda r: r["grade"]["seconds"], "{:.0f} s"),
+        ("per notebook", lambda r: r["grade"]["seconds"] / r["n"], "{:.2f} s"),
+        ("grader peak", lambda r: r["grade"]["own"] / gib, "{:.2f} GiB"),
+        ("grader + sandboxes peak", lambda r: r["grade"]["tree"] / gib, "{:.2f} GiB"),
+        ("evidence a student", lambda r: r["evidence"] / mb, "{:.3f} MB"),
+        ("results a student", lambda r: r["results"] / mb, "{:.2f} MB"),
+        ("`make integrity`", lambda r: r["integrity"]["seconds"], "{:.1f} s"),
+        ("its peak", lambda r: r["integrity"]["tree"] / gib, "{:.2f} GiB"),
     ]
-    lines = ["| " + " | ".join(name for name, _, _ in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(form.format(value(r)) for _, value, form in columns) + " |" for r in rows]
-    lines.append("| growth exponent | " + " | ".join(exponent(rows, value) for _, value, _ in columns[1:]) + " |")
-    return "\n".join(lines)
+    body = [[form.format(value(r)) for _, value, form in columns] for r in rows]
+    if len(rows) > 1:
+        body.append([f"growth exponent ({rows[0]['n']} → {rows[-1]['n']})"]
+                    + [exponent(rows, value) for _, value, _ in columns[1:]])
+    return (figures.table([name for name, _, _ in columns], body)
+            + ("\nEach class beside the attack suite's memory attacks, twice each (--hostile).\n" if hostile else ""))
 
 
 def arguments(parser) -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[100, 300, 1000])
     parser.add_argument("--hostile", action="store_true", help="add the attack suite's memory attacks to each class")
+    parser.add_argument("--no-write", action="store_true", help="print only: no figures file, README untouched")
     parser.set_defaults(jobs=2)
 
 
 def run_command(args) -> int:
     source_root = Course().root
+    started, load = time.time(), os.getloadavg()[0]
+    name = NAME + "-hostile" if args.hostile else NAME
     rows = []
     for n in args.sizes:
         row = run(source_root, n, args.jobs, hostile if args.hostile else generate)
@@ -218,6 +229,10 @@ def run_command(args) -> int:
         print(f"N={n}: grade {row['grade']['seconds']:.0f} s (exit {row['grade']['status']}), integrity "
               f"{row['integrity']['seconds']:.1f} s (exit {row['integrity']['status']})"
               + (f"; FAILED: {bad}" if bad else ""), flush=True)
-    print(table(rows))
+    text = table(rows, args.hostile) + "\n" + figures.provenance(started, load).format(
+        name=NAME + (" HOSTILE=1" if args.hostile else "")) + "\n"
+    print("\n" + text)
+    if not args.no_write:
+        print(f"written to {figures.publish(source_root, name, text).relative_to(source_root)} and the README")
     return 0
 

@@ -35,6 +35,7 @@ import psutil
 from sqlalchemy import select
 
 from posenc_autograder.course import find_root
+from posenc_autograder.devtools import figures
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 from posenc_autograder.devtools.postgres import free_port, postgres_server
 from posenc_autograder.portal import queue
@@ -372,16 +373,53 @@ def report(label: str, figures: dict) -> str:
     return "\n".join(lines)
 
 
-def both_rushes(label: str, run, groups: list[dict[str, int]]) -> None:
-    """The honest rush, then the same with each group of hostile students; the ratio of the honest p95s."""
+def both_rushes(label: str, run, groups: list[dict[str, int]]) -> list[tuple[str, dict]]:
+    """The honest rush, then the same with each group of hostile students; the ratio of the honest p95s. Returns
+    each rush's (label, figures)."""
     clean = run(None)
     print(report(f"{label}", clean), flush=True)
+    rushes = [(f"{label}, honest", clean)]
     for group in groups:
         rough = run(group)
         name = "hostile" if group == HOSTILE else "+".join(group)
         print(report(f"{label} + {name}", rough), flush=True)
         if clean["p95"] and rough["p95"]:
             print(f"{'':<22} honest p95 with {name} / without: {rough['p95'] / clean['p95']:.2f}", flush=True)
+        rushes.append((f"{label}, with {sum(group.values())} {name}", rough))
+    return rushes
+
+
+# --- the figures it writes (devtools/figures.py: autograder/figures/bench-portal.md and the README's block) -----
+
+NAME = "bench-portal"
+
+
+def figures_text(rushes: list[tuple[str, dict]], students: int, spread: float, jobs: int) -> str:
+    """The rushes as a Markdown table, then for each hostile rush the ratio of the honest p95s and what the hostile
+    students got; when and how the figures were measured is added by the caller."""
+    def seconds(value) -> str:
+        return "n/a" if value is None else f"{value:.1f} s"
+    rows = [[label, f"{f['graded']} of {f['students']}", f"{f['wall']:.0f} s",
+             f"{seconds(f['p50'])} / {seconds(f['p95'])}",
+             seconds(f["parts"]["queue"][1]) if "queue" in f["parts"] else "n/a", seconds(f["idle_seconds"]),
+             f"{f['portal_cpu']:.0f} s ({f['portal_cpu'] / max(f['graded'], 1):.2f} s an honest upload)",
+             f"{f['own_mb']:.0f} MiB / {f['total_mb']:.0f} MiB"] for label, f in rushes]
+    text = (f"{students} students uploading over {spread:.0f} s, {jobs} sandboxes:\n\n"
+            + figures.table(["", "honest graded", "in", "p50 / p95 upload to feedback", "queue wait p95",
+                             "idle portal, one notebook", "portal CPU", "peak memory (portal / with sandboxes)"],
+                            rows))
+    honest = {label.split(",")[0]: f for label, f in rushes if label.endswith("honest")}
+    for label, f in rushes:
+        clean = honest.get(label.split(",")[0])
+        if f is clean or clean is None:
+            continue
+        ratio = f"{f['p95'] / clean['p95']:.2f}" if f["p95"] and clean["p95"] else "n/a"
+        got = ", ".join(f"{kind} x{n}" for kind, n in f["attacks"].items()) or "nothing"
+        jobs_of = "; ".join(f"{kind} {n} jobs, {total:.0f} s, longest {top:.1f} s"
+                            for kind, (n, total, top) in f["hostile_jobs"].items()) or "none"
+        text += (f"\n{label}: honest p95 {ratio} times the honest rush's; {f['errors']} grader errors; what the "
+                 f"hostile students got: {got}; their graded jobs (sandbox time): {jobs_of}.\n")
+    return text
 
 
 def hostile_groups(texts: list[str] | None) -> list[dict[str, int]]:
@@ -401,6 +439,7 @@ def arguments(parser) -> None:
     parser.add_argument("--spread", type=float, default=120, help="seconds over which the uploads arrive")
     parser.add_argument("--timeout", type=float, default=1200, help="stop after this many seconds")
     parser.add_argument("--database", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--no-write", action="store_true", help="print only: no figures file, README untouched")
     parser.add_argument("--status-cost", type=int, metavar="QUEUED", default=0,
                         help="only the portal's CPU per status request with QUEUED jobs waiting, on each database")
     parser.add_argument("--hostile", nargs="+", metavar="KINDS", help="instead of all hostile students at once, "
@@ -434,15 +473,22 @@ def run_command(args) -> int:
     print(f"hostile students mixed into the later rushes: {', '.join(f'{n} {k}' for k, n in HOSTILE.items())}",
           flush=True)
     groups = hostile_groups(args.hostile)
+    started, load = time.time(), os.getloadavg()[0]
     print(f"load at start: {uptime()}", flush=True)
+    rushes = []
     if args.database in ("sqlite", "both"):
-        both_rushes("SQLite", lambda hostile: run_once(source_root, args.students, jobs, args.spread, args.timeout,
-                                                       None, hostile), groups)
+        rushes += both_rushes("SQLite", lambda hostile: run_once(source_root, args.students, jobs, args.spread,
+                                                                 args.timeout, None, hostile), groups)
     if args.database in ("postgresql", "both"):
         def on_postgres(hostile: dict[str, int] | None) -> dict:
             with postgres_server(max_connections=200) as url:        # a fresh database for each rush
                 return run_once(source_root, args.students, jobs, args.spread, args.timeout, url, hostile)
-        both_rushes("PostgreSQL", on_postgres, groups)
+        rushes += both_rushes("PostgreSQL", on_postgres, groups)
     print(f"load at end: {uptime()}", flush=True)
+    text = (figures_text(rushes, args.students, args.spread, jobs) + "\n"
+            + figures.provenance(started, load).format(name=NAME) + "\n")
+    print("\n" + text)
+    if not args.no_write:
+        print(f"written to {figures.publish(source_root, NAME, text).relative_to(source_root)} and the README")
     return 0
 
