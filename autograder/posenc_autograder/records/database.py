@@ -204,7 +204,7 @@ def _create_schema(course: Course, found: MetaData, url: str, engine: Engine) ->
     rest.create_all(engine)
 
 
-def _generic(kind):
+def _generic(kind: Any) -> Any:
     try:
         return kind.as_generic()
     except NotImplementedError:

@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,8 +60,8 @@ class StudentRecord:
     assignment: str
     notebook: str
     variant: int | None
-    own: dict            # cell id -> probe record on the student's own inputs
-    shared: dict         # cell id -> probe record on the course-wide inputs
+    own: dict[str, dict[str, Any]]       # cell id -> probe record on the student's own inputs
+    shared: dict[str, dict[str, Any]]    # cell id -> probe record on the course-wide inputs
     code: str            # what the student wrote, starter code included
     failed: dict[str, bool] | None = None    # cell id -> the judge's verdict on `own` (failed), when it ran
 
@@ -113,13 +113,13 @@ class Evidence:
     variant: int | None
     code: str                                   # what the student wrote (answer cells and added cells)
     answers: list[Answer]                       # every answer of their own on the shared set
-    own_keys: dict                              # test (inputs vary) -> digests of the values on their own inputs
-    own_failing: dict                           # test (inputs vary) failed on their own inputs -> its record
+    own_keys: dict[str, list[str]]              # test (inputs vary) -> digests of the values on their own inputs
+    own_failing: dict[str, dict[str, Any]]      # test (inputs vary) failed on their own inputs -> its record
     key_format: str = KEY_FORMAT                # how its keys were digested: only keys of one format are compared
-    cut: dict = dataclasses.field(default_factory=dict)   # test (or "*": all) -> why its answers were summarised
+    cut: dict[str, str] = dataclasses.field(default_factory=dict)   # test (or "*": all) -> why it was summarised
 
 
-def leaves(value, path=""):
+def leaves(value: object, path: str = "") -> Iterator[tuple[str, object]]:
     """The answers inside a probe's observations: attempt records and bare values, with their paths (a dict's keys in
     order; one too large to compare anyway in its own order, not sorted first)."""
     if isinstance(value, dict) and "value" not in value and "error" not in value:
@@ -382,14 +382,14 @@ def write(target: pathlib.Path, evidence: Evidence) -> None:
     payload = {field.name: getattr(evidence, field.name) for field in dataclasses.fields(evidence)}
     payload["answers"] = [dict(vars(answer)) for answer in evidence.answers]
     payload["variant"] = None if evidence.variant is None else str(evidence.variant)   # JSON loses 64-bit ints
-    arrays: list = []
+    arrays: list[np.ndarray] = []
     skeleton = codec.dumps(payload, arrays)
     size = len(skeleton) + sum(a.nbytes for a in arrays)
     if size > MAX_EVIDENCE_BYTES:
         raise EvidenceTooLarge(f"{size / 2**20:.0f} MiB of answers, over the {MAX_EVIDENCE_BYTES / 2**20:.0f} MiB kept")
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as handle:       # arrays as raw float64 (no base64), no pickles
-        np.savez(handle, skeleton=np.frombuffer(skeleton.encode(), dtype=np.uint8),
+        np.savez(handle, allow_pickle=False, skeleton=np.frombuffer(skeleton.encode(), dtype=np.uint8),
                  **{f"a{i}": a for i, a in enumerate(arrays)})
 
 
@@ -410,7 +410,8 @@ def read(path: pathlib.Path) -> Evidence:
     return evidence
 
 
-def load_class(course: Course, assignment: str, notebook: str, skipped: list | None = None) -> list[Evidence]:
+def load_class(course: Course, assignment: str, notebook: str,
+               skipped: list[tuple[str, str, str, str]] | None = None) -> list[Evidence]:
     """Every student's evidence; a file that cannot be read is left out and named in `skipped`."""
     found = []
     for path in sorted(folder(course, assignment, notebook).glob(f"*{SUFFIX}")):

@@ -181,7 +181,7 @@ def _add_grades(db: Session, submission: str, notebook: str, cells: set[str]) ->
     db.execute(insert(Grade.__table__), [{"cell_id": cell, "notebook_id": submitted} for cell, _ in found])
 
 
-def _per_cell(query, table):
+def _per_cell(query: Any, table: Any) -> Any:           # nbgrader's ORM: untyped
     """A query over one of nbgrader's per-cell tables of submissions (Grade, Comment), joined to its cell, notebook,
     assignment and student."""
     return (query.select_from(table).join(BaseCell, table.cell_id == BaseCell.id)

@@ -9,7 +9,7 @@ files that may disagree with the gradebook.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import nbformat
 
@@ -37,7 +37,7 @@ Page = Callable[[Stored], object]                # writes the notebook's feedbac
 
 
 def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
-          previous: dict | None, page: Page, executed_notebook: str | None = None) -> NotebookResult:
+          previous: dict[str, Any] | None, page: Page, executed_notebook: str | None = None) -> NotebookResult:
     """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load)."""
     result = keep_higher_scores(result, previous, digest, fingerprint)
     change = regrade_changes(result, previous, fingerprint, digest)

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import pathlib
 from collections.abc import Sequence
+from typing import Any
 
 from posenc_autograder.course import Course
 from posenc_autograder.results import NotebookResult
@@ -20,7 +21,7 @@ def path(course: Course, student: str, assignment: str, notebook: str) -> pathli
     return course.autograded / student / assignment / f"{notebook}{SUFFIX}"
 
 
-def load(file: pathlib.Path) -> dict | None:
+def load(file: pathlib.Path) -> dict[str, Any] | None:
     """The stored record (sha256, fingerprint, result), or None when absent or unreadable."""
     try:
         return json.loads(file.read_text()) if file.is_file() and not file.is_symlink() else None
@@ -28,7 +29,7 @@ def load(file: pathlib.Path) -> dict | None:
         return None
 
 
-def result_from_json(data: dict) -> NotebookResult:
+def result_from_json(data: dict[str, Any]) -> NotebookResult:
     return NotebookResult.from_json(data)
 
 
