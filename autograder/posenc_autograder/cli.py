@@ -24,7 +24,7 @@ class Command:
 
 COURSE, DB_URL, JOBS, SCHEDULER = "course", "db_url", "jobs", "scheduler"
 COMMANDS = {
-    "release": Command("authoring.release", "write hidden-test cells and the test plan, then exercises/ from "
+    "release": Command("orchestration.release", "write hidden-test cells and the test plan, then exercises/ from "
                        "solutions/", (COURSE,)),
     "collect": Command("intake.collect", "unpack an LMS download into autograder/submitted", (COURSE,)),
     "collect-exchange": Command("intake.exchange", "record every submission made with nbgrader's exchange "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import pathlib
 import subprocess
@@ -166,10 +167,45 @@ def run_nbgrader(course_root: pathlib.Path, *args: str, home: pathlib.Path | Non
 # --- nbgrader's gradebook of this course ------------------------------------------------------
 
 def _venv_tools_on_path() -> None:
-    """nbgrader's Gradebook runs `alembic` by name to migrate the database: find it in this environment."""
+    """nbgrader's command line runs `alembic` by name (`nbgrader db upgrade`): find it in this environment."""
     tools = str(pathlib.Path(sys.executable).parent)
     if tools not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
+
+
+@functools.cache
+def nbgrader_schema_revision() -> str | None:
+    """The alembic revision nbgrader's newest schema is, read in-process from nbgrader's own migration scripts
+    (None: not exactly one head, which nbgrader's Gradebook is then left to stamp its own way)."""
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    heads = ScriptDirectory(ALEMBIC_DIR).get_heads()
+    return heads[0] if len(heads) == 1 else None
+
+
+def create_schema(url: str) -> None:
+    """nbgrader's tables and alembic's stamp of their revision in a database that has none of them yet, as
+    nbgrader's Gradebook makes them on an empty database, but in-process: Gradebook asks a subprocess
+    (`alembic heads`) for the revision, which costs seconds on every new database. A database holding any
+    nbgrader table is left as it is (Gradebook then adds what is missing, as it always did)."""
+    from nbgrader.api import Base
+    from sqlalchemy import create_engine, inspect, text
+
+    revision = nbgrader_schema_revision()
+    if revision is None:
+        return
+    engine = create_engine(url)
+    try:
+        present = set(inspect(engine).get_table_names())
+        if "alembic_version" in present or present & set(Base.metadata.tables):
+            return
+        with engine.begin() as db:
+            Base.metadata.create_all(db)
+            db.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            db.execute(text("INSERT INTO alembic_version (version_num) VALUES (:revision)"), {"revision": revision})
+    finally:
+        engine.dispose()
 
 
 @contextlib.contextmanager
@@ -180,5 +216,6 @@ def open_gradebook(course: Course):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", module="nbgrader")
         warnings.filterwarnings("ignore", message=".*not in session.*")
+        create_schema(course.gradebook_url)
         with Gradebook(course.gradebook_url, course_id=COURSE_ID) as gb:
             yield gb

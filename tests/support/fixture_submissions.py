@@ -202,7 +202,7 @@ def registered_gradebook() -> pathlib.Path:
     atexit.register(shutil.rmtree, folder, True)
     course = Course(make_course(folder / "course", registered=False))
     for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
-        gradebook.register(course, release.name, course.work / "release")
+        gradebook.register(course, release.name)
     kept.parent.mkdir(parents=True, exist_ok=True)
     partial = kept.with_suffix(f".{os.getpid()}.partial")       # two test workers may make it at once
     shutil.copy(course.root / GRADEBOOK, partial)

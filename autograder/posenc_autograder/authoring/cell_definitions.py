@@ -3,51 +3,22 @@ re-points cells while submissions exist.
 
 nbgrader records every released notebook's cells (grade, solution, task and source cells) and refuses to add
 or remove any once a submission exists. Changing the hidden tests mid-term needs exactly that, so the grader
-does it itself: nbgrader writes the new definition into a fresh, empty gradebook (`built_definitions`), and
-`migrate` makes the course's gradebook hold the same definition in one transaction. Grades and comments of
-cells that stay, manual grades among them, submissions, students and every other table (the portal's) are
-left as they are; a new cell gets a blank grade (and comment) in every existing submission, as nbgrader's
-add_submission would have made; a removed cell's grades go with it, and the manual grades among them are named.
+does it itself: nbgrader writes the new definition into a fresh, empty gradebook (authoring/generation.py, which
+keeps it by digest), and `migrate` makes the course's gradebook hold the same definition in one transaction.
+Grades and comments of cells that stay, manual grades among them, submissions, students and every other table
+(the portal's) are left as they are; a new cell gets a blank grade (and comment) in every existing submission, as
+nbgrader's add_submission would have made; a removed cell's grades go with it, and the manual grades among them
+are named.
 """
 from __future__ import annotations
 
 import dataclasses
-import pathlib
-from typing import Any
 
-from nbgrader.api import (
-    Assignment,
-    Comment,
-    Grade,
-    Gradebook,
-    GradeCell,
-    MissingEntry,
-    Notebook,
-    SolutionCell,
-    SourceCell,
-    TaskCell,
-)
+from posenc_autograder.authoring.generation import KINDS, Definition, cells_of, model_of, read_definition
+from posenc_autograder.course import Course, open_gradebook
 
-from posenc_autograder.course import COURSE_ID, Course, open_gradebook, run_nbgrader
-
-# kind -> (model, the fields nbgrader keeps for it, whether a submission holds a grade / a comment for it)
-KINDS = {
-    "grade": (GradeCell, ("max_score", "cell_type"), True, False),
-    "solution": (SolutionCell, (), False, True),
-    "task": (TaskCell, ("max_score", "cell_type"), True, True),
-    "source": (SourceCell, ("cell_type", "locked", "source", "checksum"), False, False),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Definition:
-    """One notebook's cells as nbgrader records them: (kind, cell name) -> fields."""
-    kernelspec: str
-    cells: dict[tuple[str, str], dict]
-
-    def points(self) -> dict[str, float]:
-        return {name: fields["max_score"] for (kind, name), fields in self.cells.items() if kind == "grade"}
-
+# nbgrader (over a CPU-second to import) is imported where a gradebook is read or changed: a release with nothing
+# to change answers from digests without it.
 
 @dataclasses.dataclass
 class Migration:
@@ -83,48 +54,21 @@ class Migration:
         return lines
 
 
-def read_definition(gb: Gradebook, assignment: str, notebook: str) -> Definition | None:
-    try:
-        nb = gb.find_notebook(notebook, assignment)
-    except MissingEntry:
-        return None
-    return Definition(nb.kernelspec, {key: {f: getattr(cell, f) for f in KINDS[key[0]][1]}
-                                      for key, cell in _cells(nb).items()})
+def held(course: Course, definitions: dict[str, dict[str, Definition]]) -> bool:
+    """Whether the course's gradebook already holds exactly these definitions (assignment -> notebook ->
+    Definition): then there is nothing to migrate."""
+    with open_gradebook(course) as gb:
+        return all(read_definition(gb, assignment, notebook) == definition
+                   for assignment, notebooks in definitions.items() for notebook, definition in notebooks.items())
 
 
-def _cells(nb: Notebook) -> dict[tuple[str, str], Any]:
-    cells = {}
-    for kind in KINDS:
-        cells.update({(kind, cell.name): cell for cell in getattr(nb, f"{kind}_cells")})
-    return cells
-
-
-def built_definitions(course: Course, assignment: str, source_root: pathlib.Path, scratch: pathlib.Path
-                      ) -> dict[str, Definition | None]:
-    """notebook -> the definition nbgrader records for source_root/solutions/<assignment>, written into a fresh
-    gradebook under scratch (nothing of the course's is touched). RuntimeError with nbgrader's words if it fails."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    database = scratch / "definitions.db"
-    database.unlink(missing_ok=True)
-    result = run_nbgrader(course.root, "generate_assignment", assignment, "--force", "--log-level=ERROR",
-                          f"--CourseDirectory.release_directory={scratch / 'exercises'}",
-                          f"--CourseDirectory.db_url=sqlite:///{database}", f"--CourseDirectory.root={source_root}",
-                          home=scratch, capture_output=True, text=True)
-    if result.returncode != 0:
-        said = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
-        raise RuntimeError(f"nbgrader could not release '{assignment}':\n{said}")
-    with Gradebook(f"sqlite:///{database}", course_id=COURSE_ID) as gb:
-        found = {nb.name: read_definition(gb, assignment, nb.name) for nb in gb.find_assignment(assignment).notebooks}
-    return found
-
-
-def migrate(gb: Gradebook, assignment: str, notebook: str, target: Definition) -> Migration:
+def migrate(gb, assignment: str, notebook: str, target: Definition) -> Migration:
     """Make the gradebook's definition of the notebook equal `target`, in the session (the caller commits)."""
     migration = Migration(assignment, notebook, registered=read_definition(gb, assignment, notebook) is None)
     nb = _notebook(gb, assignment, notebook)
     submissions = list(nb.submissions)
     migration.submissions = len(submissions)
-    current = _cells(nb)
+    current = cells_of(nb)
     old_points = {name: cell.max_score for (kind, name), cell in current.items() if kind == "grade"}
     for key in sorted(set(current) - set(target.cells)):
         _remove(gb, key, current[key], migration)
@@ -147,16 +91,18 @@ def migrate(gb: Gradebook, assignment: str, notebook: str, target: Definition) -
     return migration
 
 
-def _flag_manual_grades(gb: Gradebook, cell, name: str, migration: Migration) -> None:
+def _flag_manual_grades(gb, cell, name: str, migration: Migration) -> None:
     """A manual grade on a test whose points changed is the instructor's judgement of the old test: kept as given
     (nbgrader would show it out of the new maximum without a word), named, and flagged for review in formgrader."""
+    from nbgrader.api import Grade
     old, new = migration.repointed[name]
     for grade in gb.db.query(Grade).filter(Grade.cell_id == cell.id, Grade.manual_score.isnot(None)):
         grade.needs_manual_grade = True
         migration.manual_to_review.append((grade.notebook.student.id, name, grade.manual_score, old, new))
 
 
-def _notebook(gb: Gradebook, assignment: str, notebook: str) -> Notebook:
+def _notebook(gb, assignment: str, notebook: str):
+    from nbgrader.api import Assignment, MissingEntry, Notebook
     try:
         return gb.find_notebook(notebook, assignment)
     except MissingEntry:
@@ -173,9 +119,10 @@ def _notebook(gb: Gradebook, assignment: str, notebook: str) -> Notebook:
     return nb
 
 
-def _remove(gb: Gradebook, key: tuple[str, str], cell, migration: Migration) -> None:
+def _remove(gb, key: tuple[str, str], cell, migration: Migration) -> None:
+    from nbgrader.api import Comment, Grade
     kind, name = key
-    model, _, graded, commented = KINDS[kind]
+    _, _, graded, commented = KINDS[kind]
     if graded:
         for grade in gb.db.query(Grade).filter(Grade.cell_id == cell.id):
             if grade.manual_score is not None:
@@ -187,10 +134,11 @@ def _remove(gb: Gradebook, key: tuple[str, str], cell, migration: Migration) -> 
     gb.db.delete(cell)
 
 
-def _add(gb: Gradebook, nb: Notebook, key: tuple[str, str], fields: dict, submissions) -> None:
+def _add(gb, nb, key: tuple[str, str], fields: dict, submissions) -> None:
+    from nbgrader.api import Comment, Grade
     kind, name = key
-    model, _, graded, commented = KINDS[kind]
-    cell = model(name=name, notebook=nb, **fields)
+    _, _, graded, commented = KINDS[kind]
+    cell = model_of(kind)(name=name, notebook=nb, **fields)
     gb.db.add(cell)
     gb.db.flush()
     for submitted in submissions:          # as nbgrader's add_submission makes them for a new submission

@@ -1,39 +1,21 @@
-"""`make release`: hidden-test cells and the test plan written from the HiddenTest objects, then exercises/.
-
-    python -m posenc_autograder release [--course PATH] [--check]
+"""What `make release` writes from the HiddenTest objects (orchestration/release.py runs it, all or nothing).
 
 For every HiddenTest the solution notebook gets one cell whose title, points and metadata come
 from the object (a new test's cell goes after the tests of its answer cell; a cell whose test was
 deleted goes too); autograder/test_plan.csv, the README's totals and its table of course settings (from
-course.toml, posenc_autograder.settings) are rewritten; then `nbgrader
-generate_assignment` makes exercises/ from solutions/. `--check` changes nothing and fails when
-anything is stale.
+course.toml, posenc_autograder.settings) are rewritten. `stale_files` says which of them disagree with the objects.
 """
 from __future__ import annotations
 
 import copy
-import dataclasses
-import os
-import pathlib
 import re
-import shutil
-import sys
-import tempfile
 
 import nbformat
 
 from posenc_autograder import settings
-from posenc_autograder.authoring import book_downloads, cell_definitions, release_history
 from posenc_autograder.authoring.plan import render_plan_csv
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
-from posenc_autograder.course import (
-    RELEASE_DIRECTORY,
-    SOURCE_DIRECTORY,
-    Course,
-    course_for_command,
-    grade_id,
-    nbgrader_meta,
-)
+from posenc_autograder.course import Course, grade_id, nbgrader_meta
 
 PLAN = "autograder/test_plan.csv"
 README = "README.md"
@@ -156,167 +138,3 @@ def stale_files(course: Course) -> dict:
         if new != text:
             changed[readme] = new
     return changed
-
-
-class ReleaseFailed(Exception):
-    """The release stopped before changing anything (or was undone); the message says what to fix."""
-
-
-@dataclasses.dataclass
-class Staged:
-    """A release built under a scratch folder, not yet in the course."""
-    files: dict[pathlib.Path, bytes]                    # course file -> its new content
-    exercises: dict[str, pathlib.Path]                  # assignment -> its built exercises/ folder
-    definitions: dict[str, dict]                        # assignment -> notebook -> cell definition
-    migrations: list = dataclasses.field(default_factory=list)   # what the gradebook will see (dry run)
-
-
-def stage(course: Course, scratch: pathlib.Path) -> Staged:
-    """Everything checked and built under scratch: the new sources, nbgrader's release of each assignment from
-    them, its cell definitions, and a dry run of the gradebook's migration. The course is only read."""
-    try:
-        changed = stale_files(course)
-    except ValueError as exc:
-        raise ReleaseFailed(f"{exc}: fix the HiddenTest's answer_cell or the notebook's grade_id") from None
-    source_root = scratch / "course"
-    shutil.copytree(course.path(SOURCE_DIRECTORY), source_root / SOURCE_DIRECTORY)
-    for path, text in changed.items():
-        if path.is_relative_to(course.path(SOURCE_DIRECTORY)):
-            (source_root / path.relative_to(course.root)).write_text(text)
-    files = {path: text.encode() for path, text in changed.items()}
-    exercises, definitions = {}, {}
-    for assignment in course.assignments():
-        build = scratch / "build" / assignment
-        try:
-            definitions[assignment] = cell_definitions.built_definitions(course, assignment, source_root, build)
-        except RuntimeError as exc:
-            raise ReleaseFailed(f"{exc}\n(the notebook solutions/{assignment}/ as the HiddenTest objects make it "
-                                f"is what nbgrader refused: check its cells' nbgrader metadata)") from None
-        exercises[assignment] = build / "exercises" / assignment
-        for path, text in release_history.pending(course, assignment, exercises[assignment]).items():
-            files[path] = text.encode()
-    try:
-        migrations = cell_definitions.migrate_all(course, definitions, commit=False)
-    except Exception as exc:  # noqa: BLE001 - any database refusal stops the release before it changes anything
-        raise ReleaseFailed(f"the gradebook ({course.gradebook_url}) cannot take the new cells: {exc}") from None
-    return Staged(files, exercises, definitions, migrations)
-
-
-def changed_files(course: Course, staged: Staged) -> list[pathlib.Path]:
-    """Each file of exercises/ whose content the staged release changes (or adds)."""
-    found = []
-    for assignment, folder in staged.exercises.items():
-        for new in sorted(folder.rglob("*")):
-            old = course.path(RELEASE_DIRECTORY) / assignment / new.relative_to(folder)
-            if new.is_file() and (not old.is_file() or old.read_bytes() != new.read_bytes()):
-                found.append(old)
-    return found
-
-
-def swap_in(course: Course, staged: Staged, scratch: pathlib.Path) -> list:
-    """Put the staged release in place: the files (each kept aside first), then the gradebook's migration as
-    the last step, one transaction that either commits whole or leaves the database as it was. On any failure
-    every file is put back, then the error goes on."""
-    backup = _Backup(scratch / "backup")
-    try:
-        for path, data in staged.files.items():
-            backup.keep(path)
-            _write_atomically(path, data)
-        for assignment, built in staged.exercises.items():
-            backup.keep_folder(course.path(RELEASE_DIRECTORY) / assignment)
-            shutil.copytree(built, course.path(RELEASE_DIRECTORY) / assignment)
-        return cell_definitions.migrate_all(course, staged.definitions)
-    except BaseException:
-        backup.restore()
-        raise
-
-
-class _Backup:
-    """The bytes of every file the swap touches, taken just before it touches them."""
-
-    def __init__(self, folder: pathlib.Path):
-        self.folder = folder
-        self.files: dict[pathlib.Path, bytes | None] = {}
-        self.folders: dict[pathlib.Path, pathlib.Path | None] = {}
-
-    def keep(self, path: pathlib.Path) -> None:
-        self.files.setdefault(path, path.read_bytes() if path.exists() else None)
-
-    def keep_folder(self, folder: pathlib.Path) -> None:
-        """Moved aside whole (a rename: the released folder is replaced, never merged)."""
-        kept = None
-        if folder.exists():
-            kept = self.folder / str(len(self.folders))
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            folder.rename(kept)
-        self.folders[folder] = kept
-
-    def restore(self) -> None:
-        for folder, kept in self.folders.items():
-            shutil.rmtree(folder, ignore_errors=True)
-            if kept is not None:
-                kept.rename(folder)
-        for path, data in self.files.items():
-            if data is None:
-                path.unlink(missing_ok=True)
-            else:
-                _write_atomically(path, data)
-
-
-def _write_atomically(path: pathlib.Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    shutil.copymode(path, partial) if path.exists() else None
-    os.replace(partial, path)
-
-
-def release(course: Course) -> list[str]:
-    """`make release`, all or nothing: lines saying what changed. ReleaseFailed when nothing was changed."""
-    course.work.mkdir(parents=True, exist_ok=True)
-    scratch = pathlib.Path(tempfile.mkdtemp(prefix="release-", dir=course.work))
-    try:
-        staged = stage(course, scratch)
-        lines = [f"wrote: {path.relative_to(course.root)}{_why(course, path)}" for path in staged.files]
-        changed = changed_files(course, staged)
-        lines += [f"released: {path.relative_to(course.root)} (hand it out again)" for path in changed]
-        try:
-            migrations = swap_in(course, staged, scratch)
-        except Exception as exc:  # noqa: BLE001 - undone by swap_in; said with its cause
-            raise ReleaseFailed(f"putting the release in place failed ({type(exc).__name__}: {exc}); every file "
-                                f"and the gradebook were put back as they were") from exc
-        lines += book_downloads.refresh(course, [path for path in changed if path.suffix == ".ipynb"])
-        return lines + [f"gradebook: {line}" for m in migrations for line in m.lines()]
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _why(course: Course, path: pathlib.Path) -> str:
-    if path == course.path(README):
-        return " (the table of assignments: hidden tests and points)"
-    if path == course.path(PLAN):
-        return " (the test plan)"
-    if path.is_relative_to(course.path(SOURCE_DIRECTORY)):
-        return " (hidden-test cells)"
-    return " (this release's read-only cells: commit it)"
-
-
-def arguments(parser) -> None:
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a generated file is stale")
-
-
-def run_command(args) -> int:
-    course = course_for_command(args.course)
-    if args.check:
-        changed = stale_files(course)
-        for path in changed:
-            print(f"stale: {path.relative_to(course.root)}")
-        return 1 if changed else 0
-    try:
-        lines = release(course)
-    except ReleaseFailed as exc:
-        print(f"make release changed nothing: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(lines) if lines else "Nothing to release: exercises/, the test plan and the README already "
-          "say what the HiddenTest objects say.")
-    return 0

@@ -268,7 +268,7 @@ def run_command(args) -> int:
         stock, stock_cpu = time_stock(stock_course)
         # Stock's clock starts after generate_assignment has registered the assignment; so does ours.
         started = time.perf_counter()
-        gradebook.register(ours_course, ASSIGNMENT, ours_course.work / "release")
+        gradebook.register(ours_course, ASSIGNMENT)
         register = time.perf_counter() - started
         _, ours_cpu, ours, _ = phase_costs(ours_course, jobs)
         idle = nothing_to_grade_cpu(ours_course)
@@ -276,11 +276,11 @@ def run_command(args) -> int:
         for assignment in (ASSIGNMENT, *bonus_assignments(Course(source_root))):
             course = make_class(source_root, pathlib.Path(tmp) / f"correct-{assignment}", args.per_assignment,
                                 assignment, untouched_every=0)
-            gradebook.register(course, assignment, course.work / "release")
+            gradebook.register(course, assignment)
             tables[assignment] = phase_costs(course, jobs)
             course = make_class(source_root, pathlib.Path(tmp) / f"bubblewrap-{assignment}", args.per_assignment,
                                 assignment, untouched_every=0)
-            gradebook.register(course, assignment, course.work / "release")
+            gradebook.register(course, assignment)
             with bubblewrap_per_job():
                 cold[assignment] = phase_costs(course, jobs)
     start = empty_job_cpu()

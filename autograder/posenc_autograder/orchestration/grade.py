@@ -104,7 +104,7 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
     from posenc_autograder.records import gradebook
 
     for assignment in sorted({s.assignment for s in submissions}):
-        gradebook.register(course, assignment, course.work / "release")
+        gradebook.register(course, assignment)
     with gradebook.open_gradebook(course) as gb:
         for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
             gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged, strict=True)

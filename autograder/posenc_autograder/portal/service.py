@@ -47,7 +47,7 @@ def database(course: Course, register: bool = True):
     stamps its schema version only on an empty database), so every assignment is registered before."""
     if register:
         for assignment in released_assignments(course):
-            gradebook.register(course, assignment, course.work / "release")
+            gradebook.register(course, assignment)
     return open_database(course.gradebook_url)
 
 

@@ -26,7 +26,7 @@ from nbgrader.api import (
 from sqlalchemy import bindparam, case, insert, select, update
 from sqlalchemy.orm import Session
 
-from posenc_autograder.authoring import cell_definitions
+from posenc_autograder.authoring import cell_definitions, generation
 from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
 
 
@@ -40,18 +40,19 @@ def is_registered(course: Course, assignment: str) -> bool:
     """True when the gradebook knows exactly the graded cells of the assignment, with their current points."""
     with open_gradebook(course) as gb:
         for notebook in course.notebooks(assignment):
-            definition = cell_definitions.read_definition(gb, assignment, notebook)
+            definition = generation.read_definition(gb, assignment, notebook)
             if definition is None or definition.points() != graded_cells(course.source_notebook(assignment, notebook)):
                 return False
     return True
 
 
-def register(course: Course, assignment: str, scratch: pathlib.Path) -> list[cell_definitions.Migration]:
-    """Record the assignment's cells as solutions/ defines them now: nbgrader writes the definition into a
-    scratch gradebook and the course's is migrated to it in place (submissions and manual grades kept)."""
+def register(course: Course, assignment: str) -> list[cell_definitions.Migration]:
+    """Record the assignment's cells as solutions/ defines them now: the definition nbgrader generates (kept by
+    digest, authoring/generation.py) is migrated into the course's gradebook in place (submissions and manual
+    grades kept)."""
     if is_registered(course, assignment):
         return []
-    definitions = cell_definitions.built_definitions(course, assignment, course.root, scratch)
+    definitions = generation.generated(course, assignment).definitions
     return cell_definitions.migrate_all(course, {assignment: definitions})
 
 
