@@ -8,6 +8,7 @@ sandbox runs of the same kind of code are in tests/end_to_end/test_attacks.py (f
 """
 import dataclasses
 
+import numpy as np
 import pytest
 from hostile_notebooks import ATTACKS, LYING_SUBCLASS
 from notebook_tools import implementation_source, namespace_from, solution_notebook
@@ -191,3 +192,69 @@ def test_a_forged_dtype_buys_no_rounding_allowance():
     twin = scored(honest)
     assert scored({cid: _with_forged_dtype(record) for cid, record in honest.items()}) == twin
     assert sum(twin.values()) < sum(points("").values())
+
+
+def _honest_records(code: str) -> tuple[list, dict]:
+    from posenc_autograder.notebook import hidden_tests, record_in_process
+    guard.snapshot()
+    try:
+        ns = namespace_from(implementation_source(solution_notebook("positional_encoding")), code)
+        guard.restore()
+        tests = hidden_tests("positional_encoding")
+        return tests, {t.id: record_in_process(t.task_entry(), ns) for t in tests}
+    finally:
+        guard.restore()
+        guard.clear()
+
+
+def _scored(tests, records) -> float:
+    from posenc_autograder.checks.hidden import judge_all
+    return sum(REGISTRY[cid].points_for(passed, total) for cid, (_, passed, total) in judge_all(tests, records).items())
+
+
+def _with_arguments_as_sent(tests, records: dict) -> dict:
+    """Every contract record as student code writing its own frames would send it: the arguments copies of what
+    was sent, taken before the probes ran (as a forward that writes into X would need)."""
+    forged = dict(records)
+    for test in (t for t in tests if t.reads_verdicts):
+        calls = test.plain_inputs()["calls"]
+        observations = {name: {**record, "arguments": [np.array(a, copy=True) if isinstance(a, np.ndarray) else a
+                                                        for a in calls[name]["args"]]}
+                        for name, record in records[test.id]["observations"].items()}
+        forged[test.id] = {**records[test.id], "observations": observations}
+    return forged
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_forged_contract_arguments_buy_no_contract_point():
+    """A forward that writes into the caller's X, its record carrying the arguments as they were sent: it loses the
+    contract point its honest twin loses (the second call on the same X answers for another X), and an honest
+    solution keeps every point."""
+    tests, honest = _honest_records(IN_PLACE)
+    twin = _scored(tests, honest)
+    assert _scored(tests, _with_arguments_as_sent(tests, honest)) == twin
+    full = _scored(*_honest_records(""))
+    assert twin < full and full == sum(t.points for t in tests)
+
+
+@pytest.mark.parametrize("assignment", ["positional_encoding", "rope_alibi", "relative_positions", "context_extension"])
+def test_every_contract_call_has_trusted_answers_and_a_writer_into_its_arguments_fails_them(assignment):
+    """Each call of a manifest's contracts (not an attribute read) has answers the trusted side computed itself, and
+    the same call on inputs that a write changed (every array argument doubled) is not one of them."""
+    from posenc_autograder.checks.contracts import accepted_answers, agrees
+    from posenc_autograder.checks.manifest import functions
+    entries = functions(assignment)
+    [test] = [t for t in REGISTRY.values() if t.assignment == assignment and t.reads_verdicts]
+    inputs = test.plain_inputs()
+    for name, c in inputs["calls"].items():
+        if c.get("attribute"):
+            continue
+        stand_ins = inputs.get("stand_ins", {}).get(name, {})
+        accepted = accepted_answers(assignment, entries, name, c, stand_ins)
+        assert accepted, name
+        floats = [i for i, a in enumerate(c["args"]) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+        if not floats:
+            continue             # no float array to write into (sizes, counts and positions only)
+        written = {**c, "args": [2 * a + 1 if i in floats else a for i, a in enumerate(c["args"])]}
+        changed = accepted_answers(assignment, entries, name, written, stand_ins)
+        assert not any(agrees(w, a) for w in changed for a in accepted), name

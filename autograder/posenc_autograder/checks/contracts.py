@@ -3,18 +3,35 @@
 The other tests see answers after the codec has made them float64 arrays and plain numbers, so
 a list, a float32 table or a changed input would pass them; this one test charges those, once.
 Each function of the manifest is one case: it counts when the function returned what it promised,
-left the caller's arrays as they were sent (compared here, on the trusted side, with what the probe
-brought back), and passed its own value tests (a stub or a wrong function earns no contract point).
+left the caller's arrays as they were sent, and passed its own value tests (a stub or a wrong function
+earns no contract point).
+
+What the contract covers (a call or an attribute read, its arguments) is this module's declaration (the manifest),
+never the record. That the arguments were left alone is a value proof: the probe calls the function a second time
+on the very same argument objects, and that second answer must be the trusted reference's answer for the inputs
+sent (accepted_answers: the assignment's reference.py run here, on the probe's stand-ins or without them). A call
+that wrote into X answers the second time for another X and loses the point whatever its record says of its
+arguments; a forged record must carry reference-correct answers. What no answer can prove is left to the record
+only where it can cost, never earn: the arguments as the probe saw them after the calls (a write that leaves the
+answer unchanged), and the kind of a value where the codec does not carry it (an integer array crosses as
+float64; a Python int and numpy's look alike). An attribute read (LearnedPositionalEncoding.embedding) takes no
+argument: its contract is its type, and its value is its own tests' to check (a random table has no reference).
 """
 from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import pathlib
 
 import numpy as np
 
 from posenc_autograder.checks.comparison import ProblemText, Rejected, raised_problem
 from posenc_autograder.checks.hidden import HiddenTest, each_case
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
-from posenc_autograder.checks.reproduction import reading, reproduction, step
-from posenc_autograder.probes.calls import contract_each
+from posenc_autograder.checks.reproduction import reading, reproduction, setting, step
+from posenc_autograder.probes.calls import contract_each, contract_target
+from posenc_autograder.probes.helpers import argument, stand_in, to_plain
 from posenc_autograder.results import Line
 
 # Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
@@ -78,7 +95,8 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
 
 
 def changed_arguments(sent: dict, record: dict) -> list[int]:
-    """Indices of the array arguments that came back (record["arguments"]) other than they were sent."""
+    """Indices of the array arguments the probe saw changed after the calls (record["arguments"]): the job's own
+    report, so it can only cost (a write that leaves the second answer right); the value proof is answered_again."""
     back = record.get("arguments")
     if not isinstance(back, list) or len(back) != len(sent["args"]):
         raise Rejected("the grader did not receive the arguments back, so this test could not be judged; run the "
@@ -86,13 +104,111 @@ def changed_arguments(sent: dict, record: dict) -> list[int]:
     changed = []
     for index, (before, after) in enumerate(zip(sent["args"], back, strict=True)):
         if isinstance(before, (list, np.ndarray)):
-            before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+            try:
+                before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+            except (TypeError, ValueError):
+                changed.append(index)
+                continue
             if before.shape != after.shape or not np.array_equal(before, after, equal_nan=True):
                 changed.append(index)
     return changed
 
 
-def _function_problem(name, sent, record, promised, argument_names, value_tests_passed) -> str | None:
+# --- the value proof: the trusted side's own answers for a contract call ------------------------------------------
+
+SAME_ANSWER = {"rtol": 1e-6, "atol": 1e-9}     # one answer up to rounding; a write into an input moves it far more
+
+
+@functools.cache
+def _reference_code(assignment: str):
+    path = str(importlib.import_module(f"posenc_autograder.checks.{assignment}.reference").__file__)
+    return compile(pathlib.Path(path).read_text(encoding="utf-8"), path, "exec")
+
+
+def reference_namespace(assignment: str) -> dict:
+    """A fresh namespace of the assignment's reference.py (its own globals, so a stand-in put in it is what the
+    reference's functions call; fresh for each call, so judges in several threads never share one)."""
+    namespace: dict = {"__name__": f"posenc_reference_{assignment}"}
+    exec(_reference_code(assignment), namespace)  # noqa: S102 - the course's own trusted reference
+    return namespace
+
+
+def _trusted_stand_ins(stand_ins: dict) -> dict:
+    from posenc_autograder.checks import stand_ins_in_process
+    stand_ins_in_process()
+    return {name: stand_in(spec) for name, spec in stand_ins.items()}
+
+
+def reference_answer(assignment: str, entries, name: str, c: dict, stand_ins: dict):
+    """What the reference answers for contract call c of `name` (built, set and stepped as the probe does), with
+    the student functions of `stand_ins` replaced (under their reference names too) as the probe replaces them."""
+    namespace = reference_namespace(assignment)
+    names = {e.defined_name: e.reference if e.reference is not None else e.defined_name for e in entries}
+    replaced = _trusted_stand_ins(stand_ins)
+    namespace.update({names.get(n, n) or n: f for n, f in replaced.items()})
+    view = {**{student: namespace[ref] for student, ref in names.items() if ref and ref in namespace}, **replaced}
+    c = copy.deepcopy(c)
+    target = contract_target(view, name, c)
+    return to_plain(target(*[argument(a) for a in c["args"]], **{k: argument(v) for k, v in c["kwargs"].items()}))
+
+
+def accepted_answers(assignment: str, entries, name: str, c: dict, stand_ins: dict) -> list:
+    """The answers the trusted side accepts for a contract call: the entry's own (one with no reference), else the
+    reference's, on the probe's stand-ins and without them (a function may compute what it could have called)."""
+    entry = next(e for e in entries if e.name == name)
+    if entry.answers is not None:
+        return [to_plain(a) for a in entry.answers(copy.deepcopy(c), stand_ins)]
+    found = [reference_answer(assignment, entries, name, c, {})]
+    if stand_ins:
+        found.insert(0, reference_answer(assignment, entries, name, c, stand_ins))
+    return found
+
+
+def agrees(value, expected) -> bool:
+    """Whether an answer as it crossed is the expected one: same structure, numbers within SAME_ANSWER."""
+    if isinstance(expected, dict):
+        return isinstance(value, dict) and value.keys() == expected.keys() and \
+            all(agrees(value[k], expected[k]) for k in expected)
+    if isinstance(expected, list) and not isinstance(value, np.ndarray):
+        return isinstance(value, list) and len(value) == len(expected) and \
+            all(agrees(v, e) for v, e in zip(value, expected, strict=True))
+    try:
+        value, expected = np.asarray(value, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return value.shape == expected.shape and bool(np.allclose(value, expected, equal_nan=True, **SAME_ANSWER))
+
+
+def answered_again(record: dict, accepted: list) -> tuple[bool, bool]:
+    """(the first answer is an accepted one, the second is): the value proof of a contract call."""
+    again = record.get("again")
+    if not isinstance(again, dict):
+        raise Rejected("the grader did not receive the second answer of this call, so this test could not be "
+                      "judged; run the notebook from the top without changing the grader's code")
+    first = "value" in record and any(agrees(record["value"], a) for a in accepted)
+    return first, "value" in again and any(agrees(again["value"], a) for a in accepted)
+
+
+def trusted_kind(record: dict) -> dict:
+    """The kind of the first answer: the record's word, corrected by the answer as it crossed where the codec keeps
+    the difference (an array and its float dtype, a list), so that a claim can only make it stricter."""
+    kind = dict(record["kind"]) if isinstance(record.get("kind"), dict) else {"type": "unknown"}
+    value = record.get("value")
+    if isinstance(value, np.ndarray) and value.dtype == np.float32:
+        kind.update(type="ndarray", dtype="float32")
+    elif isinstance(value, list) and kind.get("type") == "ndarray":
+        kind = {"type": "list"}
+    return kind
+
+
+def _in_place_problem(name: str, names: list[str], answered_differently: bool) -> ProblemText:
+    what = f"its argument {', '.join(names)}" if names else "an argument"
+    again = ", and called again on the same arrays it answered differently" if answered_differently else ""
+    return ProblemText(f"{name} changed {what} in place: the caller's array must come back unchanged{again} "
+                       f"(likely cause: {CAUSES['in_place']})", cause=CAUSES["in_place"])
+
+
+def _function_problem(name, sent, record, promised, argument_names, value_tests_passed, accepted) -> str | None:
     if "missing" in record:
         return str(record["missing"])
     cause = None if value_tests_passed else getattr(value_tests_passed, "cause", None)   # what its value tests found
@@ -103,12 +219,9 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
         return ProblemText(raised, cause=cause, pattern=pattern) if cause else raised
     if "kind" not in record:
         raise Rejected(f"the grader received no answer for {name}")
-    problem = kind_problem(record["kind"], promised, name)
-    changed = changed_arguments(sent, record) if not sent.get("attribute") else []
-    if changed and problem is None:
-        names = [argument_names[i] if i < len(argument_names) else f"argument {i}" for i in changed]
-        problem = ProblemText(f"{name} changed its argument {', '.join(names)} in place: the caller's array must "
-                              f"come back unchanged (likely cause: {CAUSES['in_place']})", cause=CAUSES["in_place"])
+    problem = kind_problem(trusted_kind(record), promised, name)
+    if problem is None and not sent.get("attribute"):
+        problem = _argument_problem(name, sent, record, argument_names, accepted if value_tests_passed else None)
     if problem is None and not value_tests_passed:
         problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
                               f"tests" + (f", which found: {cause}" if cause else ""), cause=cause, pattern=pattern)
@@ -117,15 +230,38 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
     return problem
 
 
-def contracts_judge(promised: dict, argument_names: dict):
-    """The judge of an assignment's contracts test: one case per function of `promised` (name -> promised
-    return), judged on its call in inputs["calls"]; `verdicts` (name -> hidden.Verdict) from judge_all."""
+def _argument_problem(name, sent, record, argument_names, accepted) -> str | None:
+    """The caller's arrays: proven left alone by the second answer, else charged (an in-place write when the first
+    answer was right), and charged too when the probe saw them changed. A function its own tests failed earns no
+    point anyway (`accepted` None): only what the probe saw is said, as the first thing to fix."""
+    changed = [argument_names[i] if i < len(argument_names) else f"argument {i}"
+               for i in changed_arguments(sent, record)]
+    if accepted is None:
+        return _in_place_problem(name, changed, False) if changed else None
+    first, second = answered_again(record, accepted())
+    if first and not second:
+        return _in_place_problem(name, changed, True)
+    if not second:
+        return ProblemText(f"{name} did not give the reference's answer for this call, so the grader could not check "
+                           f"that it leaves the caller's arrays unchanged")
+    return _in_place_problem(name, changed, False) if changed else None
+
+
+def contracts_judge(assignment: str, entries: tuple[StudentFunction, ...]):
+    """The judge of an assignment's contracts test: one case per entry, judged on its call in inputs["calls"]
+    against the promise and arguments the entry declares; `verdicts` (name -> hidden.Verdict) from judge_all."""
+    declared = {e.name: e for e in entries}        # every entry: the stand-ins' reference names are among them
+
     def judge(inputs, obs, verdicts=None):
-        calls = inputs["calls"]
+        calls, stand_ins = inputs["calls"], inputs.get("stand_ins", {})
         verdicts = verdicts or {}
-        return each_case(lambda name, record: _function_problem(
-            name, calls[name], record, promised[name], argument_names.get(name, []), verdicts.get(name, True)),
-            list(calls), [obs.get(name, {}) for name in calls],
+
+        def case(name, record):
+            def accepted():
+                return accepted_answers(assignment, entries, name, calls[name], stand_ins.get(name, {}))
+            return _function_problem(name, calls[name], record, declared[name].returns,
+                                     list(declared[name].arguments), verdicts.get(name, True), accepted)
+        return each_case(case, list(calls), [obs.get(name, {}) for name in calls],
             reproduce=lambda name, record: contract_reproduction(name, calls[name], inputs.get("stand_ins", {})))
     return judge
 
@@ -137,6 +273,7 @@ def contract_reproduction(name: str, c: dict, stand_ins: dict):
     if "member" not in c:
         return reproduction(step(name, *c["args"], **c["kwargs"]), stand_ins=replaced)
     lines: list[Line] = [step(name.split(".", 1)[0], *c["init"]["args"], assign="instance", **c["init"]["kwargs"])]
+    lines += [setting(f"instance.{attribute}", value) for attribute, value in c.get("set", {}).items()]
     lines += [step(f"instance.{method}", *taken["args"], **taken["kwargs"]) for method, taken in c["steps"]]
     member = f"instance.{c['member']}"
     lines.append(reading(member) if c.get("attribute") else step(member, *c["args"], **c["kwargs"]))
@@ -152,5 +289,4 @@ def contracts_test(assignment: str, entries: tuple[StudentFunction, ...], **fiel
                                       "stand_ins": {entry.name: entry.stand_ins() for entry in checked
                                                     if entry.stand_ins}},
                       probe=contract_each,
-                      judge=contracts_judge({e.name: e.returns for e in checked},
-                                            {e.name: list(e.arguments) for e in checked}), **fields)
+                      judge=contracts_judge(assignment, tuple(entries)), **fields)

@@ -24,6 +24,8 @@ class StudentFunction:
     contract: Callable[[], dict] | None = None   # the contracts test's call (call() or method_call())
     stand_ins: Callable[[], dict] | None = None  # the student functions it calls -> stand-in spec, for that call
     reference: str | None = None       # its name in the assignment's reference.py when it differs; "" for none
+    answers: Callable[[dict, dict], list] | None = None   # with no reference: (contract call, its stand-ins) ->
+    #                                    the answers the trusted side accepts for that call (checks/contracts.py)
 
     @property
     def defined_name(self) -> str:
@@ -35,11 +37,12 @@ class StudentFunction:
         return self.name.split(".", 1)[1] if "." in self.name else None
 
 
-def method_call(init: dict, member: str, member_call: dict | None = None, steps=()) -> dict:
-    """A contract call of a class member: build the class with `init`, call each (method, call) of `steps`,
-    then call `member` with `member_call` (None: read the attribute `member`)."""
-    return {**(member_call or call()), "init": init, "steps": [[m, c] for m, c in steps], "member": member,
-            "attribute": member_call is None}
+def method_call(init: dict, member: str, member_call: dict | None = None, steps=(), settings=None) -> dict:
+    """A contract call of a class member: build the class with `init`, set each attribute of `settings` (values the
+    trusted side chose, so that it knows the answers), call each (method, call) of `steps`, then call `member` with
+    `member_call` (None: read the attribute `member`)."""
+    return {**(member_call or call()), "init": init, "set": dict(settings or {}), "steps": [[m, c] for m, c in steps],
+            "member": member, "attribute": member_call is None}
 
 
 def functions(assignment: str) -> tuple[StudentFunction, ...]:

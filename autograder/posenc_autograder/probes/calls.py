@@ -15,11 +15,13 @@ def _arguments(c: dict):
 
 def contract_target(ns: dict, name: str, c: dict):
     """The student's function `name`, or for a member the bound method (or attribute value) of c["member"] on an
-    instance built and stepped as c says."""
+    instance built, set and stepped as c says."""
     if "member" not in c:
         return student_callable(ns, name)
     args, kwargs = _arguments(c["init"])
     instance = student_callable(ns, name.split(".", 1)[0])(*args, **kwargs)
+    for attribute, value in c.get("set", {}).items():
+        setattr(instance, attribute, argument(value))
     for method, step in c["steps"]:
         step_args, step_kwargs = _arguments(step)
         getattr(instance, method)(*step_args, **step_kwargs)

@@ -132,19 +132,29 @@ def kind_of(value) -> dict:
 
 
 def attempt_contract(fn: Callable, *args, **kwargs) -> dict:
-    """Call fn on the caller's own arrays: {'kind': kind_of(result)} or {'error': ...}, and 'arguments', the
-    arguments as they are after the call (the trusted side compares them with what it sent)."""
+    """Call fn on the caller's own arrays, then again on the very same objects: {'kind': kind_of(first result),
+    'value': the first answer, 'again': attempt()'s record of the second} or {'error': ...}, and 'arguments', the
+    arguments as they are after the calls. The trusted side checks the second answer against its own reference
+    for the inputs it sent: a call that wrote into its arguments answers the second time for inputs it changed."""
     try:
         value = fn(*args, **kwargs)
         guard.restore()
-        record: dict[str, object] = {"kind": kind_of(value)}
+        record: dict[str, object] = {"kind": kind_of(value), **_answer(value)}
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a student's exception of any kind is an observation
         guard.restore()
         record = {"error": describe(exc)}
+    if "error" not in record:
+        record["again"] = attempt(fn, *args, **kwargs)
     record["arguments"] = [_argument_after(a) for a in args]
     return record
+
+
+def _answer(value) -> dict:
+    """{'value': plain data} of a contract's first answer, or {} for one that is not data (its kind says what)."""
+    answer = recorded(value)
+    return answer if "value" in answer else {}
 
 
 def _argument_after(value):

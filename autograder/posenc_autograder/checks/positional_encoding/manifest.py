@@ -5,7 +5,7 @@ from __future__ import annotations
 from posenc_autograder.checks.hidden import call, normal
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, StudentFunction, method_call
 from posenc_autograder.checks.positional_encoding import reference as ref
-from posenc_autograder.checks.positional_encoding.stand_ins import projection_stand_in, table_stand_in
+from posenc_autograder.checks.positional_encoding.stand_ins import projection, projection_stand_in, table_stand_in
 
 D_MODEL, MAX_LEN, LENGTH = 4, 8, 6      # the contracts test's sizes
 STATISTICS = {"position_norms": ARRAY, "mean": FLOAT, "variance": FLOAT, "min": FLOAT, "max": FLOAT,
@@ -24,8 +24,18 @@ def _weights():
     return [normal(94 + i, (D_MODEL, 3)) for i in range(3)]
 
 
-def _learned(member, member_call=None, steps=()):
-    return method_call(call(MAX_LEN, D_MODEL, rng={"default_rng": 92}), member, member_call, steps)
+def _learned(member, member_call=None, steps=(), settings=None):
+    return method_call(call(MAX_LEN, D_MODEL, rng={"default_rng": 92}), member, member_call, steps, settings)
+
+
+def _table_rows():
+    return normal(98, (MAX_LEN, D_MODEL))       # set as the embedding: forward's answer is then the trusted side's
+
+
+def _attend_answers(c, stand_ins):
+    """encode_and_attend without an encoder (it has no reference): attention on X, the probe's stand-in or its own."""
+    X, *W = c["args"]
+    return [projection(stand_ins["self_attention"])(X, *W), ref.self_attention(X, *W)]
 
 
 def _table():
@@ -53,7 +63,7 @@ FUNCTIONS = (
     StudentFunction("LearnedPositionalEncoding.embedding", (), ARRAY, cell="LearnedPositionalEncoding",
                     contract=lambda: _learned("embedding")),
     StudentFunction("LearnedPositionalEncoding.forward", ("X",), ARRAY, cell="LearnedPositionalEncoding",
-                    contract=lambda: _learned("forward", call(_X()))),
+                    contract=lambda: _learned("forward", call(_X()), settings={"embedding": _table_rows()})),
     StudentFunction("LearnedPositionalEncoding.backward", ("grad_output",), ARRAY, cell="LearnedPositionalEncoding",
                     contract=lambda: _learned("backward", call(normal(93, _X().shape)),
                                               steps=[("forward", call(_X()))])),
@@ -68,5 +78,6 @@ FUNCTIONS = (
     StudentFunction("self_attention", ("X", "W_q", "W_k", "W_v"), ARRAY, cell="self_attention",
                     contract=lambda: call(_X(), *_weights())),
     StudentFunction("encode_and_attend", ("X", "W_q", "W_k", "W_v", "encoder"), ARRAY, cell="self_attention",
-                    contract=lambda: call(_X(), *_weights()), stand_ins=_attention, reference=""),
+                    contract=lambda: call(_X(), *_weights()), stand_ins=_attention, reference="",
+                    answers=_attend_answers),
 )
