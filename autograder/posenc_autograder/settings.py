@@ -167,8 +167,8 @@ class Hub:
     instructor_group: str = "instructors"  # hub group whose members reach the portal's instructor pages
 
 
-SECTIONS = {"course": CourseRules, "sandbox": Limits, "caps": Caps, "portal": PortalDefaults, "sharing": Sharing,
-            "hub": Hub}
+SECTIONS: dict[str, type[Section]] = {"course": CourseRules, "sandbox": Limits, "caps": Caps,
+                                      "portal": PortalDefaults, "sharing": Sharing, "hub": Hub}
 
 
 @dataclasses.dataclass(frozen=True)

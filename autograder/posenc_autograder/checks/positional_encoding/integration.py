@@ -1,6 +1,8 @@
 """Hidden tests for the integration part: self-attention, and position information inside it."""
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
 from posenc_autograder.checks import variants
@@ -78,7 +80,7 @@ def _judge_wiring(inputs, obs):
     def of_case(key, _case=None):
         """encode_and_attend as the probe called it in this case (the encoder: the grader's, not shown)."""
         x = inputs["X"][:, perm] if key.endswith("permuted") else inputs["X"]
-        encoder = {"encoder": ENCODER} if key.startswith("encoded") else {}
+        encoder: dict[str, typing.Any] = {"encoder": ENCODER} if key.startswith("encoded") else {}
         return reproduction(step(WIRED_FN, x, *W, **encoder), stand_ins=(ATTENTION_FN,))
     if "error" in obs:
         return [reproduced(raised_problem(f"running {WIRED_FN} failed: {obs['error']}", obs["error"]),

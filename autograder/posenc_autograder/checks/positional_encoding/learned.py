@@ -158,7 +158,8 @@ def _grad_problem(grad, upstream, table_shape, what="grad_embedding"):
     if upstream.shape[0] in (1, used):          # a sum over the positions that still fits the rows it is stored in
         known[SUMMED_OVER_POSITIONS] = np.broadcast_to(upstream.sum(axis=1), (used, table_shape[1]))
     fitting = [explanation for explanation, rows in known.items() if mismatch(grad[:used], rows, 1e-10, "") is None]
-    return with_cause(problem, either(fitting)) if fitting else problem     # identical rows: several fit alike
+    explanation = either(fitting)                                  # identical rows: several fit alike
+    return with_cause(problem, explanation) if explanation else problem
 
 
 def _backward_inputs():

@@ -93,8 +93,9 @@ def _output_mistakes(weights, v, table_v, index):
 
 def _judge_output(inputs, obs):
     def readings(weights, v, table_v, max_distance):
-        indices = [ref.relative_position_index(*weights.shape, max_distance),
-                   _stand_in_index(inputs, *weights.shape, max_distance)]
+        q_len, k_len = weights.shape
+        indices = [ref.relative_position_index(q_len, k_len, max_distance),
+                   _stand_in_index(inputs, q_len, k_len, max_distance)]
         return [(reference.shaw_output_at(weights, v, table_v, i), lambda i=i: _output_mistakes(weights, v, table_v, i))
                 for i in indices]
     return values_judge(OUTPUT_FN, "outputs", readings)(inputs, obs)
