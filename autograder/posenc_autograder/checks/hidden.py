@@ -224,13 +224,19 @@ def registry(*modules) -> dict[str, HiddenTest]:
     return found
 
 
-def judge_all(tests, records: dict, variant: int | None = None) -> dict[str, tuple[list[Problem], int, int]]:
+def judge_all(tests, records: dict, variant: int | None = None,
+              kept: Callable[..., tuple[list[Problem], int, int] | None] | None = None
+              ) -> dict[str, tuple[list[Problem], int, int]]:
     """graded() for every test with a record (cell id -> record): first the value tests, then the tests that
-    read their verdicts (a function's contract counts only when every test judging it passed)."""
-    results = {t.id: t.graded(records[t.id], variant) for t in tests if t.id in records and not t.reads_verdicts}
+    read their verdicts (a function's contract counts only when every test judging it passed). kept(test, verdicts):
+    an outcome kept from the same run and judge (a regrade, records/kept_records.py), else None: judged here."""
+    def outcome(test, verdicts=None):
+        found = kept(test, verdicts) if kept is not None else None
+        return found if found is not None else test.graded(records[test.id], variant, verdicts)
+
+    results = {t.id: outcome(t) for t in tests if t.id in records and not t.reads_verdicts}
     verdicts = function_verdicts(tests, results)
-    results.update({t.id: t.graded(records[t.id], variant, verdicts)
-                    for t in tests if t.id in records and t.reads_verdicts})
+    results.update({t.id: outcome(t, verdicts) for t in tests if t.id in records and t.reads_verdicts})
     return results
 
 

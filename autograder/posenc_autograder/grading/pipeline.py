@@ -19,7 +19,7 @@ from posenc_autograder import probes as probes_package
 from posenc_autograder import settings
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources, variants
-from posenc_autograder.checks.hidden import judge_all
+from posenc_autograder.checks.hidden import HiddenTest, judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.grading import shared_probes
 from posenc_autograder.grading.assemble import assemble, untouched
@@ -156,18 +156,35 @@ def not_graded(submission: Submission, cells, notes) -> NotebookResult:
 
 # --- judge (trusted side) ----------------------------------------------------------------------
 
-def judge(course: Course, submission: Submission, execution: Execution, limits: Limits) -> NotebookResult:
+def graded_checks(course: Course, submission: Submission) -> list[HiddenTest]:
+    """The hidden tests of the submission's released notebook, in its order."""
     release = released(course, submission.assignment, submission.notebook)
-    variant = variants.student_variant(course, submission.student)
+    return [REGISTRY[cell_id] for _, cell_id, _, _ in test_cells(release) if cell_id in REGISTRY]
+
+
+def judged_tests(course: Course, submission: Submission, execution: Execution, kept=None
+                 ) -> dict[str, tuple[list[Problem], int, int]]:
+    """Each hidden test's outcome (problems, cases passed, cases judged) on the run's records: value tests first, then
+    the contracts test on their verdicts; kept(test, verdicts): an outcome kept from the same run and judge
+    (judge_all)."""
+    checks = graded_checks(course, submission)
+    records = {check.id: execution.observations.get(check.id) or {"missing": _why_no_answer(execution.events)}
+               for check in checks}
+    return judge_all(checks, records, variants.student_variant(course, submission.student), kept)
+
+
+def judge(course: Course, submission: Submission, execution: Execution, limits: Limits,
+          judged: dict[str, tuple[list[Problem], int, int]] | None = None) -> NotebookResult:
+    """The notebook's result: each hidden test's outcome (judged_tests, unless given) weighed by its released points,
+    the visible checks, and the notes on the run."""
+    release = released(course, submission.assignment, submission.notebook)
     notes = list(submission.notes) + _describe_events(execution.events, limits)
     if execution.failure:
         notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))
     tests = []
     cells = test_cells(release)
-    checks = [REGISTRY[cell_id] for _, cell_id, _, _ in cells if cell_id in REGISTRY]
-    records = {check.id: execution.observations.get(check.id) or {"missing": _why_no_answer(execution.events)}
-               for check in checks}
-    judged = judge_all(checks, records, variant)      # value tests first, then the contracts test on their verdicts
+    if judged is None:
+        judged = judged_tests(course, submission, execution)
     for _, cell_id, title, points in cells:
         check = REGISTRY.get(cell_id)
         if check is None:
@@ -305,13 +322,15 @@ def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
                  e.quoted) for cell_id, e in broken.items()]
 
 
-def top_level_names(source: str) -> set[str]:
-    """The names a cell's top-level statements bind (def, class, assignment, import), read as IPython reads it."""
+@functools.lru_cache(maxsize=1024)
+def top_level_names(source: str) -> frozenset[str]:
+    """The names a cell's top-level statements bind (def, class, assignment, import), read as IPython reads it. Kept
+    by source: the released cells every notebook holds are read once a run, not once a notebook."""
     from IPython.core.inputtransformer2 import TransformerManager  # a cell may use magics: read it as IPython
     try:
         tree = ast.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError):
-        return set()
+        return frozenset()
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -321,7 +340,7 @@ def top_level_names(source: str) -> set[str]:
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return names
+    return frozenset(names)
 
 
 def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[Note]:
@@ -332,7 +351,6 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
     nb = executed(executed_notebook)
     cells = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     where = {grade_id(cell): index for index, cell in cells if grade_id(cell)}
-    bound = functools.cache(top_level_names)     # each cell read once, not once per graded function (this call only)
     notes = []
     for entry in manifest.functions(assignment):
         name, answer = entry.defined_name, where.get(entry.cell)
@@ -341,7 +359,7 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
         if answer is None or not tested or any(n.startswith(f"{name}:") for n in map(str, notes)):
             continue
         later = [index for index, cell in cells
-                 if answer < index < min(tested) and name in bound(cell.source)]
+                 if answer < index < min(tested) and name in top_level_names(cell.source)]
         if later:
             notes.append(Note(NoteKind.REDEFINED, f"{name}: the version graded is the one {cell_label(nb, later[-1])} "
                                                   f"defines, after answer cell '{entry.cell}' (a later definition "

@@ -1,14 +1,20 @@
 """What a regrade keeps and says: the grader's fingerprint (its code, limits and released notebooks), the higher
-score kept for an unchanged file and grader, and the note on how a changed grader moved the scores."""
+score kept for an unchanged file and grader, the note on how a changed grader moved the scores, and the digests that
+decide what of a notebook's last run still holds (JobDigests: records/kept_records.py keeps what a regrade needs by
+them)."""
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import hashlib
 import json
 import pathlib
 
-from posenc_autograder.checks import variants
-from posenc_autograder.course import RELEASE_DIRECTORY, Course
+from posenc_autograder.checks import REGISTRY, variants
+from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id
+from posenc_autograder.grading.execute import GradingTask
+from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.results import Note, NotebookResult, NoteKind, Problem
 from posenc_autograder.settings import Limits
 
@@ -61,10 +67,11 @@ def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: st
 
 
 def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str,
-                    digest: str | None = None) -> Note | None:
+                    digest: str | None = None, rejudged: bool = False) -> Note | None:
     """Per test, how the score moved since the last grading by another grader (None: nothing moved), and why:
     the grader changed (a test added, removed or re-pointed by a release is named as such), or the student also
-    resubmitted (then the new file may be what moved it)."""
+    resubmitted (then the new file may be what moved it); and how: re-judged from what was kept of the last run
+    (`rejudged`), or run again."""
     if previous is None or previous.get("fingerprint") == fingerprint:
         return None
     before = {t["cell_id"]: t for t in previous["result"]["tests"]}
@@ -79,7 +86,9 @@ def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: 
            if digest is not None and previous.get("sha256") not in (None, digest)
            else "regraded with a changed grader (checks, limits or released notebook), same file")
     # The automatic points: a grade an instructor set by hand stays theirs, and the page's header shows the final one.
-    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; automatic total {total:g} → {result.score:g}")
+    done = ("; judged again from the kept record of its last run (the notebook was not run again)" if rejudged
+            else "; the notebook was run again")
+    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; automatic total {total:g} → {result.score:g}{done}")
 
 
 def _test_change(test, old: dict | None) -> str | None:
@@ -102,3 +111,91 @@ def _cases_change(test, old: dict) -> str:
     if before and now and before[1] != now[1]:
         return f", now {now[1]} input cases (was {before[1]})"
     return ""
+
+
+# --- what of a notebook's last run still holds ----------------------------------------------------------------
+
+# The code that runs a job and reads what it sends (the probes travel in the task): changed, every notebook runs again.
+# The integrity evidence is made from the raw answers, which are not all kept: a new format of it runs again too.
+RUN_CODE = ("sandbox", "grading/execute.py", "grading/executors.py", "records/evidence.py")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobDigests:
+    """What decides whether a notebook's last run, or a hidden test's judgement of it, still holds.
+
+    run: what the sandbox is given and runs it with: the cells in order (a probe cell by its test's id only: its
+    comment carries the points), the shipped probes, the limits, the isolation, the variant, the integrity probes'
+    inputs and the code that runs and reads the job. tests: per hidden test, its probe and inputs. judge: the grading
+    code with each hidden test's points left out (points only weigh an outcome: pipeline.judge applies them)."""
+    run: str
+    tests: dict[str, str]
+    judge: str
+
+
+def job_digests(task: GradingTask, variant: int | None, judge: str | None = None,
+                package: pathlib.Path = PACKAGE) -> JobDigests:
+    """judge: judge_digest(package), when the caller has it already (it stats every grading file)."""
+    digest = hashlib.sha256()
+    probe_cells = set(task.task_ids)
+    cells = json.loads(task.notebook_json)["cells"]
+    run = [[c.get("cell_type"), f"probe cell {grade_id(c)}" if grade_id(c) in probe_cells else c.get("source")]
+           for c in cells]
+    shared = sorted((c, _inputs_digest(REGISTRY[c], None)) for c in probe_cells if c in REGISTRY and varies(c)) \
+        if SHARED_CELL in probe_cells else []
+    for part in (run, sorted(task.probe_files.items()), task.limits, task.isolate, str(variant), shared,
+                 _code_digest(package, RUN_CODE)):
+        digest.update(json.dumps(part, sort_keys=True).encode("utf-8", "surrogatepass") + b"\0")
+    tests = {cell_id: _inputs_digest(REGISTRY[cell_id], variant) for cell_id in task.task_ids if cell_id in REGISTRY}
+    return JobDigests(digest.hexdigest(), tests, judge or judge_digest(package))
+
+
+@functools.lru_cache(maxsize=256)
+def _inputs_digest(test, variant: int | None) -> str:
+    """A hidden test's probe (module and name) and its inputs as the task frames them."""
+    probe = f"{test.probe.__module__}.{test.probe.__name__}\0".encode()
+    return hashlib.sha256(probe + test.inputs_frame(variant)).hexdigest()
+
+
+def judge_digest(package: pathlib.Path = PACKAGE) -> str:
+    """The grading code (grading_files) as parsed, each `points=` argument of a call left out: a hidden test's points
+    weigh its outcome but do not make it, so changing them keeps every test's judgement (comments and layout do not
+    count either)."""
+    return _normalised_digest(package, _states(package, grading_files(package)))
+
+
+def _states(package: pathlib.Path, files: list[pathlib.Path]) -> tuple:
+    """Each file by its place in the package, with what tells a changed file (the digests below are kept by it)."""
+    return tuple((str(p.relative_to(package)), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+
+
+@functools.lru_cache(maxsize=4)
+def _normalised_digest(package: pathlib.Path, states: tuple) -> str:
+    digest = hashlib.sha256()
+    for name, _, _ in states:
+        tree = _without_points(ast.parse((package / name).read_bytes()))
+        digest.update(name.encode() + b"\0" + ast.dump(tree).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _without_points(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            node.keywords = [k for k in node.keywords if k.arg != "points"]
+    return tree
+
+
+def _code_digest(package: pathlib.Path, names: tuple[str, ...]) -> str:
+    files = []
+    for name in names:
+        path = package / name
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return _file_digest(package, _states(package, files))
+
+
+@functools.lru_cache(maxsize=4)
+def _file_digest(package: pathlib.Path, states: tuple) -> str:
+    digest = hashlib.sha256()
+    for name, _, _ in states:
+        digest.update(name.encode() + b"\0" + (package / name).read_bytes() + b"\0")
+    return digest.hexdigest()

@@ -10,14 +10,16 @@ could not start (no sandbox on this machine).
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from posenc_autograder import settings
+from posenc_autograder.checks import variants
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
-from posenc_autograder.grading import costs
+from posenc_autograder.grading import costs, regrade
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import grader_error, judge, prepare
-from posenc_autograder.grading.regrade import PACKAGE, grader_fingerprint
+from posenc_autograder.grading.pipeline import graded_checks, grader_error, judge, judged_tests, prepare
+from posenc_autograder.grading.regrade import PACKAGE, JobDigests, grader_fingerprint
 from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 from posenc_autograder.progress import Progress
@@ -111,8 +113,9 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
                                                        if s.assignment == assignment and not same])
         from posenc_autograder.reports import feedback, late_policy
         page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
-        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept, strict=True)), fingerprints, page,
-                                     jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet)
+        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept, strict=True)), fingerprints,
+                                     page, jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits,
+                                     quiet=quiet, force=force)
     rebuild_class_files(course, results, refused)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
@@ -152,15 +155,20 @@ def class_files_stamp(course: Course, submissions, digests, fingerprints, refuse
                          stamps.file_states(PACKAGE.rglob(PACKAGE_FILES)))
 
 
-def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate, scheduler, limits, quiet):
+def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate, scheduler, limits, quiet,
+                       force=False):
     """Tasks are prepared as job slots free up and each execution is judged, stored (records.graded, its feedback
     page by `page`) and dropped as it finishes: the grader holds a few notebooks at a time, whatever the size of the
-    class."""
-    from posenc_autograder.records import evidence, graded
+    class. A notebook whose last run still holds (records/kept_records.py: the same cells, probes, inputs and limits)
+    is judged again from what was kept of it, with no sandbox job, unless `force`; make grade says per assignment
+    which was done."""
+    from posenc_autograder.records import evidence, graded, kept_records
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
-    pending: dict[tuple, tuple[Submission, str | None]] = {}
+    pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict | None]] = {}
+    how = RegradeNote()
+    judge_code = regrade.judge_digest()            # once a run: the grading code is what it is for the whole run
 
     def tasks():
         for sub, digest, stored in planned:
@@ -171,38 +179,156 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             try:
                 with costs.timed("prepare"):
                     prepared = prepare(course, sub, limits, isolate)
+                    digests = None if isinstance(prepared, NotebookResult) else \
+                        regrade.job_digests(prepared, variants.student_variant(course, sub.student), judge_code)
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             if isinstance(prepared, NotebookResult):
+                kept_records.forget(course, sub.key)
                 results.append(graded.settle(course, gb, sub, prepared, digest, fingerprints[sub.assignment], page))
                 progress.step(sub.student)
-            else:
-                pending[prepared.key] = (sub, digest)
-                yield prepared
+                continue
+            previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
+            again = FORCED if force else _rejudged(course, gb, sub, digest, prepared, digests, previous,
+                                                    fingerprints[sub.assignment], page, limits)
+            if isinstance(again, NotebookResult):
+                how.count(sub.assignment, None)
+                results.append(again)
+                progress.step(f"{sub.student} (re-judged)")
+                continue
+            how.count(sub.assignment, again)
+            pending[prepared.key] = (sub, digest, digests, previous)
+            yield prepared
 
     executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
-        sub, digest = pending.pop(execution.key)
+        sub, digest, digests, previous = pending.pop(execution.key)
         costs.add("sandbox", execution.sandbox_cpu)
         costs.add("supervise", execution.supervise_cpu)
         with costs.timed("judge"):
-            judged = _judged(course, sub, execution, limits)
+            outcomes = _outcomes(course, sub, execution)
+            judged = _judged(course, sub, execution, limits, outcomes)
         with costs.timed("evidence"):           # the judge's verdicts, taken before storing may keep earlier scores
             evidence.keep_graded(course, sub, execution, judged=judged)
         with costs.timed("store"):
+            data = kept_records.encoded(digests, execution, outcomes, graded_checks(course, sub)) \
+                if outcomes is not None and judged.graded else None          # a failed run is not kept
+            kept = kept_records.write(course, sub.key, data)
             results.append(graded.settle(course, gb, sub, judged, digest, fingerprints[sub.assignment], page,
-                                         execution.executed_notebook))
+                                         execution.executed_notebook, kept=kept, previous=previous))
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
+    how.report(quiet)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
     return results
 
 
-def _judged(course, sub, execution, limits) -> NotebookResult:
-    """The judge's result, or the grader's error on this notebook when the judge itself failed (stored as any result
-    is: one notebook never stops the others)."""
+NOT_GRADED_BEFORE, NEW_FILE, FORCED = "not graded before", "a new file", "--force"
+FIRST_RUNS = (NOT_GRADED_BEFORE, NEW_FILE)        # not a regrade: the note leaves them out
+MAX_AUTOGRADED_BYTES = 64 * 2**20                # the autograded notebook a re-judge writes again with its new outcomes
+
+
+def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: JobDigests, previous: dict | None,
+              fingerprint: str, page, limits) -> NotebookResult | str:
+    """The notebook judged again from what was kept of its last run and stored, with no sandbox job; else why it must
+    run again. Its answers are judged again only where its judge changed; then, the integrity evidence being made from
+    the whole run, a notebook whose verdicts moved runs again (one whose verdicts stand keeps its evidence as it was:
+    the pass or fail it records of the answers on the shared inputs is the last run's judge's)."""
+    from posenc_autograder.records import evidence, graded, kept_records
+
+    if previous is None:
+        return NOT_GRADED_BEFORE
+    if digest is None or previous.get("sha256") != digest:
+        return NEW_FILE
     try:
-        return judge(course, sub, execution, limits)
+        recalled = kept_records.recall(course, sub.key, task, digests, previous.get("kept"))
+        autograded = kept_records.with_outputs(task.notebook_json, _autograded_text(course, sub))
+        with costs.timed("judge"):
+            outcomes = judged_tests(course, sub, recalled.execution, recalled.outcome)
+            result = judge(course, sub, recalled.execution, limits, outcomes)
+        kept: str | None = recalled.sha256
+        if recalled.rejudged:
+            before = {t["cell_id"]: bool(t["problems"]) for t in previous["result"]["tests"] if t["hidden"]}
+            if before != evidence.failed_tests(result):
+                raise kept_records.MustRun("its verdicts moved, and its integrity evidence is made from the whole run")
+            kept = kept_records.write(course, sub.key, kept_records.encoded(digests, recalled.execution, outcomes,
+                                                                            graded_checks(course, sub)))
+    except kept_records.MustRun as why:
+        return str(why)
+    except Exception as exc:  # noqa: BLE001 - what was kept could not be judged again: the notebook runs instead
+        return f"its kept record could not be judged again ({type(exc).__name__})"
+    with costs.timed("store"):
+        return graded.settle(course, gb, sub, result, digest, fingerprint, page, autograded, kept=kept,
+                             previous=previous, rejudged=True)
+
+
+def _autograded_text(course: Course, sub: Submission) -> str:
+    """The autograded notebook stored last time (MustRun when it cannot be read back): its cells' plain outputs are
+    the run's (nbgrader_files keeps only text), and the new outcomes replace its hidden tests' diagnoses as they would
+    a new run's."""
+    from posenc_autograder.records import kept_records
+
+    target = course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
+    try:
+        with open(target, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NOFOLLOW)) as handle:
+            data = handle.read(MAX_AUTOGRADED_BYTES + 1)
+        if len(data) > MAX_AUTOGRADED_BYTES:
+            raise kept_records.MustRun("its autograded notebook is too large to read again")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise kept_records.MustRun("its autograded notebook is missing") from None
+
+
+class RegradeNote:
+    """What make grade says per assignment: how many notebooks were re-judged from their kept records (no sandbox job)
+    and how many were executed again, and why (a new file, --force, the cells, probes or limits, a hidden test's
+    inputs, a judge whose answers were too large to keep, nothing kept)."""
+
+    def __init__(self):
+        self.rejudged: dict[str, int] = {}
+        self.ran: dict[str, dict[str, int]] = {}
+
+    def count(self, assignment: str, why: str | None) -> None:
+        """why: None for a notebook re-judged from its kept record, else why it was executed again."""
+        if why is None:
+            self.rejudged[assignment] = self.rejudged.get(assignment, 0) + 1
+        else:
+            reasons = self.ran.setdefault(assignment, {})
+            reasons[why] = reasons.get(why, 0) + 1
+
+    def lines(self) -> list[str]:
+        said = []
+        for assignment in sorted({*self.rejudged, *self.ran}):
+            again = self.rejudged.get(assignment, 0)
+            ran = {why: n for why, n in self.ran.get(assignment, {}).items() if why not in FIRST_RUNS or again}
+            if not again and not ran:
+                continue                                  # a first grading, not a regrade
+            executed = "; ".join(f"{n} ({why})" for why, n in sorted(ran.items(), key=lambda item: -item[1]))
+            said.append(f"Regrade of {assignment}: {again} notebook(s) re-judged from their kept records (not "
+                        f"executed again), " + (f"{sum(ran.values())} executed again: {executed}" if ran
+                                                else "none executed again"))
+        return said
+
+    def report(self, quiet: bool) -> None:
+        if not quiet:
+            for line in self.lines():
+                print(line, file=sys.stderr)
+
+
+def _outcomes(course, sub, execution) -> dict | None:
+    """Each hidden test's outcome on the run (what is kept for a regrade); None when the judge failed (_judged
+    reports it)."""
+    try:
+        return judged_tests(course, sub, execution)
+    except Exception:  # noqa: BLE001 - _judged judges again and stores the grader's error
+        return None
+
+
+def _judged(course, sub, execution, limits, outcomes: dict | None = None) -> NotebookResult:
+    """The judge's result (on `outcomes`, each hidden test's, when given), or the grader's error on this notebook when
+    the judge itself failed (stored as any result is: one notebook never stops the others)."""
+    try:
+        return judge(course, sub, execution, limits, outcomes)
     except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
         return grader_error(course, sub, exc)
 

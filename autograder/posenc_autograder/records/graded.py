@@ -37,10 +37,12 @@ Page = Callable[[Stored], object]                # writes the notebook's feedbac
 
 
 def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
-          previous: dict[str, Any] | None, page: Page, executed_notebook: str | None = None) -> NotebookResult:
-    """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load)."""
+          previous: dict[str, Any] | None, page: Page, executed_notebook: str | None = None,
+          kept: str | None = None, rejudged: bool = False) -> NotebookResult:
+    """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load; `kept`: the
+    sha256 of what was kept of its run for a regrade, records/kept_records.py; `rejudged`: judged again from it)."""
     result = keep_higher_scores(result, previous, digest, fingerprint)
-    change = regrade_changes(result, previous, fingerprint, digest)
+    change = regrade_changes(result, previous, fingerprint, digest, rejudged)
     if change:
         result.notes.append(change)
     if previous is not None:
@@ -55,17 +57,24 @@ def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult
     nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
                    course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     page(Stored(result, scores, gradebook.comments(gb, sub.student, sub.assignment, sub.notebook)))
-    results_store.save(course, result, digest, fingerprint)
+    results_store.save(course, result, digest, fingerprint, kept)
     return result
 
 
+UNREAD = object()              # settle's `previous` when the caller has not read the stored record
+
+
 def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None,
-           fingerprint: str, page: Page, executed_notebook: str | None = None) -> NotebookResult:
+           fingerprint: str, page: Page, executed_notebook: str | None = None, kept: str | None = None,
+           previous: dict | None | object = UNREAD, rejudged: bool = False) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'
-    with the reason (feedback included), and the run goes on."""
-    previous = results_store.load(results_store.path(course, *sub.key))       # both attempts compare with it
+    with the reason (feedback included), and the run goes on. previous: the stored record, when the caller has read
+    it already."""
+    if previous is UNREAD:
+        previous = results_store.load(results_store.path(course, *sub.key))       # both attempts compare with it
+    assert previous is None or isinstance(previous, dict)
     try:
-        return store(course, gb, sub, result, digest, fingerprint, previous, page, executed_notebook)
+        return store(course, gb, sub, result, digest, fingerprint, previous, page, executed_notebook, kept, rejudged)
     except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
         failed = grader_error(course, sub, exc)
         try:

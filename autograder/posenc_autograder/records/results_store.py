@@ -33,12 +33,17 @@ def result_from_json(data: dict[str, Any]) -> NotebookResult:
     return NotebookResult.from_json(data)
 
 
-def save(course: Course, result: NotebookResult, digest: str | None, fingerprint: str) -> pathlib.Path:
+def save(course: Course, result: NotebookResult, digest: str | None, fingerprint: str,
+         kept: str | None = None) -> pathlib.Path:
     """digest: the graded file's sha256 (the dashboard finds byte-identical files by it, and an untouched one by the
-    result's own flag, instead of reading every submission again)."""
+    result's own flag, instead of reading every submission again); kept: the sha256 of what was kept of its run for a
+    regrade (records/kept_records.py), which a regrade reads only when it is this."""
     file = path(course, result.student, result.assignment, result.notebook)
     file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(json.dumps({"sha256": digest, "fingerprint": fingerprint, "result": result.to_json()}, indent=1))
+    record = {"sha256": digest, "fingerprint": fingerprint, "result": result.to_json()}
+    if kept is not None:
+        record["kept"] = kept
+    file.write_text(json.dumps(record))          # compact: the C encoder (an indented one is Python's, ~10x slower)
     return file
 
 
