@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from posenc_autograder import settings
 from posenc_autograder.checks import variants
@@ -166,7 +167,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
-    pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict | None]] = {}
+    pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None]] = {}
     how = RegradeNote()
     judge_code = regrade.judge_digest()            # once a run: the grading code is what it is for the whole run
 
@@ -179,8 +180,9 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             try:
                 with costs.timed("prepare"):
                     prepared = prepare(course, sub, limits, isolate)
-                    digests = None if isinstance(prepared, NotebookResult) else \
-                        regrade.job_digests(prepared, variants.student_variant(course, sub.student), judge_code)
+                    if not isinstance(prepared, NotebookResult):
+                        digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student),
+                                                      judge_code)
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             if isinstance(prepared, NotebookResult):

@@ -66,7 +66,7 @@ UNREAD = object()              # settle's `previous` when the caller has not rea
 
 def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None,
            fingerprint: str, page: Page, executed_notebook: str | None = None, kept: str | None = None,
-           previous: dict | None | object = UNREAD, rejudged: bool = False) -> NotebookResult:
+           previous: dict[str, Any] | None | object = UNREAD, rejudged: bool = False) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'
     with the reason (feedback included), and the run goes on. previous: the stored record, when the caller has read
     it already."""

@@ -55,7 +55,7 @@ def forget(course: Course, key: tuple[str, str, str]) -> None:
     path(course, key).unlink(missing_ok=True)
 
 
-def verdicts_digest(verdicts: dict | None) -> str | None:
+def verdicts_digest(verdicts: dict[str, Any] | None) -> str | None:
     """What a test that reads the other tests' verdicts (the contracts test) was given."""
     if verdicts is None:
         return None
@@ -100,12 +100,12 @@ def encoded(digests: JobDigests, execution: Execution, judged: dict[str, Outcome
     return data if len(data) <= MAX_KEPT_BYTES else None
 
 
-def cell_errors_of(executed_notebook: str | None) -> list[list]:
+def cell_errors_of(executed_notebook: str | None) -> list[list[Any]]:
     """[cell index, error name, message] of the first error output of each cell that raised: all the judge's readers
     take from a run's outputs (pipeline.answer_cell_errors, own_cell_error_notes)."""
     if not executed_notebook:
         return []
-    found = []
+    found: list[list[Any]] = []
     for index, cell in enumerate(executed(executed_notebook).cells):
         error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
         if error is not None:
@@ -136,10 +136,10 @@ class Recalled:
     each kept error in place) and each test's kept outcome where it still holds."""
     execution: Execution
     judge: str
-    tests: dict[str, dict]
+    tests: dict[str, dict[str, Any]]
     sha256: str
 
-    def outcome(self, test: HiddenTest, verdicts: dict | None = None) -> Outcome | None:
+    def outcome(self, test: HiddenTest, verdicts: dict[str, Any] | None = None) -> Outcome | None:
         """The kept outcome of `test` when its judge and (for the contracts test) the verdicts it reads are the same;
         None when its kept answers are to be judged again; MustRun when neither holds."""
         entry = self.tests.get(test.id)
@@ -190,11 +190,11 @@ def recall(course: Course, key: tuple[str, str, str], task: GradingTask, digests
                     digests.judge, tests, expected_sha256)
 
 
-def _no_follow(name, flags):
+def _no_follow(name: str, flags: int) -> int:
     return os.open(name, flags | os.O_NOFOLLOW)
 
 
-def skeleton(notebook_json: str, errors: list[list]) -> str:
+def skeleton(notebook_json: str, errors: list[list[Any]]) -> str:
     """The notebook as the judge's readers see a run of it: the assembled cells, each kept error as its output."""
     nb = json.loads(notebook_json)
     for index, ename, evalue in errors:
@@ -214,7 +214,7 @@ def with_outputs(notebook_json: str, autograded_json: str) -> str:
     same = [c for c in nb["cells"] if grade_id(c) != SHARED_CELL]
     if not isinstance(cells, list) or len(cells) != len(same):
         raise MustRun("its autograded notebook is not the one of its last run")
-    for cell, old in zip(same, cells):
+    for cell, old in zip(same, cells, strict=True):
         if not isinstance(old, dict) or old.get("cell_type") != cell.get("cell_type"):
             raise MustRun("its autograded notebook is not the one of its last run")
         if cell.get("cell_type") == "code":
