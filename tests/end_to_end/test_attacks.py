@@ -25,8 +25,8 @@ from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=6, notebook_seconds=24)    # victims are graded before the attacks, on an idle machine
 VICTIMS = {"victim_full": FULL, "victim_zero": 0}
-# A full solution that also sends the grader what it cannot read: graded in full all the same (its forged frames cost
-# only the cell that sent them), never reported as the grader failing.
+# A full solution that also sends the grader what it cannot read, right after its imports: graded on that one run (its
+# forged frames stop it there: nothing after them can be read), said as its own, never reported as the grader failing.
 HONEST_FORGER = "forger_full"
 HOST_MARKERS = [pathlib.Path("/usr/pwned"), ROOT / ".venv/lib/python3.11/site-packages/x.pth"]
 ALL_ATTACKS = sorted(ATTACKS) + sorted(HOSTILE_FILES)
@@ -161,13 +161,13 @@ def test_what_an_attack_sends_or_logs_is_its_own_never_the_grader_failing(attack
     assert result.graded and not result.notes_of(NoteKind.GRADER_ERROR), [str(n) for n in result.notes]
 
 
-def test_frames_the_grader_cannot_read_cost_a_full_solution_nothing_and_are_named(attacked_class):
+def test_frames_the_grader_cannot_read_are_the_students_attempt_and_named(attacked_class):
     course, _, after, _ = attacked_class
     result = after[HONEST_FORGER]
-    assert result.graded and result.score == FULL, [str(n) for n in result.notes]
-    assert final_scores(course, HONEST_FORGER, ASSIGNMENT) == (float(FULL), float(FULL))
+    assert result.graded and result.score < FULL, [str(n) for n in result.notes]
+    assert final_scores(course, HONEST_FORGER, ASSIGNMENT) == (float(result.score), float(FULL))
     said = [str(n) for n in result.notes_of(NoteKind.UNREADABLE_DATA)]
-    assert len(said) == 1 and "announced" in said[0] and "skipped" in said[0], said
+    assert len(said) == 1 and "announced" in said[0] and "not run again" in said[0], said
     assert not result.notes_of(NoteKind.GRADER_ERROR, NoteKind.CRASHED)
     assert "grader crashed" not in (course.feedback / HONEST_FORGER / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
 

@@ -72,7 +72,8 @@ def graded_by_an_ordinary_user(ordinary_user):   # noqa: F811
 
 
 def refused(found: dict) -> list[tuple]:
-    return [(e["reason"], e["cell"], e["skipped"]) for e in found["events"] if e["event"] == "unreadable_data"]
+    return [(e["reason"], e["cell"], e.get("stopped", False))
+            for e in found["events"] if e["event"] == "unreadable_data"]
 
 
 @pytest.mark.slow
@@ -82,10 +83,14 @@ def test_the_warm_sandbox_ran_them(graded_by_an_ordinary_user):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["impossible_header", "malformed_frames", "frame_cut_short"])
-def test_frames_the_grader_cannot_read_cost_only_their_cell(graded_by_an_ordinary_user, name):
+def test_frames_the_grader_cannot_read_cost_one_run(graded_by_an_ordinary_user, name):
+    """A malformed frame is ignored; after an impossible header or a frame cut short nothing can be read: the run
+    stops there, once (never run again), charged to the cell that wrote it."""
     found = graded_by_an_ordinary_user[name]
     last = str(len(SCENARIOS[name][0]) - 1)
-    assert found["finished"] and found["printed"][last] == "after\n", found
+    read_on = name == "malformed_frames"
+    assert found["runs"] == 1 and found["finished"] == read_on, found
+    assert (found["printed"].get(last) == "after\n") == read_on, found
     assert not [e for e in found["events"] if e["event"] == "kernel_died"], found
     expected = {"impossible_header": [(codec.TOO_LARGE, 1, True)], "malformed_frames": [(codec.MALFORMED, 0, False)],
                 "frame_cut_short": [(codec.MALFORMED, 0, True)]}[name]

@@ -1,8 +1,9 @@
 """What a student's code does costs one run of the notebook: a cell past its limit is interrupted, as
 Jupyter's interrupt stops a cell, and the run goes on; the function it was running raises at once from then on, so a
-loop called by every test costs one cell limit, not one each. A cell that ignores the interrupt, or a process that
-dies, stops the run there. Nothing of the student's runs the notebook again. The first cell appends to a file of
-the test's, so the runs are counted by the notebook itself (a plain job, without the sandbox, can write there)."""
+loop called by every test costs one cell limit, not one each. A cell that ignores the interrupt, a process that dies,
+or a channel the grader cannot read (a header announcing an impossible length, a frame cut short) stops the run there;
+malformed JSON is ignored. Nothing of the student's runs the notebook again. The first cell appends to a file of the
+test's, so the runs are counted by the notebook itself (a plain job, without the sandbox, can write there)."""
 import pathlib
 
 import pytest
@@ -69,6 +70,22 @@ def test_a_cell_that_kills_its_process_or_ignores_the_interrupt_stops_the_one_ru
     outcome = run(counting(log) + LOOP, cell, "print('after')")
     assert log.read_text() == "run\n" and outcome.runs == 1
     assert [(e["event"], e["cell"]) for e in outcome.events] == [(event, 1)] and 2 not in outcome.outputs
+
+
+CHANNEL = "import os, struct\nfd = int(os.environ['POSENC_CHANNEL_FD'])\n"
+CORRUPTED = {"impossible length": "os.write(fd, struct.pack('<IQ', 8, 2**60))",
+             "frame cut short": "os.write(fd, struct.pack('<IQ', 4096, 0) + b'[[], ')",
+             "malformed JSON": "bad = repr({'result': ['x']}).encode()\n"
+                               "os.write(fd, struct.pack('<IQ', len(bad), 0) + bad)"}
+
+
+@pytest.mark.parametrize("cell", list(CORRUPTED.values()), ids=list(CORRUPTED))
+def test_a_channel_the_grader_cannot_read_costs_one_run(tmp_path, cell):
+    log = tmp_path / "runs.txt"
+    outcome = run(counting(log), CHANNEL + cell, "print('after')")
+    assert log.read_text() == "run\n" and outcome.runs == 1
+    [refused] = [e for e in outcome.events if e["event"] == "unreadable_data"]
+    assert refused["cell"] == 1 and not [e for e in outcome.events if e["event"] == "kernel_died"], outcome.events
 
 
 def test_the_interrupt_reaches_a_cell_in_the_sandbox():

@@ -1,7 +1,7 @@
 """What a job sends that the grader cannot read is the student's: a header announcing an impossible length, a frame
-cut short, a malformed or oversized frame. Each costs the student the cell that sent it, is said as such, and never
-reads as the grader failing: the attempt after it reads its own channel from its first byte, so the rest of the
-student's work is read."""
+cut short, a malformed or oversized frame. A malformed frame is ignored and the rest is read; after a header or a
+frame cut short nothing can be read, so the run stops there (one run: the notebook is not run again). Each is said as
+the student's, never as the grader failing."""
 import struct
 
 import pytest
@@ -30,13 +30,13 @@ def refused_events(outcome) -> list[dict]:
 
 @pytest.mark.parametrize("header", [struct.pack("<IQ", 8, 2**60), struct.pack("<IQ", 2**32 - 1, 2**64 - 1)],
                          ids=["2**60 array bytes", "every length at its largest"])
-def test_a_header_announcing_an_impossible_length_costs_only_its_cell(header):
+def test_a_header_announcing_an_impossible_length_stops_the_run_at_its_cell(header):
     outcome = run("print('before')", WRITE + f"os.write(fd, {header!r})", "print('after')")
-    assert outcome.finished, outcome.events
-    assert printed(outcome, 0) == "before\n" and printed(outcome, 2) == "after\n"
+    assert not outcome.finished and outcome.runs == 1, outcome.events
+    assert printed(outcome, 0) == "before\n" and 2 not in outcome.outputs
     assert refused_events(outcome) == [{"event": "unreadable_data", "reason": codec.TOO_LARGE,
                                         "bytes": codec.HEADER.size + sum(struct.unpack("<IQ", header)),
-                                        "cell": 1, "skipped": True}]
+                                        "cell": 1, "stopped": True}]
     assert not [e for e in outcome.events if e["event"] == "kernel_died"]
 
 
@@ -46,15 +46,15 @@ def test_malformed_frames_are_ignored_and_everything_after_them_is_read():
     outcome = run(WRITE + f"os.write(fd, {frames!r})", "print('after')")
     assert outcome.finished and printed(outcome, 1) == "after\n"
     assert refused_events(outcome) == [{"event": "unreadable_data", "reason": codec.MALFORMED,
-                                        "bytes": codec.HEADER.size + len(skeletons[0]), "cell": 0, "skipped": False}]
+                                        "bytes": codec.HEADER.size + len(skeletons[0]), "cell": 0}]
 
 
-def test_a_frame_cut_short_takes_nothing_from_the_next_attempt():
-    """The rest of the cell's frame swallows what the runner sends after it; the attempt dies without its end, and
-    the replay reads its own channel from its first byte."""
+def test_a_frame_cut_short_is_the_cells_and_stops_the_run_there():
+    """The rest of the cell's frame swallows what the runner sends after it; the run ends without its end, charged
+    to the cell that wrote it, never as a death or the grader's failure."""
     outcome = run(WRITE + "os.write(fd, struct.pack('<IQ', 4096, 0) + b'[[], ')", "print('after')")
-    assert outcome.finished and printed(outcome, 1) == "after\n"
-    assert all(e.get("cell") is not None for e in outcome.events), outcome.events
+    assert not outcome.finished and outcome.runs == 1 and 1 not in outcome.outputs
+    assert [(e["event"], e["cell"], e.get("stopped")) for e in outcome.events] == [("unreadable_data", 0, True)]
 
 
 def test_each_attempt_reads_its_channel_from_its_first_byte():

@@ -492,10 +492,9 @@ def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
                 f"announced, at most {cap} and {codec.MAX_NODES:,} values nested at most {codec.MAX_DEPTH} deep)")
     else:
         what = f"your notebook sent the grader data it could not read, in {where}"
-    if event.get("skipped"):
-        return f"{what}; nothing after it could be read, so that cell was skipped and the notebook run again without it"
     if event.get("stopped"):
-        return f"{what}; nothing after it could be read, so the notebook stopped there: the cells after it were skipped"
+        return (f"{what}; nothing after it could be read, so the notebook stopped there: the cells after it count for "
+                f"nothing (this run is your attempt; the notebook is not run again)")
     return f"{what}; it was ignored and counts for nothing"
 
 

@@ -27,7 +27,6 @@ from posenc_autograder.sandbox.launch import ZygoteGone, launcher
 from posenc_autograder.sandbox.layout import HEADER_LENGTH_BYTES, HOME_DIR, WORK_DIR
 from posenc_autograder.settings import Limits
 
-MAX_REPLAYS = 3                   # runs again after a channel made unreadable, each without the cell that did it
 MAX_LOST = 2                      # attempts lost to a dying zygote before the job is given up (not graded)
 POLL_SECONDS = 0.05
 EXIT_GRACE_SECONDS = 1.0          # to drain the channel after the process ended
@@ -50,7 +49,7 @@ class RunOutcome:
                                        # what run_job's `decode` made of it as it arrived
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
     cpu_seconds: float = 0.0           # the sandboxes' CPU (user + system), every attempt, as the kernel counted it
-    runs: int = 1                      # times the notebook was run (a job lost with its zygote not counted)
+    runs: int = 1                      # times the notebook was run: once (a job lost with its zygote not counted)
 
 
 
@@ -244,53 +243,46 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
             isolate: bool = True, decode=None) -> RunOutcome:
     """Run the cells once under the supervisor. What the student's code does costs one run: the first cell past its
     limit is interrupted and the run goes on; a cell that outlives its limit after that (or the interrupt), a process
-    that dies, the notebook's limit or a flood stop the run there, and what ran before keeps its results. Only the
-    grader's own failure (the warm zygote lost under the job) runs it again, its time given back; and a channel made
-    unreadable by a cell's header runs again without that cell, since nothing after the header could be read.
+    that dies, the notebook's limit, a flood, or a channel made unreadable (a header announcing more than it can
+    carry, a frame cut short: nothing after it can be read) stop the run there, and what ran before keeps its
+    results. Only the grader's own failure (the warm zygote lost under the job) runs it again, its time given back.
     task_frame: the task (codec.frame), task_ids: its keys. decode(record) -> what to keep of a result as it
     arrives (None: nothing; `cell`: the task it answers, given by keyword); default the record as decoded."""
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
     tasks = set(task_ids)
-    events: list[dict] = []
-    skip: list[int] = []
     results, outputs, reader = {}, {}, ChannelReader(limits)
     groups = make_cgroups(limits)
-    log, cpu, lost = b"", 0.0, 0
+    cpu, lost = 0.0, 0
     try:
         with _scratch_dirs(isolate) as (work, home):
             start = launcher(limits, isolate, work, home, probe_files)
+            payload = _payload(notebook_cells, probe_files, limits, [], task_frame)
             while True:
-                payload = _payload(notebook_cells, probe_files, limits, skip, task_frame)
-                attempt = Attempt(start, payload, code_cells, skip, limits, reader, results, outputs, decode)
+                attempt = Attempt(start, payload, code_cells, [], limits, reader, results, outputs, decode)
                 kept, attempt_started = (dict(results), dict(outputs)), time.monotonic()
                 ending, cell = attempt.run(deadline, tasks, groups)
                 cpu += attempt.cpu_seconds
-                if ending == "lost":
-                    # The zygote died under the job: nothing the student did. Forget what the attempt sent, give its
-                    # time back, and run it again (a new zygote starts, or bubblewrap if none can).
-                    lost += 1
-                    if lost > MAX_LOST:
-                        raise ZygoteGone(f"the warm sandbox was lost {lost} times in a row while running this notebook")
-                    results.clear()
-                    results.update(kept[0])
-                    outputs.clear()
-                    outputs.update(kept[1])
-                    deadline += time.monotonic() - attempt_started
-                    continue
-                log = bytes(attempt.log) if attempt.current is None else log
-                replay = cell if ending == "unreadable" and len(skip) < MAX_REPLAYS else None   # run again without it
-                events += [e for e in _events(attempt, ending, cell, limits, replay is not None) if e not in events]
-                if replay is None:
+                if ending != "lost":
                     break
-                skip.append(replay)
+                # The zygote died under the job: nothing the student did. Forget what the attempt sent, give its
+                # time back, and run it again (a new zygote starts, or bubblewrap if none can).
+                lost += 1
+                if lost > MAX_LOST:
+                    raise ZygoteGone(f"the warm sandbox was lost {lost} times in a row while running this notebook")
+                results.clear()
+                results.update(kept[0])
+                outputs.clear()
+                outputs.update(kept[1])
+                deadline += time.monotonic() - attempt_started
         counted = cgroup_cpu_seconds(groups)
         cpu = cpu if counted is None else counted       # the cgroup also counts what bwrap did not wait for
     finally:
         remove_cgroups(groups)
-    return RunOutcome(events, ending == "finished", time.monotonic() - started, log.decode("utf-8", "replace"),
-                      results, outputs, cpu, len(skip) + 1)
+    log = bytes(attempt.log) if attempt.current is None else b""
+    return RunOutcome(_events(attempt, ending, cell, limits), ending == "finished", time.monotonic() - started,
+                      log.decode("utf-8", "replace"), results, outputs, cpu)
 
 
 def _payload(notebook_cells: list[dict], probe_files: dict[str, str], limits: Limits, skip: list[int],
@@ -301,15 +293,15 @@ def _payload(notebook_cells: list[dict], probe_files: dict[str, str], limits: Li
     return b"".join([len(header).to_bytes(HEADER_LENGTH_BYTES, "little"), header, task_frame])
 
 
-def _events(attempt: Attempt, ending: str, cell: int | None, limits: Limits, again: bool) -> list[dict]:
-    """What happened in one run, for the notes; cells are notebook indices. A refused frame is said by its own
-    event (`skipped`: the notebook ran again without its cell); a cell the job interrupted, by a timeout that did not
-    stop the run."""
+def _events(attempt: Attempt, ending: str, cell: int | None, limits: Limits) -> list[dict]:
+    """What happened in the run, for the notes; cells are notebook indices. A refused frame is said by its own
+    event (`stopped`: nothing after it could be read); a cell the job interrupted, by a timeout that did not stop
+    the run."""
     events = [{"event": "cell_timeout", "cell": c, "seconds": limits.cell_seconds, "stopped": False}
               for c in attempt.interrupted]
     if attempt.refused:
-        stopped = {"stopped": True} if ending == "unreadable" and not again else {}
-        events.append({"event": "unreadable_data", **attempt.refused, "skipped": again, **stopped})
+        stopped = {"stopped": True} if ending == "unreadable" else {}
+        events.append({"event": "unreadable_data", **attempt.refused, **stopped})
     if ending in ("notebook_time_limit", "flood"):
         events.append({"event": ending, "cell": cell})
     elif ending == "died":
