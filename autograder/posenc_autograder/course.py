@@ -8,6 +8,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import uuid
 import warnings
 
 COURSE_ID = "posenc-course"
@@ -38,6 +39,25 @@ class CourseNotFound(Exception):
 
 def is_course(folder: pathlib.Path) -> bool:
     return (folder / CONFIG).is_file() and (folder / SOURCE_DIRECTORY).is_dir()
+
+
+def write_replacing(path: pathlib.Path, data: bytes) -> None:
+    """`path` holds `data` whole, or what it held before, never a part: written to a file of this writer's own
+    beside it (its mode kept, a new one's from the umask), then renamed over it. Two writers at once (make grade and
+    the portal's worker keep the same stamps and generated entries) each put a whole file in place; a shared
+    partial name let one writer's rename take the other's file, whose own rename then failed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        if path.exists():
+            os.chmod(partial, path.stat().st_mode & 0o7777)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def find_root(explicit: str | os.PathLike | None = None) -> pathlib.Path:

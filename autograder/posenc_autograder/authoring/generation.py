@@ -28,7 +28,7 @@ import uuid
 import warnings
 from typing import Any
 
-from posenc_autograder.course import CONFIG, COURSE_ID, SOURCE_DIRECTORY, Course, create_schema
+from posenc_autograder.course import CONFIG, COURSE_ID, SOURCE_DIRECTORY, Course, create_schema, write_replacing
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 KEPT = "generated"                        # under the course's work folder: <assignment>.json, the latest entry
@@ -262,11 +262,8 @@ def _checksum(payload: dict) -> str:
 
 def _keep(course: Course, assignment: str, key: str, made: Generated) -> None:
     payload = _payload(key, made)
-    target = _entry_file(course, assignment)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(json.dumps({"payload": payload, "sha256": _checksum(payload)}))
-    os.replace(partial, target)
+    entry = {"payload": payload, "sha256": _checksum(payload)}
+    write_replacing(_entry_file(course, assignment), json.dumps(entry).encode())
 
 
 def _recall(course: Course, assignment: str, key: str) -> Generated | None:

@@ -12,7 +12,6 @@ the one found holding these definitions before. `--check` changes nothing and fa
 from __future__ import annotations
 
 import dataclasses
-import os
 import pathlib
 import shutil
 import sys
@@ -20,7 +19,14 @@ import tempfile
 
 from posenc_autograder.authoring import book_downloads, cell_definitions, generation, release_history
 from posenc_autograder.authoring.release import PLAN, README, stale_files
-from posenc_autograder.course import GRADEBOOK, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
+from posenc_autograder.course import (
+    GRADEBOOK,
+    RELEASE_DIRECTORY,
+    SOURCE_DIRECTORY,
+    Course,
+    course_for_command,
+    write_replacing,
+)
 from posenc_autograder.records import stamps
 
 
@@ -126,7 +132,7 @@ def swap_in(course: Course, staged: Staged, scratch: pathlib.Path) -> list:
     try:
         for path, data in staged.files.items():
             backup.keep(path)
-            _write_atomically(path, data)
+            write_replacing(path, data)
         for assignment, built in staged.exercises.items():
             backup.keep_folder(course.path(RELEASE_DIRECTORY) / assignment)
             shutil.copytree(built, course.path(RELEASE_DIRECTORY) / assignment)
@@ -169,15 +175,7 @@ class _Backup:
             if data is None:
                 path.unlink(missing_ok=True)
             else:
-                _write_atomically(path, data)
-
-
-def _write_atomically(path: pathlib.Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    shutil.copymode(path, partial) if path.exists() else None
-    os.replace(partial, path)
+                write_replacing(path, data)
 
 
 def release(course: Course) -> list[str]:

@@ -12,7 +12,7 @@ import pathlib
 from collections.abc import Iterable
 from typing import Any
 
-from posenc_autograder.course import Course
+from posenc_autograder.course import Course, write_replacing
 
 
 def file_states(paths: Iterable[str | pathlib.Path]) -> list[tuple[str, int, int]]:
@@ -56,11 +56,7 @@ def recall(course: Course, name: str, stamp: str) -> Any:
 
 
 def remember(course: Course, name: str, stamp: str, value: object = True) -> None:
-    target = _file(course, name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".tmp")
-    partial.write_text(json.dumps({"stamp": stamp, "value": value}))
-    partial.replace(target)
+    write_replacing(_file(course, name), json.dumps({"stamp": stamp, "value": value}).encode())
 
 
 def forget(course: Course, name: str) -> None:
