@@ -87,3 +87,21 @@ def test_an_array_met_twice_is_kept_aside_once():
     back = codec.loads(codec.dumps({"own": table, "shared": table, "other": table.copy()}, arrays),
                        dict(enumerate(arrays)))
     assert len(arrays) == 2 and all(np.array_equal(back[k], table) for k in ("own", "shared", "other"))
+
+
+def test_a_frame_of_small_answers_is_decoded_without_a_second_copy_of_its_tree():
+    """The skeleton's parsed tree is decoded in place: a 1 MB frame of small answers (as a flooding job sends) peaks at
+    what its value holds plus the scan's own arrays, not twice the value (a rebuilt copy beside the parsed one)."""
+    import struct
+    import tracemalloc
+    answer = '{"value": 0.5}'
+    skeleton = ('[[], {"result": "x", "record": {"flood": [' + ", ".join([answer] * 64_000) + ']}}]').encode()
+    reader = codec.FrameReader(32 * 2**20, writable=False)
+    tracemalloc.start()
+    try:
+        [frame] = reader.feed(struct.pack("<IQ", len(skeleton), 0) + skeleton)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(frame["record"]["flood"]) == 64_000 and frame["record"]["flood"][-1] == {"value": 0.5}
+    assert peak < 1.6 * held, (held, peak)
