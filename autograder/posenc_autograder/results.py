@@ -185,6 +185,12 @@ def as_problem(value: object) -> Problem:
     return Problem(text, kind=ProblemKind.MORE if text.startswith(LEGACY_MORE) else ProblemKind.VALUE)
 
 
+def _shallow(value: GradedTest | NotebookResult) -> dict[str, Any]:
+    """A dataclass's fields as they are: to_json replaces the ones holding objects (dataclasses.asdict would deep-copy
+    every problem of every test first, only for it to be replaced)."""
+    return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+
+
 @dataclasses.dataclass
 class GradedTest:
     cell_id: str
@@ -203,7 +209,7 @@ class GradedTest:
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "problems": [as_problem(p).to_json() for p in self.problems]}
+        return {**_shallow(self), "problems": [as_problem(p).to_json() for p in self.problems]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GradedTest:
@@ -240,7 +246,7 @@ class NotebookResult:
         return [n for n in self.notes if n.kind in kinds]
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "tests": [t.to_json() for t in self.tests],
+        return {**_shallow(self), "tests": [t.to_json() for t in self.tests],
                 "notes": [n.to_json() for n in self.notes]}
 
     @classmethod

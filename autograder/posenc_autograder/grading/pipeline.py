@@ -98,6 +98,22 @@ def probe_files() -> dict[str, str]:
     return {**{p.name: p.read_text() for p in sorted(folder.glob("*.py"))}, **stand_in_sources()}
 
 
+_EARLIER: dict[tuple, dict[str, list[dict]]] = {}
+
+
+def earlier_cells(course: Course, assignment: str, notebook: str) -> dict[str, list[dict]]:
+    """release_history.earlier_cells, read again only when its files change (every notebook of a run reads it; callers
+    only read it)."""
+    files = sorted(release_history.folder(course, assignment).glob("*.json"))
+    key = (str(release_history.folder(course, assignment)), notebook,
+           tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+    if key not in _EARLIER:
+        if len(_EARLIER) > 16:
+            _EARLIER.clear()
+        _EARLIER[key] = release_history.earlier_cells(course, assignment, notebook)
+    return _EARLIER[key]
+
+
 def prepare(course: Course, submission: Submission, limits: Limits, isolate: bool) -> GradingTask | NotebookResult:
     release = released(course, submission.assignment, submission.notebook)
     cells = test_cells(release)
@@ -110,7 +126,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         return not_graded(submission, cells,
                           submission.notes + [Note(NoteKind.UNREADABLE, f"the notebook could not be read: {exc}")])
     assembled = assemble(release, student_nb,
-                         release_history.earlier_cells(course, submission.assignment, submission.notebook))
+                         earlier_cells(course, submission.assignment, submission.notebook))
     submission.notes.extend(assembled.notes)
     nb = assembled.notebook
     variant = variants.student_variant(course, submission.student)
