@@ -24,7 +24,7 @@ import pathlib
 from typing import Any
 
 from posenc_autograder.checks.hidden import HiddenTest, function_verdicts
-from posenc_autograder.course import Course, grade_id
+from posenc_autograder.course import Course, grade_id, write_replacing
 from posenc_autograder.grading.execute import Execution, GradingTask
 from posenc_autograder.grading.pipeline import executed
 from posenc_autograder.grading.regrade import JobDigests
@@ -123,10 +123,7 @@ def write(course: Course, key: tuple[str, str, str], data: bytes | None) -> str 
     if data is None:
         target.unlink(missing_ok=True)
         return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.write_bytes(data)
-    partial.replace(target)
+    write_replacing(target, data)
     return hashlib.sha256(data).hexdigest()
 
 
