@@ -143,7 +143,7 @@ def test_loads_in_pieces_reads_what_json_reads_and_refuses_what_it_refuses():
 HOSTILE_SKELETONS = {      # ~0.5 MiB each (32 pieces), every kind that json.loads is slowest on per byte
     "floats": b"[[], [" + b",".join([b"1.2345678901234567"] * 30_000) + b"]]",
     "an object of many keys": b"[[], {" + b",".join(b'"k%09d":1' % i for i in range(40_000)) + b"}]",
-    "small nested lists": b"[[], [" + b",".join([b"[[[1]]]"] * 60_000) + b"]]",
+    "small nested lists": b"[[], [" + b",".join([b"[[[1]]]"] * 20_000) + b"]]",       # within MAX_CONTAINERS
     "lists inside long lists": b"[[], [" + b",".join([b"[" + b"0," * 20_000 + b"0]"] * 6) + b"]]",
 }
 
@@ -164,3 +164,22 @@ def test_a_long_skeleton_is_parsed_a_piece_at_a_time(monkeypatch, skeleton):
     frames = codec.FrameReader(2 * len(skeleton), writable=False).feed(raw_frame(padded))
     assert len(frames) == 1 and frames[0] == json.loads(skeleton)[1]
     assert max(longest) <= 2 * codec.PIECE_BYTES + 2
+
+
+def test_a_skeleton_of_more_lists_than_the_cap_is_refused_before_anything_is_built(monkeypatch):
+    """1.5 MiB of small nested lists would be 600,000 lists that Python's collector walks, and frees, holding the
+    interpreter: past MAX_CONTAINERS the frame is refused while its marks are counted, json.loads never called."""
+    import json
+    called = []
+    monkeypatch.setattr(codec, "json", type("Recorder", (), {"loads": staticmethod(lambda *a, **k: called.append(1)),
+                                                            "dumps": json.dumps}))
+    items = codec.MAX_CONTAINERS // 3 + 1
+    skeleton = b"[[], [" + b",".join([b"[[[1]]]"] * items) + b"]]"
+    padded = skeleton + b" " * (-len(skeleton) % 8)
+    reader = codec.FrameReader(2 * len(padded), writable=False)
+    assert reader.feed(raw_frame(padded)) == [codec.REFUSED] and reader.refusal == codec.TOO_LARGE
+    assert not called
+    monkeypatch.undo()
+    fits = b"[[], [" + b",".join([b"[[[1]]]"] * (items - 2)) + b"]]"
+    fits += b" " * (-len(fits) % 8)
+    assert len(codec.FrameReader(2 * len(fits), writable=False).feed(raw_frame(fits))[0]) == items - 2

@@ -1,7 +1,8 @@
 """How long a hostile records frame stops the other threads of the grader: the longest gap a thread ticking every
 millisecond sees while another thread decodes a 16 MiB skeleton (the channel's cap) of the worst kinds, parsed in
 one call (json.loads, as the frame reader did) and a piece at a time (codec.loads_in_pieces, as it does now), with
-the CPU each costs. Run: `python -m posenc_autograder.devtools.bench_frame_stalls`.
+the CPU each costs; a skeleton past a cap (MAX_CONTAINERS) is refused as the frame reader refuses it.
+Run: `python -m posenc_autograder.devtools.bench_frame_stalls`.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from posenc_autograder.probes import codec
 SIZE = codec.MAX_SKELETON_BYTES - 64
 
 
-def _list_of(item: bytes, size: int = SIZE) -> bytes:
-    count = min(size // (len(item) + 1), codec.MAX_NODES // (item.count(b"[") + 2))
+def _list_of(item: bytes, size: int = SIZE, containers: int = codec.MAX_CONTAINERS) -> bytes:
+    """The longest list of `item` the caps allow (size, values and, unless told otherwise, lists and objects)."""
+    lists = item.count(b"[")
+    count = min(size // (len(item) + 1), codec.MAX_NODES // (lists + 2), (containers - 4) // lists if lists else size)
     return b"[[], [" + b",".join([item] * count) + b"]]"
 
 
@@ -25,6 +28,7 @@ def skeletons() -> dict[str, bytes]:
         "floats": _list_of(b"1.2345678901234567"),
         "object of 900k keys": b"[[], " + keys + b"]",
         "small nested lists": _list_of(b"[[[1]]]"),
+        "600k small lists (refused)": _list_of(b"[[[1]]]", containers=codec.MAX_NODES),
         "short strings": _list_of(b'"abcdefghijklmn"'),
         "one string of escapes": b'[[], "' + b'\\"' * (SIZE // 2 - 8) + b'"]',
     }
@@ -44,7 +48,10 @@ def longest_stall(decode, data: bytes) -> tuple[float, float]:
     ticker.start()
     time.sleep(0.05)
     cpu = time.thread_time()
-    decode(data)
+    try:
+        decode(data)
+    except codec.TooLarge:           # refused by a cap (as the frame reader refuses it): no value built
+        pass
     cpu = time.thread_time() - cpu
     done.set()
     ticker.join()

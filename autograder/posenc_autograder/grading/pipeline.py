@@ -505,7 +505,8 @@ def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
     if event.get("reason") == codec.TOO_LARGE:
         announced, cap = settings.size(int(event.get("bytes") or 0)), settings.size(limits.max_frame_bytes)
         what = (f"{where} sent the grader more data at once than it reads from one result or output ({announced} "
-                f"announced, at most {cap} and {codec.MAX_NODES:,} values nested at most {codec.MAX_DEPTH} deep)")
+                f"announced, at most {cap} and {codec.MAX_NODES:,} values, {codec.MAX_CONTAINERS:,} of them lists or "
+                f"objects, nested at most {codec.MAX_DEPTH} deep)")
     else:
         what = f"your notebook sent the grader data it could not read, in {where}"
     if event.get("stopped"):

@@ -26,6 +26,9 @@ RESERVED = (ARRAY_KEY, ARRAY_REF, FLOAT_KEY)
 NON_FINITE = ("nan", "inf", "-inf")
 MAX_NODES = 1_000_000                 # values in one decoded text: a 1000x1000 table returned as a list fits
 MAX_DEPTH = 64                        # nesting: an honest record is under 10 deep
+MAX_CONTAINERS = 2**16                # lists and objects in one decoded text: each is an object Python's collector
+                                      # walks and frees one at a time, holding the interpreter (600,000 small lists:
+                                      # 100-400 ms stalls); an honest record, every array returned as lists, ~10,000
 
 
 class TooLarge(ValueError):
@@ -152,6 +155,7 @@ class Shape:
     """What a scan of JSON text found outside its strings, up to the first place a parser would stop."""
     depth: int = 0                   # the deepest nesting of arrays and objects
     values: int = 0                  # arrays and objects opened, plus commas: at least every value but scalars alone
+    containers: int = 0              # arrays and objects opened
     in_string: bool = False          # the text ended inside a string (unterminated)
     open_now: int = 0                # nesting at the end of the text scanned so far
     backslashes: int = 0             # the run of backslashes the text scanned so far ends with
@@ -238,10 +242,11 @@ class Marks:
     shape: Shape
 
 
-def marks(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH) -> Marks:
-    """One linear pass (the scan of json_shape) keeping the marks; TooLarge past either cap (counted as
-    structure() counts), ValueError for a closing bracket that closes nothing or more colons than values: the
-    marks kept are never more than the values allowed."""
+def marks(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH,
+          max_containers: int = MAX_CONTAINERS) -> Marks:
+    """One linear pass (the scan of json_shape) keeping the marks; TooLarge past any cap (values counted as
+    structure() counts them; the arrays and objects opened), ValueError for a closing bracket that closes nothing or
+    more colons than values: the marks kept are never more than the values allowed."""
     shape, found = Shape(), {"commas": [], "colons": [], "closers": []}
     colons = 0
     for start in range(0, len(data), MARKS_CHUNK):
@@ -254,10 +259,13 @@ def marks(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH) 
                             ("closers", closing)):
             at = np.flatnonzero(where)             # kept small: a 16 MiB text's offsets fit int32, levels int16
             found[name].append(((at + start).astype(np.int32), levels[at].astype(np.int16)))
-        shape.values += int(opening.sum()) + len(found["commas"][-1][0])
+        opened = int(opening.sum())
+        shape.values += opened + len(found["commas"][-1][0])
+        shape.containers += opened
         colons += len(found["colons"][-1][0])
-        if shape.values + 1 > max_values or shape.depth > max_depth:
-            raise TooLarge(f"more than {max_values} values or nested deeper than {max_depth}")
+        if shape.values + 1 > max_values or shape.depth > max_depth or shape.containers > max_containers:
+            raise TooLarge(f"more than {max_values} values, {max_containers} lists and objects, or nested deeper "
+                           f"than {max_depth}")
         if colons > shape.values + 1:            # one per object member at most, and each member is a value
             raise ValueError("more colons than values")
     joined = {name: (np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int32),
@@ -267,17 +275,17 @@ def marks(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH) 
 
 
 def loads_in_pieces(data: bytes, max_values: int = MAX_NODES, max_depth: int = MAX_DEPTH,
-                    piece: int = PIECE_BYTES):
+                    piece: int = PIECE_BYTES, max_containers: int = MAX_CONTAINERS):
     """json.loads(data) for UTF-8 text, in pieces of about `piece` bytes: a container longer than that is split at its
     own commas (found by marks(), never by parsing) into runs of items parsed together and long items taken apart
     the same way. Linear, and json.loads never runs on more than ~2 * piece bytes at once (a single string item
     is parsed whole: strings parse at C speed). ValueError where json.loads would raise (text json.loads reads as
     UTF-16 or with a byte-order mark too), TooLarge past the caps."""
-    if len(data) <= piece and len(data) < max_values:
-        return json.loads(data)          # short, and fewer bytes than values allowed: it cannot pass the cap
+    if len(data) <= piece and len(data) < min(max_values, max_containers):
+        return json.loads(data)          # short, and fewer bytes than values allowed: it cannot pass the caps
     if b"\x00" in data:                  # never in UTF-8 JSON (inside a string it is \u0000): UTF-16 or not JSON
         raise ValueError("not UTF-8 JSON text")
-    return _Pieces(data, marks(data, max_values, max_depth), piece).value(0, len(data), 0)
+    return _Pieces(data, marks(data, max_values, max_depth, max_containers), piece).value(0, len(data), 0)
 
 
 class _Pieces:
