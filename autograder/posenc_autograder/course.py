@@ -41,11 +41,12 @@ def is_course(folder: pathlib.Path) -> bool:
     return (folder / CONFIG).is_file() and (folder / SOURCE_DIRECTORY).is_dir()
 
 
-def write_replacing(path: pathlib.Path, data: bytes) -> None:
+def write_replacing(path: pathlib.Path, data: bytes) -> os.stat_result:
     """`path` holds `data` whole, or what it held before, never a part: written to a file of this writer's own
     beside it (its mode kept, a new one's from the umask), then renamed over it. Two writers at once (make grade and
     the portal's worker keep the same stamps and generated entries) each put a whole file in place; a shared
-    partial name let one writer's rename take the other's file, whose own rename then failed."""
+    partial name let one writer's rename take the other's file, whose own rename then failed. Returns the written
+    file's status as it was put in place (its inode tells this write from any later one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
@@ -54,10 +55,12 @@ def write_replacing(path: pathlib.Path, data: bytes) -> None:
             out.write(data)
         if path.exists():
             os.chmod(partial, path.stat().st_mode & 0o7777)
+        written = os.stat(partial)
         os.replace(partial, path)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+    return written
 
 
 def find_root(explicit: str | os.PathLike | None = None) -> pathlib.Path:

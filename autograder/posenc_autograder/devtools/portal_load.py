@@ -89,8 +89,8 @@ def notebooks(source_root: pathlib.Path, count: int) -> list[bytes]:
 async def one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
     try:
         return await _one_student(client, link, data, start_in, deadline)
-    except httpx.HTTPError as exc:                  # counted as not done, with why; the rush goes on
-        return {"done": False, "why": type(exc).__name__}
+    except (httpx.HTTPError, ValueError) as exc:    # counted as not done, with why (a page that is not the status's
+        return {"done": False, "why": type(exc).__name__}      # JSON: ValueError); the rush goes on
 
 
 async def _get(client: httpx.AsyncClient, url: str, tries: int = 3) -> httpx.Response:
@@ -113,6 +113,8 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
     answer = await client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
                                files={"notebook": (f"{NOTEBOOK}.ipynb", data)})
     upload_seconds = time.monotonic() - started
+    if "location" not in answer.headers:            # refused (503: the portal too busy checking uploads): not graded
+        return {"done": False, "why": f"upload answered {answer.status_code}"}
     attempt = answer.headers["location"].split("?")[0]
     status = (await _get(client, f"{attempt}/status.json")).json()      # what the attempt's page shows first
     longest_wait = 0.0
@@ -241,15 +243,17 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
         command = [sys.executable, "-m", "posenc_autograder", "portal", "--course", str(course.root), "--port",
                    str(port), "--jobs", str(jobs)] + (["--db-url", db_url] if db_url else []) \
             + (["--allow-root"] if os.geteuid() == 0 else [])
-        server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = open(scratch / "portal.log", "w")      # a file, never a pipe left unread: a full pipe stops the portal
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
+        server.log = log
         try:
             _wait_until_up(base, server)
             watch = MemoryWatch(server.pid)
             idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0][0]
-            started, cpu_before = time.monotonic(), psutil.Process(server.pid).cpu_times()
+            started, cpu_before, load_before = time.monotonic(), cpu_seconds(server.pid), os.getloadavg()[0]
             results, attacks = asyncio.run(rush(base, links[1:], files[1:], spread, timeout, attackers))
             requests = attacks.pop("requests", 0)
-            cpu_after = psutil.Process(server.pid).cpu_times()
+            cpu_after = cpu_seconds(server.pid)
             watch.stop()
         finally:
             server.terminate()
@@ -257,6 +261,7 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 server.wait(30)
             except subprocess.TimeoutExpired:
                 server.kill()
+            log.close()
         timings = where_time_went(course, results, dict(zip((f"hostile{i:02d}" for i in range(len(kinds))), kinds,
                                                                 strict=True)))
         done = [r for r in results if r["done"]]
@@ -268,10 +273,30 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 "p95": percentile(seconds, 0.95) if seconds else None,
                 "shown_wait": max((r["shown_wait"] for r in done), default=0.0),
                 "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20, "attacks": dict(sorted(attacks.items())),
-                "portal_cpu": cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system,
+                "portal_cpu": cpu_after["portal"] - cpu_before["portal"],
+                "sandbox_cpu": cpu_after["sandboxes"] - cpu_before["sandboxes"],
+                "client_cpu": cpu_after["students"] - cpu_before["students"], "load": (load_before, os.getloadavg()[0]),
+                "not_done": dict(collections.Counter(r.get("why", "not graded in time") for r in results
+                                                     if not r["done"])),
                 "requests": requests, **timings}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def cpu_seconds(portal: int) -> dict[str, float]:
+    """CPU seconds so far of the portal's own process; of its sandboxes (every process under it: the zygote and the
+    jobs it forked and reaped, or a job's own processes); and of this process, the simulated students."""
+    def total(times) -> float:
+        return times.user + times.system
+    process = psutil.Process(portal)
+    sandboxes = 0.0
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            times = child.cpu_times()
+            sandboxes += total(times) + times.children_user + times.children_system
+    own = process.cpu_times()
+    return {"portal": total(own), "sandboxes": sandboxes + own.children_user + own.children_system,
+            "students": total(psutil.Process().cpu_times())}
 
 
 def where_time_went(course, results: list[dict], kinds: dict[str, str]) -> dict:
@@ -309,7 +334,7 @@ def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) ->
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"the portal stopped: {server.stdout.read()}")
+            raise SystemExit(f"the portal stopped: {pathlib.Path(server.log.name).read_text()}")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(base + "/", timeout=2).status_code == 200:
                 return
@@ -365,6 +390,12 @@ def report(label: str, figures: dict) -> str:
         f"{part} {p50:.1f} / {p95:.1f} / {top:.1f}" for part, (p50, p95, top) in figures["parts"].items())
         + f"; the portal process's own CPU {figures['portal_cpu']:.0f} s for {figures['requests']} requests"
         + f" ({1000 * figures['portal_cpu'] / max(figures['requests'], 1):.1f} ms a request, grading threads included)")
+    graded = max(figures["graded"], 1)
+    missing = ", ".join(f"{why} x{n}" for why, n in figures["not_done"].items())
+    lines.append(f"{'':<22} CPU per graded notebook: portal {figures['portal_cpu'] / graded:.3f} s, sandboxes "
+                 f"{figures['sandbox_cpu'] / graded:.3f} s, the simulated students "
+                 f"{figures['client_cpu'] / graded:.3f} s (machine load {figures['load'][0]:.1f} at the rush's start, "
+                 f"{figures['load'][1]:.1f} at its end)" + (f"; not graded: {missing}" if missing else ""))
     if figures["attacks"]:
         lines.append(f"{'':<22} hostile students got: " + ", ".join(f"{k} x{v}" for k, v in figures["attacks"].items()))
     if figures["hostile_jobs"]:

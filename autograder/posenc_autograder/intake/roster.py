@@ -6,10 +6,15 @@ dashboard. The LMS's ids are kept so grades can go back to the right person.
 from __future__ import annotations
 
 import csv
+import os
 import pathlib
+import threading
+import time
+import types
+from collections.abc import Mapping
 
 from posenc_autograder import csvsafe
-from posenc_autograder.course import Course
+from posenc_autograder.course import Course, write_replacing
 
 ROSTER_FILE = "autograder/roster.csv"
 FIELDS = ["student_id", "assignment", "lms", "lms_user_id", "name", "submitted_at", "late", "attempt",
@@ -25,14 +30,96 @@ def _unquote(value: str) -> str:
     return value[1:] if value.startswith("'") and value[1:2] in csvsafe.FORMULA_STARTS else value
 
 
+Rows = Mapping[tuple[str, str], Mapping[str, str]]
+RACY_SECONDS = 2.0                  # a file changed this recently may change again within its timestamps' tick
+
+
 def load(course: Course) -> dict[tuple[str, str], dict]:
-    """(student id, assignment) -> row; empty when nothing was collected yet."""
-    if not path(course).is_file():
-        return {}
-    with open(path(course), newline="") as src:
-        rows = [{k: _unquote(v or "") for k, v in row.items() if k in FIELDS} for row in csv.DictReader(src)]
-    return {(r["student_id"], r["assignment"]): r for r in rows}
+    """(student id, assignment) -> row; empty when nothing was collected yet. A copy the caller may change."""
+    return {key: dict(row) for key, row in rows(course).items()}
 
 
-def save(course: Course, rows: dict[tuple[str, str], dict]) -> pathlib.Path:
-    return csvsafe.write(path(course), FIELDS, [rows[k] for k in sorted(rows)])
+def rows(course: Course) -> Rows:
+    """The roster as load() reads it, read-only: parsed again only when the file changed (a portal in a rush reads
+    it for every page and status, and a class's roster takes ~20 ms to parse)."""
+    return _cache.rows(path(course))
+
+
+def save(course: Course, rows: Mapping[tuple[str, str], Mapping]) -> pathlib.Path:
+    """Write the roster whole, atomically (a reader never sees half a file). What load() will read of it is kept, and
+    the line of a row unchanged since the last write is not made again (the portal saves once a job)."""
+    file = path(course)
+    known = _cache.known(file)
+    lines = {}
+    for key in sorted(rows):
+        row, kept = rows[key], known.get(key)
+        lines[key] = kept if kept is not None and kept[0] == row else _line(row)
+    written = write_replacing(file, (csvsafe.line(FIELDS) + "".join(text for _, text in lines.values())).encode())
+    signature = _signature(written)
+    _cache.written(file, signature, lines)
+    return file
+
+
+def _line(row: Mapping) -> tuple[Mapping[str, str], str]:
+    """(the row as load() reads it back, its line in the file): csv keeps text exactly, csvsafe's quote comes off."""
+    cells = csvsafe.cells(FIELDS, row)
+    return types.MappingProxyType(dict(zip(FIELDS, map(_unquote, cells), strict=True))), csvsafe.line(cells)
+
+
+def _read(file: pathlib.Path) -> dict[tuple[str, str], dict]:
+    with open(file, newline="") as src:
+        read = [{k: _unquote(v or "") for k, v in row.items() if k in FIELDS} for row in csv.DictReader(src)]
+    return {(r["student_id"], r["assignment"]): r for r in read}
+
+
+def _signature(found: os.stat_result) -> tuple:
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+class _Cache:
+    """The last rosters read or written per file, by the file's signature (inode, size, modification time: save()
+    replaces the file, so each write is a new inode). A file changed within RACY_SECONDS of being parsed is parsed
+    again next time, as its time may not show a second change in the same tick (a writer that is not save())."""
+    KEEP = 4                          # signatures kept per file: a reader of the file just replaced finds its own
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.kept: dict[pathlib.Path, dict[tuple, tuple[Rows, bool]]] = {}   # file -> signature -> (rows, trusted)
+        self.lines: dict[pathlib.Path, dict] = {}     # file -> {key: (row as read back, its line)}, last write
+
+    def rows(self, file: pathlib.Path) -> Rows:
+        try:
+            signature = _signature(file.stat())
+        except FileNotFoundError:
+            return types.MappingProxyType({})
+        with self.lock:
+            kept = self.kept.get(file, {}).get(signature)
+        if kept is not None and kept[1]:
+            return kept[0]
+        read = types.MappingProxyType({key: types.MappingProxyType(row) for key, row in _read(file).items()})
+        after = file.stat()
+        if _signature(after) == signature:            # not replaced while it was read
+            self._keep(file, signature, read, time.time() - after.st_mtime_ns / 1e9 > RACY_SECONDS)
+        return read
+
+    def known(self, file: pathlib.Path) -> dict:
+        """{key: (row as read back, its line)} of the last write, for rows saved again unchanged."""
+        with self.lock:
+            return self.lines.get(file, {})
+
+    def written(self, file: pathlib.Path, signature: tuple, lines: dict) -> None:
+        read = {(row["student_id"], row["assignment"]): row for row, _ in lines.values()}     # as load() reads it
+        self._keep(file, signature, types.MappingProxyType(read), True)
+        with self.lock:
+            self.lines[file] = lines
+
+    def _keep(self, file: pathlib.Path, signature: tuple, read: Rows, trusted: bool) -> None:
+        with self.lock:
+            kept = self.kept.setdefault(file, {})
+            if not kept.get(signature, (None, False))[1]:          # never replace what a write knows
+                kept[signature] = (read, trusted)
+            while len(kept) > self.KEEP:
+                del kept[next(iter(kept))]
+
+
+_cache = _Cache()

@@ -24,6 +24,7 @@ from sqlalchemy import (
     event,
     insert,
     inspect,
+    make_url,
     select,
     text,
 )
@@ -170,11 +171,18 @@ class SchemaVersion(Base):
 SCHEMA_VERSION = 7
 
 
+# Connections kept open: one per thread that may hold one at once (Starlette's thread pool, 40 by default, and the
+# grading threads), so a rush neither waits for a connection nor opens and closes one per request.
+POOL_SIZE, POOL_OVERFLOW = 48, 16
+
+
 def engine_for(url: str):
     """An engine on the gradebook's database. SQLite: WAL (readers never wait for the grader's writes) and a
     generous busy timeout, since the gradebook's own connections write to the same file."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False})
+        in_memory = make_url(url).database in (None, "", ":memory:")          # one connection, shared: no pool
+        engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False},
+                               **({} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}))
 
         @event.listens_for(engine, "connect")
         def _pragmas(connection, _record):
@@ -183,7 +191,7 @@ def engine_for(url: str):
             cursor.execute("PRAGMA busy_timeout=60000")
             cursor.close()
         return engine
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_pre_ping=True)
 
 
 def open_database(url: str) -> sessionmaker:

@@ -19,6 +19,7 @@ import datetime as dt
 import math
 import threading
 import time
+from collections.abc import Collection
 
 from sqlalchemy import func, select, update
 
@@ -44,12 +45,16 @@ def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size:
     return attempt
 
 
-def used_seconds(db, now: dt.datetime, window: dt.timedelta, typical: float) -> collections.defaultdict[str, float]:
+def used_seconds(db, now: dt.datetime, window: dt.timedelta, typical: float,
+                 students: Collection[str] | None = None) -> collections.defaultdict[str, float]:
     """Sandbox seconds each student used lately: the runs of their attempts uploaded within `window`, and for a job
-    running now what it has run so far, at least `typical` (it will take about that)."""
+    running now what it has run so far, at least `typical` (it will take about that). `students`: only theirs (the
+    queue's order needs only those whose jobs wait, not the class's)."""
     used: collections.defaultdict[str, float] = collections.defaultdict(float)     # a student without: 0
-    for student, seconds in db.execute(select(Attempt.student_id, func.sum(Attempt.grading_seconds))
-                                       .where(Attempt.uploaded_at >= now - window).group_by(Attempt.student_id)):
+    recent = select(Attempt.student_id, func.sum(Attempt.grading_seconds)).where(Attempt.uploaded_at >= now - window)
+    if students is not None:
+        recent = recent.where(Attempt.student_id.in_(sorted(students)))
+    for student, seconds in db.execute(recent.group_by(Attempt.student_id)):
         used[student] += seconds or 0.0
     for student, started in db.execute(select(Attempt.student_id, Attempt.started_at)
                                        .where(Attempt.status == Status.RUNNING)):
@@ -60,10 +65,12 @@ def used_seconds(db, now: dt.datetime, window: dt.timedelta, typical: float) -> 
 def fair_order(db, window: dt.timedelta = USAGE_WINDOW) -> list[int]:
     """The queued jobs in the order they will be graded: least sandbox time used first, each student's later
     waiting jobs counted as if the earlier ones had taken a typical job's time; then upload order."""
-    now, typical = utcnow(), mean_job_seconds(db)
     queued = db.execute(select(Attempt.id, Attempt.student_id).where(Attempt.status == Status.QUEUED)
                         .order_by(Attempt.id)).all()
-    used = used_seconds(db, now, window, typical)
+    if not queued:
+        return []
+    now, typical = utcnow(), mean_job_seconds(db)
+    used = used_seconds(db, now, window, typical, {student for _, student in queued})
     place: collections.Counter = collections.Counter()
     ranked = []
     for job, student in queued:

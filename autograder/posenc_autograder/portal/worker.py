@@ -363,7 +363,7 @@ class Worker:
             graded.settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), result, attempt.sha256,
                           self.fingerprint(attempt.assignment), feedback.page_writer(course, deadlines), executed)
         self._counting_evidence(attempt)
-        rows = roster.load(course)
+        rows = dict(roster.rows(course))             # its rows as read (read-only): this one is replaced
         row = rows.get((attempt.student_id, attempt.assignment)) or {"lms": "portal"}
         rows[attempt.student_id, attempt.assignment] = {
             **row, "student_id": attempt.student_id, "assignment": attempt.assignment,

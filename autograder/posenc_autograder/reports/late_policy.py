@@ -55,8 +55,8 @@ class Deadlines:
             self.__dict__["portal"] = portal
 
     @functools.cached_property
-    def people(self) -> dict:
-        return roster.load(self.course)
+    def people(self) -> roster.Rows:
+        return roster.rows(self.course)                 # read-only, parsed once per change of the file
 
     @functools.cached_property
     def portal(self) -> portal_dates.PortalDates:

@@ -1,0 +1,35 @@
+"""A graded function bound again in a later cell is named on the page however the cell spells it: the grader skips
+reading cells that cannot bind the name (its text absent), so a spelling Python reads as the same name (NFKC: a
+fullwidth letter) or a binding through IPython's syntax must still be found."""
+import nbformat
+import pytest
+from notebook_tools import ROOT
+
+from posenc_autograder.grading.pipeline import redefinition_notes
+
+ASSIGNMENT = NOTEBOOK = "positional_encoding"
+FUNCTION = "sinusoidal_positional_encoding"
+
+
+def with_cell_after_answer(source: str) -> str:
+    nb = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    answer = next(i for i, c in enumerate(nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                  == FUNCTION)
+    nb.cells.insert(answer + 1, nbformat.v4.new_code_cell(source))
+    return nbformat.writes(nb)
+
+
+@pytest.mark.parametrize("source", [
+    f"def {FUNCTION}(seq_len, d_model):\n    return 0\n",
+    f"def {FUNCTION.replace('s', chr(0xFF53), 1)}(seq_len, d_model):\n    return 0\n",     # a fullwidth s
+    f"{FUNCTION} = !echo 1\n",                                                               # IPython's syntax
+    f"from math import sin as {FUNCTION}\n",
+    f"    def {FUNCTION}(seq_len, d_model):\n        return 0\n"])                          # indented: IPython dedents
+def test_a_later_binding_is_named(source):
+    notes = redefinition_notes(with_cell_after_answer(source), ASSIGNMENT)
+    assert [str(n).split(":")[0] for n in notes] == [FUNCTION]
+
+
+@pytest.mark.parametrize("source", ["x = 1\n", f"print({FUNCTION!r})\n", f"{FUNCTION}(4, 8)\n"])
+def test_a_cell_that_does_not_bind_it_is_not_named(source):
+    assert redefinition_notes(with_cell_after_answer(source), ASSIGNMENT) == []
