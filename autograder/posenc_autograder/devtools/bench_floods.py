@@ -18,8 +18,10 @@ import sys
 import tempfile
 import time
 
-FRAME_BYTES = 5_000_000            # each flooding frame: within the 32 MiB frame cap and the 1,000,000-value cap
-ANSWER = '{"value": 0.5}'
+# Each flooding frame within every cap: 32 MiB, 1,000,000 values, 65,536 lists and objects (codec.MAX_CONTAINERS):
+# ~30,000 answers of a dict and a list of 30 numbers each, the most Python objects the caps let 5 MB build.
+FRAME_BYTES = 5_000_000
+ANSWER = '{"value": [' + ", ".join(["0.5"] * 30) + ']}'
 THREE = ("hidden_pe_values", "hidden_dot_product", "hidden_encoding_statistics")
 
 # Student code: every result frame the probes send is followed by a forged one for the same cell, full of answers.
