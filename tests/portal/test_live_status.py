@@ -84,7 +84,10 @@ def test_held_requests_are_bounded_per_student_and_in_all(app, portal):
     assert full["status"] == Status.QUEUED and full["poll_seconds"] > 0
     assert all(asking.answer is None for asking in held)
     portal.worker.run_until_idle()
-    assert {asking.status()["status"] for asking in held} == {Status.RUNNING}
+    # each held request is answered by the change: running, or graded when its thread read the status after the
+    # job had finished (a loaded machine wakes it late); never still queued
+    answered = {asking.status()["status"] for asking in held}
+    assert answered and answered <= {Status.RUNNING, Status.GRADED}, answered
     assert portal.watch.held == 0
 
 
