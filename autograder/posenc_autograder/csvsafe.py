@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
@@ -28,7 +28,7 @@ def write(path: pathlib.Path, fieldnames: list[str], rows: list[dict], preamble:
     return write_cells(path, fieldnames, [cells(fieldnames, row) for row in rows], preamble)
 
 
-def cells(fieldnames: list[str], row: dict) -> list[str]:
+def cells(fieldnames: list[str], row: Mapping) -> list[str]:
     """One row's cells as write() writes them."""
     return [cell(row.get(name, "")) for name in fieldnames]
 
