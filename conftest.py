@@ -1,8 +1,8 @@
 """Test markers, assigned by folder and by fixture: `make test-fast` runs everything that is none of them.
 
-tests/end_to_end/ grades notebooks and runs nbgrader (slow); a test that uses the built book, Chromium or
-PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in tests/<stage>/,
-mirroring the grader package's folders. `make test` runs them all on two workers (pytest-xdist, --dist
+tests/end_to_end/ grades notebooks and runs nbgrader (slow), and so do SLOW_TESTS; a test that uses the built book,
+Chromium or PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in
+tests/<stage>/, mirroring the grader package's folders. `make test` runs them all on two workers (pytest-xdist, --dist
 loadgroup): the tests that use the built book are one group, so it is built once into one _build; the ones
 that use PostgreSQL another; every other file runs whole on one worker, so its module fixtures are made once, and
 a solution notebook's cells (nbval, in the same run) share one kernel on one worker, in order.
@@ -17,6 +17,21 @@ import pytest
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollbars": "browser",
               "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
+# Tests outside end_to_end/ that run a whole stage for real (a sandbox job, nbgrader, a subprocess of the grader, a
+# randomised sweep): 11-56 s each on the loaded 2-core machine, the largest part of `make test-fast`, which keeps the
+# quick unit tests of every stage. `make test` runs them. A node id, or its prefix.
+SLOW_TESTS = {
+    "tests/grading/test_flood_bounds.py::test_the_trusted_side_stays_under_its_bound_when_a_job_floods_every_test":
+        "a sandbox job that floods every test",
+    "tests/grading/test_trusted_costs.py::test_the_shell_tokenises_only_cells_ipython_would_change": "IPython's shell",
+    "tests/orchestration/test_fixed_costs.py::test_the_command_with_nothing_to_grade_imports_neither_nbgrader_nor_"
+    "matplotlib": "the grader's command in a subprocess",
+    "tests/portal/test_robustness.py::test_the_scan_agrees_with_a_plain_one_across_chunk_borders": "a random sweep",
+    "tests/records/test_new_gradebook.py::test_a_new_gradebook_is_nbgraders_own_made_without_a_subprocess":
+        "nbgrader's own gradebook made again",
+    "tests/records/test_stopped_run.py::": "make grade stopped and run again",
+    "tests/records/test_course_database.py::test_another_database_is_refused_with_the_fix": "the grader's commands",
+}
 SHARED_BY_GROUP = {"book_build": "book", "postgres_url": "postgres"}   # session fixtures one worker must own
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
@@ -31,7 +46,7 @@ def pytest_collection_modifyitems(config, items):
         for fixture, marker in BY_FIXTURE.items():
             if fixture in fixtures:
                 item.add_marker(getattr(pytest.mark, marker))
-        if SLOW_FOLDERS & set(item.path.parts):
+        if SLOW_FOLDERS & set(item.path.parts) or item.nodeid.startswith(tuple(SLOW_TESTS)):
             item.add_marker(pytest.mark.slow)
         shared = [group for fixture, group in SHARED_BY_GROUP.items() if fixture in fixtures]
         group = shared[0] if shared else item.nodeid.split("::", 1)[0]
