@@ -82,6 +82,7 @@ class Worker:
         self.restarts = 0
         self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
+        self._gradebook: tuple[contextlib.ExitStack, object] | None = None    # kept open between stores
         self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
         self.counting_stored: Callable[[str, str], None] = lambda student, assignment: None   # another one counts
 
@@ -137,6 +138,8 @@ class Worker:
         for thread in [*self.threads.values(), self.supervisor]:
             if thread is not None:
                 thread.join(timeout)
+        with self.store_lock:
+            self._close_gradebook()
 
     def notify(self) -> None:
         self.wake.set()
@@ -359,7 +362,7 @@ class Worker:
         executed_file = uploads.executed_path(course, attempt.student_id, attempt.assignment, attempt.id)
         executed = executed_file.read_bytes().decode("utf-8", "replace") if executed_file.is_file() else None
         result = NotebookResult.from_json(json.loads(attempt.graded_json()))
-        with gradebook.open_gradebook(course) as gb:
+        with self._open_gradebook() as gb:
             graded.settle(course, gb, Submission(*key, folder / f"{attempt.notebook}.ipynb"), result, attempt.sha256,
                           self.fingerprint(attempt.assignment), feedback.page_writer(course, deadlines), executed)
         self._counting_evidence(attempt)
@@ -373,6 +376,28 @@ class Worker:
             "attempt": f"portal attempt {attempt.number}", "file_name": f"{attempt.notebook}.ipynb",
             "source_zip": "", "sha256": attempt.sha256}
         roster.save(course, rows)
+
+    @contextlib.contextmanager
+    def _open_gradebook(self):
+        """The gradebook for one store (the caller holds store_lock), kept open from one store to the next: opening it
+        makes two engines, checks every table and reads the course's row (~10 ms, a new connection each on
+        PostgreSQL). Each store ends its transaction, so the next one reads what others wrote since (a manual grade
+        in formgrader); after a failure it is closed, and the next store opens it afresh."""
+        if self._gradebook is None:
+            stack = contextlib.ExitStack()
+            self._gradebook = stack, stack.enter_context(gradebook.open_gradebook(self.course))
+        try:
+            yield self._gradebook[1]
+        except BaseException:
+            self._close_gradebook()
+            raise
+        self._gradebook[1].db.remove()               # the session closed, its connection back in the pool
+
+    def _close_gradebook(self) -> None:
+        if self._gradebook is not None:
+            stack, self._gradebook = self._gradebook[0], None
+            with contextlib.suppress(Exception):
+                stack.close()
 
     def _counting_evidence(self, attempt: Attempt) -> None:
         """The integrity report reads the evidence of the attempt that counts: its own, or none if it has none
