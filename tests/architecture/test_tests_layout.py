@@ -19,3 +19,16 @@ def test_every_stage_has_a_folder_of_tests():
 def test_every_folder_of_tests_is_a_stage_or_says_why_not():
     folders = {path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and path.name != "__pycache__"}
     assert folders - stages() - ACROSS_STAGES == set()
+
+
+def test_each_test_make_test_fast_leaves_out_by_name_still_exists():
+    """conftest.SLOW_TESTS names tests by node id: a renamed or moved one would silently come back into test-fast."""
+    import importlib.util
+    import re
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    for node in root_conftest.SLOW_TESTS:
+        path, _, name = node.partition("::")
+        source = (ROOT / path).read_text()
+        assert not name or re.search(rf"^def {re.escape(name)}\b", source, re.M), f"{node} names no test"
