@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import logging
 import threading
+import typing
 from typing import Callable
 
 from sqlalchemy import select, update
@@ -82,7 +83,7 @@ class Worker:
         self.restarts = 0
         self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
-        self._gradebook: tuple[contextlib.ExitStack, object] | None = None    # kept open between stores
+        self._gradebook: tuple[contextlib.ExitStack, typing.Any] | None = None  # kept open between stores
         self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
         self.counting_stored: Callable[[str, str], None] = lambda student, assignment: None   # another one counts
 
