@@ -232,8 +232,13 @@ def _widen(pipe_fd: int) -> None:
 
 
 def _feed(stream, payload: bytes) -> None:
+    """The whole payload into the job's input: a raw pipe's write may take only part of it (a signal arriving
+    mid-write), and a job fed half its task fails as if the grader had."""
+    rest = memoryview(payload)
     try:
-        stream.write(payload)
+        while rest:
+            written = stream.write(rest)
+            rest = rest[len(rest) if written is None else written:]     # None: a buffered stream took it all
         stream.close()
     except OSError:                      # the process died before reading everything
         pass
