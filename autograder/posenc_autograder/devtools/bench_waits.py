@@ -60,6 +60,13 @@ def scratch_course(source_root: pathlib.Path, folder: pathlib.Path, with_venv: b
     return folder
 
 
+def clone(source_root: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
+    """A `git clone` of the committed course, as CI and a newcomer get it (some tests read the checkout through git:
+    a plain copy of the tracked files failed 25 of them)."""
+    subprocess.run(["git", "clone", "-q", str(source_root), str(folder)], check=True)
+    return folder
+
+
 def make(root: pathlib.Path, *targets: str, check: bool = True) -> float:
     """Wall seconds of `make <targets>` in the scratch course, its own package first on the path."""
     environment = {**os.environ, "PYTHONPATH": str(root / "autograder")}
@@ -136,8 +143,7 @@ def described(record: dict) -> str:
 
 def make_test(source_root, scratch):
     """What CI runs: a clone of the committed course, nothing installed; the install and the rest timed apart."""
-    root = scratch / "clone"
-    subprocess.run(["git", "clone", "-q", str(source_root), str(root)], check=True)
+    root = clone(source_root, scratch / "clone")
     install = make(root, "install")
     rest = make(root, "test", check=False)
     record = last_run(root, "test")
@@ -155,10 +161,9 @@ def make_test_record(source_root, scratch):
 
 
 def make_test_fast(source_root, scratch):
-    """In a fresh clone (some tests read the checkout through git; a plain copy of the files failed 25), the course's
-    environment linked in: the first run, with no bytecode or cache, is the figure."""
-    root = scratch / "fast"
-    subprocess.run(["git", "clone", "-q", str(source_root), str(root)], check=True)
+    """In a fresh clone with the course's environment linked in: the first run, with no bytecode or cache, is the
+    figure."""
+    root = clone(source_root, scratch / "fast")
     (root / ".venv").symlink_to((source_root / ".venv").resolve())
     shutil.copystat(source_root / "requirements.txt", root / "requirements.txt")   # make sees the linked venv current
     first = make(root, "test-fast", check=False)
