@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import functools
 import hashlib
 import json
@@ -66,12 +67,41 @@ def keep_higher_scores(result: NotebookResult, previous: dict | None, digest: st
     return result
 
 
+class Way(str, enum.Enum):
+    """How a regraded notebook's result was made (the least work that gives what a full regrade gives)."""
+    REWEIGHED = "re-weighed"      # only points changed: the kept outcomes of its last run weighed again
+    REJUDGED = "re-judged"        # a judge changed: the kept answers of its last run judged again
+    REPROBED = "re-probed"        # a hidden test's inputs changed: only that test's probes ran, the rest was kept
+    RUN = "run again"             # the notebook was executed again with every test's probes
+
+
+@dataclasses.dataclass(frozen=True)
+class HowRegraded:
+    """The one fact the page's regrade note and make grade's summary both say of a regraded notebook."""
+    way: Way
+    tests: tuple[str, ...] = ()   # REJUDGED: the tests whose kept answers were judged again; REPROBED: whose probes ran
+    why: str | None = None        # RUN: why it ran again (a new file, --force, what of the job changed)
+
+    def said(self) -> str:
+        """How, for the page: the clause after what moved."""
+        if self.way is Way.REWEIGHED:
+            return "weighed again from the kept outcomes of its last run (the notebook was not run again)"
+        if self.way is Way.REJUDGED:
+            return "judged again from the kept record of its last run (the notebook was not run again)"
+        if self.way is Way.REPROBED:
+            return (f"only the probes of {', '.join(self.tests)} ran again on the notebook; the other tests were "
+                    f"judged from the kept record of its last run")
+        return "the notebook was run again"
+
+
+RUN_AGAIN = HowRegraded(Way.RUN)
+
+
 def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: str,
-                    digest: str | None = None, rejudged: bool = False) -> Note | None:
+                    digest: str | None = None, how: HowRegraded = RUN_AGAIN) -> Note | None:
     """Per test, how the score moved since the last grading by another grader (None: nothing moved), and why:
     the grader changed (a test added, removed or re-pointed by a release is named as such), or the student also
-    resubmitted (then the new file may be what moved it); and how: re-judged from what was kept of the last run
-    (`rejudged`), or run again."""
+    resubmitted (then the new file may be what moved it); and `how` the result was made."""
     if previous is None or previous.get("fingerprint") == fingerprint:
         return None
     before = {t["cell_id"]: t for t in previous["result"]["tests"]}
@@ -86,9 +116,8 @@ def regrade_changes(result: NotebookResult, previous: dict | None, fingerprint: 
            if digest is not None and previous.get("sha256") not in (None, digest)
            else "regraded with a changed grader (checks, limits or released notebook), same file")
     # The automatic points: a grade an instructor set by hand stays theirs, and the page's header shows the final one.
-    done = ("; judged again from the kept record of its last run (the notebook was not run again)" if rejudged
-            else "; the notebook was run again")
-    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; automatic total {total:g} → {result.score:g}{done}")
+    return Note(NoteKind.REGRADE, f"{why}: {', '.join(moved)}; automatic total {total:g} → {result.score:g}; "
+                                  f"{how.said()}")
 
 
 def _test_change(test, old: dict | None) -> str | None:

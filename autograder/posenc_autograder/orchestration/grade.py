@@ -20,7 +20,7 @@ from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY
 from posenc_autograder.grading import costs, regrade
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import graded_checks, grader_error, judge, judged_tests, prepare
-from posenc_autograder.grading.regrade import PACKAGE, JobDigests, grader_fingerprint
+from posenc_autograder.grading.regrade import PACKAGE, HowRegraded, JobDigests, Way, grader_fingerprint
 from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 from posenc_autograder.progress import Progress
@@ -193,12 +193,13 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
             again = FORCED if force else _rejudged(course, gb, sub, digest, prepared, digests, previous,
                                                     fingerprints[sub.assignment], page, limits)
-            if isinstance(again, NotebookResult):
-                how.count(sub.assignment, None)
-                results.append(again)
-                progress.step(f"{sub.student} (re-judged)")
+            if not isinstance(again, str):
+                result, done = again
+                how.count(sub.assignment, done)
+                results.append(result)
+                progress.step(f"{sub.student} ({done.way.value})")
                 continue
-            how.count(sub.assignment, again)
+            how.count(sub.assignment, HowRegraded(Way.RUN, why=again))
             pending[prepared.key] = (sub, digest, digests, previous)
             yield prepared
 
@@ -231,7 +232,7 @@ MAX_AUTOGRADED_BYTES = 64 * 2**20                # the autograded notebook a re-
 
 
 def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: JobDigests, previous: dict | None,
-              fingerprint: str, page, limits) -> NotebookResult | str:
+              fingerprint: str, page, limits) -> tuple[NotebookResult, HowRegraded] | str:
     """The notebook judged again from what was kept of its last run and stored, with no sandbox job; else why it must
     run again. Its answers are judged again only where its judge changed; then, the integrity evidence being made from
     the whole run, a notebook whose verdicts moved runs again (one whose verdicts stand keeps its evidence as it was:
@@ -259,9 +260,10 @@ def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: Jo
         return str(why)
     except Exception as exc:  # noqa: BLE001 - what was kept could not be judged again: the notebook runs instead
         return f"its kept record could not be judged again ({type(exc).__name__})"
+    done = HowRegraded(Way.REJUDGED, tuple(recalled.rejudged)) if recalled.rejudged else HowRegraded(Way.REWEIGHED)
     with costs.timed("store"):
         return graded.settle(course, gb, sub, result, digest, fingerprint, page, autograded, kept=kept,
-                             previous=previous, rejudged=True)
+                             previous=previous, how=done), done
 
 
 def _autograded_text(course: Course, sub: Submission) -> str:
@@ -282,39 +284,49 @@ def _autograded_text(course: Course, sub: Submission) -> str:
 
 
 class RegradeNote:
-    """What make grade says per assignment: how many notebooks were re-judged from their kept records (no sandbox job)
-    and how many were executed again, and why (a new file, --force, the cells, probes or limits, a hidden test's
-    inputs, a judge whose answers were too large to keep, nothing kept)."""
+    """What make grade says per assignment of the notebooks it regraded: how many were re-judged from their kept
+    records with no sandbox job (re-weighed: only points changed; their answers judged again: a judge changed), how
+    many had only some hidden tests' probes run again (naming the tests), and how many were executed again, and why
+    (a new file, --force, the cells, probes or limits, nothing kept). Counted from each notebook's HowRegraded."""
 
     def __init__(self):
-        self.rejudged: dict[str, int] = {}
-        self.ran: dict[str, dict[str, int]] = {}
+        self.done: dict[str, list[HowRegraded]] = {}
 
-    def count(self, assignment: str, why: str | None) -> None:
-        """why: None for a notebook re-judged from its kept record, else why it was executed again."""
-        if why is None:
-            self.rejudged[assignment] = self.rejudged.get(assignment, 0) + 1
-        else:
-            reasons = self.ran.setdefault(assignment, {})
-            reasons[why] = reasons.get(why, 0) + 1
+    def count(self, assignment: str, how: HowRegraded) -> None:
+        self.done.setdefault(assignment, []).append(how)
 
     def lines(self) -> list[str]:
         said = []
-        for assignment in sorted({*self.rejudged, *self.ran}):
-            again = self.rejudged.get(assignment, 0)
-            ran = {why: n for why, n in self.ran.get(assignment, {}).items() if why not in FIRST_RUNS or again}
-            if not again and not ran:
+        for assignment, done in sorted(self.done.items()):
+            ways = {way: [h for h in done if h.way is way] for way in Way}
+            kept = ways[Way.REWEIGHED] + ways[Way.REJUDGED]
+            probed = ways[Way.REPROBED]
+            ran = _counted(h.why for h in ways[Way.RUN] if h.why not in FIRST_RUNS or kept or probed)
+            if not kept and not probed and not ran:
                 continue                                  # a first grading, not a regrade
-            executed = "; ".join(f"{n} ({why})" for why, n in sorted(ran.items(), key=lambda item: -item[1]))
-            said.append(f"Regrade of {assignment}: {again} notebook(s) re-judged from their kept records (not "
-                        f"executed again), " + (f"{sum(ran.values())} executed again: {executed}" if ran
-                                                else "none executed again"))
+            parts = [f"{len(kept)} notebook(s) re-judged from their kept records (not executed again"
+                     + (f": {len(ways[Way.REWEIGHED])} re-weighed, {len(ways[Way.REJUDGED])} with their answers "
+                        f"judged again)" if kept else ")")]
+            if probed:
+                tests = ", ".join(f"{test} ({n})" for test, n in _counted(t for h in probed for t in h.tests))
+                parts.append(f"{len(probed)} re-probed (executed with only these tests' probes: {tests})")
+            executed = "; ".join(f"{n} ({why})" for why, n in ran)
+            parts.append(f"{sum(n for _, n in ran)} executed again: {executed}" if ran else "none executed again")
+            said.append(f"Regrade of {assignment}: " + ", ".join(parts))
         return said
 
     def report(self, quiet: bool) -> None:
         if not quiet:
             for line in self.lines():
                 print(line, file=sys.stderr)
+
+
+def _counted(items) -> list[tuple[Any, int]]:
+    """Each distinct item with how many times it came, the most frequent first."""
+    counts: dict[Any, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return sorted(counts.items(), key=lambda item: -item[1])
 
 
 def _outcomes(course, sub, execution) -> dict | None:

@@ -15,7 +15,7 @@ import nbformat
 
 from posenc_autograder.course import Course
 from posenc_autograder.grading.pipeline import grader_error, released
-from posenc_autograder.grading.regrade import keep_higher_scores, regrade_changes
+from posenc_autograder.grading.regrade import RUN_AGAIN, HowRegraded, keep_higher_scores, regrade_changes
 from posenc_autograder.intake import attempts
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.records import gradebook, nbgrader_files, results_store
@@ -38,11 +38,11 @@ Page = Callable[[Stored], object]                # writes the notebook's feedbac
 
 def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
           previous: dict[str, Any] | None, page: Page, executed_notebook: str | None = None,
-          kept: str | None = None, rejudged: bool = False) -> NotebookResult:
+          kept: str | None = None, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
     """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load; `kept`: the
-    sha256 of what was kept of its run for a regrade, records/kept_records.py; `rejudged`: judged again from it)."""
+    sha256 of what was kept of its run for a regrade, records/kept_records.py; `how`: how the result was made)."""
     result = keep_higher_scores(result, previous, digest, fingerprint)
-    change = regrade_changes(result, previous, fingerprint, digest, rejudged)
+    change = regrade_changes(result, previous, fingerprint, digest, how)
     if change:
         result.notes.append(change)
     if previous is not None:
@@ -66,7 +66,7 @@ UNREAD = object()              # settle's `previous` when the caller has not rea
 
 def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None,
            fingerprint: str, page: Page, executed_notebook: str | None = None, kept: str | None = None,
-           previous: dict[str, Any] | None | object = UNREAD, rejudged: bool = False) -> NotebookResult:
+           previous: dict[str, Any] | None | object = UNREAD, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'
     with the reason (feedback included), and the run goes on. previous: the stored record, when the caller has read
     it already."""
@@ -74,7 +74,7 @@ def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResul
         previous = results_store.load(results_store.path(course, *sub.key))       # both attempts compare with it
     assert previous is None or isinstance(previous, dict)
     try:
-        return store(course, gb, sub, result, digest, fingerprint, previous, page, executed_notebook, kept, rejudged)
+        return store(course, gb, sub, result, digest, fingerprint, previous, page, executed_notebook, kept, how)
     except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
         failed = grader_error(course, sub, exc)
         try:
