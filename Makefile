@@ -137,7 +137,8 @@ test test-fast: export PYTHONDONTWRITEBYTECODE :=
 ## test: every test (book build, exercises, grader) and the solution notebooks, on TEST_WORKERS=2 workers
 test: $(STAMP) system-packages hub-proxy lint typecheck
 	# with the solution notebooks (nbval) in the same run: a notebook's cells are one group (conftest.py), so they run
-	# in order in one worker's kernel while the other worker goes on with tests/
+	# in order in one worker's kernel while the other worker goes on with tests/; groups go out longest first by the
+	# last run's record, the book's build first and its browser tests after it (tests/support/run_order.py)
 	POSENC_RUN=test $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests solutions
 
 ## lint: ruff with the rules in ruff.toml (pyflakes, pycodestyle, line length, blind excepts)
@@ -148,9 +149,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and slow end-to-end tests, on two workers (make test also runs the solution notebooks)
+## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and slow end-to-end tests, on two workers, each file whole on one, longest first (make test also runs the solution notebooks)
 test-fast: lint
-	POSENC_RUN=test-fast $(PY) -m pytest -q -n 2 --dist loadfile -m "not book and not browser and not postgres and not slow and not hub" tests
+	POSENC_RUN=test-fast $(PY) -m pytest -q -n 2 --dist loadgroup -m "not book and not browser and not postgres and not slow and not hub" tests
 
 ## mutate: mutants of each assignment's reference.py graded by the hidden tests (ASSIGNMENT=name for one); prints the mutation score, per assignment too, and the survivors
 mutate: $(STAMP)

@@ -2,10 +2,12 @@
 
 tests/end_to_end/ grades notebooks and runs nbgrader (slow), and so do SLOW_TESTS; a test that uses the built book,
 Chromium or PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in
-tests/<stage>/, mirroring the grader package's folders. `make test` runs them all on two workers (pytest-xdist, --dist
-loadgroup): the tests that use the built book are one group, so it is built once into one _build; the ones
-that use PostgreSQL another; every other file runs whole on one worker, so its module fixtures are made once, and
-a solution notebook's cells (nbval, in the same run) share one kernel on one worker, in order.
+tests/<stage>/, mirroring the grader package's folders. `make test` and `make test-fast` run them on two workers
+(pytest-xdist, --dist loadgroup): the tests that check the book's build are one group, which goes out first (the book
+is built once a run, tests/conftest.py); each that reads it in Chromium or prints it is a group of its own that waits
+for that build (tests/support/run_order.py hands out groups longest first); the tests that use PostgreSQL are one
+group; every other file runs whole on one worker, so its module fixtures are made once, and a solution notebook's cells
+(nbval, in the same run) share one kernel on one worker, in order.
 """
 import json
 import os
@@ -13,6 +15,7 @@ import pathlib
 import time
 
 import pytest
+import run_order
 
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollbars": "browser",
               "postgres_url": "postgres"}
@@ -32,12 +35,16 @@ SLOW_TESTS = {
     "tests/records/test_stopped_run.py::": "make grade stopped and run again",
     "tests/records/test_course_database.py::test_another_database_is_refused_with_the_fix": "the grader's commands",
 }
-SHARED_BY_GROUP = {"book_build": "book", "postgres_url": "postgres"}   # session fixtures one worker must own
+BUILD_FIXTURE = "book_build"
+READS_BUILD = {"site", "book_pdf"}                  # tests using these wait for the build (run_order.AFTER_BUILD)
+# Fixtures made once per worker that several of the book's tests share: their tests are one group.
+AFTER_BUILD_SHARED = {"book_pdf": "pdf", "desktop_pages": "desktop"}
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
 RUN_NAME = "POSENC_RUN"
 RUN_RECORDS = pathlib.Path(__file__).resolve().parent / ".pytest_cache" / "posenc-runs"
 STARTED = pytest.StashKey[tuple]()
+DURATIONS = "posenc-durations"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -46,13 +53,39 @@ def pytest_collection_modifyitems(config, items):
         for fixture, marker in BY_FIXTURE.items():
             if fixture in fixtures:
                 item.add_marker(getattr(pytest.mark, marker))
-        if SLOW_FOLDERS & set(item.path.parts) or item.nodeid.startswith(tuple(SLOW_TESTS)):
+        if is_slow(item.nodeid):
             item.add_marker(pytest.mark.slow)
-        shared = [group for fixture, group in SHARED_BY_GROUP.items() if fixture in fixtures]
-        group = shared[0] if shared else item.nodeid.split("::", 1)[0]
+        group = group_of(item.nodeid, fixtures)
         item.add_marker(pytest.mark.xdist_group(group))
         if getattr(config.option, "loadgroup", False):         # a pytest-xdist worker under --dist loadgroup
             _in_group(item, group)
+
+
+def group_of(nodeid: str, fixtures) -> str:
+    """The tests that check the book's build, one group; a test that reads it, the group of the fixture it shares
+    with others (the printed PDF, the pages crawled at desktop width), else its own (its parameters together); the
+    PostgreSQL tests, one group; any other test, its file's."""
+    if BUILD_FIXTURE in fixtures:
+        if not READS_BUILD & set(fixtures):
+            return run_order.BUILD_GROUP
+        shared = [name for fixture, name in AFTER_BUILD_SHARED.items() if fixture in fixtures]
+        return run_order.AFTER_BUILD + (shared[0] if shared else nodeid.split("[", 1)[0].rsplit("::", 1)[-1])
+    if "postgres_url" in fixtures:
+        return "postgres"
+    return nodeid.split("::", 1)[0]
+
+
+def is_slow(nodeid: str) -> bool:
+    path = nodeid.split("::", 1)[0]
+    return bool(SLOW_FOLDERS & set(pathlib.PurePath(path).parts)) or nodeid.startswith(tuple(SLOW_TESTS))
+
+
+@pytest.hookimpl(optionalhook=True)             # xdist's hook: unknown to a run with -p no:xdist
+def pytest_xdist_make_scheduler(config, log):
+    """Under --dist loadgroup, groups go out longest first, the book's readers after its build (run_order.py)."""
+    if config.getvalue("dist") == "loadgroup":
+        return run_order.make_scheduler(config, log, RUN_RECORDS, is_slow)
+    return None
 
 
 def _in_group(item, group: str) -> None:
@@ -72,8 +105,15 @@ def pytest_sessionstart(session):
     session.config.stash[STARTED] = (time.time(), time.perf_counter(), os.getloadavg()[0])
 
 
+def pytest_configure(config):
+    """The process that runs the session (not an xdist worker) times each test as its reports reach it."""
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(run_order.Durations(), DURATIONS)
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """The named run's record, written by the process that ran the session (not by an xdist worker)."""
+    """The named run's record, written by the process that ran the session (not by an xdist worker): wall time,
+    counts, load, its slowest tests and each group's seconds."""
     name, config = os.environ.get(RUN_NAME), session.config
     if not name or hasattr(config, "workerinput") or STARTED not in config.stash:
         return
@@ -86,5 +126,8 @@ def pytest_sessionfinish(session, exitstatus):
               "collected": session.testscollected, **counts, "cpus": os.cpu_count(),
               "load_at_start": round(load, 1), "load_at_end": round(os.getloadavg()[0], 1),
               "workers": getattr(config.option, "numprocesses", None) or 0}
+    durations = config.pluginmanager.get_plugin(DURATIONS)
+    if durations is not None:     # the slowest tests, for the developer; each group's seconds, for the next run's order
+        record |= {"slowest": durations.slowest(), "groups": durations.groups()}
     RUN_RECORDS.mkdir(parents=True, exist_ok=True)
     (RUN_RECORDS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")

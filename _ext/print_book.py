@@ -40,8 +40,10 @@ def link_pdf(html_dir: pathlib.Path) -> None:
         linked = text.replace(NO_PDF_YET, PDF_LINK)
     else:
         linked = text.replace(PDF_LINK, NO_PDF_YET)
-    if linked != text:
-        intro.write_text(linked)
+    if linked != text:               # replaced whole: a browser test reading the page meanwhile sees old or new
+        written = intro.with_name(intro.name + ".new")
+        written.write_text(linked)
+        written.replace(intro)
 PAPER = {"format": "A4", "margin": {"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"}}
 FOOTER = ('<div style="font-size: 8px; width: 100%; text-align: center; color: #555;">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')

@@ -1,7 +1,9 @@
-"""Shared fixtures: the repository root, a built book (built once per test session), the book served over
-HTTP and Chromium. Browser fixtures are defined here only: a second definition in a test module would start a
-second Playwright, which its sync API refuses in the same session.
+"""Shared fixtures: the repository root, a built book (built once per test run, by the first worker that asks), the
+book served over HTTP and Chromium. Browser fixtures are defined here only: a second definition in a test module would
+start a second Playwright, which its sync API refuses in the same session.
 """
+import fcntl
+import json
 import os
 import pathlib
 import subprocess
@@ -21,14 +23,35 @@ def repo_root() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
-def book_build(repo_root):
-    """Build the book exactly as `make book` does; return (completed process, html dir).
+def book_build(repo_root, tmp_path_factory):
+    """Build the book exactly as `make book` does, once a run; return (completed process, html dir).
 
+    The first worker that asks builds, the other waits for it and reads the same _build (the tests that read the
+    book are groups of their own, spread over both workers: conftest.py at the root).
     POSENC_BOOK_OUTPUT=<dir> builds into <dir>/_build instead (jupyter-book's --path-output), so
     that people testing in one work tree do not overwrite each other's _build.
     """
     output = pathlib.Path(os.environ.get("POSENC_BOOK_OUTPUT", repo_root))
-    return build_book(repo_root, output, "html"), output / "_build" / "html"
+    built = once_a_run(tmp_path_factory, "book-build", lambda: build_book(repo_root, output, "html"))
+    return built, output / "_build" / "html"
+
+
+def once_a_run(tmp_path_factory, name: str, run) -> subprocess.CompletedProcess:
+    """`run()`'s completed process, run by the first worker of this test run that asks, read by the others.
+
+    xdist's workers share the parent of their base temporary folders (a new one each run); a run without xdist owns
+    its base folder alone.
+    """
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # released when the file closes, also if the run stops here
+        if not done.exists():
+            proc = run()
+            done.write_text(json.dumps({"args": proc.args, "returncode": proc.returncode, "stdout": proc.stdout,
+                                        "stderr": proc.stderr}))
+        return subprocess.CompletedProcess(**json.loads(done.read_text()))
 
 
 def build_book(repo_root: pathlib.Path, output: pathlib.Path, builder: str) -> subprocess.CompletedProcess:
