@@ -9,9 +9,11 @@ for that build (tests/support/run_order.py hands out groups longest first); the 
 group; every other file runs whole on one worker, so its module fixtures are made once, and a solution notebook's cells
 (nbval, in the same run) share one kernel on one worker, in order.
 """
+import functools
 import json
 import os
 import pathlib
+import re
 import time
 
 import pytest
@@ -35,6 +37,51 @@ SLOW_TESTS = {
     "tests/records/test_stopped_run.py::": "make grade stopped and run again",
     "tests/records/test_course_database.py::test_another_database_is_refused_with_the_fix": "the grader's commands",
 }
+# Why each of `make test`'s slowest tests stays slow: the run's record lists its 20 slowest with this (a node id or its
+# prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
+# made faster. Most are the first test of a group paying its shared setup, once a run.
+WHY_SLOW = {
+    "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "
+    "chapter executed, then Sphinx), once a run for every test that reads the book",
+    "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens every page at desktop width in "
+    "Chromium (math typeset, images, console, axe), shared with the axe test",
+    "tests/book/test_browser.py::test_pages_read_at_phone_width": "every page at phone width in Chromium: what is cut "
+    "off on a phone shows only in a browser",
+    "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
+    "Chromium's print), shared with tests/book/test_pdf.py",
+    "tests/book/test_browser.py::test_inline_formulas_fit": "every inline formula of every page measured in a second "
+    "Chromium, scrollbars shown",
+    "tests/book/test_browser.py::test_chapters_offer_the_executed_notebook": "each chapter's two downloads fetched "
+    "through the browser",
+    "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",
+    "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run twice, each "
+    "in a fresh kernel of the reader's environment",
+    "tests/book/test_explorables.py::": "the figure driven in Chromium at every setting",
+    "tests/end_to_end/test_mutation.py::": "its setup grades a fixed sample of every reference's mutants with the "
+    "hidden tests (`make mutate` grades them all)",
+    "tests/end_to_end/test_validate_catalogue.py::": "its setup runs `nbgrader validate` on a notebook of each "
+    "catalogued mistake, as a student runs it",
+    "tests/end_to_end/test_attacks.py::": "its setup grades a class of every attack notebook in the sandbox",
+    "tests/end_to_end/test_integrity_report.py::": "its setup grades a class of 40 with 12 planted pairs",
+    "tests/end_to_end/test_grading.py::": "its setup is `make grade` of every fixture notebook",
+    "tests/end_to_end/test_every_door.py::": "one class through every door (LMS zip, portal, exchange) and every page",
+    "tests/end_to_end/test_new_assignment.py::": "a fourth assignment discovered, released and graded from nothing",
+    "tests/end_to_end/test_wheel.py::": "its setup builds the grader's wheel and installs it in a fresh environment",
+    "tests/end_to_end/test_nbgrader_tools.py::": "nbgrader's own commands on a graded class",
+    "tests/end_to_end/test_scale.py::": "a class graded on PostgreSQL and a dask cluster",
+    "tests/end_to_end/test_formgrader.py::": "nbgrader's formgrader started and read in Chromium",
+    "tests/end_to_end/test_portal_browser.py::": "the portal driven in Chromium, notebooks graded in the sandbox",
+    "tests/authoring/test_exercise_layout.py::test_committed_exercises_equal_a_fresh_generation": "nbgrader's own "
+    "generate_assignment command for every assignment: the proof that exercises/ is what nbgrader makes",
+    "tests/authoring/test_exercise_layout.py::test_nbgrader_validate_passes": "`nbgrader validate` on a solved and an "
+    "untouched notebook, each executed",
+    "tests/grading/test_kernel_semantics.py::": "its setup grades the realistic notebooks in the sandbox",
+    "tests/grading/test_flood_bounds.py::": "a sandbox job that floods every hidden test",
+    "tests/portal/test_hub.py::": "its setup starts a real JupyterHub and its proxy, once a module",
+    "tests/checks/test_forging.py::": "a forged notebook and its honest twin, both graded in-process (patched builtins "
+    "slow every check)",
+    "tests/orchestration/test_fixed_costs.py::": "the grader's command in a fresh subprocess, its imports counted",
+}
 BUILD_FIXTURE = "book_build"
 READS_BUILD = {"site", "book_pdf"}                  # tests using these wait for the build (run_order.AFTER_BUILD)
 # Fixtures made once per worker that several of the book's tests share: their tests are one group.
@@ -42,7 +89,8 @@ AFTER_BUILD_SHARED = {"book_pdf": "pdf", "desktop_pages": "desktop"}
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
 RUN_NAME = "POSENC_RUN"
-RUN_RECORDS = pathlib.Path(__file__).resolve().parent / ".pytest_cache" / "posenc-runs"
+ROOT = pathlib.Path(__file__).resolve().parent
+RUN_RECORDS = ROOT / ".pytest_cache" / "posenc-runs"
 STARTED = pytest.StashKey[tuple]()
 DURATIONS = "posenc-durations"
 
@@ -80,11 +128,31 @@ def is_slow(nodeid: str) -> bool:
     return bool(SLOW_FOLDERS & set(pathlib.PurePath(path).parts)) or nodeid.startswith(tuple(SLOW_TESTS))
 
 
+HEAVY_MARK = re.compile(r"pytest\.mark\.(slow|hub|browser|postgres)\b")
+
+
+@functools.cache
+def marks_heavy(path: str) -> bool:
+    """The test file marks a test (or itself) slow, hub, browser or PostgreSQL in its source."""
+    file = ROOT / path
+    return file.is_file() and bool(HEAVY_MARK.search(file.read_text()))
+
+
+def is_heavy(nodeid: str) -> bool:
+    """What the scheduler guesses takes long in a run that has no record yet (the main process sees node ids, not
+    markers): a slow test, or one in a file that marks some of its tests slow, hub, browser or PostgreSQL."""
+    return is_slow(nodeid) or marks_heavy(nodeid.split("::", 1)[0])
+
+
+def why_slow(nodeid: str) -> str | None:
+    return next((why for prefix, why in WHY_SLOW.items() if nodeid.startswith(prefix)), None)
+
+
 @pytest.hookimpl(optionalhook=True)             # xdist's hook: unknown to a run with -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     """Under --dist loadgroup, groups go out longest first, the book's readers after its build (run_order.py)."""
     if config.getvalue("dist") == "loadgroup":
-        return run_order.make_scheduler(config, log, RUN_RECORDS, is_slow)
+        return run_order.make_scheduler(config, log, RUN_RECORDS, is_heavy)
     return None
 
 
@@ -128,6 +196,7 @@ def pytest_sessionfinish(session, exitstatus):
               "workers": getattr(config.option, "numprocesses", None) or 0}
     durations = config.pluginmanager.get_plugin(DURATIONS)
     if durations is not None:     # the slowest tests, for the developer; each group's seconds, for the next run's order
-        record |= {"slowest": durations.slowest(), "groups": durations.groups()}
+        slowest = [test | {"why": why_slow(test["test"])} for test in durations.slowest()]
+        record |= {"slowest": slowest, "groups": durations.groups()}
     RUN_RECORDS.mkdir(parents=True, exist_ok=True)
     (RUN_RECORDS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")

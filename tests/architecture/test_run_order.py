@@ -114,3 +114,18 @@ def test_the_record_keeps_each_tests_phases_and_each_groups_sum():
     assert durations.groups() == {"book": 103.0, "b.py": 50.0}
     assert durations.slowest(2) == [{"test": "a.py::t1", "seconds": 102.0, "setup": 100.0},
                                     {"test": "b.py::t[x]", "seconds": 50.0, "setup": 0.0}]
+
+
+def test_a_fresh_clone_guesses_long_the_files_that_mark_slow_tests():
+    """With no record yet (CI's fresh clone), a file that marks its tests slow, hub or browser goes out early; an
+    unmarked file of quick tests does not."""
+    import importlib.util
+    import pathlib
+    spec = importlib.util.spec_from_file_location("root_conftest", pathlib.Path(__file__).parents[2] / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    heavy = root_conftest.is_heavy
+    assert heavy("tests/authoring/test_exercise_layout.py::test_committed_exercises_equal_a_fresh_generation")
+    assert heavy("tests/grading/test_kernel_semantics.py::test_x@tests/grading/test_kernel_semantics.py")
+    assert heavy("tests/portal/test_hub.py::test_x") and heavy("tests/end_to_end/test_wheel.py::test_x")
+    assert not heavy("tests/checks/test_catalogue.py::test_x[a]@tests/checks/test_catalogue.py")

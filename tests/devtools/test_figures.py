@@ -65,3 +65,17 @@ def test_bench_portal_writes_each_rush_and_the_hostile_ratio():
                                      ("SQLite, with 2 hostile", rush(1.5, {"flooder refused": 7}))], 20, 60, 2)
     assert "| SQLite, honest | 20 of 20 | 30 s | 0.5 s / 1.0 s | 0.3 s | 0.4 s |" in text
     assert "SQLite, with 2 hostile: honest p95 1.50 times the honest rush's" in text and "flooder refused x7" in text
+
+
+def test_bench_waits_lists_the_slowest_tests_with_their_reason_or_says_there_is_none():
+    from posenc_autograder.devtools import bench_waits
+    record = {"started": "2026-11-28 12:00 UTC", "load_at_start": 0.5, "load_at_end": 1.5, "slowest": [
+        {"test": "tests/book/test_book.py::test_book_builds_without_warnings", "seconds": 150.0, "setup": 100.0,
+         "why": "the book's build"},
+        {"test": "tests/x.py::test_y[a|b]", "seconds": 61.0, "setup": 0.0, "why": None}]}
+    text = bench_waits.slowest_tests(record)
+    assert "The 2 slowest tests of that `make test` (2026-11-28 12:00 UTC, load 0.5-1.5" in text
+    built = "| `tests/book/test_book.py::test_book_builds_without_warnings` | 2 min 30 s | 100.0 s | the book's build |"
+    assert built in text
+    assert f"| `tests/x.py::test_y[a\\|b]` | 61.0 s | 0.0 s | {bench_waits.NO_REASON} |" in text
+    assert bench_waits.slowest_tests({"started": "-"}) == ""

@@ -5,10 +5,10 @@ pytest-xdist's loadgroup scheduler hands out groups in order of their number of 
 few groups hold most of it (the book's build, then its browser crawls; the mutants; the catalogue's nbgrader
 validate), and one of them handed out last keeps one worker busy minutes after the other is done. So a group goes out
 by the seconds it took in the last run that ran it (the run records in pytest's cache), longest first; a group never
-timed (a fresh clone) by a guess from what it is (a slow, browser, book or PostgreSQL group: a minute; else a tenth of
-a second a test). The book's build (BUILD_GROUP) goes first, and the groups that read the built book (AFTER_BUILD...)
-wait until it is done, so that the other worker grades notebooks meanwhile rather than wait on the build's lock
-(tests/conftest.py builds the book once per run, whichever worker asks first).
+timed (a fresh clone) by a guess from what it is (a slow, browser, hub, book or PostgreSQL group: a minute; else a
+tenth of a second a test). The book's build (BUILD_GROUP) goes first, and the groups that read the built book
+(AFTER_BUILD...) wait until it is done, so that the other worker grades notebooks meanwhile rather than wait on the
+build's lock (tests/conftest.py builds the book once per run, whichever worker asks first).
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def last_seconds(records: pathlib.Path) -> dict[str, float]:
     return seconds
 
 
-def make_scheduler(config, log, records: pathlib.Path, is_slow: Callable[[str], bool]):
+def make_scheduler(config, log, records: pathlib.Path, is_heavy: Callable[[str], bool]):
     """xdist's loadgroup scheduler, handing out the longest group that may start (its import deferred: the main
     process of a run without xdist never needs it)."""
     from xdist.scheduler import LoadGroupScheduling
@@ -81,7 +81,7 @@ def make_scheduler(config, log, records: pathlib.Path, is_slow: Callable[[str], 
         def _expected(self, group: str, tests: dict) -> float:
             if group in seconds:
                 return seconds[group]
-            heavy = group.startswith(HEAVY_GROUPS) or any(is_slow(nodeid) for nodeid in tests)
+            heavy = group.startswith(HEAVY_GROUPS) or any(is_heavy(nodeid) for nodeid in tests)
             return HEAVY_GUESS if heavy else LIGHT_GUESS * len(tests)
 
         def _built(self) -> bool:

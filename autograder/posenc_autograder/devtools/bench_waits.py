@@ -142,13 +142,17 @@ def described(record: dict) -> str:
 
 
 def make_test(source_root, scratch):
-    """What CI runs: a clone of the committed course, nothing installed; the install and the rest timed apart."""
+    """What CI runs: a clone of the committed course, nothing installed; the install and the rest timed apart. Its
+    record becomes the course's last `make test` record (its slowest tests are printed below the table)."""
     root = clone(source_root, scratch / "clone")
     install = make(root, "install")
     rest = make(root, "test", check=False)
     record = last_run(root, "test")
     if record is None:
         return "failed", f"make test left no record (install {seconds(install)}, then {seconds(rest)})"
+    kept = source_root / RUN_RECORDS / "test.json"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps(record, indent=1) + "\n")
     return seconds(install + rest), (f"install {seconds(install)}, pytest {seconds(record['seconds'])}, lint and "
                                      f"types the rest; {described(record)}")
 
@@ -158,6 +162,20 @@ def make_test_record(source_root, scratch):
     if record is None:
         return "no record", "run make test first"
     return seconds(record["seconds"]), f"pytest only, the last run's record, {record['started']}: {described(record)}"
+
+
+NO_REASON = "**none given**: make it faster, or say why in conftest.py's WHY_SLOW"
+
+
+def slowest_tests(record: dict) -> str:
+    """The slowest tests of a `make test` run, from its record (the root conftest.py writes them with their reason)."""
+    rows = [[f"`{test['test']}`".replace("|", "\\|"), seconds(test["seconds"]), seconds(test["setup"]),
+             test.get("why") or NO_REASON] for test in record.get("slowest", [])]
+    if not rows:
+        return ""
+    return (f"The {len(rows)} slowest tests of that `make test` ({record['started']}, load {record['load_at_start']}-"
+            f"{record['load_at_end']}; a test's seconds count its setup, a group's shared fixtures paid by its first "
+            f"test):\n\n" + figures.table(["test", "seconds", "of which setup", "why it stays slow"], rows))
 
 
 def make_test_fast(source_root, scratch):
@@ -229,6 +247,9 @@ def run_command(args) -> int:
             measured.append([row.step, figure, row.goal, note])
     text = (figures.table(["step", "measured", "goal", "how"], measured) + "\n"
             + figures.provenance(started, load).format(name=NAME + (" QUICK=1" if args.quick else "")) + "\n")
+    record = last_run(source_root, "test")
+    if record and (not args.only or "make_test" in args.only):
+        text += "\n" + slowest_tests(record)
     print("\n" + text)
     if not args.no_write and not args.only:
         print(f"written to {figures.publish(source_root, NAME, text).relative_to(source_root)} and the README")
