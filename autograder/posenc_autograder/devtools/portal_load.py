@@ -107,14 +107,20 @@ async def _get(client: httpx.AsyncClient, url: str, tries: int = 3) -> httpx.Res
 async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
     await asyncio.sleep(start_in)
     await client.get(link)
-    page = (await client.get(f"/assignments/{ASSIGNMENT}")).text
-    csrf = page.split(CSRF_MARK, 1)[1].split('"', 1)[0]
-    started = time.monotonic()
-    answer = await client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
-                               files={"notebook": (f"{NOTEBOOK}.ipynb", data)})
-    upload_seconds = time.monotonic() - started
-    if "location" not in answer.headers:            # refused (503: the portal too busy checking uploads): not graded
-        return {"done": False, "why": f"upload answered {answer.status_code}"}
+    started, refused = time.monotonic(), collections.Counter()
+    while True:
+        page = (await client.get(f"/assignments/{ASSIGNMENT}")).text
+        csrf = page.split(CSRF_MARK, 1)[1].split('"', 1)[0]
+        answer = await client.post(f"/assignments/{ASSIGNMENT}/upload", data={"csrf": csrf},
+                                   files={"notebook": (f"{NOTEBOOK}.ipynb", data)})
+        wait = retry_after(answer)
+        if "location" in answer.headers or wait is None or time.monotonic() + wait > deadline:
+            break
+        refused[answer.status_code] += 1              # "upload again in N s": the student waits, then uploads again
+        await asyncio.sleep(wait)
+    upload_seconds = time.monotonic() - started      # from the first try: the waits after refusals included
+    if "location" not in answer.headers:            # refused for good (a policy, or past the rush's end): not graded
+        return {"done": False, "why": f"upload answered {answer.status_code}", "refused": refused}
     attempt = answer.headers["location"].split("?")[0]
     status = (await _get(client, f"{attempt}/status.json")).json()      # what the attempt's page shows first
     longest_wait = 0.0
@@ -129,7 +135,15 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
     feedback = await _get(client, f"{attempt}/feedback")
     return {"done": feedback.status_code == 200 and "Score:" in feedback.text, "status": status["status"],
             "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic(),
-            "upload_seconds": upload_seconds, "attempt": int(attempt.rsplit("/", 1)[1])}
+            "upload_seconds": upload_seconds, "attempt": int(attempt.rsplit("/", 1)[1]), "refused": refused}
+
+
+def retry_after(answer: httpx.Response) -> float | None:
+    """The wait a refused upload's answer asks for before uploading again (its Retry-After, which the page's text
+    states too), None: not a wait (accepted, or refused for good)."""
+    if answer.status_code not in (429, 503) or "retry-after" not in answer.headers:
+        return None
+    return float(answer.headers["retry-after"])
 
 
 async def rush(base: str, links: list[str], files: list[bytes], spread: float, timeout: float,
@@ -274,8 +288,11 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 "shown_wait": max((r["shown_wait"] for r in done), default=0.0),
                 "own_mb": watch.own / 2**20, "total_mb": watch.total / 2**20, "attacks": dict(sorted(attacks.items())),
                 "portal_cpu": cpu_after["portal"] - cpu_before["portal"],
+                "grading_cpu": cpu_after["grading"] - cpu_before["grading"],
                 "sandbox_cpu": cpu_after["sandboxes"] - cpu_before["sandboxes"],
                 "client_cpu": cpu_after["students"] - cpu_before["students"], "load": (load_before, os.getloadavg()[0]),
+                "refusals": dict(sum((r.get("refused", collections.Counter()) for r in results),
+                                     collections.Counter())),
                 "not_done": dict(collections.Counter(r.get("why", "not graded in time") for r in results
                                                      if not r["done"])),
                 "requests": requests, **timings}
@@ -284,19 +301,25 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
 
 
 def cpu_seconds(portal: int) -> dict[str, float]:
-    """CPU seconds so far of the portal's own process; of its sandboxes (every process under it: the zygote and the
-    jobs it forked and reaped, or a job's own processes); and of this process, the simulated students."""
+    """CPU seconds so far of the portal's web process; of its grading processes (grading_processes.py: the trusted
+    side's work, each a Python started by multiprocessing); of its sandboxes (every other process under it: the
+    zygote and the jobs it forked and reaped, or a job's own processes); and of this process, the simulated
+    students."""
     def total(times) -> float:
         return times.user + times.system
     process = psutil.Process(portal)
-    sandboxes = 0.0
+    grading = sandboxes = 0.0
     for child in process.children(recursive=True):
         with contextlib.suppress(psutil.Error):
             times = child.cpu_times()
-            sandboxes += total(times) + times.children_user + times.children_system
+            if "multiprocessing" in " ".join(child.cmdline()):
+                grading += total(times)
+                sandboxes += times.children_user + times.children_system
+            else:
+                sandboxes += total(times) + times.children_user + times.children_system
     own = process.cpu_times()
-    return {"portal": total(own), "sandboxes": sandboxes + own.children_user + own.children_system,
-            "students": total(psutil.Process().cpu_times())}
+    return {"portal": total(own), "grading": grading, "sandboxes": sandboxes + own.children_user
+            + own.children_system, "students": total(psutil.Process().cpu_times())}
 
 
 def where_time_went(course, results: list[dict], kinds: dict[str, str]) -> dict:
@@ -388,20 +411,28 @@ def report(label: str, figures: dict) -> str:
              f"memory {figures['own_mb']:.0f} MiB portal, {figures['total_mb']:.0f} MiB with its sandboxes"]
     lines.append(f"{'':<22} honest time split (p50 / p95 / max s): " + "; ".join(
         f"{part} {p50:.1f} / {p95:.1f} / {top:.1f}" for part, (p50, p95, top) in figures["parts"].items())
-        + f"; the portal process's own CPU {figures['portal_cpu']:.0f} s for {figures['requests']} requests"
-        + f" ({1000 * figures['portal_cpu'] / max(figures['requests'], 1):.1f} ms a request, grading threads included)")
+        + f"; the portal's web process's own CPU {figures['portal_cpu']:.0f} s for {figures['requests']} requests"
+        + f" ({1000 * figures['portal_cpu'] / max(figures['requests'], 1):.1f} ms a request; grading is in processes "
+        + "of its own)")
     graded = max(figures["graded"], 1)
     missing = ", ".join(f"{why} x{n}" for why, n in figures["not_done"].items())
-    lines.append(f"{'':<22} CPU per graded notebook: portal {figures['portal_cpu'] / graded:.3f} s, sandboxes "
+    lines.append(f"{'':<22} CPU per graded notebook: portal's web process {figures['portal_cpu'] / graded:.3f} s, "
+                 f"its grading processes {figures['grading_cpu'] / graded:.3f} s, sandboxes "
                  f"{figures['sandbox_cpu'] / graded:.3f} s, the simulated students "
                  f"{figures['client_cpu'] / graded:.3f} s (machine load {figures['load'][0]:.1f} at the rush's start, "
                  f"{figures['load'][1]:.1f} at its end)" + (f"; not graded: {missing}" if missing else ""))
+    lines.append(f"{'':<22} honest uploads refused, then sent again after the wait the answer stated: "
+                 f"{refusals(figures)}")
     if figures["attacks"]:
         lines.append(f"{'':<22} hostile students got: " + ", ".join(f"{k} x{v}" for k, v in figures["attacks"].items()))
     if figures["hostile_jobs"]:
         lines.append(f"{'':<22} hostile jobs graded (jobs, sandbox s, longest s): " + ", ".join(
             f"{kind} {n}, {total:.0f}, {top:.1f}" for kind, (n, total, top) in figures["hostile_jobs"].items()))
     return "\n".join(lines)
+
+
+def refusals(figures: dict) -> str:
+    return ", ".join(f"{code} x{n}" for code, n in sorted(figures["refusals"].items())) or "none"
 
 
 def both_rushes(label: str, run, groups: list[dict[str, int]]) -> list[tuple[str, dict]]:
@@ -434,10 +465,11 @@ def figures_text(rushes: list[tuple[str, dict]], students: int, spread: float, j
              f"{seconds(f['p50'])} / {seconds(f['p95'])}",
              seconds(f["parts"]["queue"][1]) if "queue" in f["parts"] else "n/a", seconds(f["idle_seconds"]),
              f"{f['portal_cpu']:.0f} s ({f['portal_cpu'] / max(f['graded'], 1):.2f} s an honest upload)",
-             f"{f['own_mb']:.0f} MiB / {f['total_mb']:.0f} MiB"] for label, f in rushes]
+             f"{f['own_mb']:.0f} MiB / {f['total_mb']:.0f} MiB", refusals(f)] for label, f in rushes]
     text = (f"{students} students uploading over {spread:.0f} s, {jobs} sandboxes:\n\n"
             + figures.table(["", "honest graded", "in", "p50 / p95 upload to feedback", "queue wait p95",
-                             "idle portal, one notebook", "portal CPU", "peak memory (portal / with sandboxes)"],
+                             "idle portal, one notebook", "portal CPU", "peak memory (portal / with sandboxes)",
+                             "honest uploads refused, sent again"],
                             rows))
     honest = {label.split(",")[0]: f for label, f in rushes if label.endswith("honest")}
     for label, f in rushes:

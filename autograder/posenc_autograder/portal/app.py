@@ -22,7 +22,6 @@ from posenc_autograder.portal import hub
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal, PortalBusy
 from posenc_autograder.portal.watch import StatusWatch
-from posenc_autograder.portal.worker import dask_execute
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
 
 REQUEST_HEAD_SECONDS = 20.0          # a connection must send a request's line and headers within this
@@ -105,8 +104,7 @@ def run_command(args) -> int:
         print(f"Cannot grade safely: {exc}", file=sys.stderr)
         return 2
     course = course_for_command(args.course, args.db_url)
-    options = {"execute": dask_execute(args.scheduler)} if args.scheduler else {}
-    portal = Portal(course, jobs=args.jobs or default_jobs(), worker_options=options)
+    portal = Portal(course, jobs=args.jobs or default_jobs(), processes=True, scheduler=args.scheduler)
     host, port = hub.service_address() or (args.host, args.port)      # where the hub routes its service
     where = f"http://{host}:{port}"
     secret_at = portal.secret_file or "$POSENC_PORTAL_SECRET"

@@ -22,6 +22,7 @@ from posenc_autograder.intake.submissions import UnreadableNotebook
 from posenc_autograder.portal import auth, hub, queue, uploads
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.gate import UploadGate
+from posenc_autograder.portal.grading_processes import GradingProcesses
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
 from posenc_autograder.portal.watch import StatusWatch
@@ -56,13 +57,17 @@ class PortalBusy(Exception):
 
 
 class Portal:
-    def __init__(self, course: Course, *, jobs: int, worker_options: dict | None = None, register: bool = True):
+    def __init__(self, course: Course, *, jobs: int, worker_options: dict | None = None, register: bool = True,
+                 processes: bool = False, scheduler: str | None = None):
+        """`processes`: grade in processes of their own (grading_processes.py; `make portal`), each executing on the
+        Dask `scheduler` if given; else in this process's threads, through `worker_options`' execute (tests)."""
         self.course = course
         self.assignments = released_assignments(course)
         self.upload_bytes = settings.load(course).caps.notebook_bytes      # [caps] in course.toml
         self.gate = UploadGate(settings.load(course).sharing)               # [sharing]: waits after refused files
         self.sessions = database(course, register)
         self.worker = Worker(course, self.sessions, jobs, **(worker_options or {}))
+        self.grading = GradingProcesses(self.worker, scheduler) if processes else None
         self.watch = StatusWatch()                                          # status requests held for a change
         self.queue_view = queue.QueueView()                                 # the order status requests read
         self.worker.status_changed = self.status_changed
@@ -100,11 +105,11 @@ class Portal:
     def start(self) -> None:
         """Take the course's portal lock, recover the queue, start grading."""
         self.acquire_lock()
-        self.worker.start()
+        (self.grading or self.worker).start()
         self.lti.start()
 
     def stop(self) -> None:
-        self.worker.stop()
+        (self.grading or self.worker).stop()
         self.lti.stop()
         if self._lock_handle is not None:
             self._lock_handle.close()

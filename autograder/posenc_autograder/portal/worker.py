@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import fcntl
 import json
 import logging
 import threading
@@ -19,6 +20,9 @@ import typing
 from typing import Callable
 
 from sqlalchemy import select, update
+
+if typing.TYPE_CHECKING:
+    import multiprocessing.synchronize
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
@@ -43,6 +47,7 @@ MAX_RUNS = 3                          # a job the grader fails on this many time
 GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
            f"not graded, it does not use up one of your attempts, and the instructor sees it")
 Execute = Callable[[GradingTask], Execution]
+Signal = typing.Union[threading.Event, "multiprocessing.synchronize.Event"]
 log = logging.getLogger(__name__)
 
 
@@ -76,8 +81,10 @@ class Worker:
         self.course, self.sessions, self.jobs, self.execute = course, sessions, jobs, execute
         self.limits = limits or settings.load(course).sandbox      # the course's ([sandbox] in course.toml)
         self.sharing = settings.load(course).sharing                # [sharing]: the queue's order, short runs
-        self.wake, self.stopping = threading.Event(), threading.Event()
-        self.store_lock = threading.Lock()           # one writer for the gradebook, submitted/ and the roster
+        # threads' events, or the grading processes' (grading_processes.py) shared by every process
+        self.wake: Signal = threading.Event()
+        self.stopping: Signal = threading.Event()
+        self.store_lock = StoreLock(course)          # one writer for the gradebook, submitted/ and the roster
         self.threads: dict[int, threading.Thread] = {}
         self.holding: dict[int, int] = {}            # thread slot -> the job it is grading
         self.restarts = 0
@@ -86,6 +93,7 @@ class Worker:
         self._gradebook: tuple[contextlib.ExitStack, typing.Any] | None = None  # kept open between stores
         self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
         self.counting_stored: Callable[[str, str], None] = lambda student, assignment: None   # another one counts
+        self.held: Callable[[int, int | None], None] = lambda slot, job: None     # a slot took (or let go) a job
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -107,7 +115,7 @@ class Worker:
         self.supervisor.start()
 
     def _start_thread(self, slot: int) -> None:
-        thread = threading.Thread(target=self._loop, args=(slot,), name=f"portal-grader-{slot}", daemon=True)
+        thread = threading.Thread(target=self.run_slot, args=(slot,), name=f"portal-grader-{slot}", daemon=True)
         self.threads[slot] = thread
         thread.start()
 
@@ -139,6 +147,10 @@ class Worker:
         for thread in [*self.threads.values(), self.supervisor]:
             if thread is not None:
                 thread.join(timeout)
+        self.close()
+
+    def close(self) -> None:
+        """Close the gradebook kept open between stores."""
         with self.store_lock:
             self._close_gradebook()
 
@@ -167,11 +179,19 @@ class Worker:
                 return job
             self._give_up(job, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
 
+    def _hold(self, slot: int, job: int | None) -> None:
+        if job is None:
+            self.holding.pop(slot, None)
+        else:
+            self.holding[slot] = job
+        self.held(slot, job)
+
     @property
     def usage_window(self) -> dt.timedelta:
         return dt.timedelta(minutes=self.sharing.usage_window_minutes)
 
-    def _loop(self, slot: int) -> None:
+    def run_slot(self, slot: int) -> None:
+        """Claim and grade jobs one at a time until stopped (a grading thread's, or a grading process's, life)."""
         while not self.stopping.is_set():
             try:
                 job = self._claim()
@@ -179,9 +199,9 @@ class Worker:
                     self.wake.wait(IDLE_POLL_SECONDS)
                     self.wake.clear()
                     continue
-                self.holding[slot] = job
+                self._hold(slot, job)
                 self.grade(job)
-                self.holding.pop(slot, None)
+                self._hold(slot, None)
             except Exception:  # noqa: BLE001 - not a job's fault (grade() handles those): the database, say
                 log.exception("grading thread %s: fault outside a job; going on", slot)
                 self.stopping.wait(FAULT_PAUSE_SECONDS)
@@ -409,6 +429,36 @@ class Worker:
             uploads.write_durably(target, kept.read_bytes())
         else:
             target.unlink(missing_ok=True)
+
+
+class StoreLock:
+    """The one writer of the gradebook, submitted/ and the roster: a thread of this process (a lock), and a process
+    of this course (a lock file: the portal's grading processes and its web process each store)."""
+
+    FILE = "portal-store.lock"                   # in the course's work folder
+
+    def __init__(self, course: Course):
+        self.path, self.threads = course.work / self.FILE, threading.Lock()
+        self.handle: typing.BinaryIO | None = None
+
+    def __enter__(self) -> None:
+        self.threads.acquire()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.handle = open(self.path, "ab")
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+        except BaseException:
+            self._let_go()
+            raise
+
+    def __exit__(self, *exc_info) -> None:
+        self._let_go()
+
+    def _let_go(self) -> None:
+        if self.handle is not None:
+            self.handle.close()                  # closing the file releases its lock
+            self.handle = None
+        self.threads.release()
 
 
 def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:

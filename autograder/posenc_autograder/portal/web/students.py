@@ -30,6 +30,7 @@ from posenc_autograder.portal.web.middleware import BodyTooLarge
 
 UPLOAD_CHECKS = 2                    # uploads read and checked at once (each up to the cap in memory)
 UPLOAD_WAIT_SECONDS = 30.0           # an upload waiting longer for its turn is refused as busy, using no attempt
+BUSY_RETRY_SECONDS = 10              # then the student is asked to upload again after this (said, and in Retry-After)
 
 
 class UploadsBusy(Exception):
@@ -75,8 +76,10 @@ async def upload(request: Request, session, name: str):
     if isinstance(outcome, Response):
         return outcome
     if outcome == "busy":
-        return message("Busy", "The portal is checking many uploads at once; upload again in a minute (this one "
-                       "was not accepted and used no attempt).", 503, session, back)
+        answer = message("Busy", f"The portal is checking many uploads at once; upload again in {BUSY_RETRY_SECONDS} s "
+                         f"(this one was not accepted and used no attempt).", 503, session, back)
+        answer.headers["retry-after"] = str(BUSY_RETRY_SECONDS)
+        return answer
     if outcome == "queued":
         return RedirectResponse(f"/attempts/{detail}", status_code=303)
     if outcome == "again":

@@ -1,0 +1,143 @@
+"""The portal's grading in processes of its own (`make portal`): one process per sandbox, each running the
+Worker's loop (worker.py: claim, prepare, execute in the sandbox, judge, keep the evidence, store), so the trusted
+CPU work of grading (0.1-0.2 CPU-s a notebook) never shares the web process's interpreter lock with the requests:
+in a rush of 2,000 it was more work than one interpreter can do in the rush's 5 minutes, and every page waited
+behind it.
+
+The queue is the database's (a job is claimed by a conditional UPDATE), the gradebook's one writer a lock file
+(worker.StoreLock), so the processes share nothing in memory. Each reports to the web process through its own
+pipe (a send is written before it returns, so a process that dies has said which job it held): a job's new status
+(the web process answers the status requests held on it), an attempt that now counts (its score goes back to the
+LMS), the job it holds. A process that dies is replaced, and its job put back in the queue, as a grading thread's
+is (runs are counted on claim, so a job that kills its process is given up after MAX_RUNS).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import signal
+import threading
+from multiprocessing.connection import Connection, wait
+
+from posenc_autograder.course import Course
+from posenc_autograder.portal import queue
+from posenc_autograder.portal.models import open_database
+from posenc_autograder.portal.worker import SUPERVISE_SECONDS, Execute, Worker, dask_execute
+from posenc_autograder.settings import Limits
+
+STOP_SECONDS = 30.0                  # a process finishing its job on stop, at most; then it is ended
+CONTEXT = multiprocessing.get_context("spawn")   # a fresh interpreter: never a fork of the web process's threads
+log = logging.getLogger(__name__)
+
+
+class GradingProcesses:
+    """`worker.jobs` grading processes for the web process's Worker (which keeps recovery, the instructor's stores
+    and the status callbacks); started and stopped in its place."""
+
+    def __init__(self, worker: Worker, scheduler: str | None = None):
+        self.worker, self.scheduler = worker, scheduler
+        worker.wake, worker.stopping = CONTEXT.Event(), CONTEXT.Event()    # notify() wakes every process
+        self.processes: dict[int, tuple[multiprocessing.process.BaseProcess, Connection]] = {}
+        self.holding: dict[int, int] = {}            # slot -> the job its process said it is grading
+        self.restarts = 0
+        self.watcher: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.worker.recover()
+        for slot in range(self.worker.jobs):
+            self._start(slot)
+        self.watcher = threading.Thread(target=self._watch, name="portal-grading-processes", daemon=True)
+        self.watcher.start()
+
+    def _start(self, slot: int) -> None:
+        reading, writing = CONTEXT.Pipe(duplex=False)
+        worker = self.worker
+        process = CONTEXT.Process(target=grade_in_process, name=f"portal-grader-{slot}", daemon=True,
+                                  args=(worker.course, worker.jobs, worker.limits, worker.execute, self.scheduler,
+                                        slot, writing, worker.wake, worker.stopping))
+        process.start()
+        writing.close()                              # the child's end: EOF here once the child has gone
+        self.processes[slot] = process, reading
+
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
+        self.worker.stopping.set()
+        self.worker.wake.set()
+        for process, _ in self.processes.values():
+            process.join(timeout)
+            if process.is_alive():
+                process.terminate()
+                process.join(5)
+        if self.watcher is not None:
+            self.watcher.join(timeout)
+        for _, reading in self.processes.values():
+            self._read(reading)
+        self.worker.close()
+
+    def _watch(self) -> None:
+        while not self.worker.stopping.is_set():
+            readable = set(wait([reading for _, reading in self.processes.values()], SUPERVISE_SECONDS))
+            for _, reading in list(self.processes.values()):
+                if reading in readable:
+                    self._read(reading)
+            self.replace_dead_processes()
+
+    def _read(self, reading: Connection) -> None:
+        """Act on every report waiting in this pipe."""
+        with contextlib.suppress(EOFError, OSError):
+            while reading.poll():
+                self._act(*reading.recv())
+
+    def _act(self, kind: str, *args) -> None:
+        try:
+            if kind == "status":
+                self.worker.status_changed(*args)
+            elif kind == "stored":
+                self.worker.counting_stored(*args)
+            elif kind == "holding":
+                slot, job = args
+                if job is None:
+                    self.holding.pop(slot, None)
+                else:
+                    self.holding[slot] = job
+        except Exception:  # noqa: BLE001 - a report the web process could not act on never stops the others
+            log.exception("the grading processes' report %s %s", kind, args)
+
+    def replace_dead_processes(self) -> int:
+        """Start a new process for each that ended, after putting its job back in the queue."""
+        replaced = 0
+        for slot, (process, reading) in list(self.processes.items()):
+            if process.is_alive() or self.worker.stopping.is_set():
+                continue
+            self._read(reading)                      # what it said before it ended: the job it held
+            reading.close()
+            job = self.holding.pop(slot, None)
+            if job is not None:
+                with contextlib.suppress(Exception), self.worker.sessions() as db:
+                    queue.requeue(db, job)
+                self.worker.status_changed(job)
+            log.error("grading process %s ended (exit code %s)%s; starting a new one", process.name,
+                      process.exitcode, f" while grading attempt {job}" if job is not None else "")
+            self._start(slot)
+            self.restarts += 1
+            replaced += 1
+        return replaced
+
+
+def grade_in_process(course: Course, jobs: int, limits: Limits, execute: Execute, scheduler: str | None, slot: int,
+                     reports: Connection, wake, stopping) -> None:
+    """A grading process: the Worker's loop on one slot, its reports sent to the web process. `execute`: the web
+    process's Worker's (a function this process can import: the sandbox's execute_task unless a test's), or a Dask
+    client of its own on `scheduler`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C reaches the whole group: the web process stops us
+    worker = Worker(course, open_database(course.gradebook_url), jobs, limits,
+                    dask_execute(scheduler) if scheduler else execute)
+    worker.wake, worker.stopping = wake, stopping
+    worker.status_changed = lambda attempt_id: reports.send(("status", attempt_id))
+    worker.counting_stored = lambda student, assignment: reports.send(("stored", student, assignment))
+    worker.held = lambda held_slot, job: reports.send(("holding", held_slot, job))
+    try:
+        worker.run_slot(slot)
+    finally:
+        worker.close()
+        reports.close()

@@ -1,0 +1,87 @@
+"""`make portal` grades in processes of its own (portal/grading_processes.py): the trusted side's CPU work never
+shares the web process's interpreter; what they do reaches the web process; one that dies costs only its job's
+run; the gradebook's one writer holds across processes. And a busy refusal says when to upload again."""
+import fcntl
+import os
+
+import httpx
+import pytest
+from fixture_submissions import ASSIGNMENT
+from test_robustness import wait_until_settled
+
+from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.devtools.portal_load import retry_after
+from posenc_autograder.grading.execute import Execution
+from posenc_autograder.portal import grading_processes, worker
+from posenc_autograder.portal.routes import create_app
+from posenc_autograder.portal.service import Portal
+from posenc_autograder.portal.web import students
+
+WEB_PROCESS = os.getpid()
+
+
+def graded_elsewhere_or_dies(task):
+    """A stand-in sandbox the grading process imports: a notebook marked "dies" ends the whole grading process
+    mid-job; any other is graded (no answers), and its executed copy says which process ran it."""
+    if "# dies" in task.notebook_json:
+        os._exit(3)
+    return Execution(task.key, {}, [], {}, 0.01, executed_notebook=task.notebook_json.replace(
+        "# honest", f"# honest, graded in {os.getpid()}"))
+
+
+@pytest.fixture
+def fast_supervision(monkeypatch):
+    monkeypatch.setattr(grading_processes, "SUPERVISE_SECONDS", 0.05)
+
+
+def test_grading_processes_grade_report_and_replace_a_dead_one(course, fast_supervision):
+    portal = Portal(course, jobs=1, worker_options={"execute": graded_elsewhere_or_dies}, register=False,
+                    processes=True)
+    changed, stored = [], []
+    portal.worker.status_changed = changed.append
+    portal.worker.counting_stored = lambda student, assignment: stored.append((student, assignment))
+    alice = client_for(create_app(portal, start_worker=False), portal, "alice")
+    portal.set_policy(ASSIGNMENT, {"max_queued": 0})
+    for marker in ("dies", "honest"):
+        assert upload(alice, notebook_bytes(marker)).status_code == 303
+    portal.start()
+    try:
+        found = wait_until_settled(portal, 2, seconds=120)
+    finally:
+        portal.stop()
+    assert found[1] == ("error", worker.MAX_RUNS + 1)      # its process died on each run, replaced; given up on claim
+    assert found[2] == ("graded", 1)
+    assert portal.grading.restarts == worker.MAX_RUNS
+    executed = (course.root / "autograder" / "uploads" / "alice" / ASSIGNMENT / "attempt-2.executed.ipynb").read_text()
+    graded_in = int(executed.split("# honest, graded in ", 1)[1].split('"', 1)[0].split("\\n", 1)[0])
+    assert graded_in != WEB_PROCESS
+    assert {1, 2} <= set(changed)                           # each job's new status reached the web process
+    assert ("alice", ASSIGNMENT) in stored                  # and the store of the attempt that counts
+    assert "Attempt 2" in alice.get("/attempts/2").text
+
+
+def test_the_gradebooks_one_writer_holds_across_processes(course):
+    lock = worker.StoreLock(course)
+    with lock, open(lock.path, "ab") as other:          # another open file: as another process holds the lock
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(lock.path, "ab") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)   # free again once let go
+
+
+def test_a_busy_refusal_says_when_to_upload_again_and_uses_no_attempt(app, portal, monkeypatch):
+    monkeypatch.setattr(students, "UPLOAD_CHECKS", 0)     # no checker ever free
+    monkeypatch.setattr(students, "UPLOAD_WAIT_SECONDS", 0.05)
+    alice = client_for(app, portal, "alice")
+    answer = upload(alice, notebook_bytes("busy"))
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == str(students.BUSY_RETRY_SECONDS)
+    assert f"upload again in {students.BUSY_RETRY_SECONDS} s" in answer.text
+    assert retry_after(httpx.Response(503, headers=dict(answer.headers))) == students.BUSY_RETRY_SECONDS
+    assert portal.overview("alice")[0]["attempts"] == []
+
+
+def test_the_load_test_sends_again_only_what_was_refused_with_a_wait():
+    assert retry_after(httpx.Response(429, headers={"retry-after": "30"})) == 30
+    assert retry_after(httpx.Response(403)) is None                     # refused for good: not sent again
+    assert retry_after(httpx.Response(303, headers={"location": "/attempts/1"})) is None
