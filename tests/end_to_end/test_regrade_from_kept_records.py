@@ -1,8 +1,8 @@
 """A mid-term regrade executes only what must run again: when a hidden test's points change, every notebook is
 re-judged from its compact kept record with no sandbox job, and everything stored (scores, problems, feedback page,
 autograded notebook) equals what a full regrade (--force, computed here) stores; a kept record that was cut or edited,
-or a changed job (its limits), runs again; a changed judge re-judges the kept answers, or runs again when they were too
-large to keep."""
+or a changed job (its limits), runs again; a changed judge re-judges the kept answers, and the tests whose answers were
+too large to keep are probed again alone (tests/end_to_end/test_regrade_reprobe.py)."""
 import re
 
 import nbformat
@@ -101,7 +101,7 @@ def test_a_cut_or_edited_kept_record_or_a_changed_job_runs_again(tmp_path, jobs,
     assert jobs == [KEY] and "what runs changed" in capsys.readouterr().err
 
 
-def test_a_changed_judge_rejudges_kept_answers_or_runs_again(tmp_path, jobs, capsys, monkeypatch):
+def test_a_changed_judge_rejudges_kept_answers_or_probes_again(tmp_path, jobs, capsys, monkeypatch):
     course = course_with_solvers(tmp_path, "ann")
     monkeypatch.setattr(kept_records, "MAX_ANSWER_BYTES", 2**30)          # every answer kept, for this test only
     monkeypatch.setattr(kept_records, "MAX_KEPT_BYTES", 2**30)
@@ -128,4 +128,6 @@ def test_a_changed_judge_rejudges_kept_answers_or_runs_again(tmp_path, jobs, cap
     _set_points(course, TEST, 6)
     jobs.clear()
     grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS)
-    assert jobs == [KEY] and "its answers were too large to keep" in capsys.readouterr().err
+    said = capsys.readouterr().err          # the tests whose answers were too large to keep are probed again alone
+    assert jobs == [KEY] and "1 re-probed (executed with only these tests' probes: " in said
+    assert "hidden_pe_shapes (1)" in said and f"{TEST} (1)" not in said and "none executed again" in said

@@ -189,7 +189,8 @@ def _inputs_digest(test, variant: int | None) -> str:
 def judge_digest(package: pathlib.Path = PACKAGE) -> str:
     """The grading code (grading_files) as parsed, each `points=` argument of a call left out: a hidden test's points
     weigh its outcome but do not make it, so changing them keeps every test's judgement (comments and layout do not
-    count either)."""
+    count either). A HiddenTest's `inputs=` is left out too: JobDigests.tests has each test's inputs, so a test whose
+    inputs changed is probed and judged again alone (what an inputs function calls still counts here)."""
     return _normalised_digest(package, _states(package, grading_files(package)))
 
 
@@ -210,7 +211,8 @@ def _normalised_digest(package: pathlib.Path, states: tuple) -> str:
 def _without_points(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            node.keywords = [k for k in node.keywords if k.arg != "points"]
+            test = isinstance(node.func, ast.Name) and node.func.id == "HiddenTest"
+            node.keywords = [k for k in node.keywords if k.arg != "points" and not (test and k.arg == "inputs")]
     return tree
 
 

@@ -10,14 +10,16 @@ could not start (no sandbox on this machine).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from posenc_autograder import settings
 from posenc_autograder.checks import variants
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
-from posenc_autograder.grading import costs, regrade
+from posenc_autograder.grading import costs, regrade, reprobe
+from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
 from posenc_autograder.grading.pipeline import graded_checks, grader_error, judge, judged_tests, prepare
 from posenc_autograder.grading.regrade import PACKAGE, HowRegraded, JobDigests, Way, grader_fingerprint
@@ -30,6 +32,9 @@ from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
 from posenc_autograder.sandbox.cgroups import process_limit_enforced
 from posenc_autograder.settings import Limits
+
+if TYPE_CHECKING:
+    from posenc_autograder.records.kept_records import Recalled
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
 # imported where they are used: a run with nothing to grade needs none of them, and importing them costs
@@ -167,7 +172,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
-    pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None]] = {}
+    pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None, Reprobe | None]] = {}
     how = RegradeNote()
     judge_code = regrade.judge_digest()            # once a run: the grading code is what it is for the whole run
 
@@ -193,6 +198,10 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
             again = FORCED if force else _rejudged(course, gb, sub, digest, prepared, digests, previous,
                                                     fingerprints[sub.assignment], page, limits)
+            if isinstance(again, Reprobe):         # only some tests' probes run: merged with the kept record below
+                pending[prepared.key] = (sub, digest, digests, previous, again)
+                yield reprobe.probing_only(prepared, again.probed, variants.student_variant(course, sub.student))
+                continue
             if not isinstance(again, str):
                 result, done = again
                 how.count(sub.assignment, done)
@@ -200,14 +209,26 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 progress.step(f"{sub.student} ({done.way.value})")
                 continue
             how.count(sub.assignment, HowRegraded(Way.RUN, why=again))
-            pending[prepared.key] = (sub, digest, digests, previous)
+            pending[prepared.key] = (sub, digest, digests, previous, None)
             yield prepared
 
     executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
-        sub, digest, digests, previous = pending.pop(execution.key)
+        sub, digest, digests, previous, plan = pending.pop(execution.key)
         costs.add("sandbox", execution.sandbox_cpu)
         costs.add("supervise", execution.supervise_cpu)
+        if plan is not None:
+            reprobed = _reprobed(course, gb, sub, digest, digests, previous, plan, execution,
+                                 fingerprints[sub.assignment], page, limits)
+            if not isinstance(reprobed, str):
+                how.count(sub.assignment, reprobed[1])
+                results.append(reprobed[0])
+                progress.step(f"{sub.student} (re-probed)")
+                continue
+            how.count(sub.assignment, HowRegraded(Way.RUN, why=reprobed))
+            execution = next(run_dask([plan.task], scheduler)) if scheduler else execute_task(plan.task)
+            costs.add("sandbox", execution.sandbox_cpu)    # the whole notebook after all (rare): here, in this thread
+            costs.add("supervise", execution.supervise_cpu)
         with costs.timed("judge"):
             outcomes = _outcomes(course, sub, execution)
             judged = _judged(course, sub, execution, limits, outcomes)
@@ -232,11 +253,12 @@ MAX_AUTOGRADED_BYTES = 64 * 2**20                # the autograded notebook a re-
 
 
 def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: JobDigests, previous: dict | None,
-              fingerprint: str, page, limits) -> tuple[NotebookResult, HowRegraded] | str:
+              fingerprint: str, page, limits) -> tuple[NotebookResult, HowRegraded] | Reprobe | str:
     """The notebook judged again from what was kept of its last run and stored, with no sandbox job; else why it must
     run again. Its answers are judged again only where its judge changed; then, the integrity evidence being made from
     the whole run, a notebook whose verdicts moved runs again (one whose verdicts stand keeps its evidence as it was:
-    the pass or fail it records of the answers on the shared inputs is the last run's judge's)."""
+    the pass or fail it records of the answers on the shared inputs is the last run's judge's). A Reprobe when some
+    tests' probes must run again (their inputs changed, or their judge did with no answers kept)."""
     from posenc_autograder.records import evidence, graded, kept_records
 
     if previous is None:
@@ -245,7 +267,11 @@ def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: Jo
         return NEW_FILE
     try:
         recalled = kept_records.recall(course, sub.key, task, digests, previous.get("kept"))
-        autograded = kept_records.with_outputs(task.notebook_json, _autograded_text(course, sub))
+        last = _autograded_text(course, sub)
+        probed = recalled.to_probe(graded_checks(course, sub))
+        if probed:
+            return Reprobe(task, recalled, probed, last)
+        autograded = kept_records.with_outputs(task.notebook_json, last)
         with costs.timed("judge"):
             outcomes = judged_tests(course, sub, recalled.execution, recalled.outcome)
             result = judge(course, sub, recalled.execution, limits, outcomes)
@@ -263,6 +289,52 @@ def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: Jo
     done = HowRegraded(Way.REJUDGED, tuple(recalled.rejudged)) if recalled.rejudged else HowRegraded(Way.REWEIGHED)
     with costs.timed("store"):
         return graded.settle(course, gb, sub, result, digest, fingerprint, page, autograded, kept=kept,
+                             previous=previous, how=done), done
+
+
+@dataclasses.dataclass
+class Reprobe:
+    """A notebook whose kept record stands but for some hidden tests: its job runs only their probes
+    (reprobe.probing_only), and the result is what a full run gives, merged with what was kept (_reprobed)."""
+    task: GradingTask            # prepare's, every probe in place: what the merged run stands for (run if it must)
+    recalled: Recalled
+    probed: list[str]
+    autograded: str              # the autograded notebook of the last run: the outputs of the probe cells not run
+
+
+def _reprobed(course, gb, sub: Submission, digest: str | None, digests: JobDigests, previous: dict | None,
+              plan: Reprobe, execution: Execution, fingerprint: str, page,
+              limits) -> tuple[NotebookResult, HowRegraded] | str:
+    """The notebook judged on the new answers of the tests probed again and the kept outcomes (or answers) of the
+    others, its evidence and kept record updated for those tests, and stored; else why the whole notebook must run:
+    the job failed, a test not probed again changed its verdict (its integrity evidence is made from the whole run),
+    or the last evidence cannot be read."""
+    from posenc_autograder.records import evidence, graded, kept_records
+
+    assert previous is not None                      # a Reprobe is planned from the stored record
+    try:
+        merged = plan.recalled.merged(execution, plan.probed, plan.task, plan.autograded)
+        again: set[str] = set()                  # the tests judged on answers: new ones, or kept ones judged again
+        with costs.timed("judge"):
+            outcomes = judged_tests(course, sub, merged, plan.recalled.outcome_unless(plan.probed, again))
+            result = judge(course, sub, merged, limits, outcomes)
+        before = {t["cell_id"]: bool(t["problems"]) for t in previous["result"]["tests"]
+                  if t["hidden"] and t["cell_id"] not in again}
+        after = {cell_id: failed for cell_id, failed in (evidence.failed_tests(result) or {}).items()
+                 if cell_id not in again}
+        if before != after:          # a kept outcome stands for its last verdict: never expected
+            raise kept_records.MustRun("the verdict of a test judged from its kept outcome moved")
+        with costs.timed("evidence"):
+            evidence.keep_reprobed(course, sub, merged, sorted(again), result)
+    except kept_records.MustRun as why:
+        return str(why)
+    except Exception as exc:  # noqa: BLE001 - the merge could not be made: the notebook runs in full instead
+        return f"the run of its changed tests could not be merged with its kept record ({type(exc).__name__})"
+    done = HowRegraded(Way.REPROBED, tuple(plan.probed))
+    with costs.timed("store"):
+        kept = kept_records.write(course, sub.key, kept_records.encoded(digests, merged, outcomes,
+                                                                        graded_checks(course, sub)))
+        return graded.settle(course, gb, sub, result, digest, fingerprint, page, merged.executed_notebook, kept=kept,
                              previous=previous, how=done), done
 
 

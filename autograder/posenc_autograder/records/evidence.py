@@ -438,6 +438,37 @@ def keep_graded(course: Course, submission: Submission, execution: Execution, ta
          released(course, submission.assignment, submission.notebook), target, failed=failed_tests(judged))
 
 
+def keep_reprobed(course: Course, submission: Submission, execution: Execution, probed: list[str],
+                  judged: NotebookResult) -> None:
+    """The evidence of a notebook whose `probed` tests were judged on answers again (`execution` holds them: new
+    answers of the tests whose probes ran again, kept ones of the tests judged again): what compact() makes of each
+    test is the test's own, so theirs replace the last run's and every other test's stands (its verdict did not
+    move: the caller checks). Answers on the course-wide inputs come from the shared probe set, not run again: a
+    varied test keeps the last run's. Raises when the last run's evidence cannot be read or was cut as a whole
+    (the caller runs the notebook again)."""
+    target = path(course, submission.assignment, submission.notebook, submission.student)
+    before = read(target)
+    if "*" in before.cut:
+        raise ValueError("the last run's evidence was not kept")
+    variant = variants.student_variant(course, submission.student)
+    release = released(course, submission.assignment, submission.notebook)
+    submitted = submitted_notebook(submission.path, settings.load(course).caps) if submission.path else None
+    own = {cell_id: record for cell_id, record in execution.observations.items() if cell_id in probed}
+    shared = {cell_id: record for cell_id, record in own.items() if variant is None or not varies(cell_id)}
+    fresh = compact(StudentRecord(submission.student, submission.assignment, submission.notebook, variant, own, shared,
+                                  student_code(submitted, release) if submitted is not None else "",
+                                  failed_tests(judged)))
+    answers = [a for a in before.answers if a.test not in shared] + fresh.answers
+    answers.sort(key=lambda answer: answer.test)           # stable: each test's answers in their order, as compact()
+
+    def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        return dict(sorted({**{k: v for k, v in old.items() if k not in probed}, **new}.items()))
+
+    write(target, dataclasses.replace(fresh, answers=answers, own_keys=merged(before.own_keys, fresh.own_keys),
+                                      own_failing=merged(before.own_failing, fresh.own_failing),
+                                      cut=merged(before.cut, fresh.cut)))
+
+
 def failed_tests(judged: NotebookResult | None) -> dict[str, bool] | None:
     """Hidden test id -> failed on the student's own inputs, as the judge's result says; None when there is no
     verdict to take (no result, or a notebook the judge could not grade): the evidence judges the records itself."""

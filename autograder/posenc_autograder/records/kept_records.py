@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import pathlib
-from typing import Any
+from typing import Any, Callable
 
 from posenc_autograder.checks.hidden import HiddenTest, function_verdicts
 from posenc_autograder.course import Course, grade_id, write_replacing
@@ -129,12 +129,15 @@ def write(course: Course, key: tuple[str, str, str], data: bytes | None) -> str 
 
 @dataclasses.dataclass
 class Recalled:
-    """A kept run, checked against this task: an Execution for the judge (the answers kept, the notebook's cells with
-    each kept error in place) and each test's kept outcome where it still holds."""
+    """A kept run, checked against this task: an Execution for the judge (the answers kept of the tests whose judge
+    changed, the notebook's cells with each kept error in place), each test's kept outcome where it still holds, the
+    tests whose inputs changed since (their probes must run again: to_probe) and every answer kept."""
     execution: Execution
     judge: str
     tests: dict[str, dict[str, Any]]
     sha256: str
+    changed: list[str] = dataclasses.field(default_factory=list)
+    answers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def outcome(self, test: HiddenTest, verdicts: dict[str, Any] | None = None) -> Outcome | None:
         """The kept outcome of `test` when its judge and (for the contracts test) the verdicts it reads are the same;
@@ -148,6 +151,64 @@ class Recalled:
         if test.id in self.execution.observations:
             return None
         raise MustRun(f"the judge of {test.id} changed and its answers were too large to keep")
+
+    def to_probe(self, tests: list[HiddenTest]) -> list[str]:
+        """The hidden tests whose probes must run again ([]: what was kept decides the notebook): those whose inputs
+        changed, those whose judge changed with no answers kept to judge again, and, when any runs, each test that
+        reads the others' verdicts with no answers kept (the verdicts it reads may move). MustRun when some probes
+        cannot run apart: something was not kept, or the last run was stopped, interrupted or cut short (where a run
+        stops depends on every probe before)."""
+        missing = [test.id for test in tests if test.id not in self.tests]
+        if missing:
+            raise MustRun(f"nothing was kept of {missing[0]}")
+        probed = [test.id for test in tests if test.id in self.changed or (
+            self.tests[test.id]["judge"] != self.judge and test.id not in self.execution.observations)]
+        if not probed:
+            return []
+        if self.execution.events:
+            raise MustRun("its last run was stopped, interrupted or cut short, which a run of only some of its probes "
+                          "cannot repeat")
+        return sorted({*probed, *(test.id for test in tests if test.reads_verdicts and test.id not in self.answers)})
+
+    def merged(self, execution: Execution, probed: list[str], task: GradingTask, autograded_json: str) -> Execution:
+        """What the judge reads of a notebook whose `probed` tests' probes ran again (`execution`, that job's, the task
+        reprobe.probing_only made of `task`): their answers from that job, every other test's as kept; the job's
+        events, visible checks and seconds; its cells' outputs, but for the probe cells it did not run, which keep the
+        outputs of the last run (with_outputs). MustRun when the job failed."""
+        if execution.failure is not None or execution.executed_notebook is None:
+            raise MustRun("the run of its changed tests' probes failed")
+        left = set(task.task_ids) - set(probed)
+        nb = json.loads(with_outputs(task.notebook_json, autograded_json))
+        ran = json.loads(execution.executed_notebook)["cells"]
+        if len(ran) != len(nb["cells"]):
+            raise MustRun("the run of its changed tests' probes is not of its cells")
+        for cell, new in zip(nb["cells"], ran, strict=True):
+            if cell.get("cell_type") == "code":
+                cell["outputs"] = [] if grade_id(cell) == SHARED_CELL else \
+                    cell["outputs"] if grade_id(cell) in left else new.get("outputs", [])
+        answers = {**{cell_id: a for cell_id, a in self.answers.items() if cell_id not in probed},
+                   **{cell_id: a for cell_id, a in execution.observations.items() if cell_id in probed}}
+        return dataclasses.replace(
+            execution, observations=answers,
+            cell_errors={k: e for k, e in execution.cell_errors.items() if k not in left},
+            executed_notebook=json.dumps(nb, ensure_ascii=False))
+
+    def outcome_unless(self, probed: list[str], again: set[str]) -> Callable[..., Outcome | None]:
+        """outcome(), for judge_all, of the tests not probed again; None for a test to judge on answers (merged's):
+        the new ones of a test probed again, the kept ones of a test whose judge or the verdicts it reads changed.
+        Each test judged on answers is added to `again`."""
+        def kept(test: HiddenTest, verdicts: dict[str, Any] | None = None) -> Outcome | None:
+            found = None
+            if test.id not in probed:
+                try:
+                    found = self.outcome(test, verdicts)
+                except MustRun:
+                    if test.id not in self.answers:
+                        raise
+            if found is None:
+                again.add(test.id)
+            return found
+        return kept
 
     @property
     def rejudged(self) -> list[str]:
@@ -177,14 +238,13 @@ def recall(course: Course, key: tuple[str, str, str], task: GradingTask, digests
         raise MustRun("what runs changed (its cells, the probes, the limits or the isolation)")
     changed = sorted(test_id for test_id in digests.tests if value["tests"].get(test_id, {}).get("inputs")
                      != digests.tests[test_id])
-    if changed:
-        raise MustRun(f"the inputs of {', '.join(changed)} changed")
     tests = {test_id: {**entry, "judge": value["judge"]} for test_id, entry in value["tests"].items()}
-    answers = {test_id: entry["answers"] for test_id, entry in value["tests"].items()
-               if "answers" in entry and value["judge"] != digests.judge}
+    kept = {test_id: entry["answers"] for test_id, entry in value["tests"].items() if "answers" in entry}
+    answers = {test_id: found for test_id, found in kept.items()
+               if value["judge"] != digests.judge and test_id not in changed}
     return Recalled(Execution(key, answers, value["events"], value["cell_errors"], value["seconds"], None,
                               skeleton(task.notebook_json, value["errors"])),
-                    digests.judge, tests, expected_sha256)
+                    digests.judge, tests, expected_sha256, changed, kept)
 
 
 def _no_follow(name: str, flags: int) -> int:
