@@ -66,10 +66,30 @@ def _line(row: Mapping) -> tuple[Mapping[str, str], str]:
     return types.MappingProxyType(dict(zip(FIELDS, map(_unquote, cells), strict=True))), csvsafe.line(cells)
 
 
-def _read(file: pathlib.Path) -> dict[tuple[str, str], dict]:
+Made = dict[tuple[str, ...], Mapping[str, str]]     # a line's cells -> its row, read-only
+
+
+def _read(file: pathlib.Path, known: Made | None = None) -> tuple[dict[tuple[str, str], Mapping[str, str]], Made]:
+    """The file's rows, and each line's cells with its row; `known`: the rows of an earlier read, reused for a line
+    of the same cells (a roster the portal rewrites for each store changes a row or two: making its 2,000 rows
+    again was most of a read)."""
+    known, made = known or {}, {}
     with open(file, newline="") as src:
-        read = [{k: _unquote(v or "") for k, v in row.items() if k in FIELDS} for row in csv.DictReader(src)]
-    return {(r["student_id"], r["assignment"]): r for r in read}
+        lines = csv.reader(src)
+        if next(lines, None) != FIELDS:              # an older or hand-made file: by its own column names
+            src.seek(0)
+            read = [{k: _unquote(v or "") for k, v in row.items() if k in FIELDS} for row in csv.DictReader(src)]
+            return {(r["student_id"], r["assignment"]): types.MappingProxyType(r) for r in read}, made
+        for cells in lines:
+            if not cells:                            # a blank line, as DictReader skips it
+                continue
+            key = tuple(cells)
+            row = known.get(key)
+            if row is None:
+                row = types.MappingProxyType({k: _unquote(cells[i]) if i < len(cells) else ""    # short: as DictReader
+                                              for i, k in enumerate(FIELDS)})
+            made[key] = row
+    return {(r["student_id"], r["assignment"]): r for r in made.values()}, made
 
 
 def _signature(found: os.stat_result) -> tuple:
@@ -86,6 +106,7 @@ class _Cache:
         self.lock = threading.Lock()
         self.kept: dict[pathlib.Path, dict[tuple, tuple[Rows, bool]]] = {}   # file -> signature -> (rows, trusted)
         self.lines: dict[pathlib.Path, dict] = {}     # file -> {key: (row as read back, its line)}, last write
+        self.made: dict[pathlib.Path, Made] = {}      # file -> its lines' cells and rows, last read
 
     def rows(self, file: pathlib.Path) -> Rows:
         try:
@@ -96,7 +117,12 @@ class _Cache:
             kept = self.kept.get(file, {}).get(signature)
         if kept is not None and kept[1]:
             return kept[0]
-        read = types.MappingProxyType({key: types.MappingProxyType(row) for key, row in _read(file).items()})
+        with self.lock:
+            known = self.made.get(file)
+        found, made = _read(file, known)
+        read = types.MappingProxyType(found)
+        with self.lock:
+            self.made[file] = made
         after = file.stat()
         if _signature(after) == signature:            # not replaced while it was read
             self._keep(file, signature, read, time.time() - after.st_mtime_ns / 1e9 > RACY_SECONDS)

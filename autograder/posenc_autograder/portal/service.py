@@ -171,10 +171,15 @@ class Portal:
     # --- a student's view ---------------------------------------------------------------------------
 
     def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt]]:
-        policy = self.worker.policy_for(db, assignment)
+        policy, extension = self.dates_for(db, student, assignment)
         attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
                                                          assignment).order_by(Attempt.number)).scalars())
-        return policy, self.extension_for(db, student, assignment), attempts
+        return policy, extension, attempts
+
+    def dates_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None]:
+        """The assignment's rules and the student's extension: what a status or a feedback page shows depends on
+        (rules_for lists the attempts too, for the pages that count them)."""
+        return self.worker.policy_for(db, assignment), self.extension_for(db, student, assignment)
 
     def extension_for(self, db, student: str, assignment: str) -> Extension | None:
         """The student's extension as the late policy applies it (late_policy.Deadlines.deadline: the roster's, as an
@@ -234,7 +239,7 @@ class Portal:
     def status(self, attempt: Attempt) -> dict:
         with self.sessions() as db:
             ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
-            policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
+            policy, extension = self.dates_for(db, attempt.student_id, attempt.assignment)
         shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == Status.GRADED
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
@@ -244,7 +249,7 @@ class Portal:
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool]:
         """(result, level, inputs shown, points shown) for a graded attempt, as the policy allows now."""
         with self.sessions() as db:
-            policy, extension, _ = self.rules_for(db, attempt.student_id, attempt.assignment)
+            policy, extension = self.dates_for(db, attempt.student_id, attempt.assignment)
         now = self.now()
         return (NotebookResult.from_json(json.loads(attempt.graded_json())),
                 rules.feedback_level(policy, extension, now), rules.inputs_visible(policy, extension, now),

@@ -352,9 +352,7 @@ class Worker:
         with self.store_lock, self.sessions() as db:
             attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
                                                              Attempt.assignment == assignment)).scalars())
-            for attempt in attempts:
-                if attempt.status == Status.GRADED:
-                    self.record(attempt)
+            recorded = {a.id: self.record(a) for a in attempts if a.status == Status.GRADED}
             counted = counted_in_record(self.course, student, assignment, deadlines)
             chosen = portal_attempt(counted, attempts)
             if chosen is None:
@@ -366,20 +364,22 @@ class Worker:
                 return None
             if chosen.promoted and record_of_attempts.in_submitted(self.course, student, assignment) == counted.files:
                 return chosen
-            self._store(chosen, db.get(Student, student), deadlines)
+            self._store(chosen, db.get(Student, student), deadlines, recorded.get(chosen.id))
             db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
                        .values(promoted=Attempt.id == chosen.id))
             db.commit()
         self.counting_stored(student, assignment)
         return chosen
 
-    def _store(self, attempt: Attempt, student: Student | None, deadlines) -> None:
-        """Store the attempt as make grade stores a submission (records.graded), then its evidence and roster row."""
+    def _store(self, attempt: Attempt, student: Student | None, deadlines,
+               recorded: record_of_attempts.Attempt | None = None) -> None:
+        """Store the attempt as make grade stores a submission (records.graded), then its evidence and roster row;
+        `recorded`: its entry in the record of attempts, if this store has just made it."""
         from posenc_autograder.reports import feedback
 
         course, key = self.course, (attempt.student_id, attempt.assignment, attempt.notebook)
         folder = course.submitted / attempt.student_id / attempt.assignment
-        record_of_attempts.place(course, self.record(attempt))         # any other door's files there are kept
+        record_of_attempts.place(course, recorded or self.record(attempt))   # any other door's files there are kept
         executed_file = uploads.executed_path(course, attempt.student_id, attempt.assignment, attempt.id)
         executed = executed_file.read_bytes().decode("utf-8", "replace") if executed_file.is_file() else None
         result = NotebookResult.from_json(json.loads(attempt.graded_json()))
