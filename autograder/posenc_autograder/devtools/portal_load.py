@@ -432,7 +432,7 @@ def report(label: str, figures: dict) -> str:
 
 
 def refusals(figures: dict) -> str:
-    return ", ".join(f"{code} x{n}" for code, n in sorted(figures["refusals"].items())) or "none"
+    return ", ".join(f"{code} x{n}" for code, n in sorted(figures.get("refusals", {}).items())) or "none"
 
 
 def both_rushes(label: str, run, groups: list[dict[str, int]]) -> list[tuple[str, dict]]:
