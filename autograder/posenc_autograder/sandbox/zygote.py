@@ -42,10 +42,6 @@ import socket
 import struct
 import sys
 
-import numpy
-import numpy.random
-from IPython.core.interactiveshell import InteractiveShell  # noqa: F401 - imported once, here, for every job
-
 # What a job's shell imports when it runs its first cells (magics, completer, tracebacks, history): imported here so
 # no job pays for them. The shell itself is made here too, before serving (see main), and each job places its copy.
 SHELL_MODULES = ("IPython.core.application", "IPython.core.completer", "IPython.core.magics",
@@ -228,6 +224,7 @@ def _die_with_parent(alive_fd: int) -> None:
 
 def reseed() -> None:
     """Fresh random state in the job: a fork copies the zygote's, which every job would otherwise share."""
+    import numpy.random  # the zygote's own import (main): nothing is loaded here
     random.seed(os.urandom(32))
     numpy.random.seed(int.from_bytes(os.urandom(4), "little"))
 
@@ -442,7 +439,9 @@ def main() -> None:
     config = json.loads(message)
     config["zygote_pid"] = os.getpid()
     sys.meta_path.insert(0, ShippedProbes(config["probe_package"], config.pop("probe_files")))
-    for name in SHELL_MODULES:
+    # Imported once, here, for every job; not at the top: a one-job run imports what its runner needs, and the
+    # check that a sandbox starts at all (one_job with `inner`) must not depend on numpy being reachable.
+    for name in ("numpy", "numpy.random", "IPython.core.interactiveshell", *SHELL_MODULES):
         importlib.import_module(name)
     for name in config["probe_modules"]:                 # the shipped probes, imported once for every job
         importlib.import_module(f"{config['probe_package']}.{name}")
