@@ -1,7 +1,8 @@
 """What storing a result writes is built once from what grading already holds: the dashboard's flags (untouched,
 byte-identical) come from the stored results, not from reading every submission again; each result record is read
 once to decide and once for the class files; the autograded notebook is built over the shared parse of the executed
-notebook without copying it or changing it, and validated once, when written."""
+notebook without copying it or changing it (valid as nbformat reads it), and written compact: nbformat reads back
+what its own writer would have stored, transient fields left out."""
 import collections
 import copy
 import json
@@ -119,3 +120,22 @@ def test_the_autograded_notebook_is_built_over_the_shared_parse_without_copying_
     shown = {nbgrader_files.grade_id(c): c for c in built.cells}
     assert hidden and all(shown[t.cell_id].outputs[0].text == nbgrader_files.diagnosis_text(t) for t in hidden)
     nbformat.validate(built)
+
+
+def test_the_autograded_notebook_is_written_compact_and_reads_back_as_nbformat_would_store_it(graded, tmp_path):
+    """nbformat.write's validation only logs and its indented form is Python's slow encoder: write_notebook leaves
+    both out, and what nbformat reads back is what it would read from its own writer's file."""
+    release = pipeline.released(graded, ASSIGNMENT, NOTEBOOK)
+    result = results_store.stored_results(graded)[0]
+    built = nbgrader_files.autograded_notebook(nbformat.writes(solved_notebook()), release, result)
+    built = nbformat.from_dict({**built, "metadata": {**built.metadata, "orig_nbformat": 3, "signature": "x"}})
+    built.cells[0].metadata = {**built.cells[0].metadata, "trusted": True}
+    ours, theirs = tmp_path / "ours.ipynb", tmp_path / "theirs.ipynb"
+    nbformat.write(built, theirs)
+    nbgrader_files.write_notebook(built, ours)
+    assert nbformat.read(ours, 4) == nbformat.read(theirs, 4)
+    stored = json.loads(ours.read_text())
+    assert "trusted" not in stored["cells"][0]["metadata"]
+    assert not {"orig_nbformat", "signature"} & set(stored["metadata"])
+    assert built.cells[0].metadata["trusted"] and built.metadata["signature"] == "x"      # what it was given is kept
+    assert len(ours.read_text().splitlines()) == 1                                      # compact

@@ -47,7 +47,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _stand_in_files() -> list[pathlib.Path]:
+def stand_in_files() -> list[pathlib.Path]:
     return sorted(pathlib.Path(__file__).parent.glob(f"*/{STAND_INS}.py"))
 
 
@@ -55,7 +55,7 @@ def stand_in_sources() -> dict[str, str]:
     """{file name among the shipped probes: source} of every assignment's stand_ins.py (the sandbox imports it as
     the probes' stand_ins_<assignment>, probes.helpers.shipped_stand_ins)."""
     from posenc_autograder.probes.helpers import shipped_stand_ins
-    return {f"{shipped_stand_ins(path.parent.name)}.py": path.read_text() for path in _stand_in_files()}
+    return {f"{shipped_stand_ins(path.parent.name)}.py": path.read_text() for path in stand_in_files()}
 
 
 @functools.cache
@@ -64,7 +64,7 @@ def stand_ins_in_process() -> None:
     own process (notebook.record_in_process): the module itself, under a second name."""
     from posenc_autograder import probes
     from posenc_autograder.probes.helpers import shipped_stand_ins
-    for path in _stand_in_files():
+    for path in stand_in_files():
         module = importlib.import_module(f"{__name__}.{path.parent.name}.{STAND_INS}")
         sys.modules.setdefault(f"{probes.__name__}.{shipped_stand_ins(path.parent.name)}", module)
 

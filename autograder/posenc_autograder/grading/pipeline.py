@@ -19,7 +19,7 @@ import nbformat
 from posenc_autograder import probes as probes_package
 from posenc_autograder import settings
 from posenc_autograder.authoring import release_history
-from posenc_autograder.checks import REGISTRY, manifest, stand_in_sources, variants
+from posenc_autograder.checks import REGISTRY, manifest, stand_in_files, stand_in_sources, variants
 from posenc_autograder.checks.hidden import HiddenTest, judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.grading import shared_probes
@@ -94,9 +94,16 @@ def executed(executed_notebook: str):
 
 
 def probe_files() -> dict[str, str]:
-    """What is shipped into the sandbox: the probes package, and every assignment's stand-in module beside it."""
+    """What is shipped into the sandbox: the probes package, and every assignment's stand-in module beside it (read
+    again only when one of those files changes: every notebook of a run ships them). Each caller gets its own dict."""
+    files = [*sorted(pathlib.Path(probes_package.__file__).parent.glob("*.py")), *stand_in_files()]
+    return dict(_shipped(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)))
+
+
+@functools.lru_cache(maxsize=2)
+def _shipped(states: tuple) -> tuple[tuple[str, str], ...]:
     folder = pathlib.Path(probes_package.__file__).parent
-    return {**{p.name: p.read_text() for p in sorted(folder.glob("*.py"))}, **stand_in_sources()}
+    return (*((p.name, p.read_text()) for p in sorted(folder.glob("*.py"))), *stand_in_sources().items())
 
 
 _EARLIER: dict[tuple, dict[str, list[dict]]] = {}
@@ -115,7 +122,33 @@ def earlier_cells(course: Course, assignment: str, notebook: str) -> dict[str, l
     return _EARLIER[key]
 
 
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A notebook assembled for its run, its task not framed yet: what a re-judge reads of it (the run's digests, the
+    cells the judge's readers see), and task(), what a sandbox job needs (framing it is a re-judge's largest saving)."""
+    key: tuple[str, str, str]
+    notebook_json: str                # the assembled notebook, probe cells in place
+    entries: dict[str, dict]          # per probe cell: probe module, name and inputs (each kept frame as it is)
+    probe_files: dict[str, str]
+    limits: dict
+    isolate: bool
+
+    @property
+    def task_ids(self) -> list[str]:
+        return sorted(self.entries)
+
+    def task(self) -> GradingTask:
+        return GradingTask(self.key, self.notebook_json, codec.frame(self.entries), self.task_ids, self.probe_files,
+                           self.limits, self.isolate)
+
+
 def prepare(course: Course, submission: Submission, limits: Limits, isolate: bool) -> GradingTask | NotebookResult:
+    """The submission's sandbox job, or its result when it cannot run (missing, unreadable)."""
+    prepared = prepare_run(course, submission, limits, isolate)
+    return prepared if isinstance(prepared, NotebookResult) else prepared.task()
+
+
+def prepare_run(course: Course, submission: Submission, limits: Limits, isolate: bool) -> Prepared | NotebookResult:
     release = released(course, submission.assignment, submission.notebook)
     cells = test_cells(release)
     if submission.path is None:
@@ -146,8 +179,8 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
         task[shared_probes.SHARED_CELL] = shared
     # Compact JSON (nbformat's indented form goes through Python's slow encoder): only the supervisor reads this
     # text, validating it; new_notebook validated what assembly built.
-    return GradingTask(submission.key, json.dumps(nb, ensure_ascii=False), codec.frame(task), sorted(task),
-                       probe_files(), dataclasses.asdict(limits), isolate)
+    return Prepared(submission.key, json.dumps(nb, ensure_ascii=False), task, probe_files(),
+                    dataclasses.asdict(limits), isolate)
 
 
 def grader_error(course: Course, submission: Submission, exc: Exception) -> NotebookResult:

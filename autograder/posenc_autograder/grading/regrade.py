@@ -15,6 +15,7 @@ import pathlib
 from posenc_autograder.checks import REGISTRY, variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id
 from posenc_autograder.grading.execute import GradingTask
+from posenc_autograder.grading.pipeline import Prepared
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
 from posenc_autograder.results import Note, NotebookResult, NoteKind, Problem
 from posenc_autograder.settings import Limits
@@ -162,7 +163,7 @@ class JobDigests:
     judge: str
 
 
-def job_digests(task: GradingTask, variant: int | None, judge: str | None = None,
+def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | None = None,
                 package: pathlib.Path = PACKAGE) -> JobDigests:
     """judge: judge_digest(package), when the caller has it already (it stats every grading file)."""
     digest = hashlib.sha256()

@@ -21,7 +21,7 @@ from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY
 from posenc_autograder.grading import costs, regrade, reprobe
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import graded_checks, grader_error, judge, judged_tests, prepare
+from posenc_autograder.grading.pipeline import Prepared, graded_checks, grader_error, judge, judged_tests, prepare_run
 from posenc_autograder.grading.regrade import PACKAGE, HowRegraded, JobDigests, Way, grader_fingerprint
 from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, discover, sha256
@@ -184,33 +184,41 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 continue
             try:
                 with costs.timed("prepare"):
-                    prepared = prepare(course, sub, limits, isolate)
+                    prepared = prepare_run(course, sub, limits, isolate)        # framed below only if it runs
                     if not isinstance(prepared, NotebookResult):
                         digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student),
                                                       judge_code)
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
+            previous, why = None, ""
+            if not isinstance(prepared, NotebookResult):
+                previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
+                again = FORCED if force else _rejudged(course, gb, sub, digest, prepared, digests, previous,
+                                                        fingerprints[sub.assignment], page, limits)
+                if isinstance(again, Reprobe):         # only some tests' probes run: merged with the kept record below
+                    pending[prepared.key] = (sub, digest, digests, previous, again)
+                    yield reprobe.probing_only(again.task, again.probed, variants.student_variant(course, sub.student))
+                    continue
+                if not isinstance(again, str):
+                    result, done = again
+                    how.count(sub.assignment, done)
+                    results.append(result)
+                    progress.step(f"{sub.student} ({done.way.value})")
+                    continue
+                why = again
+                try:
+                    with costs.timed("prepare"):
+                        task = prepared.task()
+                except Exception as exc:  # noqa: BLE001 - as preparing: the submission's problem, reported as such
+                    prepared = grader_error(course, sub, exc)
             if isinstance(prepared, NotebookResult):
                 kept_records.forget(course, sub.key)
                 results.append(graded.settle(course, gb, sub, prepared, digest, fingerprints[sub.assignment], page))
                 progress.step(sub.student)
                 continue
-            previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
-            again = FORCED if force else _rejudged(course, gb, sub, digest, prepared, digests, previous,
-                                                    fingerprints[sub.assignment], page, limits)
-            if isinstance(again, Reprobe):         # only some tests' probes run: merged with the kept record below
-                pending[prepared.key] = (sub, digest, digests, previous, again)
-                yield reprobe.probing_only(prepared, again.probed, variants.student_variant(course, sub.student))
-                continue
-            if not isinstance(again, str):
-                result, done = again
-                how.count(sub.assignment, done)
-                results.append(result)
-                progress.step(f"{sub.student} ({done.way.value})")
-                continue
-            how.count(sub.assignment, HowRegraded(Way.RUN, why=again))
-            pending[prepared.key] = (sub, digest, digests, previous, None)
-            yield prepared
+            how.count(sub.assignment, HowRegraded(Way.RUN, why=why))
+            pending[task.key] = (sub, digest, digests, previous, None)
+            yield task
 
     executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
     for execution in executions:
@@ -252,8 +260,9 @@ FIRST_RUNS = (NOT_GRADED_BEFORE, NEW_FILE)        # not a regrade: the note leav
 MAX_AUTOGRADED_BYTES = 64 * 2**20                # the autograded notebook a re-judge writes again with its new outcomes
 
 
-def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: JobDigests, previous: dict | None,
-              fingerprint: str, page, limits) -> tuple[NotebookResult, HowRegraded] | Reprobe | str:
+def _rejudged(course, gb, sub: Submission, digest: str | None, task: Prepared, digests: JobDigests,
+              previous: dict | None, fingerprint: str, page,
+              limits) -> tuple[NotebookResult, HowRegraded] | Reprobe | str:
     """The notebook judged again from what was kept of its last run and stored, with no sandbox job; else why it must
     run again. Its answers are judged again only where its judge changed; then, the integrity evidence being made from
     the whole run, a notebook whose verdicts moved runs again (one whose verdicts stand keeps its evidence as it was:
@@ -270,7 +279,7 @@ def _rejudged(course, gb, sub: Submission, digest: str | None, task, digests: Jo
         last = _autograded_text(course, sub)
         probed = recalled.to_probe(graded_checks(course, sub))
         if probed:
-            return Reprobe(task, recalled, probed, last)
+            return Reprobe(task.task(), recalled, probed, last)      # framed whole: run whole if it must
         autograded = kept_records.with_outputs(task.notebook_json, last)
         with costs.timed("judge"):
             outcomes = judged_tests(course, sub, recalled.execution, recalled.outcome)

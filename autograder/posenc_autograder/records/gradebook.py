@@ -193,6 +193,13 @@ def _per_cell(query: Any, table: Any) -> Any:           # nbgrader's ORM: untype
             .join(Student, SubmittedAssignment.student_id == Student.id))
 
 
+# comments' statement, built once as record_scores' are (building it was most of its CPU, once a stored notebook).
+COMMENTS = (_per_cell(select(BaseCell.name, Comment.manual_comment), Comment)
+            .where(Assignment.name == bindparam("assignment"), Student.id == bindparam("student"),
+                   Notebook.name == bindparam("notebook"))
+            .order_by(Comment.id))
+
+
 def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, notebook: str | None = None
                 ) -> list[Any]:
     """(student, notebook, cell, grade_id, score, manual) rows of an assignment's grades, one query; scores
@@ -255,9 +262,7 @@ def session_final_scores(session: Session, student: str | None = None) -> dict[t
 
 def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
     """(cell name, comment) of every comment an instructor wrote in formgrader on this notebook, in cell order."""
-    rows = (_per_cell(gb.db.query(BaseCell.name, Comment.manual_comment), Comment)
-            .filter(Assignment.name == assignment, Student.id == student, Notebook.name == notebook)
-            .order_by(Comment.id).all())
+    rows = gb.db.execute(COMMENTS, {"assignment": assignment, "student": student, "notebook": notebook})
     return [(cell, text.strip()) for cell, text in rows if text and text.strip()]
 
 
@@ -270,3 +275,4 @@ def class_scores(gb: Gradebook, assignments: Iterable[str]
         cells.update({(student, assignment, notebook): v
                       for (student, notebook), v in class_cell_scores(gb, assignment).items()})
     return finals, cells
+

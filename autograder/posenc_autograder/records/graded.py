@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Callable
 
-import nbformat
-
 from posenc_autograder.course import Course
 from posenc_autograder.grading.pipeline import grader_error, released
 from posenc_autograder.grading.regrade import RUN_AGAIN, HowRegraded, keep_higher_scores, regrade_changes
@@ -54,8 +52,8 @@ def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult
         attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
     release = released(course, sub.assignment, sub.notebook)             # shared: only read here
-    nbformat.write(nbgrader_files.autograded_notebook(executed_notebook, release, result),
-                   course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    nbgrader_files.write_notebook(nbgrader_files.autograded_notebook(executed_notebook, release, result),
+                                  course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     page(Stored(result, scores, gradebook.comments(gb, sub.student, sub.assignment, sub.notebook)))
     results_store.save(course, result, digest, fingerprint, kept)
     return result

@@ -26,7 +26,7 @@ from typing import Any, Callable
 from posenc_autograder.checks.hidden import HiddenTest, function_verdicts
 from posenc_autograder.course import Course, grade_id, write_replacing
 from posenc_autograder.grading.execute import Execution, GradingTask
-from posenc_autograder.grading.pipeline import executed
+from posenc_autograder.grading.pipeline import Prepared, executed
 from posenc_autograder.grading.regrade import JobDigests
 from posenc_autograder.grading.shared_probes import SHARED_CELL
 from posenc_autograder.probes import codec
@@ -216,7 +216,7 @@ class Recalled:
         return sorted(self.execution.observations)
 
 
-def recall(course: Course, key: tuple[str, str, str], task: GradingTask, digests: JobDigests,
+def recall(course: Course, key: tuple[str, str, str], task: GradingTask | Prepared, digests: JobDigests,
            expected_sha256: object) -> Recalled:
     """The kept run of this very job, bound to the result record (`expected_sha256`, the record's "kept"); MustRun
     saying why not."""

@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import pathlib
 import secrets
 import stat
+from typing import Any
 
 import nbformat
 from nbgrader.utils import parse_utc
@@ -150,3 +152,18 @@ def autograded_notebook(executed_json: str | None, release: nbformat.NotebookNod
             cell.outputs = [_stream("stdout", diagnosis_text(tests[cell_id]))]
     return nb
 
+
+TRANSIENT = ("orig_nbformat", "orig_nbformat_minor", "signature")       # nbformat's strip_transient: never stored
+
+
+def write_notebook(nb: nbformat.NotebookNode, target: pathlib.Path) -> None:
+    """The autograded notebook stored as nbformat.write stores it for every reader (its transient fields left out),
+    without what cost a re-judged notebook most of its storing and changes nothing read back: nbformat's validation,
+    which only logs, and its indented form, which goes through Python's slow encoder (compact: the C one)."""
+    cells = [{**c, "metadata": _without(c.get("metadata", {}), ("trusted",))} for c in nb.cells]
+    stored = {**nb, "metadata": _without(nb.get("metadata", {}), TRANSIENT), "cells": cells}
+    target.write_text(json.dumps(stored, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _without(metadata: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in metadata.items() if k not in names}
