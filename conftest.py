@@ -36,6 +36,15 @@ SLOW_TESTS = {
         "nbgrader's own gradebook made again",
     "tests/records/test_stopped_run.py::": "make grade stopped and run again",
     "tests/records/test_course_database.py::test_another_database_is_refused_with_the_fix": "the grader's commands",
+    "tests/grading/test_trusted_costs.py::test_a_cell_that_cannot_await_is_not_compiled_to_ask_whether_it_awaits":
+        "IPython's shell over every solution cell",
+    "tests/orchestration/test_fixed_costs.py::test_the_iri_format_is_still_checked_and_its_grammar_compiled_only_then":
+        "a fresh interpreter importing jsonschema",
+    "tests/authoring/test_release.py::test_the_first_release_on_a_fresh_clone_reports_every_assignment_registered":
+        "make release of every assignment from nothing",
+    "tests/sandbox/test_log_flood.py::test_the_same_in_the_sandbox": "a sandbox job that floods its log",
+    "tests/checks/test_forging.py::test_a_forgery_scores_exactly_what_its_honest_twin_scores[builtins patched":
+        "every hidden test run with patched builtins",
 }
 # Why each of `make test`'s slowest tests stays slow: the run's record lists its 20 slowest with this (a node id or its
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
@@ -43,8 +52,8 @@ SLOW_TESTS = {
 WHY_SLOW = {
     "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "
     "chapter executed, then Sphinx), once a run for every test that reads the book",
-    "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens every page at desktop width in "
-    "Chromium (math typeset, images, console, axe), shared with the axe test",
+    "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages at desktop "
+    "width in Chromium (math typeset, images, console, axe), shared with the axe test; the shares run on both workers",
     "tests/book/test_browser.py::test_pages_read_at_phone_width": "every page at phone width in Chromium: what is cut "
     "off on a phone shows only in a browser",
     "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
@@ -84,8 +93,10 @@ WHY_SLOW = {
 }
 BUILD_FIXTURE = "book_build"
 READS_BUILD = {"site", "book_pdf"}                  # tests using these wait for the build (run_order.AFTER_BUILD)
-# Fixtures made once per worker that several of the book's tests share: their tests are one group.
+# Fixtures made once per worker that several of the book's tests share: their tests are one group (one per parameter
+# of the fixture where SHARED_BY_PARAMETER: the desktop crawl's shares).
 AFTER_BUILD_SHARED = {"book_pdf": "pdf", "desktop_pages": "desktop"}
+SHARED_BY_PARAMETER = {"desktop_pages"}
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
 RUN_NAME = "POSENC_RUN"
@@ -111,13 +122,16 @@ def pytest_collection_modifyitems(config, items):
 
 def group_of(nodeid: str, fixtures) -> str:
     """The tests that check the book's build, one group; a test that reads it, the group of the fixture it shares
-    with others (the printed PDF, the pages crawled at desktop width), else its own (its parameters together); the
-    PostgreSQL tests, one group; any other test, its file's."""
+    with others (the printed PDF; the pages crawled at desktop width, a group a share of them), else its own (its
+    parameters together); the PostgreSQL tests, one group; any other test, its file's. (No bracket in a group's name:
+    xdist reads the group after the last '@' only when no ']' follows it.)"""
     if BUILD_FIXTURE in fixtures:
         if not READS_BUILD & set(fixtures):
             return run_order.BUILD_GROUP
-        shared = [name for fixture, name in AFTER_BUILD_SHARED.items() if fixture in fixtures]
-        return run_order.AFTER_BUILD + (shared[0] if shared else nodeid.split("[", 1)[0].rsplit("::", 1)[-1])
+        function, _, parameters = nodeid.rsplit("::", 1)[-1].partition("[")
+        shared = [name + (f" {parameters.rstrip(']')}" if fixture in SHARED_BY_PARAMETER else "")
+                  for fixture, name in AFTER_BUILD_SHARED.items() if fixture in fixtures]
+        return run_order.AFTER_BUILD + (shared[0] if shared else function)
     if "postgres_url" in fixtures:
         return "postgres"
     return nodeid.split("::", 1)[0]

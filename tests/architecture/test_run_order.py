@@ -116,15 +116,37 @@ def test_the_record_keeps_each_tests_phases_and_each_groups_sum():
                                     {"test": "b.py::t[x]", "seconds": 50.0, "setup": 0.0}]
 
 
-def test_a_fresh_clone_guesses_long_the_files_that_mark_slow_tests():
-    """With no record yet (CI's fresh clone), a file that marks its tests slow, hub or browser goes out early; an
-    unmarked file of quick tests does not."""
+def root_conftest():
     import importlib.util
     import pathlib
     spec = importlib.util.spec_from_file_location("root_conftest", pathlib.Path(__file__).parents[2] / "conftest.py")
-    root_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root_conftest)
-    heavy = root_conftest.is_heavy
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_books_readers_are_groups_by_what_they_share_and_xdist_reads_each_back():
+    group_of = root_conftest().group_of
+    crawl = "tests/book/test_browser.py::test_every_page_{}[share {} of 2]"
+    desktop = {"book_build", "site", "browser", "desktop_pages"}
+    groups = {nodeid: group_of(nodeid, fixtures) for nodeid, fixtures in [
+        (crawl.format("loads_cleanly", 1), desktop), (crawl.format("passes_axe", 1), desktop),
+        (crawl.format("loads_cleanly", 2), desktop),
+        ("tests/book/test_pdf.py::test_formulas", {"book_build", "book_pdf"}),
+        ("tests/book/test_browser.py::test_internal_links_resolve", {"book_build", "site", "book_pdf"}),
+        ("tests/book/test_browser.py::test_phone[a]", {"book_build", "site"}),
+        ("tests/book/test_browser.py::test_phone[b]", {"book_build", "site"}),
+        ("tests/book/test_book.py::test_builds", {"book_build"}), ("tests/x/test_y.py::test_z[1]", set())]}
+    assert list(groups.values()) == ["book:desktop share 1 of 2", "book:desktop share 1 of 2",
+                                     "book:desktop share 2 of 2", "book:pdf", "book:pdf", "book:test_phone",
+                                     "book:test_phone", "book", "tests/x/test_y.py"]
+    assert all(run_order.group_of(f"{nodeid}@{group}") == group for nodeid, group in groups.items())
+
+
+def test_a_fresh_clone_guesses_long_the_files_that_mark_slow_tests():
+    """With no record yet (CI's fresh clone), a file that marks its tests slow, hub or browser goes out early; an
+    unmarked file of quick tests does not."""
+    heavy = root_conftest().is_heavy
     assert heavy("tests/authoring/test_exercise_layout.py::test_committed_exercises_equal_a_fresh_generation")
     assert heavy("tests/grading/test_kernel_semantics.py::test_x@tests/grading/test_kernel_semantics.py")
     assert heavy("tests/portal/test_hub.py::test_x") and heavy("tests/end_to_end/test_wheel.py::test_x")

@@ -31,5 +31,7 @@ def test_each_test_the_root_conftest_names_still_exists():
     spec.loader.exec_module(root_conftest)
     for node in [*root_conftest.SLOW_TESTS, *root_conftest.WHY_SLOW]:
         path, _, name = node.partition("::")
+        name, _, parameters = name.partition("[")
         source = (ROOT / path).read_text()
         assert not name or re.search(rf"^def {re.escape(name)}", source, re.M), f"{node} names no test"
+        assert f'"{parameters}' in source, f"{node}: no parameter of its test is named so"

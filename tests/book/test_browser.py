@@ -110,15 +110,21 @@ def page_problems(page) -> list[str]:
     return problems
 
 
-@pytest.fixture(scope="module")
-def desktop_pages(site, browser, pages, repo_root):
-    """Every page opened once at desktop width (light theme): {page: (problems while loading and reading it,
-    axe-core's serious and critical WCAG 2.1 A/AA violations)}; a screenshot of each lands in _build/screenshots."""
+DESKTOP_SHARES = 2          # the desktop crawl in shares, each its own group: make test's two workers each crawl one
+
+
+@pytest.fixture(scope="module", params=range(DESKTOP_SHARES), ids=[f"share {i + 1} of {DESKTOP_SHARES}"
+                                                                  for i in range(DESKTOP_SHARES)])
+def desktop_pages(request, site, browser, pages, repo_root):
+    """Every page opened once at desktop width (light theme), every DESKTOP_SHARES-th from its share's first:
+    {page: (problems while loading and reading it, axe-core's serious and critical WCAG 2.1 A/AA violations)}; a
+    screenshot of each lands in _build/screenshots."""
     base, _ = site
     shots = repo_root / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     found = {}
-    for name in [f"{p}.html" for p in pages] + list(GENERATED_PAGES):
+    every = [f"{p}.html" for p in pages] + list(GENERATED_PAGES)
+    for name in every[request.param::DESKTOP_SHARES]:
         page, problems = open_page(browser, f"{base}/{name}")
         if name in GENERATED_PAGES:                  # the search and index pages: axe only
             if "search" in name:
