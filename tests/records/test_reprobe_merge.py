@@ -1,14 +1,16 @@
 """A run of only some tests' probes is merged with the kept record on the trusted side's terms: the answers of a test
 not probed again are the kept ones even when the job sends others (a forged result), the probe cells the job did not
-run keep the last run's outputs, and a last run with any event (stopped, interrupted, cut short) is not re-probed
-but run whole; the job itself runs no probe cell it was not asked for."""
+run keep the last run's outputs, what a message may not quote is the whole task's text, and a last run with any event
+(stopped, interrupted, cut short) is not re-probed but run whole; the job itself runs no probe cell it was not asked
+for."""
 import json
 
 import pytest
 
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.grading.execute import Execution, GradingTask
+from posenc_autograder.grading.execute import Execution, GradingTask, grader_quotable
 from posenc_autograder.grading.reprobe import probing_only
+from posenc_autograder.probes import codec
 from posenc_autograder.records import kept_records
 
 VALUES, SHAPES, CONTRACTS = "hidden_pe_values", "hidden_pe_shapes", "hidden_contracts"
@@ -28,7 +30,8 @@ def task():
     cells = [cell("def f(): pass"), *(cell(f"# {t.id}\n_posenc_probe({t.id!r}, globals())", t.id) for t in TESTS)]
     return GradingTask(("ann", "a", "n"), json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
                                                       "nbformat_minor": 5}),
-                       b"", [t.id for t in TESTS], {}, {}, False)
+                       codec.frame({t.id: t.task_entry(None, framed=True) for t in TESTS}), [t.id for t in TESTS],
+                       {"runner.py": "def run(cell_id, namespace): ..."}, {}, False)
 
 
 def recalled(events=(), answers=None):
@@ -46,6 +49,8 @@ def test_only_the_asked_probes_run_and_the_others_stay_as_kept():
     assert partial.task_ids == [VALUES]
     sources = [c["source"] for c in json.loads(partial.notebook_json)["cells"]]
     assert sources[0] == "def f(): pass" and VALUES in sources[1] and sources[2:] == ["", ""]
+    assert codec.decode_frame(partial.task_frame).keys() == {VALUES}
+    assert grader_quotable(partial) == grader_quotable(full)     # a message quotes no more of the task than in full
 
     last = {"cells": [cell(c["source"], None, [said(f"last run, cell {i}\n")])
                       for i, c in enumerate(json.loads(full.notebook_json)["cells"])]}

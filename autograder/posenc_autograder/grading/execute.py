@@ -42,6 +42,8 @@ class GradingTask:
     probe_files: dict[str, str]       # the probes package, file name -> source
     limits: dict
     isolate: bool
+    whole_task: str | None = None     # a task of only some probes (reprobe.py): the skeleton of the whole one, which a
+                                      # message may no more quote than in a full run (grader_quotable)
 
 
 @dataclasses.dataclass
@@ -77,7 +79,8 @@ def execute_task(task: GradingTask) -> Execution:
 
 def grader_quotable(task: GradingTask) -> str:
     """The grader's text no message shown to a student may quote: the shipped probes' code and the task."""
-    return "\n".join(map(code_only, task.probe_files.values())) + codec.frame_skeleton(task.task_frame)
+    whole = task.whole_task if task.whole_task is not None else codec.frame_skeleton(task.task_frame)
+    return "\n".join(map(code_only, task.probe_files.values())) + whole
 
 
 def public_text(nb) -> str:

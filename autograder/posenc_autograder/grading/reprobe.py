@@ -5,7 +5,7 @@ The student's cells all run, as they must to define their functions; the probe c
 the shared probe set, stay in place empty (the notebook's cells keep their positions, so the job's events and outputs
 name the cells a full run names; an empty cell, like a probe cell, leaves IPython's execution count as it is, so a
 traceback's `Cell In[n]` is a full run's), and the task holds only the tests asked for: the job can send answers for
-no other test.
+no other test. What a message may not quote is the whole task's text, as in a full run (GradingTask.whole_task).
 """
 from __future__ import annotations
 
@@ -27,4 +27,4 @@ def probing_only(task: GradingTask, tests: list[str], variant: int | None) -> Gr
             cell["source"] = ""
     frame = codec.frame({cell_id: REGISTRY[cell_id].task_entry(variant, framed=True) for cell_id in asked})
     return dataclasses.replace(task, notebook_json=json.dumps(nb, ensure_ascii=False), task_frame=frame,
-                               task_ids=asked)
+                               task_ids=asked, whole_task=codec.frame_skeleton(task.task_frame))
