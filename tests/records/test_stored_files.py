@@ -6,6 +6,7 @@ what its own writer would have stored, transient fields left out."""
 import collections
 import copy
 import json
+import os
 
 import nbformat
 import pytest
@@ -139,3 +140,21 @@ def test_the_autograded_notebook_is_written_compact_and_reads_back_as_nbformat_w
     assert not {"orig_nbformat", "signature"} & set(stored["metadata"])
     assert built.cells[0].metadata["trusted"] and built.metadata["signature"] == "x"      # what it was given is kept
     assert len(ours.read_text().splitlines()) == 1                                      # compact
+
+
+def test_files_placed_beside_are_written_only_when_they_change(tmp_path):
+    """A regrade places the same timestamp and secret again: an unchanged file is left as it is (not rewritten), a
+    changed one is written."""
+    course = Course(tmp_path)
+    when = nbgrader_files.dt.datetime(2026, 3, 1, 9, 30)
+    nbgrader_files.place_beside(course, "ann", ASSIGNMENT, when)
+    placed = [root / "ann" / ASSIGNMENT / name for root in (course.autograded, course.feedback)
+              for name in (nbgrader_files.TIMESTAMP, nbgrader_files.SECRET)]
+    for path in placed:
+        os.utime(path, ns=(0, 0))
+    nbgrader_files.place_beside(course, "ann", ASSIGNMENT, when)
+    assert [path.stat().st_mtime_ns for path in placed] == [0, 0, 0, 0]
+    later = when + nbgrader_files.dt.timedelta(hours=1)
+    nbgrader_files.place_beside(course, "ann", ASSIGNMENT, later)
+    assert {placed[0].read_text(), placed[2].read_text()} == {nbgrader_files.format_timestamp(later)}
+    assert placed[0].stat().st_mtime_ns > 0 and placed[1].stat().st_mtime_ns == 0

@@ -173,11 +173,21 @@ def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | 
            for c in cells]
     shared = sorted((c, _inputs_digest(REGISTRY[c], None)) for c in probe_cells if c in REGISTRY and varies(c)) \
         if SHARED_CELL in probe_cells else []
-    for part in (run, sorted(task.probe_files.items()), task.limits, task.isolate, str(variant), shared,
-                 _code_digest(package, RUN_CODE)):
-        digest.update(json.dumps(part, sort_keys=True).encode("utf-8", "surrogatepass") + b"\0")
+    for part in (_encoded(run), _encoded_files(tuple(sorted(task.probe_files.items()))),
+                 *map(_encoded, (task.limits, task.isolate, str(variant), shared, _code_digest(package, RUN_CODE)))):
+        digest.update(part + b"\0")
     tests = {cell_id: _inputs_digest(REGISTRY[cell_id], variant) for cell_id in task.task_ids if cell_id in REGISTRY}
     return JobDigests(digest.hexdigest(), tests, judge or judge_digest(package))
+
+
+def _encoded(part: object) -> bytes:
+    return json.dumps(part, sort_keys=True).encode("utf-8", "surrogatepass")
+
+
+@functools.lru_cache(maxsize=4)
+def _encoded_files(files: tuple[tuple[str, str], ...]) -> bytes:
+    """The shipped probe files as the run digest takes them: the same for every notebook of a run, encoded once."""
+    return _encoded(files)
 
 
 @functools.lru_cache(maxsize=256)

@@ -51,6 +51,14 @@ def read_timestamp(folder: pathlib.Path) -> dt.datetime | None:
 
 
 def _write(path: pathlib.Path, text: str) -> None:
+    """The file holding `text`: one that holds it already is left as it is (a regrade rewrote four a notebook, the
+    most costly part of storing one on a busy disk)."""
+    data = text.encode()
+    try:
+        if read_bytes_safely(path, len(data)) == data:
+            return
+    except (UnreadableNotebook, OSError):
+        pass                                  # missing, longer, or not a regular file: written below as before
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "w") as out:
         out.write(text)
