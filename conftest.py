@@ -45,6 +45,8 @@ SLOW_TESTS = {
     "tests/sandbox/test_log_flood.py::test_the_same_in_the_sandbox": "a sandbox job that floods its log",
     "tests/checks/test_forging.py::test_a_forgery_scores_exactly_what_its_honest_twin_scores[builtins patched":
         "every hidden test run with patched builtins",
+    "tests/portal/test_grading_processes.py::test_grading_processes_grade_report_and_replace_a_dead_one":
+        "the portal's grading processes, one killed and replaced, notebooks graded in the sandbox",
 }
 # Why each of `make test`'s slowest tests stays slow: the run's record lists its 20 slowest with this (a node id or its
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
@@ -90,6 +92,7 @@ WHY_SLOW = {
     "tests/checks/test_forging.py::": "a forged notebook and its honest twin, both graded in-process (patched builtins "
     "slow every check)",
     "tests/orchestration/test_fixed_costs.py::": "the grader's command in a fresh subprocess, its imports counted",
+    "tests/portal/test_grading_processes.py::": "the portal's grading processes, notebooks graded in the sandbox",
 }
 BUILD_FIXTURE = "book_build"
 READS_BUILD = {"site", "book_pdf"}                  # tests using these wait for the build (run_order.AFTER_BUILD)
