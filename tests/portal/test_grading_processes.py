@@ -3,8 +3,12 @@ shares the web process's interpreter; what they do reaches the web process; one 
 run; the gradebook's one writer holds across processes. And a busy refusal says when to upload again."""
 import fcntl
 import os
+import subprocess
+import sys
+import time
 
 import httpx
+import psutil
 import pytest
 from fixture_submissions import ASSIGNMENT
 from test_robustness import wait_until_settled
@@ -85,3 +89,36 @@ def test_the_load_test_sends_again_only_what_was_refused_with_a_wait():
     assert retry_after(httpx.Response(429, headers={"retry-after": "30"})) == 30
     assert retry_after(httpx.Response(403)) is None                     # refused for good: not sent again
     assert retry_after(httpx.Response(303, headers={"location": "/attempts/1"})) is None
+
+
+ORPHANED_PORTAL = """
+import pathlib, sys, time
+from posenc_autograder.course import Course
+from posenc_autograder.portal.service import Portal
+portal = Portal(Course(pathlib.Path(sys.argv[1])), jobs=2, register=False, processes=True)
+portal.start()
+print(" ".join(str(process.pid) for process, _ in portal.grading.processes.values()), flush=True)
+time.sleep(600)
+"""
+
+
+def test_grading_processes_end_when_their_web_process_is_killed(course):
+    web = subprocess.Popen([sys.executable, "-c", ORPHANED_PORTAL, str(course.root)], stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        graders = [psutil.Process(int(pid)) for pid in web.stdout.readline().split()]
+        assert len(graders) == 2 and all(g.is_running() for g in graders)
+    finally:
+        web.kill()                                        # no shutdown: as the OOM killer would
+        web.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(alive(g) for g in graders):
+        time.sleep(0.1)
+    assert not any(alive(g) for g in graders)
+
+
+def alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -5,8 +5,10 @@ in a rush of 2,000 it was more work than one interpreter can do in the rush's 5 
 behind it.
 
 The queue is the database's (a job is claimed by a conditional UPDATE), the gradebook's one writer a lock file
-(worker.StoreLock), so the processes share nothing in memory. Each reports to the web process through its own
-pipe (a send is written before it returns, so a process that dies has said which job it held): a job's new status
+(worker.StoreLock), so the processes share nothing in memory, not even a lock a killed process could leave held:
+each has one pipe with the web process. Down it go "wake" (an upload was queued) and "stop"; its end closing (the
+web process killed outright) is a stop too, so no grading process outlives its portal. Up it go its reports (a
+send is written before it returns, so a process that dies has said which job it held): a job's new status
 (the web process answers the status requests held on it), an attempt that now counts (its score goes back to the
 LMS), the job it holds. A process that dies is replaced, and its job put back in the queue, as a grading thread's
 is (runs are counted on claim, so a job that kills its process is given up after MAX_RUNS).
@@ -37,7 +39,8 @@ class GradingProcesses:
 
     def __init__(self, worker: Worker, scheduler: str | None = None):
         self.worker, self.scheduler = worker, scheduler
-        worker.wake, worker.stopping = CONTEXT.Event(), CONTEXT.Event()    # notify() wakes every process
+        self.pipes_lock = threading.Lock()           # sends to the processes, from any thread of the web process
+        worker.wake = Broadcast(self, "wake")        # notify(): an upload is queued, every process looks
         self.processes: dict[int, tuple[multiprocessing.process.BaseProcess, Connection]] = {}
         self.holding: dict[int, int] = {}            # slot -> the job its process said it is grading
         self.restarts = 0
@@ -51,18 +54,26 @@ class GradingProcesses:
         self.watcher.start()
 
     def _start(self, slot: int) -> None:
-        reading, writing = CONTEXT.Pipe(duplex=False)
+        ours, theirs = CONTEXT.Pipe()
         worker = self.worker
         process = CONTEXT.Process(target=grade_in_process, name=f"portal-grader-{slot}", daemon=True,
                                   args=(worker.course, worker.jobs, worker.limits, worker.execute, self.scheduler,
-                                        slot, writing, worker.wake, worker.stopping))
+                                        slot, theirs))
         process.start()
-        writing.close()                              # the child's end: EOF here once the child has gone
-        self.processes[slot] = process, reading
+        theirs.close()                               # the child's end: EOF here once the child has gone
+        with self.pipes_lock:
+            self.processes[slot] = process, ours
+
+    def send(self, message: str) -> None:
+        """To every grading process ("wake", "stop"); one already gone is the watcher's to replace."""
+        with self.pipes_lock:
+            for _, pipe in self.processes.values():
+                with contextlib.suppress(OSError):
+                    pipe.send(message)
 
     def stop(self, timeout: float = STOP_SECONDS) -> None:
         self.worker.stopping.set()
-        self.worker.wake.set()
+        self.send("stop")
         for process, _ in self.processes.values():
             process.join(timeout)
             if process.is_alive():
@@ -70,13 +81,15 @@ class GradingProcesses:
                 process.join(5)
         if self.watcher is not None:
             self.watcher.join(timeout)
-        for _, reading in self.processes.values():
-            self._read(reading)
+        for _, pipe in self.processes.values():
+            self._read(pipe)
         self.worker.close()
 
     def _watch(self) -> None:
         while not self.worker.stopping.is_set():
-            readable = set(wait([reading for _, reading in self.processes.values()], SUPERVISE_SECONDS))
+            with self.pipes_lock:
+                pipes = [pipe for _, pipe in self.processes.values()]
+            readable = set(wait(pipes, SUPERVISE_SECONDS))
             for _, reading in list(self.processes.values()):
                 if reading in readable:
                     self._read(reading)
@@ -124,20 +137,54 @@ class GradingProcesses:
         return replaced
 
 
+class Broadcast:
+    """The web process's Worker.wake: setting it wakes every grading process."""
+
+    def __init__(self, processes: GradingProcesses, message: str):
+        self.processes, self.message = processes, message
+
+    def set(self) -> None:
+        self.processes.send(self.message)
+
+    def clear(self) -> None:
+        pass
+
+    def is_set(self) -> bool:
+        return False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return False
+
+
 def grade_in_process(course: Course, jobs: int, limits: Limits, execute: Execute, scheduler: str | None, slot: int,
-                     reports: Connection, wake, stopping) -> None:
+                     pipe: Connection) -> None:
     """A grading process: the Worker's loop on one slot, its reports sent to the web process. `execute`: the web
     process's Worker's (a function this process can import: the sandbox's execute_task unless a test's), or a Dask
     client of its own on `scheduler`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C reaches the whole group: the web process stops us
     worker = Worker(course, open_database(course.gradebook_url), jobs, limits,
                     dask_execute(scheduler) if scheduler else execute)
-    worker.wake, worker.stopping = wake, stopping
-    worker.status_changed = lambda attempt_id: reports.send(("status", attempt_id))
-    worker.counting_stored = lambda student, assignment: reports.send(("stored", student, assignment))
-    worker.held = lambda held_slot, job: reports.send(("holding", held_slot, job))
+    worker.status_changed = lambda attempt_id: pipe.send(("status", attempt_id))
+    worker.counting_stored = lambda student, assignment: pipe.send(("stored", student, assignment))
+    worker.held = lambda held_slot, job: pipe.send(("holding", held_slot, job))
+    threading.Thread(target=listen, args=(pipe, worker), name="portal-grader-listens", daemon=True).start()
     try:
         worker.run_slot(slot)
     finally:
         worker.close()
-        reports.close()
+        pipe.close()
+
+
+def listen(pipe: Connection, worker: Worker) -> None:
+    """The web process's word to this grading process: "wake" wakes it, "stop" stops it after its job, and so does
+    the pipe's end (the web process gone, even killed outright: no grading beside a portal started again)."""
+    while True:
+        try:
+            message = pipe.recv()
+        except (EOFError, OSError):
+            message = "stop"
+        if message == "stop":
+            worker.stopping.set()
+        worker.wake.set()
+        if message == "stop":
+            return

@@ -21,9 +21,6 @@ from typing import Callable
 
 from sqlalchemy import select, update
 
-if typing.TYPE_CHECKING:
-    import multiprocessing.synchronize
-
 from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
@@ -47,7 +44,16 @@ MAX_RUNS = 3                          # a job the grader fails on this many time
 GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
            f"not graded, it does not use up one of your attempts, and the instructor sees it")
 Execute = Callable[[GradingTask], Execution]
-Signal = typing.Union[threading.Event, "multiprocessing.synchronize.Event"]
+
+
+class Signal(typing.Protocol):
+    """What a Worker waits on and sets: a threading.Event, or the grading processes' (grading_processes.py)."""
+    def set(self) -> None: ...
+    def clear(self) -> None: ...
+    def is_set(self) -> bool: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
 log = logging.getLogger(__name__)
 
 
@@ -81,7 +87,6 @@ class Worker:
         self.course, self.sessions, self.jobs, self.execute = course, sessions, jobs, execute
         self.limits = limits or settings.load(course).sandbox      # the course's ([sandbox] in course.toml)
         self.sharing = settings.load(course).sharing                # [sharing]: the queue's order, short runs
-        # threads' events, or the grading processes' (grading_processes.py) shared by every process
         self.wake: Signal = threading.Event()
         self.stopping: Signal = threading.Event()
         self.store_lock = StoreLock(course)          # one writer for the gradebook, submitted/ and the roster
