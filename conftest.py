@@ -47,6 +47,8 @@ SLOW_TESTS = {
         "every hidden test run with patched builtins",
     "tests/portal/test_grading_processes.py::test_grading_processes_grade_report_and_replace_a_dead_one":
         "the portal's grading processes, one killed and replaced, notebooks graded in the sandbox",
+    "tests/portal/test_grading_processes.py::test_grading_processes_end_when_their_web_process_is_killed":
+        "a portal in a subprocess with its two grading processes, killed outright",
 }
 # Why each of `make test`'s slowest tests stays slow: the run's record lists its 20 slowest with this (a node id or its
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
