@@ -58,8 +58,8 @@ WHY_SLOW = {
     "chapter executed, then Sphinx), once a run for every test that reads the book",
     "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages at desktop "
     "width in Chromium (math typeset, images, console, axe), shared with the axe test; the shares run on both workers",
-    "tests/book/test_browser.py::test_pages_read_at_phone_width": "every page at phone width in Chromium: what is cut "
-    "off on a phone shows only in a browser",
+    "tests/book/test_browser.py::test_pages_read_at_phone_width": "its share of the pages at phone width in Chromium: "
+    "what is cut off on a phone shows only in a browser; the shares run on both workers",
     "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
     "Chromium's print), shared with tests/book/test_pdf.py",
     "tests/book/test_browser.py::test_inline_formulas_fit": "every inline formula of every page measured in a second "
@@ -127,16 +127,16 @@ def pytest_collection_modifyitems(config, items):
 
 def group_of(nodeid: str, fixtures) -> str:
     """The tests that check the book's build, one group; a test that reads it, the group of the fixture it shares
-    with others (the printed PDF; the pages crawled at desktop width, a group a share of them), else its own (its
-    parameters together); the PostgreSQL tests, one group; any other test, its file's. (No bracket in a group's name:
-    xdist reads the group after the last '@' only when no ']' follows it.)"""
+    with others (the printed PDF; the pages crawled at desktop width, a group a share of them), else its own (each
+    parameter apart: the phone-width crawl's shares); the PostgreSQL tests, one group; any other test, its file's.
+    (No bracket in a group's name: xdist reads the group after the last '@' only when no ']' follows it.)"""
     if BUILD_FIXTURE in fixtures:
         if not READS_BUILD & set(fixtures):
             return run_order.BUILD_GROUP
         function, _, parameters = nodeid.rsplit("::", 1)[-1].partition("[")
         shared = [name + (f" {parameters.rstrip(']')}" if fixture in SHARED_BY_PARAMETER else "")
                   for fixture, name in AFTER_BUILD_SHARED.items() if fixture in fixtures]
-        return run_order.AFTER_BUILD + (shared[0] if shared else function)
+        return run_order.AFTER_BUILD + (shared[0] if shared else f"{function} {parameters.rstrip(']')}".rstrip())
     if "postgres_url" in fixtures:
         return "postgres"
     return nodeid.split("::", 1)[0]

@@ -138,8 +138,8 @@ def test_the_books_readers_are_groups_by_what_they_share_and_xdist_reads_each_ba
         ("tests/book/test_browser.py::test_phone[b]", {"book_build", "site"}),
         ("tests/book/test_book.py::test_builds", {"book_build"}), ("tests/x/test_y.py::test_z[1]", set())]}
     assert list(groups.values()) == ["book:desktop share 1 of 2", "book:desktop share 1 of 2",
-                                     "book:desktop share 2 of 2", "book:pdf", "book:pdf", "book:test_phone",
-                                     "book:test_phone", "book", "tests/x/test_y.py"]
+                                     "book:desktop share 2 of 2", "book:pdf", "book:pdf", "book:test_phone a",
+                                     "book:test_phone b", "book", "tests/x/test_y.py"]
     assert all(run_order.group_of(f"{nodeid}@{group}") == group for nodeid, group in groups.items())
 
 

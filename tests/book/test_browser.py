@@ -110,13 +110,13 @@ def page_problems(page) -> list[str]:
     return problems
 
 
-DESKTOP_SHARES = 2          # the desktop crawl in shares, each its own group: make test's two workers each crawl one
+SHARES = 2                 # the crawls of every page in shares, each its own group: make test's two workers crawl one
+SHARE_IDS = [f"share {i + 1} of {SHARES}" for i in range(SHARES)]
 
 
-@pytest.fixture(scope="module", params=range(DESKTOP_SHARES), ids=[f"share {i + 1} of {DESKTOP_SHARES}"
-                                                                  for i in range(DESKTOP_SHARES)])
+@pytest.fixture(scope="module", params=range(SHARES), ids=SHARE_IDS)
 def desktop_pages(request, site, browser, pages, repo_root):
-    """Every page opened once at desktop width (light theme), every DESKTOP_SHARES-th from its share's first:
+    """Every page opened once at desktop width (light theme), every SHARES-th from its share's first:
     {page: (problems while loading and reading it, axe-core's serious and critical WCAG 2.1 A/AA violations)}; a
     screenshot of each lands in _build/screenshots."""
     base, _ = site
@@ -124,7 +124,7 @@ def desktop_pages(request, site, browser, pages, repo_root):
     shots.mkdir(parents=True, exist_ok=True)
     found = {}
     every = [f"{p}.html" for p in pages] + list(GENERATED_PAGES)
-    for name in every[request.param::DESKTOP_SHARES]:
+    for name in every[request.param::SHARES]:
         page, problems = open_page(browser, f"{base}/{name}")
         if name in GENERATED_PAGES:                  # the search and index pages: axe only
             if "search" in name:
@@ -158,14 +158,16 @@ def test_the_axe_check_can_fail(site, browser, pages):
     page.close()
 
 
-def test_pages_read_at_phone_width(site, browser, pages):
+@pytest.mark.parametrize("share", range(SHARES), ids=SHARE_IDS)
+def test_pages_read_at_phone_width(site, browser, pages, share):
     """On a phone the page does not scroll sideways; no formula, code cell, output, table or figure is cut off:
     each fits the column or scrolls inside its own box, which fits, which the keyboard can reach and which
     shows that it hides more; a long numbered equation is given the full width (its number goes below it).
-    In the dark theme, which the axe test (light) does not see: the text contrast."""
+    In the dark theme, which the axe test (light) does not see: the text contrast. (Every SHARES-th page from the
+    share's first.)"""
     base, _ = site
     faults = {}
-    for name in pages:
+    for name in pages[share::SHARES]:
         page, _ = open_page(browser, f"{base}/{name}.html", width=PHONE_WIDTH, color_scheme="dark")
         problems = []
         scroll, inner = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
