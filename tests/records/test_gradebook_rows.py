@@ -9,7 +9,7 @@ import pytest
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
 from sqlalchemy import event
 
-from posenc_autograder.course import Course
+from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.records import gradebook
 
 WHEN = dt.datetime(2026, 11, 20, 10, 0, 0, 123456)
@@ -130,3 +130,24 @@ def test_a_recording_that_fails_keeps_nothing_of_that_notebook(two_courses):
         assert gradebook.final_scores(gb, "bob", ASSIGNMENT)[0] == pytest.approx(sum(scores_for(cells, 0).values()))
         assert [s.student.id for s in gb.assignment_submissions(ASSIGNMENT)] == ["bob"]
 
+
+
+def test_a_notebooks_grades_and_comments_are_found_by_its_cells_not_by_reading_the_class(two_courses):
+    """nbgrader's grade and comment tables have no index on the submitted notebook: the statements that read one
+    notebook's rows look them up by (cell, submitted notebook), never reading every row of the class (SQLite's own
+    choice read them all, once a notebook stored), and find what a plain join finds."""
+    course, _ = two_courses
+    with gradebook.open_gradebook(course) as gb:
+        for student in ("ann", "ben", "cat"):
+            gradebook.record_scores(gb, student, ASSIGNMENT, NOTEBOOK, scores_for(graded_cells(), 1), WHEN)
+    with sqlite3.connect(course.path(GRADEBOOK)) as db:
+        submission = db.execute("SELECT id FROM submitted_assignment WHERE student_id = 'ben'").fetchone()[0]
+        given = {"submission": submission, "notebook": NOTEBOOK, "assignment": ASSIGNMENT, "student": "ben"}
+        for statement in (gradebook.NOTEBOOK_GRADES, gradebook.COMMENTS):
+            plan = " / ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {statement.text}", given))
+            assert "SCAN grade" not in plan and "SCAN comment" not in plan, plan
+        grades = db.execute(gradebook.NOTEBOOK_GRADES.text, given).fetchall()
+        joined = db.execute("SELECT c.name, g.id FROM grade g JOIN base_cell c ON g.cell_id = c.id JOIN "
+                            "submitted_notebook sn ON g.notebook_id = sn.id WHERE sn.assignment_id = ?",
+                            (submission,)).fetchall()
+        assert grades and sorted(grades) == sorted(joined)
