@@ -122,3 +122,13 @@ def alive(process: psutil.Process) -> bool:
         return process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_a_large_file_waits_for_its_own_turn_never_the_usual_notebooks(app, portal, monkeypatch):
+    usual, large = notebook_bytes("usual"), notebook_bytes("large " + "x" * 10_000)
+    monkeypatch.setattr(students, "LARGE_UPLOAD_BYTES", len(usual) + 1000)
+    monkeypatch.setattr(students, "LARGE_UPLOAD_CHECKS", 0)       # the large files' turn never comes
+    monkeypatch.setattr(students, "UPLOAD_WAIT_SECONDS", 0.05)
+    alice, bob = client_for(app, portal, "alice"), client_for(app, portal, "bob")
+    assert upload(alice, large).status_code == 503                 # told when to upload again, no attempt used
+    assert upload(bob, usual).status_code == 303                   # the usual notebook is checked meanwhile

@@ -28,7 +28,9 @@ from posenc_autograder.portal.web.answers import (
 )
 from posenc_autograder.portal.web.middleware import BodyTooLarge
 
-UPLOAD_CHECKS = 2                    # uploads read and checked at once (each up to the cap in memory)
+UPLOAD_CHECKS = 2                    # uploads of a notebook's usual size read and checked at once
+LARGE_UPLOAD_BYTES = 2 * 2**20        # a larger file (a notebook with big outputs, or a hostile one up to the cap)
+LARGE_UPLOAD_CHECKS = 1               # is checked one at a time, never in the usual files' turns
 UPLOAD_WAIT_SECONDS = 30.0           # an upload waiting longer for its turn is refused as busy, using no attempt
 BUSY_RETRY_SECONDS = 10              # then the student is asked to upload again after this (said, and in Retry-After)
 
@@ -117,10 +119,14 @@ async def unread(request: Request, response: Response, retry_after: float | None
 
 
 async def checked_upload(request: Request, student: str, name: str, file: UploadFile, door: str = "portal"):
-    """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once: waiting uploads stay in their
-    spooled files, and one upload's checks never run on the event loop."""
+    """Read and check the upload in a worker thread, at most UPLOAD_CHECKS at once, and a file over
+    LARGE_UPLOAD_BYTES in a turn of its own (LARGE_UPLOAD_CHECKS): waiting uploads stay in their spooled files, one
+    upload's checks never run on the event loop, and files up to the cap (20 MB, seconds to scan on a loaded
+    machine) never keep a class's usual notebooks waiting (at most 2 x 2 MB + 20 MB in memory)."""
     checkers = request.app.state.checkers                  # per event loop (tests run several)
-    checking = checkers.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(UPLOAD_CHECKS))
+    turns = checkers.setdefault(asyncio.get_running_loop(), {False: asyncio.Semaphore(UPLOAD_CHECKS),
+                                                              True: asyncio.Semaphore(LARGE_UPLOAD_CHECKS)})
+    checking = turns[file.size is None or file.size > LARGE_UPLOAD_BYTES]
     try:
         await asyncio.wait_for(checking.acquire(), UPLOAD_WAIT_SECONDS)
     except asyncio.TimeoutError:
