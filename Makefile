@@ -26,6 +26,10 @@ help:
 ## install: the virtual environment .venv with everything requirements.txt names (every target does it first)
 install: $(STAMP)
 
+# The book starts Sphinx and a kernel per chapter, each importing the same numpy, matplotlib, IPython and Sphinx: the
+# first compiles them and the others read its bytecode, whatever PYTHONDONTWRITEBYTECODE says (set, every process
+# compiled them all again: about 1.5 CPU-s a kernel).
+book pdf: export PYTHONDONTWRITEBYTECODE :=
 ## book: build the Jupyter Book into _build/html (warnings are errors) and say what to open
 book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

@@ -1,10 +1,11 @@
 """Execute the chapters the execution cache lacks, one kernel per core, before Sphinx reads them.
 
 myst-nb (`execute_notebooks: cache`) executes a notebook while Sphinx reads it, one page after the other: from
-nothing that is 13 chapters of 3-13 s each (most of it a kernel starting and importing numpy and matplotlib) on one
-core of the machine's two, about half of `make book`. Here, when Sphinx is about to read, every chapter whose outputs
-the cache lacks is executed first, several at once, and stored in the cache exactly as myst-nb stores it: the
-notebook its own reader makes from the page (hence the same cache key), the same project record and execution time.
+nothing that is 13 chapters of 3-13 s each (most of it a kernel starting and importing numpy, matplotlib and, for
+glue, nbformat) on one core of the machine's two, about half of `make book`. Here, when Sphinx is about to read,
+every chapter whose outputs the cache lacks is executed first, several at once, and stored in the cache exactly as
+myst-nb stores it: the notebook its own reader makes from the page (hence the same cache key), the same project
+record and execution time.
 Sphinx's reading then finds each one cached. A chapter that fails here is not stored: myst-nb executes it again as it
 reads and reports the failure as it always did, so a failing cell still fails the build with the same message.
 """
@@ -24,6 +25,13 @@ from nbclient import NotebookClient
 from sphinx.util import logging
 
 LOGGER = logging.getLogger(__name__)
+
+# Run in each kernel before the chapter's first cell (IPython's exec_lines: no cell, no execution count, no name left):
+# a chapter's first glue() imports nbformat, hence jsonschema, whose optional IRI grammars cost 1.3 CPU-s a kernel to
+# check a string format no chapter uses. The grader's package defers them (lazy_imports.py) and keeps OpenBLAS to
+# the kernel's own thread beside the other kernels; neither changes a number a chapter prints or plots.
+KERNEL_START = ("from posenc_autograder import lazy_imports as _posenc_lazy_imports; "
+                "del _posenc_lazy_imports")
 
 
 def pending_chapters(env, docnames) -> list[tuple[pathlib.Path, dict, object]]:
@@ -57,12 +65,30 @@ async def execute(notebook, path: pathlib.Path, timeout: int, allow_errors: bool
     started = time.perf_counter()
     client = NotebookClient(notebook, timeout=settings.get("timeout", timeout),
                             allow_errors=settings.get("allow_errors", allow_errors), record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
+                            resources={"metadata": {"path": str(path.parent)}},
+                            extra_arguments=[f"--IPKernelApp.exec_lines={KERNEL_START}"])
     try:
         await client.async_execute()
     except Exception:  # noqa: BLE001 - any failure is myst-nb's to report when it executes the page itself
         return None
     return time.perf_counter() - started
+
+
+def join_streams(notebook) -> None:
+    """Each run of one stream's consecutive outputs in a cell as one output, its text the pieces in order: how the
+    kernel's flushes split a cell's prints depends on how fast it ran, and each piece would be a block of its own on
+    the page. (myst-nb's nb_merge_streams would also move prints above a figure and end every piece with a newline.)"""
+    for cell in notebook.cells:
+        joined = []
+        for output in cell.get("outputs", []):
+            previous = joined[-1] if joined else None
+            if (previous is not None and output.output_type == "stream" and previous.output_type == "stream"
+                    and output.name == previous.name):
+                previous.text += output.text
+            else:
+                joined.append(output)
+        if "outputs" in cell:
+            cell.outputs = joined
 
 
 async def execute_all(pending, config, jobs: int) -> list[float | None]:
@@ -85,8 +111,8 @@ def in_own_thread(coroutine):
 
 def execute_pending(app, env, docnames) -> None:
     pending = pending_chapters(env, docnames)
-    if len(pending) < 2:
-        return                                         # nothing to overlap: myst-nb executes it as it reads
+    if not pending:
+        return                          # one alone runs here too: its kernel starts as KERNEL_START says
     jobs = min(len(pending), os.cpu_count() or 1)
     config = env.mystnb_config
     LOGGER.info(f"executing {len(pending)} notebooks, {jobs} at a time [parallel_execution]")
@@ -96,6 +122,7 @@ def execute_pending(app, env, docnames) -> None:
     for (path, read_fmt, notebook), taken in zip(pending, seconds, strict=True):
         if taken is None:
             continue
+        join_streams(notebook)
         record = cache.add_nb_to_project(str(path), read_data=read_fmt)
         cache.cache_notebook_bundle(CacheBundleIn(notebook, record.uri, data={"execution_seconds": taken}),
                                     check_validity=False, overwrite=True)
