@@ -14,7 +14,7 @@ from posenc_autograder.grading import pipeline
 from posenc_autograder.orchestration import grade
 from posenc_autograder.settings import Limits
 
-FAILING_STAGE = {"student_b": "judge", "student_c": "prepare"}      # one student per stage, in one run
+FAILING_STAGE = {"student_b": "judge", "student_c": "prepare_run"}  # one student per stage, in one run
 
 
 @pytest.fixture

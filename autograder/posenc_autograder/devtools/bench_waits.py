@@ -67,9 +67,13 @@ def clone(source_root: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
     return folder
 
 
-def make(root: pathlib.Path, *targets: str, check: bool = True) -> float:
-    """Wall seconds of `make <targets>` in the scratch course, its own package first on the path."""
+def make(root: pathlib.Path, *targets: str, check: bool = True, own_venv: bool = False) -> float:
+    """Wall seconds of `make <targets>` in the scratch course, its own package first on the path where it shares the
+    course's venv (a clone with a venv of its own imports its own package, and some tests check that nothing else
+    on PYTHONPATH is seen: a wheel's venv, the book reader's)."""
     environment = {**os.environ, "PYTHONPATH": str(root / "autograder")}
+    if own_venv:
+        environment.pop("PYTHONPATH")
     started = time.perf_counter()
     done = subprocess.run(["make", "-s", *targets], cwd=root, env=environment, capture_output=True, text=True)
     taken = time.perf_counter() - started
@@ -145,8 +149,8 @@ def make_test(source_root, scratch):
     """What CI runs: a clone of the committed course, nothing installed; the install and the rest timed apart. Its
     record becomes the course's last `make test` record (its slowest tests are printed below the table)."""
     root = clone(source_root, scratch / "clone")
-    install = make(root, "install")
-    rest = make(root, "test", check=False)
+    install = make(root, "install", own_venv=True)
+    rest = make(root, "test", check=False, own_venv=True)
     record = last_run(root, "test")
     if record is None:
         return "failed", f"make test left no record (install {seconds(install)}, then {seconds(rest)})"
@@ -193,8 +197,8 @@ def make_test_fast(source_root, scratch):
 
 def make_book(source_root, scratch):
     root = scratch_course(source_root, scratch / "book", with_venv=False)
-    install = make(root, "install")
-    build = make(root, "book")
+    install = make(root, "install", own_venv=True)
+    build = make(root, "book", own_venv=True)
     return seconds(install + build), f"install {seconds(install)} (uv's cache as it was), build {seconds(build)}"
 
 
