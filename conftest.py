@@ -66,6 +66,8 @@ WHY_SLOW = {
     "Chromium, scrollbars shown",
     "tests/book/test_browser.py::test_chapters_offer_the_executed_notebook": "each chapter's two downloads fetched "
     "through the browser",
+    "tests/book/test_browser.py::test_sidebar_and_next_links_reach_every_page": "every page opened in Chromium in "
+    "reading order, following each page's next link as a reader does",
     "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",
     "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run twice, each "
     "in a fresh kernel of the reader's environment",
