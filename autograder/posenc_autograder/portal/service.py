@@ -26,7 +26,7 @@ from posenc_autograder.portal.grading_processes import GradingProcesses
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
 from posenc_autograder.portal.watch import StatusWatch
-from posenc_autograder.portal.worker import Worker, counted_in_record, portal_attempt
+from posenc_autograder.portal.worker import Worker, counted_in_record, late_policy_of, portal_attempt
 from posenc_autograder.records import gradebook, portal_dates
 from posenc_autograder.reports import late_policy
 from posenc_autograder.results import NotebookResult
@@ -208,10 +208,11 @@ class Portal:
         portal's, e.g. the student's LMS attempt counts): what the pages tag "counts"."""
         return portal_attempt(counted_in_record(self.course, student, assignment, deadlines), attempts)
 
-    def grades(self, db, student: str | None = None) -> dict[tuple[str, str], late_policy.Grade]:
+    def grades(self, db, student: str | None = None, deadlines=None) -> dict[tuple[str, str], late_policy.Grade]:
         """(student, assignment) -> the grade as grades.csv and the LMS files state it (gradebook, manual grades and
-        the late policy: late_policy.grade_of), for one student or the class."""
-        deadlines = late_policy.Deadlines(self.course)
+        the late policy: late_policy.grade_of), for one student or the class; `deadlines`: the late policy the
+        caller holds (for the same student or class)."""
+        deadlines = deadlines or late_policy_of(self.course, db, student)
         return {key: late_policy.grade_of(deadlines, *key, final)
                 for key, final in gradebook.session_final_scores(db, student).items()}
 
@@ -219,7 +220,8 @@ class Portal:
         policy, extension, attempts = self.rules_for(db, student, assignment)
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
-        counting = self.counting(student, assignment, attempts, late_policy.Deadlines(self.course))
+        deadlines = late_policy_of(self.course, db, student)
+        counting = self.counting(student, assignment, attempts, deadlines)
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
                 "counted_rule": record_of_attempts.RULES[policy.counts],
                 "deadline": rules.deadline(policy, extension),
@@ -228,7 +230,7 @@ class Portal:
                 "decision": rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student)),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
-                "grade": self.grades(db, student).get((student, assignment))}
+                "grade": self.grades(db, student, deadlines).get((student, assignment))}
 
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""
@@ -237,10 +239,13 @@ class Portal:
                               ).scalar_one_or_none()
 
     def status(self, attempt: Attempt) -> dict:
+        """The attempt's live status. While it waits, nothing of the student's rules is read: the queue's order comes
+        from the portal's view (memory), and only a graded attempt's score depends on the policy (a class polling
+        in a rush must cost the portal no more than its grading)."""
         with self.sessions() as db:
             ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
-            policy, extension = self.dates_for(db, attempt.student_id, attempt.assignment)
-        shown = rules.scores_visible(policy, extension, self.now()) and attempt.status == Status.GRADED
+            shown = attempt.status == Status.GRADED and rules.scores_visible(
+                *self.dates_for(db, attempt.student_id, attempt.assignment), self.now())
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
@@ -363,8 +368,8 @@ class Portal:
             for attempt in db.execute(select(Attempt).order_by(Attempt.number)).scalars():
                 by_key.setdefault((attempt.student_id, attempt.assignment), []).append(attempt)
             counts = queue.counts(db)
-            grades = self.grades(db)
-        deadlines = late_policy.Deadlines(self.course)
+            deadlines = late_policy_of(self.course, db)
+            grades = self.grades(db, deadlines=deadlines)
         rows = []
         for student in students:
             for assignment in self.assignments:

@@ -32,7 +32,7 @@ from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
-from posenc_autograder.records import evidence, gradebook, graded
+from posenc_autograder.records import evidence, gradebook, graded, portal_dates
 from posenc_autograder.results import Note, NotebookResult, NoteKind
 from posenc_autograder.settings import Limits
 
@@ -351,10 +351,8 @@ class Worker:
         """Store the attempt that counts now, by [course] counted_attempt among every door's attempts, where
         `make grade` stores a submission (a no-op when it already is). An attempt from another door that counts is
         put back in submitted/ (make grade grades it again if need be); then no portal attempt is promoted."""
-        from posenc_autograder.reports import late_policy
-
-        deadlines = late_policy.Deadlines(self.course)         # one late policy for this store: choosing and the page
         with self.store_lock, self.sessions() as db:
+            deadlines = late_policy_of(self.course, db, student)    # one late policy for this store: choosing, the page
             attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
                                                              Attempt.assignment == assignment)).scalars())
             recorded = {a.id: self.record(a) for a in attempts if a.status == Status.GRADED}
@@ -464,6 +462,15 @@ class StoreLock:
             self.handle.close()                  # closing the file releases its lock
             self.handle = None
         self.threads.release()
+
+
+def late_policy_of(course: Course, db, student: str | None = None):
+    """The late policy (reports.late_policy.Deadlines) with the portal's deadlines and extensions read through the
+    portal's own session `db` (records.portal_dates: no engine made, no table reflected); `student`: only their
+    extensions, for a late policy applied to them alone (their page, their store)."""
+    from posenc_autograder.reports import late_policy
+
+    return late_policy.Deadlines(course, portal_dates.read(course, db, student))
 
 
 def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:

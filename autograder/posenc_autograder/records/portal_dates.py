@@ -23,20 +23,33 @@ class PortalDates:
     extensions: dict[tuple[str, str], dt.datetime]             # (student, assignment) -> the extended deadline
 
 
-def read(course: Course) -> PortalDates:
-    """Both tables, read once (a late policy reads them once per run)."""
-    from sqlalchemy import MetaData, Table, create_engine, inspect, select  # only when a late policy needs it
+def read(course: Course, connection: typing.Any = None, student: str | None = None) -> PortalDates:
+    """Both tables, read once (a late policy reads them once per run). `connection`: an open connection or session
+    on the gradebook's database that holds the portal's tables (the portal's own: no engine made, nothing
+    inspected); `student`: only their extensions (a late policy for one student's page or store)."""
+    from sqlalchemy import create_engine, inspect  # only when a late policy needs it
+    if connection is not None:
+        return _dates(connection, {POLICY_TABLE, EXTENSION_TABLE}, student)
     engine = create_engine(course.gradebook_url)
     try:
         present = set(inspect(engine).get_table_names())
-        rows = {}
-        with engine.connect() as connection:
-            for table, columns in (POLICY, EXTENSION):
-                found = Table(table, MetaData(), autoload_with=connection) if table in present else None
-                rows[table] = list(connection.execute(select(*(found.c[c] for c in columns)))) if found is not None \
-                    else []
+        with engine.connect() as opened:
+            return _dates(opened, present, student)
     finally:
         engine.dispose()
+
+
+def _dates(connection: typing.Any, present: set[str], student: str | None) -> PortalDates:
+    """The tables' rows through `connection`, as plain columns (their names are all that is needed: nothing is
+    reflected, which cost ~10 ms a read)."""
+    from sqlalchemy import DateTime, String, column, select, table
+    rows = {}
+    for name, columns in (POLICY, EXTENSION):
+        found = table(name, *(column(c, DateTime if c == DEADLINE else String) for c in columns))
+        query = select(*(found.c[c] for c in columns))
+        if student is not None and name == EXTENSION_TABLE:
+            query = query.where(found.c[STUDENT] == student)
+        rows[name] = list(connection.execute(query)) if name in present else []
     return PortalDates({a: aware(d) for a, d in rows[POLICY[0]] if d is not None},
                        {(s, a): aware(d) for s, a, d in rows[EXTENSION[0]] if d is not None})
 

@@ -1,0 +1,84 @@
+"""What a student's request costs the portal, counted (never timed): in a rush of 2,000 the web process answers
+~14,000 requests beside the grading, so a page must not reflect the database's tables, and a waiting student's
+status must not read rules that only a graded attempt's score depends on."""
+import datetime as dt
+
+import pytest
+from fixture_submissions import ASSIGNMENT
+from sqlalchemy import Table, event
+from test_uploads_and_queue import set_policy
+
+from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.portal.models import Attempt, Status, utcnow
+from posenc_autograder.reports import late_policy
+
+
+@pytest.fixture
+def reflected():
+    """The names of the tables whose columns were reflected while the test ran."""
+    names = []
+
+    def seen(inspector, table, column_info):
+        names.append(table.name)
+    event.listen(Table, "column_reflect", seen)
+    yield names
+    event.remove(Table, "column_reflect", seen)
+
+
+@pytest.fixture
+def statements(portal):
+    """Every SQL statement the portal's own engine runs while the test looks (cleared by the test)."""
+    ran = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        ran.append(statement)
+    engine = portal.sessions.kw["bind"]
+    event.listen(engine, "before_cursor_execute", seen)
+    yield ran
+    event.remove(engine, "before_cursor_execute", seen)
+
+
+def test_the_late_policy_of_a_page_and_a_store_reads_the_portals_dates_without_reflecting_a_table(
+        app, portal, course, reflected):
+    now = utcnow()
+    set_policy(portal, deadline=now - dt.timedelta(hours=1), grace_minutes=0, late_days=3)   # past: uploads late
+    clients = {student: client_for(app, portal, student) for student in ("alice", "bob")}
+    assert portal.set_extension("bob", ASSIGNMENT, now + dt.timedelta(days=2))              # not bob's (below)
+    for student, client in clients.items():
+        assert upload(client, notebook_bytes(student)).status_code == 303
+    assert portal.worker.run_until_idle() == 2                      # each stored: its late policy applied
+    views = {student: portal.assignment_view(student, ASSIGNMENT) for student in ("alice", "bob")}
+    assert reflected == []
+    assert views["alice"]["grade"].late is True and views["bob"]["grade"].late is False
+    class_files = late_policy.Deadlines(course)                     # as grades.csv reads the same dates
+    for student, view in views.items():
+        assert view["grade"] == late_policy.grade_of(class_files, student, ASSIGNMENT,
+                                                     (view["grade"].before_late, view["grade"].max_score))
+        assert view["extended"] is (student == "bob")
+
+
+def test_a_waiting_students_status_runs_no_query_once_the_queue_is_read(app, portal, statements):
+    set_policy(portal, feedback_before="full")
+    alice = client_for(app, portal, "alice")
+    upload(alice, notebook_bytes("a"))
+    with portal.sessions() as db:
+        queued = db.get(Attempt, 1)
+    portal.status(queued)                                           # the queue's order read once, into memory
+    statements.clear()
+    assert portal.status(queued)["status"] == Status.QUEUED
+    assert portal.status(queued)["ahead"] == 0
+    assert statements == []                                          # neither the policy nor the extension read
+    job = portal.worker._claim()
+    with portal.sessions() as db:
+        running = db.get(Attempt, job)
+    portal.status(running)
+    statements.clear()
+    assert portal.status(running)["status"] == Status.RUNNING and statements == []
+    portal.worker.grade(job)
+    with portal.sessions() as db:
+        graded = db.get(Attempt, job)
+    shown = portal.status(graded)                                   # a score: shown only as the policy says
+    assert shown["score"] == graded.score and shown["max_score"] == graded.max_score
+    assert any("portal_policy" in statement for statement in statements)
+    set_policy(portal, feedback_before="none", deadline=utcnow() + dt.timedelta(days=1))
+    assert portal.status(graded)["score"] is None
