@@ -6,11 +6,13 @@ local thread or on a remote Dask worker; only plain data crosses in either direc
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import functools
 import json
 import pathlib
 import re
+import threading
 import unicodedata
 from typing import Any
 
@@ -85,12 +87,46 @@ def _parsed_submission(path: str, mtime_ns: int, size: int, inode: int, caps: Ca
     return read_notebook(pathlib.Path(path), caps.notebook_bytes, caps.cells)
 
 
-@functools.lru_cache(maxsize=8)
-def executed(executed_notebook: str):
+class _Executed:
     """The executed notebook the sandbox side sent back, parsed once for the judge's readers and the autograded
-    notebook (keyed by the text itself). Callers must not change it. Not validated again: the supervisor wrote this
-    text with nbformat.writes, which validated it (and, as reading does, only logs what is invalid)."""
-    return nbformat.v4.reads(executed_notebook)
+    notebook (keyed by the text itself; the last few kept). Callers must not change it. Not validated again: the
+    supervisor wrote this text with nbformat.writes, which validated it (and, as reading does, only logs what is
+    invalid). A notebook the trusted side built itself (a re-judge's skeleton of the kept run) is handed in as it is
+    (known): its text is never parsed."""
+
+    KEPT = 8
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._parsed: collections.OrderedDict[str, nbformat.NotebookNode] = collections.OrderedDict()
+
+    def __call__(self, executed_notebook: str) -> nbformat.NotebookNode:
+        with self._lock:
+            found = self._parsed.get(executed_notebook)
+        if found is None:
+            found = self._keep(executed_notebook, nbformat.v4.reads(executed_notebook))
+        return found
+
+    def known(self, nb: nbformat.NotebookNode) -> str:
+        """The text of a notebook built on the trusted side, kept with the notebook itself for its readers."""
+        text = json.dumps(nb, ensure_ascii=False)
+        self._keep(text, nb)
+        return text
+
+    def _keep(self, text: str, nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+        with self._lock:
+            self._parsed[text] = nb
+            self._parsed.move_to_end(text)
+            while len(self._parsed) > self.KEPT:
+                self._parsed.popitem(last=False)
+        return nb
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._parsed.clear()
+
+
+executed = _Executed()
 
 
 def probe_files() -> dict[str, str]:
@@ -127,7 +163,8 @@ class Prepared:
     """A notebook assembled for its run, its task not framed yet: what a re-judge reads of it (the run's digests, the
     cells the judge's readers see), and task(), what a sandbox job needs (framing it is a re-judge's largest saving)."""
     key: tuple[str, str, str]
-    notebook_json: str                # the assembled notebook, probe cells in place
+    notebook: nbformat.NotebookNode   # the assembled notebook, probe cells in place; read only (a re-judge reads its
+                                      # cells as they are: never written as text and parsed again)
     entries: dict[str, dict]          # per probe cell: probe module, name and inputs (each kept frame as it is)
     probe_files: dict[str, str]
     limits: dict
@@ -136,6 +173,12 @@ class Prepared:
     @property
     def task_ids(self) -> list[str]:
         return sorted(self.entries)
+
+    @functools.cached_property
+    def notebook_json(self) -> str:
+        """The assembled notebook as the task carries it: compact JSON (nbformat's indented form goes through Python's
+        slow encoder); only the supervisor reads this text, validating it. Written only for a notebook that runs."""
+        return json.dumps(self.notebook, ensure_ascii=False)
 
     def task(self) -> GradingTask:
         return GradingTask(self.key, self.notebook_json, codec.frame(self.entries), self.task_ids, self.probe_files,
@@ -177,10 +220,8 @@ def prepare_run(course: Course, submission: Submission, limits: Limits, isolate:
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
         task[shared_probes.SHARED_CELL] = shared
-    # Compact JSON (nbformat's indented form goes through Python's slow encoder): only the supervisor reads this
-    # text, validating it; new_notebook validated what assembly built.
-    return Prepared(submission.key, json.dumps(nb, ensure_ascii=False), task, probe_files(),
-                    dataclasses.asdict(limits), isolate)
+    # new_notebook validated what assembly built.
+    return Prepared(submission.key, nb, task, probe_files(), dataclasses.asdict(limits), isolate)
 
 
 def grader_error(course: Course, submission: Submission, exc: Exception) -> NotebookResult:

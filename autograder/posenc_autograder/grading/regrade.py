@@ -168,7 +168,7 @@ def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | 
     """judge: judge_digest(package), when the caller has it already (it stats every grading file)."""
     digest = hashlib.sha256()
     probe_cells = set(task.task_ids)
-    cells = json.loads(task.notebook_json)["cells"]
+    cells = task.notebook.cells if isinstance(task, Prepared) else json.loads(task.notebook_json)["cells"]
     run = [[c.get("cell_type"), f"probe cell {grade_id(c)}" if grade_id(c) in probe_cells else c.get("source")]
            for c in cells]
     shared = sorted((c, _inputs_digest(REGISTRY[c], None)) for c in probe_cells if c in REGISTRY and varies(c)) \

@@ -280,7 +280,7 @@ def _rejudged(course, gb, sub: Submission, digest: str | None, task: Prepared, d
         probed = recalled.to_probe(graded_checks(course, sub))
         if probed:
             return Reprobe(task.task(), recalled, probed, last)      # framed whole: run whole if it must
-        autograded = kept_records.with_outputs(task.notebook_json, last)
+        autograded = kept_records.with_outputs(task, last)
         with costs.timed("judge"):
             outcomes = judged_tests(course, sub, recalled.execution, recalled.outcome)
             result = judge(course, sub, recalled.execution, limits, outcomes)

@@ -20,6 +20,7 @@ from posenc_autograder.records import gradebook, nbgrader_files, results_store
 from posenc_autograder.results import NotebookResult
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
     from nbgrader.api import Gradebook
 
 
@@ -35,7 +36,7 @@ Page = Callable[[Stored], object]                # writes the notebook's feedbac
 
 
 def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
-          previous: dict[str, Any] | None, page: Page, executed_notebook: str | None = None,
+          previous: dict[str, Any] | None, page: Page, executed_notebook: str | NotebookNode | None = None,
           kept: str | None = None, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
     """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load; `kept`: the
     sha256 of what was kept of its run for a regrade, records/kept_records.py; `how`: how the result was made)."""
@@ -63,7 +64,7 @@ UNREAD = object()              # settle's `previous` when the caller has not rea
 
 
 def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None,
-           fingerprint: str, page: Page, executed_notebook: str | None = None, kept: str | None = None,
+           fingerprint: str, page: Page, executed_notebook: str | NotebookNode | None = None, kept: str | None = None,
            previous: dict[str, Any] | None | object = UNREAD, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'
     with the reason (feedback included), and the run goes on. previous: the stored record, when the caller has read

@@ -23,6 +23,8 @@ import os
 import pathlib
 from typing import Any, Callable
 
+import nbformat
+
 from posenc_autograder.checks.hidden import HiddenTest, function_verdicts
 from posenc_autograder.course import Course, grade_id, write_replacing
 from posenc_autograder.grading.execute import Execution, GradingTask
@@ -178,7 +180,7 @@ class Recalled:
         if execution.failure is not None or execution.executed_notebook is None:
             raise MustRun("the run of its changed tests' probes failed")
         left = set(task.task_ids) - set(probed)
-        nb = json.loads(with_outputs(task.notebook_json, autograded_json))
+        nb = with_outputs(task, autograded_json)
         ran = json.loads(execution.executed_notebook)["cells"]
         if len(ran) != len(nb["cells"]):
             raise MustRun("the run of its changed tests' probes is not of its cells")
@@ -243,7 +245,7 @@ def recall(course: Course, key: tuple[str, str, str], task: GradingTask | Prepar
     answers = {test_id: found for test_id, found in kept.items()
                if value["judge"] != digests.judge and test_id not in changed}
     return Recalled(Execution(key, answers, value["events"], value["cell_errors"], value["seconds"], None,
-                              skeleton(task.notebook_json, value["errors"])),
+                              skeleton(task, value["errors"])),
                     digests.judge, tests, expected_sha256, changed, kept)
 
 
@@ -251,33 +253,43 @@ def _no_follow(name: str, flags: int) -> int:
     return os.open(name, flags | os.O_NOFOLLOW)
 
 
-def skeleton(notebook_json: str, errors: list[list[Any]]) -> str:
-    """The notebook as the judge's readers see a run of it: the assembled cells, each kept error as its output."""
-    nb = json.loads(notebook_json)
+def assembled(task: GradingTask | Prepared) -> nbformat.NotebookNode:
+    """The assembled notebook of a task: prepare's own (read only), or a framed task's text parsed."""
+    return task.notebook if isinstance(task, Prepared) else nbformat.from_dict(json.loads(task.notebook_json))
+
+
+def skeleton(task: GradingTask | Prepared, errors: list[list[Any]]) -> str:
+    """The notebook as the judge's readers see a run of it: the assembled cells, each kept error as its output (the
+    text of a notebook built here: its readers take the notebook itself, pipeline.executed.known)."""
+    nb = assembled(task)
+    cells = list(nb.cells)
     for index, ename, evalue in errors:
-        if 0 <= index < len(nb["cells"]) and nb["cells"][index].get("cell_type") == "code":
-            nb["cells"][index]["outputs"] = [{"output_type": "error", "ename": ename, "evalue": evalue,
-                                               "traceback": []}]
-    return json.dumps(nb, ensure_ascii=False)
+        if 0 <= index < len(cells) and cells[index].get("cell_type") == "code":
+            cells[index] = nbformat.NotebookNode({**cells[index], "outputs": [nbformat.NotebookNode(
+                output_type="error", ename=ename, evalue=evalue, traceback=[])]})
+    return executed.known(nbformat.NotebookNode({**nb, "cells": cells}))
 
 
-def with_outputs(notebook_json: str, autograded_json: str) -> str:
+def with_outputs(task: GradingTask | Prepared, autograded_json: str) -> nbformat.NotebookNode:
     """The notebook as a new run would hand it to the autograded notebook's writer (nbgrader_files): the assembled
     cells (their metadata the release's now) with the outputs the last run's autograded notebook kept of each (plain
     text only, which the writer keeps as it is). The cells are the same cells, since the run is the same: one that
-    is not (a hand-edited file) runs again."""
-    nb, before = json.loads(notebook_json), json.loads(autograded_json)
+    is not (a hand-edited file) runs again. Each cell is a copy: the caller may set its outputs."""
+    nb, before = assembled(task), json.loads(autograded_json)
     cells = before.get("cells") if isinstance(before, dict) else None
-    same = [c for c in nb["cells"] if grade_id(c) != SHARED_CELL]
+    same = [c for c in nb.cells if grade_id(c) != SHARED_CELL]
     if not isinstance(cells, list) or len(cells) != len(same):
         raise MustRun("its autograded notebook is not the one of its last run")
+    outputs = {}
     for cell, old in zip(same, cells, strict=True):
         if not isinstance(old, dict) or old.get("cell_type") != cell.get("cell_type"):
             raise MustRun("its autograded notebook is not the one of its last run")
         if cell.get("cell_type") == "code":
-            outputs = old.get("outputs")
-            cell["outputs"] = outputs if isinstance(outputs, list) else []
-    return json.dumps(nb, ensure_ascii=False)
+            kept = old.get("outputs")
+            outputs[id(cell)] = kept if isinstance(kept, list) else []
+    return nbformat.NotebookNode({**nb, "cells": [
+        nbformat.NotebookNode({**cell, "outputs": outputs[id(cell)]} if id(cell) in outputs else {**cell})
+        for cell in nb.cells]})
 
 
 def well_formed(value: object) -> None:

@@ -138,11 +138,14 @@ def diagnosis_text(test: GradedTest) -> str:
             + "".join(f"- {problem}\n" for problem in test.problems))
 
 
-def autograded_notebook(executed_json: str | None, release: nbformat.NotebookNode, result: NotebookResult
-                        ) -> nbformat.NotebookNode:
-    """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses."""
-    # Not run (missing or unreadable submission): the released notebook carries the diagnoses.
-    parsed = executed(executed_json) if executed_json else release          # parsed once, shared: never changed here
+def autograded_notebook(executed_json: str | nbformat.NotebookNode | None, release: nbformat.NotebookNode,
+                        result: NotebookResult) -> nbformat.NotebookNode:
+    """The notebook formgrader and generate_feedback open: released test cells showing our diagnoses. executed_json:
+    the executed notebook's text, or the notebook a re-judge built on the trusted side (kept_records.with_outputs)."""
+    # Not run (missing or unreadable submission): the released notebook carries the diagnoses. Parsed once, shared:
+    # never changed here.
+    parsed = executed_json if isinstance(executed_json, dict) else executed(executed_json) if executed_json \
+        else release
     released = {grade_id(c): c for c in release.cells if grade_id(c)}
     tests = {t.cell_id: t for t in result.tests}
     # New notebook and cell objects over the parsed ones' values: a cell's outputs and source are replaced, never
