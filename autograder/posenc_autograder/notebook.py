@@ -19,16 +19,18 @@ class HiddenTestFailure(AssertionError):
 
 
 def record_in_process(entry: dict, namespace: dict) -> dict:
-    """What the sandbox sends back for one task entry: the entry and the record cross the codec as there, and the
+    """What the sandbox sends back for one task entry: the entry crosses the codec as the task frame does there
+    (decoded with arrays of its own, as shell_runner decodes it), the record as the result frame, and the
     assignments' stand-in modules are found under the names the sandbox gives them."""
     stand_ins_in_process()
-    return codec.decode_frame(codec.frame(record(codec.loads(codec.dumps(entry)), namespace)), writable=False)
+    task = codec.decode_frame(codec.frame(entry))
+    return codec.decode_frame(codec.frame(record(task, namespace)), writable=False)
 
 
 def graded_in_process(assignment: str, namespace: dict) -> dict[str, tuple[list[Problem], int, int]]:
     """(problems, cases passed, cases judged) of every hidden test of the assignment, as `make grade` judges them."""
     tests = hidden_tests(assignment)
-    return judge_all(tests, {t.id: record_in_process(t.task_entry(), namespace) for t in tests})
+    return judge_all(tests, {t.id: record_in_process(t.task_entry(framed=True), namespace) for t in tests})
 
 
 def run_check(cell_id: str, namespace: dict) -> list[Problem]:
@@ -37,7 +39,7 @@ def run_check(cell_id: str, namespace: dict) -> list[Problem]:
     test = REGISTRY[cell_id]
     if test.reads_verdicts:
         return graded_in_process(test.assignment, namespace)[cell_id][0]
-    return test.verdict(record_in_process(test.task_entry(), namespace))
+    return test.verdict(record_in_process(test.task_entry(framed=True), namespace))
 
 
 def hidden_test(cell_id: str, namespace: dict) -> None:
