@@ -2,13 +2,17 @@
 ~14,000 requests beside the grading, so a page must not reflect the database's tables, and a waiting student's
 status must not read rules that only a graded attempt's score depends on."""
 import datetime as dt
+import json
 
+import nbformat
 import pytest
 from fixture_submissions import ASSIGNMENT
+from hostile_notebooks import HOSTILE_FILES
 from sqlalchemy import Table, event
-from test_uploads_and_queue import set_policy
+from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.intake import submissions
 from posenc_autograder.portal.models import Attempt, Status, utcnow
 from posenc_autograder.reports import late_policy
 
@@ -82,3 +86,36 @@ def test_a_waiting_students_status_runs_no_query_once_the_queue_is_read(app, por
     assert any("portal_policy" in statement for statement in statements)
     set_policy(portal, feedback_before="none", deadline=utcnow() + dt.timedelta(days=1))
     assert portal.status(graded)["score"] is None
+
+
+def test_an_upload_is_checked_by_intakes_rules_without_building_the_notebook(portal, monkeypatch):
+    built = []
+    real = nbformat.from_dict
+    monkeypatch.setattr(submissions.nbformat, "from_dict", lambda *a, **k: built.append(1) or real(*a, **k))
+    portal.new_link("alice")
+    assert portal.accept_upload("alice", ASSIGNMENT, "x.ipynb", notebook_bytes("a"))[0] == "queued"
+    assert built == []                       # the normalised notebook is built where it is graded, not here
+
+
+@pytest.mark.parametrize("name", NOT_GRADABLE + ["a notebook", "too many cells", "cells of odd types"])
+def test_the_upload_check_refuses_exactly_what_intake_cannot_read(name, tmp_path):
+    path = tmp_path / name
+    release = json.loads(notebook_bytes())
+    if name in HOSTILE_FILES:
+        HOSTILE_FILES[name](path, release, tmp_path)
+    else:
+        cells = release["cells"] * 3 if name == "too many cells" else \
+            release["cells"] + [{"cell_type": "odd"}, 7, {"cell_type": "code", "source": ["a", 1]}] \
+            if name == "cells of odd types" else release["cells"]
+        path.write_text(json.dumps({**release, "cells": cells}))
+    caps = (submissions.MAX_NOTEBOOK_BYTES, 100)          # the released notebook has 43 cells
+
+    def outcome(read) -> str:
+        try:
+            read(path, *caps)
+        except submissions.UnreadableNotebook as exc:
+            return str(exc)
+        return "readable"
+    assert outcome(submissions.check_notebook) == outcome(submissions.read_notebook)
+    if name not in HOSTILE_FILES:
+        assert (outcome(submissions.check_notebook) == "readable") is (name != "too many cells")

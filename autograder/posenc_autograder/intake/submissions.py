@@ -153,9 +153,20 @@ class UnreadableNotebook(Exception):
 
 def read_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_cells: int = MAX_CELLS):
     """Parse a submitted notebook strictly into a normalised one, with a student-readable error when it cannot be."""
+    return normalise(parsed(path, max_bytes), max_cells)
+
+
+def check_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_cells: int = MAX_CELLS) -> None:
+    """UnreadableNotebook exactly when read_notebook would raise it, without building the normalised notebook (which
+    only grading needs): the portal checks every upload with it before answering."""
+    notebook_shape(parsed(path, max_bytes), max_cells)
+
+
+def parsed(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> object:
+    """The file's JSON, read safely within `max_bytes`; UnreadableNotebook with a student-readable error."""
     text = read_bytes_safely(path, max_bytes).decode("utf-8", errors="replace")
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         hint = " It contains merge-conflict markers (<<<<<<<)." if "<<<<<<<" in text else ""
         raise UnreadableNotebook(f"the file is not valid notebook JSON (line {exc.lineno}, column {exc.colno}: "
@@ -166,7 +177,6 @@ def read_notebook(path: pathlib.Path, max_bytes: int = MAX_NOTEBOOK_BYTES, max_c
                                  "it from Jupyter and resubmit") from None
     except ValueError:
         raise UnreadableNotebook("the file is not valid notebook JSON; re-download it and resubmit") from None
-    return normalise(data, max_cells)
 
 
 def valid_text(text: str) -> str:
@@ -175,10 +185,9 @@ def valid_text(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-def normalise(data, max_cells: int = MAX_CELLS):
-    """Keep only what grading reads, in the types it expects: cells with a known type, text source,
-    an id, and nbgrader flags of the right types. Anything else a student (or an editor) put there,
-    however nested or oddly typed, is dropped here, so no later stage meets it."""
+def notebook_shape(data: object, max_cells: int = MAX_CELLS) -> None:
+    """UnreadableNotebook unless the JSON is a notebook normalise can keep: an object with a list of cells, format 4,
+    at most `max_cells` cells (everything else in it normalise drops or repairs)."""
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise UnreadableNotebook("the file is JSON but not a Jupyter notebook (it has no list of cells).")
     if data.get("nbformat") != 4:
@@ -186,6 +195,13 @@ def normalise(data, max_cells: int = MAX_CELLS):
                                  f"open and save it in a current Jupyter and resubmit")
     if len(data["cells"]) > max_cells:
         raise UnreadableNotebook(f"the notebook has {len(data['cells'])} cells, more than the {max_cells} accepted")
+
+
+def normalise(data, max_cells: int = MAX_CELLS):
+    """Keep only what grading reads, in the types it expects: cells with a known type, text source,
+    an id, and nbgrader flags of the right types. Anything else a student (or an editor) put there,
+    however nested or oddly typed, is dropped here, so no later stage meets it."""
+    notebook_shape(data, max_cells)
     cells, seen_ids = [], set()
     for raw in data["cells"]:
         if not isinstance(raw, dict) or raw.get("cell_type") not in CELL_TYPES:

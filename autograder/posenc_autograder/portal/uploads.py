@@ -3,7 +3,7 @@ disk (synced) before the portal answers.
 
 Size is capped by the app's body limit while the request streams in; the JSON nesting depth is measured on
 the raw bytes (strings removed, brackets counted with numpy) before the JSON parser sees them; the cell count
-and everything else is intake's `read_notebook`, the same rules as `make grade`.
+and everything else is intake's `check_notebook`, the rules of `make grade`'s `read_notebook`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import tempfile
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
-from posenc_autograder.intake.submissions import MAX_NOTEBOOK_BYTES, UnreadableNotebook, read_notebook
+from posenc_autograder.intake.submissions import MAX_NOTEBOOK_BYTES, UnreadableNotebook, check_notebook
 from posenc_autograder.probes.codec import SCAN_CHUNK, json_shape  # noqa: F401 - one scan, the codec's
 
 MAX_UPLOAD_BYTES = MAX_NOTEBOOK_BYTES   # the default; a course's own is its [caps] notebook_bytes
@@ -75,8 +75,8 @@ def store(course: Course, student: str, assignment: str, data: bytes) -> tuple[s
         raise UnreadableNotebook(reason)
     digest = hashlib.sha256(data).hexdigest()
     target = path(course, student, assignment, digest)
-    # cells, format, types: intake's rules
-    write_durably(target, data, check=lambda scratch: read_notebook(scratch, caps.notebook_bytes, caps.cells))
+    # cells, format, types: intake's rules (the normalised notebook itself is built where it is graded)
+    write_durably(target, data, check=lambda scratch: check_notebook(scratch, caps.notebook_bytes, caps.cells))
     return digest, target
 
 
