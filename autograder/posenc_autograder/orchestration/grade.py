@@ -34,6 +34,7 @@ from posenc_autograder.sandbox.cgroups import process_limit_enforced
 from posenc_autograder.settings import Limits
 
 if TYPE_CHECKING:
+    from posenc_autograder.orchestration.ahead import Ahead
     from posenc_autograder.records.kept_records import Recalled
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
@@ -168,20 +169,35 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     class. A notebook whose last run still holds (records/kept_records.py: the same cells, probes, inputs and limits)
     is judged again from what was kept of it, with no sandbox job, unless `force`; make grade says per assignment
     which was done."""
-    from posenc_autograder.records import evidence, graded, kept_records
+    from posenc_autograder.records import graded, kept_records
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None, Reprobe | None]] = {}
     how = RegradeNote()
     judge_code = regrade.judge_digest()            # once a run: the grading code is what it is for the whole run
+    ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) \
+        if not force and not scheduler else None
 
     def tasks():
-        for sub, digest, stored in planned:
+        for index, (sub, digest, stored) in enumerate(planned):
             if stored is not None:
                 results.append(stored)                    # unchanged file and grader
                 progress.step(f"{sub.student} (unchanged)")
                 continue
+            front = ahead.take(index) if ahead is not None else None
+            if front is not None:                         # re-judged by another process: stored here, in order
+                notes = list(sub.notes)
+                sub.notes[:] = front.notes
+                for phase, seconds in front.costs.items():
+                    costs.add(phase, seconds)
+                done = _store_rejudged(course, gb, sub, digest, front, fingerprints[sub.assignment], page)
+                if not isinstance(done, str):
+                    how.count(sub.assignment, done[1])
+                    results.append(done[0])
+                    progress.step(f"{sub.student} ({done[1].way.value})")
+                    continue
+                sub.notes[:] = notes                      # as if never tried: done below, as by one process
             try:
                 with costs.timed("prepare"):
                     prepared = prepare_run(course, sub, limits, isolate)        # framed below only if it runs
@@ -193,18 +209,19 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             previous, why = None, ""
             if not isinstance(prepared, NotebookResult):
                 previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
-                again = FORCED if force else _rejudged(course, gb, sub, digest, prepared, digests, previous,
-                                                        fingerprints[sub.assignment], page, limits)
+                again = FORCED if force else _rejudge(course, sub, digest, prepared, digests, previous, limits)
                 if isinstance(again, Reprobe):         # only some tests' probes run: merged with the kept record below
                     pending[prepared.key] = (sub, digest, digests, previous, again)
                     yield reprobe.probing_only(again.task, again.probed, variants.student_variant(course, sub.student))
                     continue
-                if not isinstance(again, str):
-                    result, done = again
-                    how.count(sub.assignment, done)
-                    results.append(result)
-                    progress.step(f"{sub.student} ({done.way.value})")
-                    continue
+                if isinstance(again, Rejudged):
+                    stored_now = _store_rejudged(course, gb, sub, digest, again, fingerprints[sub.assignment], page)
+                    if not isinstance(stored_now, str):
+                        how.count(sub.assignment, stored_now[1])
+                        results.append(stored_now[0])
+                        progress.step(f"{sub.student} ({stored_now[1].way.value})")
+                        continue
+                    again = stored_now
                 why = again
                 try:
                     with costs.timed("prepare"):
@@ -220,7 +237,23 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             pending[task.key] = (sub, digest, digests, previous, None)
             yield task
 
-    executions = run_dask(tasks(), scheduler) if scheduler else run_local(tasks(), jobs)
+    try:
+        _run_and_store(course, gb, tasks(), pending, results, fingerprints, page, how, progress, jobs=jobs,
+                       scheduler=scheduler, limits=limits)
+    finally:
+        if ahead is not None:
+            ahead.close()
+    how.report(quiet)
+    results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
+    return results
+
+
+def _run_and_store(course, gb, tasks, pending, results, fingerprints, page, how, progress, *, jobs, scheduler,
+                   limits) -> None:
+    """Each sandbox job of `tasks` run, judged and stored as it finishes."""
+    from posenc_autograder.records import evidence, graded, kept_records
+
+    executions = run_dask(tasks, scheduler) if scheduler else run_local(tasks, jobs)
     for execution in executions:
         sub, digest, digests, previous, plan = pending.pop(execution.key)
         costs.add("sandbox", execution.sandbox_cpu)
@@ -250,9 +283,6 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                                          execution.executed_notebook, kept=kept, previous=previous))
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
-    how.report(quiet)
-    results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
-    return results
 
 
 NOT_GRADED_BEFORE, NEW_FILE, FORCED = "not graded before", "a new file", "--force"
@@ -260,15 +290,29 @@ FIRST_RUNS = (NOT_GRADED_BEFORE, NEW_FILE)        # not a regrade: the note leav
 MAX_AUTOGRADED_BYTES = 64 * 2**20                # the autograded notebook a re-judge writes again with its new outcomes
 
 
-def _rejudged(course, gb, sub: Submission, digest: str | None, task: Prepared, digests: JobDigests,
-              previous: dict | None, fingerprint: str, page,
-              limits) -> tuple[NotebookResult, HowRegraded] | Reprobe | str:
-    """The notebook judged again from what was kept of its last run and stored, with no sandbox job; else why it must
-    run again. Its answers are judged again only where its judge changed; then, the integrity evidence being made from
-    the whole run, a notebook whose verdicts moved runs again (one whose verdicts stand keeps its evidence as it was:
-    the pass or fail it records of the answers on the shared inputs is the last run's judge's). A Reprobe when some
-    tests' probes must run again (their inputs changed, or their judge did with no answers kept)."""
-    from posenc_autograder.records import evidence, graded, kept_records
+@dataclasses.dataclass
+class Rejudged:
+    """A notebook judged again from what was kept of its last run, not stored yet (_store_rejudged stores it)."""
+    result: NotebookResult
+    how: HowRegraded
+    autograded: Any                   # the notebook the autograded notebook is written from (kept_records.with_outputs)
+    kept: str | None                  # the sha256 of its kept record, when it stands as it is
+    rewrite: bytes | None = None      # its kept record written again (its answers judged again; None: none kept)
+    rewritten: bool = False
+    previous: dict | None = None      # its stored record, as read for the re-judge
+    notes: list = dataclasses.field(default_factory=list)      # the submission's notes after prepare (assembly's)
+    costs: dict[str, float] = dataclasses.field(default_factory=dict)   # CPU seconds per phase, in another process
+
+
+def _rejudge(course, sub: Submission, digest: str | None, task: Prepared, digests: JobDigests,
+             previous: dict | None, limits) -> Rejudged | Reprobe | str:
+    """The notebook judged again from what was kept of its last run, with no sandbox job (stored by _store_rejudged);
+    else why it must run again. Its answers are judged again only where its judge changed; then, the integrity
+    evidence being made from the whole run, a notebook whose verdicts moved runs again (one whose verdicts stand keeps
+    its evidence as it was: the pass or fail it records of the answers on the shared inputs is the last run's
+    judge's). A Reprobe when some tests' probes must run again (their inputs changed, or their judge did with no
+    answers kept). Stores nothing: another process may compute it (_rejudging_ahead)."""
+    from posenc_autograder.records import evidence, kept_records
 
     if previous is None:
         return NOT_GRADED_BEFORE
@@ -284,21 +328,65 @@ def _rejudged(course, gb, sub: Submission, digest: str | None, task: Prepared, d
         with costs.timed("judge"):
             outcomes = judged_tests(course, sub, recalled.execution, recalled.outcome)
             result = judge(course, sub, recalled.execution, limits, outcomes)
-        kept: str | None = recalled.sha256
+        rejudged = Rejudged(result, HowRegraded(Way.REWEIGHED), autograded, recalled.sha256, previous=previous)
         if recalled.rejudged:
             before = {t["cell_id"]: bool(t["problems"]) for t in previous["result"]["tests"] if t["hidden"]}
             if before != evidence.failed_tests(result):
                 raise kept_records.MustRun("its verdicts moved, and its integrity evidence is made from the whole run")
-            kept = kept_records.write(course, sub.key, kept_records.encoded(digests, recalled.execution, outcomes,
-                                                                            graded_checks(course, sub)))
+            rejudged.how = HowRegraded(Way.REJUDGED, tuple(recalled.rejudged))
+            rejudged.rewrite = kept_records.encoded(digests, recalled.execution, outcomes, graded_checks(course, sub))
+            rejudged.rewritten = True
     except kept_records.MustRun as why:
         return str(why)
     except Exception as exc:  # noqa: BLE001 - what was kept could not be judged again: the notebook runs instead
         return f"its kept record could not be judged again ({type(exc).__name__})"
-    done = HowRegraded(Way.REJUDGED, tuple(recalled.rejudged)) if recalled.rejudged else HowRegraded(Way.REWEIGHED)
+    return rejudged
+
+
+def _store_rejudged(course, gb, sub: Submission, digest: str | None, rejudged: Rejudged, fingerprint: str,
+                    page) -> tuple[NotebookResult, HowRegraded] | str:
+    """A re-judged notebook stored (its kept record first, when written again); else why it must run again."""
+    from posenc_autograder.records import graded, kept_records
+
+    try:
+        kept = kept_records.write(course, sub.key, rejudged.rewrite) if rejudged.rewritten else rejudged.kept
+    except Exception as exc:  # noqa: BLE001 - as judging again: the notebook runs instead
+        return f"its kept record could not be judged again ({type(exc).__name__})"
     with costs.timed("store"):
-        return graded.settle(course, gb, sub, result, digest, fingerprint, page, autograded, kept=kept,
-                             previous=previous, how=done), done
+        return graded.settle(course, gb, sub, rejudged.result, digest, fingerprint, page, rejudged.autograded,
+                             kept=kept, previous=rejudged.previous, how=rejudged.how), rejudged.how
+
+
+AHEAD_FROM = 24              # notebooks to grade from which re-judging is spread over processes (a fork costs ~10 ms)
+
+
+def _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) -> Ahead[Rejudged] | None:
+    """Processes (one per job slot) that re-judge the notebooks to grade ahead of the run, without storing; None when
+    there are too few notebooks or one core. A notebook they cannot re-judge is done by the run, as with no process."""
+    from posenc_autograder.orchestration.ahead import Ahead
+
+    todo = [index for index, (_, _, stored) in enumerate(planned) if stored is None]
+    if jobs < 2 or len(todo) < AHEAD_FROM:
+        return None
+
+    def rejudged(index: int) -> Rejudged | None:
+        sub, digest, _ = planned[index]
+        previous = results_store.load(results_store.path(course, *sub.key))
+        if previous is None or digest is None or previous.get("sha256") != digest:
+            return None                               # a first grading: prepared by the run, which runs it
+        costs.reset()                                 # this process's own: what it spent goes back with the answer
+        with costs.timed("prepare"):
+            prepared = prepare_run(course, sub, limits, isolate)
+            if isinstance(prepared, NotebookResult):
+                return None
+            digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student), judge_code)
+        found = _rejudge(course, sub, digest, prepared, digests, previous, limits)
+        if not isinstance(found, Rejudged):
+            return None
+        found.notes, found.costs = list(sub.notes), costs.taken()
+        return found
+
+    return Ahead(rejudged, todo, jobs)
 
 
 @dataclasses.dataclass

@@ -1,0 +1,117 @@
+"""A class re-judged from kept records (a hidden test's points changed) is spread over processes forked from the run
+(orchestration/ahead.py): they re-judge, the run stores, in order. What is stored is byte for byte what one process
+stores (results, autograded notebooks, feedback pages, integrity evidence, kept records, attempts, the gradebook's
+rows), and a process that dies loses nothing: the run re-judges its notebooks itself."""
+import os
+import pathlib
+import shutil
+import sqlite3
+
+import nbformat
+import pytest
+from fixture_submissions import NOTEBOOK, course_with_solvers
+
+from posenc_autograder.course import GRADEBOOK, RELEASE_DIRECTORY
+from posenc_autograder.orchestration import grade
+from posenc_autograder.settings import Limits
+
+LIMITS = Limits(cell_seconds=8, notebook_seconds=60)
+TEST = "hidden_pe_values"
+STUDENTS = ("ann", "ben", "cat", "dan")             # dan hands in the notebook as released: every test fails
+STORED = ("autograded", "feedback", "attempts", ".work/integrity")
+ROWS = ("SELECT * FROM grade ORDER BY id", "SELECT * FROM comment ORDER BY id",
+        "SELECT * FROM submitted_assignment ORDER BY id", "SELECT * FROM submitted_notebook ORDER BY id")
+
+
+def _set_points(course, cell_id, points):
+    """What `make release` does to the released notebook when a hidden test's points change."""
+    path = course.path(RELEASE_DIRECTORY) / "positional_encoding" / f"{NOTEBOOK}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id)
+    cell.metadata["nbgrader"]["points"] = points
+    nbformat.write(nb, path)
+
+
+def _stored(course) -> dict:
+    """Every file a regrade stores per notebook, and the gradebook's rows."""
+    found = {}
+    for folder in STORED:
+        for path in sorted((course.root / "autograder" / folder).rglob("*")):
+            if path.is_file() and path.name != ".lock":
+                found[str(path.relative_to(course.root))] = path.read_bytes()
+    with sqlite3.connect(course.path(GRADEBOOK)) as database:
+        for query in ROWS:
+            found[query] = database.execute(query).fetchall()
+    return found
+
+
+@pytest.fixture
+def graded_class(tmp_path):
+    """A class graded once, then a hidden test's points changed; the course as it then is kept aside."""
+    course = course_with_solvers(tmp_path / "course", *STUDENTS[:-1])
+    stub = course.path(RELEASE_DIRECTORY) / "positional_encoding" / f"{NOTEBOOK}.ipynb"
+    (course.submitted / STUDENTS[-1] / "positional_encoding").mkdir(parents=True)
+    shutil.copy(stub, course.submitted / STUDENTS[-1] / "positional_encoding" / f"{NOTEBOOK}.ipynb")
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    _set_points(course, TEST, 5)
+    aside = tmp_path / "aside"
+    shutil.copytree(course.root, aside, symlinks=True)
+
+    def again():
+        shutil.rmtree(course.root)
+        shutil.copytree(aside, course.root, symlinks=True)
+        return course
+    return course, again
+
+
+def _prepared_where(monkeypatch, log: pathlib.Path, dies: str | None = None):
+    """Each notebook's prepare logged with the process that did it; `dies`: that student's kills its process."""
+    real, run = grade.prepare_run, os.getpid()
+
+    def logged(course, sub, *args, **kwargs):
+        if sub.student == dies and os.getpid() != run:
+            os._exit(9)                               # the process dies mid-notebook, nothing said
+        with open(log, "a") as out:
+            out.write(f"{sub.student} {'run' if os.getpid() == run else 'process'}\n")
+        return real(course, sub, *args, **kwargs)
+
+    monkeypatch.setattr(grade, "prepare_run", logged)
+
+
+def _where(log: pathlib.Path) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for line in log.read_text().splitlines():
+        student, where = line.split()
+        found.setdefault(student, set()).add(where)
+    return found
+
+
+def test_a_class_rejudged_by_processes_stores_what_one_process_stores(graded_class, tmp_path, monkeypatch, capsys):
+    course, again = graded_class
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS)
+    alone = _stored(course)
+    assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err
+    assert [next(t.max_points for t in r.tests if t.cell_id == TEST) for r in results] == [5] * 4
+
+    monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
+    _prepared_where(monkeypatch, tmp_path / "spread.log")
+    spread = grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS)
+    assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err
+    assert _where(tmp_path / "spread.log") == {student: {"process"} for student in STUDENTS}   # none in the run
+    assert [r.to_json() for r in spread] == [r.to_json() for r in results]
+    assert _stored(course) == alone
+
+
+def test_a_process_that_dies_loses_nothing(graded_class, tmp_path, monkeypatch, capsys):
+    course, again = graded_class
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    alone = _stored(course)
+
+    monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
+    _prepared_where(monkeypatch, tmp_path / "died.log", dies="ben")
+    survived = grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS)
+    assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err   # none run again
+    where = _where(tmp_path / "died.log")
+    assert "run" in where["ben"] and "process" in where["ann"]     # the run re-judged the dead process's notebook
+    assert [r.to_json() for r in survived] == [r.to_json() for r in results]
+    assert _stored(course) == alone
