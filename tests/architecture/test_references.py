@@ -2,6 +2,7 @@
 docstring of the grader (or of the book's extensions) names exists, and no comment cites an issue number of a
 tracker that is not in the repository."""
 import ast
+import functools
 import importlib.util
 import io
 import pathlib
@@ -47,17 +48,12 @@ def readme() -> str:
 
 def docstrings() -> dict[str, str]:
     """'file:line' -> docstring, for every module, class and function of the grader and of _ext."""
-    found = {}
-    for path in SOURCES:
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                text = ast.get_docstring(node, clean=False)
-                if text:
-                    found[f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 1)}"] = text
-    return found
+    return {f"{path.relative_to(ROOT)}:{line}": text for path in SOURCES for line, text in _docstring_lines(path)
+            if text}
 
 
+# Each test reads the same files: they are parsed and tokenised once a run (the tests only read what these return).
+@functools.cache
 def texts() -> dict[str, str]:
     return {"README.md": readme(), **docstrings()}
 
@@ -131,10 +127,10 @@ def test_every_named_path_exists():
     assert missing == []
 
 
+@functools.cache
 def comments() -> dict[str, str]:
     """'file:line' -> comment, for every comment of the grader and of _ext."""
-    return {f"{path.relative_to(ROOT)}:{t.start[0]}": t.string for path in SOURCES
-            for t in tokenize.generate_tokens(io.StringIO(path.read_text()).readline) if t.type == tokenize.COMMENT}
+    return {f"{path.relative_to(ROOT)}:{line}": comment for path in SOURCES for line, comment in _comment_lines(path)}
 
 
 def test_every_named_module_exists():
@@ -159,21 +155,27 @@ def test_every_make_target_named_exists():
 def test_no_comment_cites_an_issue_number():
     citing = []
     for path in SOURCES + sorted((ROOT / "tests").rglob("*.py")) + [ROOT / "Makefile"]:
-        text = path.read_text()
         if path.suffix == ".py":
-            comments = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
-                        if t.type == tokenize.COMMENT]
-            comments += [(line, doc) for line, doc in _docstring_lines(text)]
+            comments = _comment_lines(path) + _docstring_lines(path)
         else:
-            comments = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.lstrip().startswith("#")]
+            comments = [(i + 1, line) for i, line in enumerate(path.read_text().splitlines())
+                        if line.lstrip().startswith("#")]
         citing += [f"{path.relative_to(ROOT)}:{line}" for line, comment in comments if ISSUE.search(comment)]
     assert citing == []
 
 
-def _docstring_lines(text: str) -> list[tuple[int, str]]:
-    tree = ast.parse(text)
+@functools.cache
+def _docstring_lines(path: pathlib.Path) -> list[tuple[int, str]]:
+    """(line, docstring) of the module, each class and each function of a Python file ("" where none)."""
+    tree = ast.parse(path.read_text())
     return [(getattr(node, "lineno", 1), ast.get_docstring(node, clean=False) or "") for node in ast.walk(tree)
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@functools.cache
+def _comment_lines(path: pathlib.Path) -> list[tuple[int, str]]:
+    return [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+            if t.type == tokenize.COMMENT]
 
 
 def test_the_checks_find_a_planted_stale_reference():

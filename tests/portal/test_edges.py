@@ -96,6 +96,7 @@ def closed_or_answer(connection: socket.socket, wait: float) -> bytes:
 def test_slow_clients_are_cut_off_by_the_server(app, monkeypatch):
     monkeypatch.setattr(portal_app, "REQUEST_HEAD_SECONDS", 1.0)
     monkeypatch.setattr(middleware, "BODY_IDLE_SECONDS", 1.0)
+    monkeypatch.setattr(portal_app, "KEEP_ALIVE_SECONDS", 1)       # the 408's connection closed a second after it
     with served(app) as port:
         head = socket.create_connection(("127.0.0.1", port))
         head.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")                  # and never the blank line

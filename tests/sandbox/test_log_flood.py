@@ -9,7 +9,7 @@ from posenc_autograder.probes import codec
 from posenc_autograder.sandbox import supervisor
 from posenc_autograder.settings import Limits
 
-FLOOD_BYTES = 256 << 20
+FLOOD_BYTES = 64 << 20                 # 64 times the budget read, 8 ticks of draining
 FLOOD = f'''
 import os
 chunk = b"x" * (1 << 20)

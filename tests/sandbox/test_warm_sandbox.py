@@ -49,8 +49,10 @@ def finish(job):
 SCENARIOS = {
     "privilege": "print(finish(start(PROBE)))",
     "neighbours": r'''
-victim = start("# victim_marker\necho secret > /tmp/victim_file; export VICTIM_SECRET=1; echo ready; sleep 3")
-time.sleep(1)
+victim = start("# victim_marker\necho secret > /tmp/victim_file; export VICTIM_SECRET=1; echo ready; read until_told")
+said = b""
+while b"ready" not in said and (piece := victim.log.read(64)):       # its file written, its variable set
+    said += piece
 print(finish(start(f"""
 test -e /tmp/victim_file && echo files=shared || echo files=own
 env | grep -q VICTIM_SECRET && echo environment=shared || echo environment=own
@@ -62,20 +64,25 @@ kill -9 -1 2>/dev/null; echo after_kill_all=alive
 cat /proc/{victim.pid}/mem /proc/{ZYGOTE.process.pid}/mem >/dev/null 2>&1 && echo memory=readable \
     || echo memory=unreachable
 """)))
-print("victim:", finish(victim).strip())
+print("victim_during=" + ("ended" if victim.exited() else "running"))        # it waits to be told, alive throughout
+victim.stdin.write(b"end\n")
+print("victim:", (said.decode() + finish(victim)).strip())
 print("zygote=" + ("alive" if ZYGOTE.alive else "dead"))
 ''',
     "left_running": r'''
 marker = "posenc-left-" + "running"          # built here: this script's own command line does not hold it
 finish(start(f"# {marker}\n(while true; do sleep 1; done) &\necho started"))
-time.sleep(0.5)
 def command_line(pid):
     try:
         return open(f"/proc/{pid}/cmdline", "rb").read()
     except OSError:
         return b""
-alive = [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in command_line(p)]
-print("leftover=" + ("running" if alive else "gone"))
+def left():
+    return [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in command_line(p)]
+until = time.monotonic() + 5                 # the kernel ends the job's processes with it: gone at once, or never
+while left() and time.monotonic() < until:
+    time.sleep(0.02)
+print("leftover=" + ("running" if left() else "gone"))
 ''',
 }
 
@@ -98,6 +105,7 @@ def assert_isolated(found: dict[str, str]) -> None:
     assert found["processes"] == "hidden" and found["memory"] == "unreachable", found
     assert found["signals"] == "refused" and found["after_kill_all"] == "alive", found
     assert int(found["process_count"]) <= 5, found          # the job's init, its shell, ls, grep and sed only
+    assert found["victim_during"] == "running", found
     assert "victim: ready" in found["_out"] and found["zygote"] == "alive", found   # both ran on, untouched
 
 
