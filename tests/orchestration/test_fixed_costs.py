@@ -89,3 +89,13 @@ def test_the_release_check_is_worked_out_again_when_a_notebook_changes(graded, c
     nbformat.write(nb, released)
     grade.warn_if_unreleased(graded, None)
     assert f"{ASSIGNMENT}/{NOTEBOOK}.ipynb" in capsys.readouterr().err
+
+
+def test_opening_a_gradebook_that_exists_reads_no_schema_scripts(graded):
+    """nbgrader's schema revision (alembic's scripts) is looked up only to create a new gradebook."""
+    script = ("import pathlib, sys; from posenc_autograder.course import Course, open_gradebook; "
+              f"gb = open_gradebook(Course(pathlib.Path({str(graded.root)!r}))).__enter__(); "
+              "print(sorted(m for m in ('alembic', 'mako') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": SRC})
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
