@@ -1,6 +1,7 @@
 """Where the course keeps things: one definition, used by nbgrader_config.py and the grader."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
@@ -199,12 +200,39 @@ def _venv_tools_on_path() -> None:
 @functools.cache
 def nbgrader_schema_revision() -> str | None:
     """The alembic revision nbgrader's newest schema is, read in-process from nbgrader's own migration scripts
-    (None: not exactly one head, which nbgrader's Gradebook is then left to stamp its own way)."""
-    from alembic.script import ScriptDirectory
+    (None: not exactly one head, which nbgrader's Gradebook is then left to stamp its own way). A chain of plain
+    scripts is read as text (importing alembic's script machinery costs ~0.3 CPU-s a new gradebook); anything else
+    (branches, merges, dependencies) is left to alembic."""
     from nbgrader.dbutil import ALEMBIC_DIR
+
+    head = _chain_head(pathlib.Path(ALEMBIC_DIR) / "versions")
+    if head is not None:
+        return head
+    from alembic.script import ScriptDirectory
 
     heads = ScriptDirectory(ALEMBIC_DIR).get_heads()
     return heads[0] if len(heads) == 1 else None
+
+
+def _chain_head(versions: pathlib.Path) -> str | None:
+    """The last revision of migration scripts that form one chain, each naming its revision and the one before as
+    plain strings (no branch labels or dependencies); None when they do not."""
+    revisions, before = set(), set()
+    for script in sorted(versions.glob("*.py")):
+        stated = {}
+        for node in ast.parse(script.read_bytes()).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Constant):
+                stated[node.targets[0].id] = node.value.value
+        revision, down = stated.get("revision"), stated.get("down_revision", ...)
+        if not isinstance(revision, str) or not (down is None or isinstance(down, str)) \
+                or stated.get("branch_labels") is not None or stated.get("depends_on") is not None:
+            return None
+        revisions.add(revision)
+        if down is not None:
+            before.add(down)
+    heads = revisions - before
+    return heads.pop() if len(heads) == 1 and before <= revisions and len(before) == len(revisions) - 1 else None
 
 
 def create_schema(url: str) -> None:

@@ -99,3 +99,32 @@ def test_opening_a_gradebook_that_exists_reads_no_schema_scripts(graded):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": SRC})
     assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_a_new_gradebooks_schema_revision_is_alembics_read_without_importing_it():
+    script = ("import sys; from posenc_autograder.course import nbgrader_schema_revision; "
+              "found = nbgrader_schema_revision(); imported = 'alembic' in sys.modules; "
+              "from alembic.script import ScriptDirectory; from nbgrader.dbutil import ALEMBIC_DIR; "
+              "print(found, imported, ScriptDirectory(ALEMBIC_DIR).get_heads())")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": SRC})
+    found, imported, heads = done.stdout.strip().split(maxsplit=2)
+    assert imported == "False" and heads == f"['{found}']", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("scripts", [{"b": "'a'", "c": "'a'"},                       # two heads: a branch
+                                     {"b": "('a', 'x')"},                            # a merge
+                                     {"b": "'a'\ndepends_on = 'x'"}])                # a dependency
+def test_migration_scripts_that_are_not_one_chain_are_left_to_alembic(tmp_path, scripts):
+    from posenc_autograder.course import _chain_head
+
+    (tmp_path / "a.py").write_text("revision = 'a'\ndown_revision = None\n")
+    for name, down in scripts.items():
+        (tmp_path / f"{name}.py").write_text(f"revision = '{name}'\ndown_revision = {down}\n")
+    assert _chain_head(tmp_path) is None
+    (tmp_path / "a.py").unlink()
+    for name in scripts:
+        (tmp_path / f"{name}.py").unlink()
+    for name, down in (("a", "None"), ("b", "'a'"), ("c", "'b'")):
+        (tmp_path / f"{name}.py").write_text(f"revision = '{name}'\ndown_revision = {down}\nbranch_labels = None\n")
+    assert _chain_head(tmp_path) == "c"
