@@ -4,12 +4,13 @@ launch must refuse with a 4xx, a reason and no session."""
 import datetime as dt
 import json
 import re
+import shutil
 import subprocess
 import time
 
 import jwt
 import pytest
-from fixture_submissions import ASSIGNMENT, FULL
+from fixture_submissions import ASSIGNMENT, FULL, make_course
 from lti_platform import (
     CLIENT_ID,
     DEPLOYMENT,
@@ -26,6 +27,7 @@ from notebook_tools import ROOT
 from sqlalchemy import func, select, update
 
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts, roster
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.lti import registration
@@ -42,9 +44,23 @@ def platform():
     running.stop()
 
 
+@pytest.fixture(scope="module")
+def tool_keys(tmp_path_factory):
+    """The folder of a tool key pair made once a module by `make lti-register`'s own code (2048-bit RSA, ~0.1 CPU-s:
+    a pair made for each test was half the file's CPU). Each course starts with a copy, so its registration finds
+    its keys made; test_lti_register_writes_... makes a pair of its own."""
+    course = Course(make_course(tmp_path_factory.mktemp("tool-keys") / "course"))
+    registration.ensure_keys(course)
+    return registration.config_path(course).parent
+
+
 @pytest.fixture
-def tool(course, portal, platform):
+def tool(course, portal, platform, tool_keys):
     """The portal registered with the platform (as `make lti-register` does) and a browser on it over https."""
+    folder = registration.config_path(course).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in (registration.PRIVATE_KEY, registration.PUBLIC_KEY):
+        shutil.copy2(tool_keys / name, folder / name)              # the private key's mode (owner only) kept
     found = platform.registration()
     registration.register(course, found["issuer"], CLIENT_ID, [DEPLOYMENT],
                           {k: found[k] for k in ("auth_login_url", "auth_token_url", "key_set_url")})
