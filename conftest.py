@@ -56,18 +56,13 @@ SLOW_TESTS = {
 WHY_SLOW = {
     "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "
     "chapter executed, then Sphinx), once a run for every test that reads the book",
-    "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages at desktop "
-    "width in Chromium (math typeset, images, console, axe), shared with the axe test; the shares run on both workers",
+    "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages once at "
+    "desktop width in a Chromium that draws scrollbars (math typeset, images, console, inline formulas, axe), shared "
+    "with the axe and inline-formula tests; the shares run on both workers",
     "tests/book/test_browser.py::test_pages_read_at_phone_width": "its share of the pages at phone width in Chromium: "
     "what is cut off on a phone shows only in a browser; the shares run on both workers",
     "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
     "Chromium's print), shared with tests/book/test_pdf.py",
-    "tests/book/test_browser.py::test_inline_formulas_fit": "every inline formula of every page measured in a second "
-    "Chromium, scrollbars shown",
-    "tests/book/test_browser.py::test_chapters_offer_the_executed_notebook": "each chapter's two downloads fetched "
-    "through the browser",
-    "tests/book/test_browser.py::test_sidebar_and_next_links_reach_every_page": "every page opened in Chromium in "
-    "reading order, following each page's next link as a reader does",
     "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",
     "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run twice, each "
     "in a fresh kernel of the reader's environment",
@@ -87,9 +82,9 @@ WHY_SLOW = {
     "tests/end_to_end/test_formgrader.py::": "nbgrader's formgrader started and read in Chromium",
     "tests/end_to_end/test_portal_browser.py::": "the portal driven in Chromium, notebooks graded in the sandbox",
     "tests/authoring/test_exercise_layout.py::test_committed_exercises_equal_a_fresh_generation": "nbgrader's own "
-    "generate_assignment command for every assignment: the proof that exercises/ is what nbgrader makes",
-    "tests/authoring/test_exercise_layout.py::test_nbgrader_validate_passes": "`nbgrader validate` on a solved and an "
-    "untouched notebook, each executed",
+    "generate_assignment command (one process for every assignment): the proof that exercises/ is what nbgrader makes",
+    "tests/authoring/test_exercise_layout.py::test_nbgrader_validate_passes": "its setup runs `nbgrader validate` on "
+    "every assignment's solved and untouched notebook (one process, each notebook executed in a kernel)",
     "tests/grading/test_kernel_semantics.py::": "its setup grades the realistic notebooks in the sandbox",
     "tests/grading/test_flood_bounds.py::": "a sandbox job that floods every hidden test",
     "tests/portal/test_hub.py::": "its setup starts a real JupyterHub and its proxy, once a module",

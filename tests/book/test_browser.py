@@ -5,12 +5,14 @@ The `site` and `browser` fixtures live in conftest.py: one server and one Chromi
 import html.parser
 import json
 import pathlib
+import typing
 import urllib.parse
+import urllib.request
 
 import axe_playwright_python
 import nbformat
 import pytest
-from book_pages import RAW_TEX, open_page, toc_files
+from book_pages import RAW_TEX, PageLinks, open_page, resolve, toc_files
 
 from posenc_autograder.authoring import book_downloads
 
@@ -110,42 +112,63 @@ def page_problems(page) -> list[str]:
     return problems
 
 
+# Inline formulas whose content is wider than their box: in a browser that draws scrollbars each one shows a
+# scrollbar under the formula (span.math scrolls sideways, for the long ones on a phone).
+OVERFLOWING_INLINE_MATH = """() => [...document.querySelectorAll("article span.math")]
+    .filter(s => s.scrollWidth > s.clientWidth)
+    .map(s => `${s.textContent.trim().slice(0, 40)} (${s.scrollWidth} px in ${s.clientWidth})`)"""
+# MathJax's glyphs take their final widths when its fonts have loaded (reader.js fits the formulas then).
+FONTS_LOADED = "() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => r(true))))"
+SCROLLBAR_WIDTH = """() => { const box = document.createElement("div");
+    box.style.cssText = "overflow: scroll; width: 100px; height: 100px; position: absolute";
+    document.body.append(box); const width = box.offsetWidth - box.clientWidth; box.remove(); return width; }"""
+
+
 SHARES = 2                 # the crawls of every page in shares, each its own group: make test's two workers crawl one
 SHARE_IDS = [f"share {i + 1} of {SHARES}" for i in range(SHARES)]
 
 
 @pytest.fixture(scope="module", params=range(SHARES), ids=SHARE_IDS)
-def desktop_pages(request, site, browser, pages, repo_root):
-    """Every page opened once at desktop width (light theme), every SHARES-th from its share's first:
-    {page: (problems while loading and reading it, axe-core's serious and critical WCAG 2.1 A/AA violations)}; a
-    screenshot of each lands in _build/screenshots."""
+def desktop_pages(request, site, browser_with_scrollbars, pages, repo_root):
+    """Every page opened once at desktop width (light theme) in a Chromium that draws scrollbars, as most desktops
+    do, every SHARES-th from its share's first: {page: DesktopPage}; a screenshot of each lands in
+    _build/screenshots. Each check reads the page as it first shows (the screenshot and axe come last)."""
     base, _ = site
     shots = repo_root / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     found = {}
     every = [f"{p}.html" for p in pages] + list(GENERATED_PAGES)
     for name in every[request.param::SHARES]:
-        page, problems = open_page(browser, f"{base}/{name}")
+        page, problems = open_page(browser_with_scrollbars, f"{base}/{name}")
+        scrollbar, overflowing = page.evaluate(SCROLLBAR_WIDTH), []
         if name in GENERATED_PAGES:                  # the search and index pages: axe only
             if "search" in name:
                 page.wait_for_selector("#search-results ul.search li p.context", timeout=15000)
             problems = []
         else:
+            overflowing = page.evaluate(OVERFLOWING_INLINE_MATH)
             problems = problems + page_problems(page)    # a copy: axe's own stylesheet reads are not the page's
             page.screenshot(path=str(shots / f"{name[:-len('.html')].replace('/', '__')}.png"), full_page=True)
-        found[name] = (problems, axe_violations(page))
+        found[name] = DesktopPage(problems, axe_violations(page), scrollbar, overflowing)
         page.close()
     return found
 
 
+class DesktopPage(typing.NamedTuple):
+    problems: list[str]              # page_problems and what went wrong while it loaded
+    violations: dict                 # axe-core's serious and critical WCAG 2.1 A/AA violations
+    scrollbar: int                   # px: the width of a scrollbar in this browser (0: it draws none)
+    overflowing_formulas: list[str]  # inline formulas wider than their box (each would show a scrollbar)
+
+
 def test_every_page_loads_cleanly_with_typeset_math_and_images(desktop_pages):
-    assert {name: problems for name, (problems, _) in desktop_pages.items() if problems} == {}
+    assert {name: seen.problems for name, seen in desktop_pages.items() if seen.problems} == {}
 
 
 def test_every_page_passes_axe_wcag_2_1_aa(desktop_pages):
     """No serious or critical violation of axe-core's WCAG 2.1 A/AA rules on any page (light theme; the
     phone-width test checks the dark theme's contrast)."""
-    assert {name: violations for name, (_, violations) in desktop_pages.items() if violations} == {}
+    assert {name: seen.violations for name, seen in desktop_pages.items() if seen.violations} == {}
 
 
 def test_the_axe_check_can_fail(site, browser, pages):
@@ -199,18 +222,26 @@ def _page_name(url, base):
     return path.removeprefix(urllib.parse.urlparse(base).path + "/").removesuffix(".html")
 
 
-def test_sidebar_and_next_links_reach_every_page(site, browser, pages):
+def built_page(base: str, name: str) -> tuple[str, PageLinks]:
+    """(the page's address, its links and outputs) as the book's server sends it (tests of what a reader clicks or
+    downloads, not of how it is drawn: read from the HTML, no browser)."""
+    url = f"{base}/{name}.html"
+    return url, PageLinks(fetch_text(url))
+
+
+def test_sidebar_and_next_links_reach_every_page(site, pages):
+    """The first page's sidebar links every page; its "next" links, followed from the first, go through every page in
+    reading order (each page is the next link's target on the one before)."""
     base, _ = site
-    page, _ = open_page(browser, f"{base}/{pages[0]}.html")
-    sidebar = {_page_name(a, base) for a in page.eval_on_selector_all(
-        "nav.bd-docs-nav a.reference.internal", "links => links.map(a => a.href.split('#')[0])")}
+    url, links = built_page(base, pages[0])
+    sidebar = {_page_name(resolve(url, href).split("#")[0], base) for href in links.sidebar}
     sidebar.add(pages[0])
     assert sidebar == set(pages)
     reached = [pages[0]]
-    while (link := page.query_selector("a.right-next")) is not None:
-        page.goto(link.get_attribute("href") and urllib.parse.urljoin(page.url, link.get_attribute("href")))
-        reached.append(_page_name(page.url, base))
-    page.close()
+    while links.next is not None and len(reached) <= len(pages):       # a loop of next links stops here too
+        url = resolve(url, links.next)
+        reached.append(_page_name(url, base))
+        links = PageLinks(fetch_text(url))
     assert reached == pages
 
 
@@ -235,51 +266,47 @@ def pages_under(pages, folder):
     return found
 
 
-def download_links(page, suffix):
+def download_links(url, links: PageLinks, suffix):
     """The page's download-menu links whose address ends in suffix."""
-    links = page.eval_on_selector_all(".dropdown-download-buttons a[href]", "links => links.map(a => a.href)")
-    return [url for url in links if url.endswith(suffix)]
+    return [address for href in links.downloads if (address := resolve(url, href)).endswith(suffix)]
 
 
-def fetch_text(page, url):
-    response = page.request.get(url)
-    assert response.ok, f"HTTP {response.status}: {url}"
-    return response.text()
+def fetch_text(url):
+    with urllib.request.urlopen(url, timeout=60) as response:      # an HTTP error raises, naming the address
+        return response.read().decode()
 
 
-def fetch_notebook(page, url):
+def fetch_notebook(url):
     """(raw text, notebook) of a downloaded .ipynb, which must be valid nbformat."""
-    text = fetch_text(page, url)
+    text = fetch_text(url)
     notebook = nbformat.reads(text, as_version=4)
     nbformat.validate(notebook)
     return text, notebook
 
 
-def test_exercise_pages_offer_the_student_notebook(site, browser, pages, repo_root):
+def test_exercise_pages_offer_the_student_notebook(site, pages, repo_root):
     base, _ = site
     for name in pages_under(pages, "exercises"):
-        page, _ = open_page(browser, f"{base}/{name}.html")
-        links = download_links(page, ".ipynb")
-        assert links, f"{name}: no .ipynb download"
-        text, _ = fetch_notebook(page, links[0])
+        url, links = built_page(base, name)
+        notebooks = download_links(url, links, ".ipynb")
+        assert notebooks, f"{name}: no .ipynb download"
+        text, _ = fetch_notebook(notebooks[0])
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
         assert json.loads(text) == json.loads((repo_root / f"{name}.ipynb").read_text())
-        assert links[0].endswith(f"/{book_downloads.SOURCES}/{name}.ipynb")      # what make release refreshes
-        page.close()
+        assert notebooks[0].endswith(f"/{book_downloads.SOURCES}/{name}.ipynb")      # what make release refreshes
 
 
-def test_chapters_offer_the_executed_notebook_and_the_markdown_source(site, browser, pages, repo_root):
+def test_chapters_offer_the_executed_notebook_and_the_markdown_source(site, pages, repo_root):
     base, _ = site
     for name in pages_under(pages, "chapters"):
-        page, _ = open_page(browser, f"{base}/{name}.html")
-        notebook_links, source_links = download_links(page, ".ipynb"), download_links(page, ".md")
+        url, links = built_page(base, name)
+        notebook_links, source_links = download_links(url, links, ".ipynb"), download_links(url, links, ".md")
         assert notebook_links and source_links, f"{name}: download menu lacks .ipynb or .md"
-        assert fetch_text(page, source_links[0]) == (repo_root / f"{name}.md").read_text(), f"{name}: .md differs"
-        _, notebook = fetch_notebook(page, notebook_links[0])
+        assert fetch_text(source_links[0]) == (repo_root / f"{name}.md").read_text(), f"{name}: .md differs"
+        _, notebook = fetch_notebook(notebook_links[0])
         with_outputs = sum(bool(c.outputs) for c in notebook.cells if c.cell_type == "code")
-        shown = page.locator("main .cell_output").count()
+        shown = links.outputs
         assert with_outputs == shown > 0, f"{name}: the .ipynb has {with_outputs} executed cells, the page {shown}"
-        page.close()
 
 
 class LinkCollector(html.parser.HTMLParser):
@@ -317,31 +344,12 @@ def test_internal_links_resolve(site, book_pdf):
     assert broken == []
 
 
-# Inline formulas whose content is wider than their box: in a browser that draws scrollbars each one shows a
-# scrollbar under the formula (span.math scrolls sideways, for the long ones on a phone).
-OVERFLOWING_INLINE_MATH = """() => [...document.querySelectorAll("article span.math")]
-    .filter(s => s.scrollWidth > s.clientWidth)
-    .map(s => `${s.textContent.trim().slice(0, 40)} (${s.scrollWidth} px in ${s.clientWidth})`)"""
-# MathJax's glyphs take their final widths when its fonts have loaded (reader.js fits the formulas then).
-FONTS_LOADED = "() => document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => r(true))))"
-SCROLLBAR_WIDTH = """() => { const box = document.createElement("div");
-    box.style.cssText = "overflow: scroll; width: 100px; height: 100px; position: absolute";
-    document.body.append(box); const width = box.offsetWidth - box.clientWidth; box.remove(); return width; }"""
-
-
-def test_inline_formulas_fit_their_box_with_scrollbars_shown(site, browser_with_scrollbars, pages):
+def test_inline_formulas_fit_their_box_with_scrollbars_shown(desktop_pages):
     """At desktop width, in a browser that draws scrollbars (checked first), no inline formula is wider than its
     box: none shows a scrollbar under itself."""
-    base, _ = site
-    overflowing = {}
-    for name in pages:
-        page, _ = open_page(browser_with_scrollbars, f"{base}/{name}.html")
-        page.evaluate(FONTS_LOADED)
-        assert page.evaluate(SCROLLBAR_WIDTH) > 0, "this browser hides scrollbars: the test would see nothing"
-        if found := page.evaluate(OVERFLOWING_INLINE_MATH):
-            overflowing[name] = found
-        page.close()
-    assert overflowing == {}
+    assert [name for name, seen in desktop_pages.items() if seen.scrollbar <= 0] == [], \
+        "this browser hides scrollbars: the test would see nothing"
+    assert {name: seen.overflowing_formulas for name, seen in desktop_pages.items() if seen.overflowing_formulas} == {}
 
 
 def test_the_inline_formula_check_can_fail(site, browser_with_scrollbars, pages):

@@ -1,6 +1,8 @@
 """The book's pages in reading order, read from _toc.yml (shared by the book, browser and PDF tests)."""
+import html.parser
 import pathlib
 import re
+import urllib.parse
 
 import yaml
 
@@ -39,3 +41,54 @@ def open_page(browser, url, width=1280, color_scheme="light"):
     # reader.js marks scrolling boxes once the fonts are in; a frame after that, its marks are on the page
     page.evaluate("() => document.fonts.ready.then(() => new Promise(done => requestAnimationFrame(() => done())))")
     return page, problems
+
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class PageLinks(html.parser.HTMLParser):
+    """What a reader clicks on a built page and what it shows, read from the HTML the server sends (the theme's
+    scripts add no link and no output): the sidebar's links (`nav.bd-docs-nav a.reference.internal`), the first
+    "next" link (`a.right-next`), the download menu's links (`.dropdown-download-buttons a[href]`), the number of
+    cell outputs in the article (`main .cell_output`). Hrefs as written; `resolve` makes them addresses."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.open: list[tuple[str, set[str]]] = []
+        self.sidebar: list[str] = []
+        self.next: str | None = None
+        self.downloads: list[str] = []
+        self.outputs = 0
+        self.feed(text)
+        self.close()
+
+    def _inside(self, tag: str = "", css_class: str = "") -> bool:
+        return any((not tag or name == tag) and (not css_class or css_class in classes)
+                   for name, classes in self.open)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = set((attrs.get("class") or "").split())
+        href = attrs.get("href")
+        if tag == "a" and href is not None:
+            if {"reference", "internal"} <= classes and self._inside("nav", "bd-docs-nav"):
+                self.sidebar.append(href)
+            if "right-next" in classes and self.next is None:
+                self.next = href
+            if self._inside(css_class="dropdown-download-buttons"):
+                self.downloads.append(href)
+        if "cell_output" in classes and self._inside("main"):
+            self.outputs += 1
+        if tag not in VOID:
+            self.open.append((tag, classes))
+
+    def handle_endtag(self, tag):
+        for depth in range(len(self.open) - 1, -1, -1):       # the innermost open element of that name, and any
+            if self.open[depth][0] == tag:                       # left unclosed inside it
+                del self.open[depth:]
+                return
+
+
+def resolve(page_url: str, href: str) -> str:
+    """The address a link on the page at page_url leads to, as the browser's `a.href` gives it."""
+    return urllib.parse.urljoin(page_url, href)
