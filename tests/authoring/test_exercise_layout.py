@@ -1,13 +1,10 @@
 """The student notebooks are what nbgrader generates, and the test plan covers the whole spec."""
-import pathlib
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
 from fixture_submissions import solved_notebook
-from notebook_tools import ROOT, grade_cells, solution_notebook
+from notebook_tools import ROOT, grade_cells, nbgrader_validate, solution_notebook
 
 from posenc_autograder.authoring.plan import plan_rows, render_plan_csv
 from posenc_autograder.authoring.spec_bullets import all_spec_bullets
@@ -22,9 +19,9 @@ def test_committed_exercises_equal_a_fresh_generation(tmp_path):
     shutil.copytree(ROOT / "solutions", tmp_path / "solutions")
     (tmp_path / "autograder").mkdir()
     shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp_path / "autograder")
-    for assignment in ASSIGNMENTS:
-        run_nbgrader(tmp_path, "generate_assignment", assignment, "--force", "--log-level=ERROR", home=tmp_path,
-                     check=True, capture_output=True)
+    # every assignment in solutions/ in one nbgrader process (its assignment id is a glob)
+    run_nbgrader(tmp_path, "generate_assignment", "*", "--force", "--log-level=ERROR", home=tmp_path,
+                 check=True, capture_output=True)
     fresh = sorted(p.relative_to(tmp_path / "exercises") for p in (tmp_path / "exercises").rglob("*.ipynb"))
     committed = sorted(p.relative_to(ROOT / "exercises") for p in (ROOT / "exercises").rglob("*.ipynb"))
     assert fresh == committed, "run `make release`"
@@ -64,19 +61,20 @@ def test_every_hidden_cell_has_a_registered_check(assignment):
     assert hidden == registered
 
 
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory) -> dict[str, str]:
+    """What a student sees from `nbgrader validate` before submitting, outside the course folder, for each
+    assignment's solved and untouched notebook (all in one nbgrader process): file name -> its output."""
+    folder = tmp_path_factory.mktemp("validate")
+    for assignment in ASSIGNMENTS:
+        nbformat.write(solved_notebook(assignment), folder / f"{assignment}_solved.ipynb")
+        shutil.copy(ROOT / "exercises" / assignment / f"{assignment}.ipynb", folder / f"{assignment}_untouched.ipynb")
+    return nbgrader_validate(folder, [f"{a}_{kind}.ipynb" for a in ASSIGNMENTS for kind in ("solved", "untouched")])
+
+
 @pytest.mark.slow          # runs nbgrader validate
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_nbgrader_validate_passes_a_solved_notebook_and_flags_an_untouched_one(assignment, tmp_path):
-    """What a student sees from `nbgrader validate` before submitting, outside the course folder."""
-    nbformat.write(solved_notebook(assignment), tmp_path / "solved.ipynb")
-    shutil.copy(ROOT / "exercises" / assignment / f"{assignment}.ipynb", tmp_path / "untouched.ipynb")
-    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
-
-    def validate(name):
-        return subprocess.run([str(nbgrader), "validate", name], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=600,
-                              env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}).stdout
-
-    assert "Success! Your notebook passes all the tests." in validate("solved.ipynb")
-    untouched = validate("untouched.ipynb")
+def test_nbgrader_validate_passes_a_solved_notebook_and_flags_an_untouched_one(assignment, validated):
+    assert "Success! Your notebook passes all the tests." in validated[f"{assignment}_solved.ipynb"]
+    untouched = validated[f"{assignment}_untouched.ipynb"]
     assert "VALIDATION FAILED" in untouched and "NotImplementedError" in untouched

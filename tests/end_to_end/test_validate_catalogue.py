@@ -6,12 +6,11 @@ One nbgrader process validates a whole batch of notebooks (a kernel each, a few 
 """
 import pathlib
 import re
-import subprocess
-import sys
 
 import nbformat
 import pytest
 from fixture_submissions import solved_notebook
+from notebook_tools import nbgrader_validate
 
 from posenc_autograder.checks.positional_encoding.catalogue import ALTERNATIVES, MISTAKES
 from posenc_autograder.checks.rope_alibi.catalogue import ALTERNATIVES as ROPE_ALTERNATIVES
@@ -60,17 +59,6 @@ def alternative_rounds(alternatives: dict[str, str]) -> list[dict[str, str]]:
     return rounds
 
 
-def validate(folder: pathlib.Path, names: list[str]) -> dict[str, str]:
-    """nbgrader validate on every notebook in one process: file name -> what it printed for that notebook."""
-    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
-    text = subprocess.run([str(nbgrader), "validate", *names], cwd=folder, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=900,      # one stream: the log says which file
-                          env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(folder),
-                               "PYTHONUNBUFFERED": "1"}).stdout           # so each result follows its file
-    parts = re.split(r"Validating '([^']+)'", text)
-    return {pathlib.Path(parts[i]).name: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
-
-
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     return build_and_validate(tmp_path_factory.mktemp("validate"))
@@ -91,7 +79,7 @@ def build_and_validate(folder: pathlib.Path) -> dict[str, str]:
                 nb = _appended(nb, code)
             nbformat.write(nb, folder / f"{assignment}_alternatives_{index}.ipynb")
             names.append(f"{assignment}_alternatives_{index}.ipynb")
-    return validate(folder, names)
+    return nbgrader_validate(folder, names)
 
 
 def _appended(nb, code):

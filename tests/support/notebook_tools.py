@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import pathlib
+import re
+import subprocess
+import sys
 
 import nbformat
 
@@ -34,3 +37,16 @@ def namespace_from(source: str, *overrides: str) -> dict:
     for code in overrides:
         exec(compile(code, "<variant>", "exec"), ns)  # noqa: S102
     return ns
+
+
+def nbgrader_validate(folder: pathlib.Path, names: list[str]) -> dict[str, str]:
+    """`nbgrader validate` on every notebook in one process, as a student runs it in their own folder (a bare
+    environment, HOME there): file name -> what it printed for that notebook (one stream, each result after the
+    log line naming its file)."""
+    nbgrader = pathlib.Path(sys.executable).parent / "nbgrader"
+    text = subprocess.run([str(nbgrader), "validate", *names], cwd=folder, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900,
+                          env={"PATH": f"{nbgrader.parent}:/usr/bin:/bin", "HOME": str(folder),
+                               "PYTHONUNBUFFERED": "1"}).stdout
+    parts = re.split(r"Validating '([^']+)'", text)
+    return {pathlib.Path(parts[i]).name: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
