@@ -1,4 +1,6 @@
 """The hidden-test checks, run in-process on the solution and on student variants (milliseconds each)."""
+import functools
+
 import numpy as np
 import pytest
 from notebook_tools import implementation_source, namespace_from, solution_notebook
@@ -11,6 +13,19 @@ from posenc_autograder.probes import codec
 
 SOLUTION = implementation_source(solution_notebook("positional_encoding"))
 CORE_CHECKS = [cid for cid, c in REGISTRY.items() if c.assignment == "positional_encoding"]
+
+
+@functools.cache
+def _solution_frame(cell_id: str) -> bytes:
+    test = REGISTRY[cell_id]
+    return codec.frame(record_in_process(test.task_entry(), namespace_from(implementation_source(
+        solution_notebook(test.assignment)))))
+
+
+def solution_record(cell_id: str) -> dict:
+    """What the solution's notebook sends back for a hidden test: recorded once a module (three tests of each hidden
+    test read it), decoded afresh for each (a judge may change the containers it is given)."""
+    return codec.decode_frame(_solution_frame(cell_id), writable=False)
 
 
 def failures(ns):
@@ -118,8 +133,7 @@ def _poisoned(value, bad):
 @pytest.mark.parametrize("cell_id", sorted(REGISTRY))
 def test_every_judge_fails_answers_with_a_non_finite_value(cell_id, bad):
     test = REGISTRY[cell_id]
-    solution = implementation_source(solution_notebook(test.assignment))
-    record = record_in_process(test.task_entry(), namespace_from(solution))
+    record = solution_record(cell_id)
     assert test.verdict(record) == [], "the solution must pass before poisoning means anything"
     if codec.dumps(_poisoned(record["observations"], bad)) == codec.dumps(record["observations"]):
         pytest.skip("its observations hold no number (hidden_contracts records types and changed arguments)")
@@ -140,8 +154,7 @@ def _without_last_case(value):
 @pytest.mark.parametrize("cell_id", sorted(REGISTRY))
 def test_every_judge_fails_answers_with_a_case_missing(cell_id):
     test = REGISTRY[cell_id]
-    solution = implementation_source(solution_notebook(test.assignment))
-    record = record_in_process(test.task_entry(), namespace_from(solution))
+    record = solution_record(cell_id)
     if codec.dumps(_without_last_case(record["observations"])) == codec.dumps(record["observations"]):
         pytest.skip("its observations hold no list of cases")
     assert test.verdict({"observations": _without_last_case(record["observations"])}), cell_id
@@ -296,8 +309,7 @@ def test_a_partial_test_s_judge_returns_its_cases_with_its_problems(cell_id):
 
     from posenc_autograder.checks import hidden as base
     test = REGISTRY[cell_id]
-    solution = implementation_source(solution_notebook(test.assignment))
-    record = record_in_process(test.task_entry(), namespace_from(solution))
+    record = solution_record(cell_id)
     extra = {"verdicts": {}} if test.reads_verdicts else {}
     found = test.judge(test.plain_inputs(), record["observations"], **extra)
     assert list(found) == [] and found.cases > 1 and found.failed == 0

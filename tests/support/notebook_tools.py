@@ -1,6 +1,7 @@
 """Helpers for tests: read nbgrader notebooks and build namespaces from their code."""
 from __future__ import annotations
 
+import functools
 import pathlib
 import re
 import subprocess
@@ -25,6 +26,13 @@ def grade_cells(path: pathlib.Path) -> dict[str, float]:
 
 def implementation_source(path: pathlib.Path) -> str:
     """The code a student writes or is given: every non-test code cell, in order."""
+    stat = path.stat()
+    return _implementation_source(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _implementation_source(path: pathlib.Path, _mtime_ns: int, _size: int) -> str:
+    """Read once a process for each version of the file (hundreds of tests build namespaces from the solutions)."""
     nb = nbformat.read(path, as_version=4)
     return "\n\n".join(c.source for c in nb.cells
                        if c.cell_type == "code" and not nbgrader_meta(c).get("grade"))
@@ -33,9 +41,9 @@ def implementation_source(path: pathlib.Path) -> str:
 def namespace_from(source: str, *overrides: str) -> dict:
     """Execute the notebook's code, then each override (a student's variant of some functions)."""
     ns: dict = {"__name__": "__student__"}
-    exec(compile(source, "<notebook>", "exec"), ns)  # noqa: S102 - test-only, trusted course code
+    exec(_compiled(source, "<notebook>"), ns)  # noqa: S102 - test-only, trusted course code
     for code in overrides:
-        exec(compile(code, "<variant>", "exec"), ns)  # noqa: S102
+        exec(_compiled(code, "<variant>"), ns)  # noqa: S102
     return ns
 
 
@@ -50,3 +58,10 @@ def nbgrader_validate(folder: pathlib.Path, names: list[str]) -> dict[str, str]:
                                "PYTHONUNBUFFERED": "1"}).stdout
     parts = re.split(r"Validating '([^']+)'", text)
     return {pathlib.Path(parts[i]).name: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str, name: str):
+    """A source compiled once a process: a code object is immutable, and each exec runs it in its own namespace (a
+    solution's code was compiled again for each of the catalogue's 232 mistakes)."""
+    return compile(source, name, "exec")
