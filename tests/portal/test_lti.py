@@ -30,7 +30,7 @@ from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts, roster
 from posenc_autograder.portal import auth
-from posenc_autograder.portal.lti import registration
+from posenc_autograder.portal.lti import adapter, registration
 from posenc_autograder.portal.lti.models import LtiLogin, LtiScore, LtiUser
 from posenc_autograder.portal.models import Session, Student
 from posenc_autograder.portal.routes import create_app
@@ -291,18 +291,20 @@ def test_a_token_signed_by_another_key_is_refused(tool, portal, platform):
 
 
 def test_an_unknown_key_id_refreshes_the_key_set_and_a_key_not_in_it_is_refused(tool, portal, platform):
+    now = [0.0]
+    portal.lti.key_sets.clock = lambda: now[0]                    # the key sets' clock, moved by the test
     assert launch_browser(tool, platform)[0].status_code == 303
     fetched = platform.jwks_fetches
     assert launch_browser(tool, platform)[0].status_code == 303
     assert platform.jwks_fetches == fetched                       # cached
     platform.rotate()
-    time.sleep(0.6)
+    now[0] += adapter.KEYS_REFETCH_SECONDS + 0.1                  # past the shortest wait between two fetches
     answer, _ = launch_browser(tool, platform, sub="stu-9")
     assert answer.status_code == 303 and platform.jwks_fetches == fetched + 1      # rotated: fetched again
     with portal.sessions() as db:
         db.execute(Session.__table__.delete())
         db.commit()
-    time.sleep(0.6)
+    now[0] += adapter.KEYS_REFETCH_SECONDS + 0.1
     answer, _ = launch_browser(tool, platform, make=forged(platform, key=new_key(), kid="no-such-kid"))
     refused(answer, portal, 401, "no key")
 
