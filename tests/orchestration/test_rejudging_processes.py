@@ -1,5 +1,5 @@
 """A class re-judged from kept records (a hidden test's points changed) is spread over processes forked from the run
-(orchestration/ahead.py): they re-judge, the run stores, in order. What is stored is byte for byte what one process
+(orchestration/ahead.py): they re-judge (each stored record as the run read it), the run stores, in order. What is stored is byte for byte what one process
 stores (results, autograded notebooks, feedback pages, integrity evidence, kept records, attempts, the gradebook's
 rows), and a process that dies loses nothing: the run re-judges its notebooks itself."""
 import os
@@ -13,6 +13,7 @@ from fixture_submissions import NOTEBOOK, course_with_solvers
 
 from posenc_autograder.course import GRADEBOOK, RELEASE_DIRECTORY
 from posenc_autograder.orchestration import grade
+from posenc_autograder.records import results_store
 from posenc_autograder.settings import Limits
 
 LIMITS = Limits(cell_seconds=8, notebook_seconds=60)
@@ -95,6 +96,9 @@ def test_a_class_rejudged_by_processes_stores_what_one_process_stores(graded_cla
 
     monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
     _prepared_where(monkeypatch, tmp_path / "spread.log")
+    real_load, run = results_store.load, os.getpid()
+    monkeypatch.setattr(results_store, "load", lambda path: real_load(path) if os.getpid() == run
+                        else pytest.fail("a process read a stored record again"))
     spread = grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS)
     assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err
     assert _where(tmp_path / "spread.log") == {student: {"process"} for student in STUDENTS}   # none in the run

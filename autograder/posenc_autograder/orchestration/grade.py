@@ -96,9 +96,12 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         print(f"Not graded: submitted/{reason}", file=sys.stderr)
     fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
     digests = [sha256(sub.path) if sub.path else None for sub in submissions]
-    # Each stored record is read once: the result of an unchanged file and grader, else None.
-    kept = [None if force else _stored_if_unchanged(course, sub, digest, fingerprints)
-            for sub, digest in zip(submissions, digests, strict=True)]
+    # Each stored record is read once: the result of an unchanged file and grader, else None (a notebook re-judged by
+    # another process is compared with the record as read here; --force reads none here).
+    records: list[Any] = [UNREAD if force else results_store.load(results_store.path(course, *sub.key))
+                          for sub in submissions]
+    kept = [None if record is UNREAD else _unchanged(record, digest, fingerprints[sub.assignment])
+            for sub, digest, record in zip(submissions, digests, records, strict=True)]
     unchanged = [result is not None for result in kept]
     for sub, digest, result in zip(submissions, digests, kept, strict=True):
         if result is not None and digest:
@@ -120,7 +123,8 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
                                                        if s.assignment == assignment and not same])
         from posenc_autograder.reports import feedback, late_policy
         page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
-        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept, strict=True)), fingerprints,
+        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept, records, strict=True)),
+                                     fingerprints,
                                      page, jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits,
                                      quiet=quiet, force=force)
     rebuild_class_files(course, results, refused)
@@ -135,11 +139,18 @@ CLASS_FILES = "class-files"
 PACKAGE_FILES = "*.py"
 
 
-def _stored_if_unchanged(course: Course, sub: Submission, digest: str | None, fingerprints) -> NotebookResult | None:
-    """The stored result of this very file graded by this very grader, or None."""
-    previous = results_store.load(results_store.path(course, *sub.key))
-    if previous and digest and previous.get("sha256") == digest \
-            and previous.get("fingerprint") == fingerprints[sub.assignment]:
+UNREAD = object()                # a stored record not read yet (a --force run reads each as its notebook is graded)
+
+
+def _previous(course: Course, sub: Submission, record) -> dict | None:
+    """The notebook's stored record: as read at the start of the round (a process forked then holds it), else read
+    now."""
+    return results_store.load(results_store.path(course, *sub.key)) if record is UNREAD else record
+
+
+def _unchanged(previous: dict | None, digest: str | None, fingerprint: str) -> NotebookResult | None:
+    """The stored result (`previous`, results_store.load's) of this very file graded by this very grader, or None."""
+    if previous and digest and previous.get("sha256") == digest and previous.get("fingerprint") == fingerprint:
         try:
             return results_store.result_from_json(previous["result"])
         except (KeyError, TypeError, ValueError):
@@ -180,13 +191,14 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
         if not force and not scheduler else None
 
     def tasks():
-        for index, (sub, digest, stored) in enumerate(planned):
+        for index, (sub, digest, stored, record) in enumerate(planned):
             if stored is not None:
                 results.append(stored)                    # unchanged file and grader
                 progress.step(f"{sub.student} (unchanged)")
                 continue
             front = ahead.take(index) if ahead is not None else None
             if front is not None:                         # re-judged by another process: stored here, in order
+                front.previous = _previous(course, sub, record)
                 notes = list(sub.notes)
                 sub.notes[:] = front.notes
                 for phase, seconds in front.costs.items():
@@ -365,13 +377,13 @@ def _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) -> Ahea
     there are too few notebooks or one core. A notebook they cannot re-judge is done by the run, as with no process."""
     from posenc_autograder.orchestration.ahead import Ahead
 
-    todo = [index for index, (_, _, stored) in enumerate(planned) if stored is None]
+    todo = [index for index, (_, _, stored, _) in enumerate(planned) if stored is None]
     if jobs < 2 or len(todo) < AHEAD_FROM:
         return None
 
     def rejudged(index: int) -> Rejudged | None:
-        sub, digest, _ = planned[index]
-        previous = results_store.load(results_store.path(course, *sub.key))
+        sub, digest, _, record = planned[index]
+        previous = _previous(course, sub, record)
         if previous is None or digest is None or previous.get("sha256") != digest:
             return None                               # a first grading: prepared by the run, which runs it
         costs.reset()                                 # this process's own: what it spent goes back with the answer
@@ -384,6 +396,7 @@ def _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) -> Ahea
         if not isinstance(found, Rejudged):
             return None
         found.notes, found.costs = list(sub.notes), costs.taken()
+        found.previous = None                         # the run holds it (planned): not sent back
         return found
 
     return Ahead(rejudged, todo, jobs)
