@@ -1,7 +1,8 @@
 """A class re-judged from kept records (a hidden test's points changed) is spread over processes forked from the run
-(orchestration/ahead.py): they re-judge (each stored record as the run read it), the run stores, in order. What is stored is byte for byte what one process
-stores (results, autograded notebooks, feedback pages, integrity evidence, kept records, attempts, the gradebook's
-rows), and a process that dies loses nothing: the run re-judges its notebooks itself."""
+(orchestration/ahead.py): they re-judge (each stored record as the run read it), the run stores, in order. What is
+stored is byte for byte what one process stores (results, autograded notebooks, feedback pages, integrity evidence,
+kept records, attempts, the gradebook's rows), and a process that dies loses nothing: the run re-judges its notebooks
+itself."""
 import os
 import pathlib
 import shutil
