@@ -4,7 +4,7 @@ digests, the judge's readers and the autograded notebook's writer, never written
 import json
 
 import nbformat
-from fixture_submissions import NOTEBOOK, course_with_solvers
+from fixture_submissions import NOTEBOOK, course_with_solvers, set_released_points
 
 from posenc_autograder.course import RELEASE_DIRECTORY, SOURCE_DIRECTORY
 from posenc_autograder.grading import pipeline
@@ -15,19 +15,10 @@ LIMITS = Limits(cell_seconds=8, notebook_seconds=60)
 TEST = "hidden_pe_values"
 
 
-def _set_points(course, cell_id, points):
-    """What `make release` does to the released notebook when a hidden test's points change."""
-    path = course.path(RELEASE_DIRECTORY) / "positional_encoding" / f"{NOTEBOOK}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id)
-    cell.metadata["nbgrader"]["points"] = points
-    nbformat.write(nb, path)
-
-
 def test_a_rejudge_parses_only_the_last_autograded_notebook(tmp_path, monkeypatch):
     course = course_with_solvers(tmp_path, "ann", "ben")
     grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
-    _set_points(course, TEST, 5)
+    set_released_points(course, TEST, 5)
     pipeline.executed.cache_clear()
     parsed, real_loads, real_reads = [], json.loads, nbformat.v4.reads
 

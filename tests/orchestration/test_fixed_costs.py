@@ -66,9 +66,13 @@ def test_the_command_with_nothing_to_grade_imports_neither_nbgrader_nor_matplotl
               f"status = cli.main(['grade', '--no-sandbox', '--course', {str(graded.root)!r}]); "
               "print(status, sorted(m for m in ('nbgrader', 'matplotlib', 'lark', 'sqlalchemy') if m in sys.modules))")
     for _ in range(2):        # the first run checks the release (nbgrader) and remembers that it did
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": SRC})
+        done = _fresh_process(script)
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout + done.stderr
+
+
+def _fresh_process(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": SRC})
 
 
 def test_the_iri_format_is_still_checked_and_its_grammar_compiled_only_then():
@@ -96,8 +100,7 @@ def test_opening_a_gradebook_that_exists_reads_no_schema_scripts(graded):
     script = ("import pathlib, sys; from posenc_autograder.course import Course, open_gradebook; "
               f"gb = open_gradebook(Course(pathlib.Path({str(graded.root)!r}))).__enter__(); "
               "print(sorted(m for m in ('alembic', 'mako') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": SRC})
+    done = _fresh_process(script)
     assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
 
 
@@ -106,8 +109,7 @@ def test_a_new_gradebooks_schema_revision_is_alembics_read_without_importing_it(
               "found = nbgrader_schema_revision(); imported = 'alembic' in sys.modules; "
               "from alembic.script import ScriptDirectory; from nbgrader.dbutil import ALEMBIC_DIR; "
               "print(found, imported, ScriptDirectory(ALEMBIC_DIR).get_heads())")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": SRC})
+    done = _fresh_process(script)
     found, imported, heads = done.stdout.strip().split(maxsplit=2)
     assert imported == "False" and heads == f"['{found}']", done.stdout + done.stderr
 

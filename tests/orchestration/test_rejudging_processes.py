@@ -8,9 +8,8 @@ import pathlib
 import shutil
 import sqlite3
 
-import nbformat
 import pytest
-from fixture_submissions import NOTEBOOK, course_with_solvers
+from fixture_submissions import NOTEBOOK, course_with_solvers, set_released_points
 
 from posenc_autograder.course import GRADEBOOK, RELEASE_DIRECTORY
 from posenc_autograder.orchestration import grade
@@ -23,15 +22,6 @@ STUDENTS = ("ann", "ben", "cat", "dan")             # dan hands in the notebook 
 STORED = ("autograded", "feedback", "attempts", ".work/integrity")
 ROWS = ("SELECT * FROM grade ORDER BY id", "SELECT * FROM comment ORDER BY id",
         "SELECT * FROM submitted_assignment ORDER BY id", "SELECT * FROM submitted_notebook ORDER BY id")
-
-
-def _set_points(course, cell_id, points):
-    """What `make release` does to the released notebook when a hidden test's points change."""
-    path = course.path(RELEASE_DIRECTORY) / "positional_encoding" / f"{NOTEBOOK}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell_id)
-    cell.metadata["nbgrader"]["points"] = points
-    nbformat.write(nb, path)
 
 
 def _stored(course) -> dict:
@@ -55,7 +45,7 @@ def graded_class(tmp_path):
     (course.submitted / STUDENTS[-1] / "positional_encoding").mkdir(parents=True)
     shutil.copy(stub, course.submitted / STUDENTS[-1] / "positional_encoding" / f"{NOTEBOOK}.ipynb")
     grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
-    _set_points(course, TEST, 5)
+    set_released_points(course, TEST, 5)
     aside = tmp_path / "aside"
     shutil.copytree(course.root, aside, symlinks=True)
 

@@ -182,6 +182,15 @@ def course_with_solvers(tmp: pathlib.Path, *students: str) -> Course:
     return course
 
 
+def set_released_points(course: Course, cell_id: str, points: float) -> None:
+    """What `make release` does to the core notebook as released when a hidden test's points change."""
+    path = course.path("exercises") / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if _grade_id(c) == cell_id)
+    cell.metadata["nbgrader"]["points"] = points
+    nbformat.write(nb, path)
+
+
 def _registration_key() -> str:
     """What a registered gradebook depends on: the released notebooks, the course config, nbgrader's version."""
     digest = hashlib.sha256(importlib.metadata.version("nbgrader").encode())

@@ -190,6 +190,16 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) \
         if not force and not scheduler else None
 
+    def stored_rejudged(sub: Submission, digest: str | None, rejudged: Rejudged) -> str | None:
+        """A re-judged notebook stored and counted (None); else why it must run after all."""
+        done = _store_rejudged(course, gb, sub, digest, rejudged, fingerprints[sub.assignment], page)
+        if isinstance(done, str):
+            return done
+        how.count(sub.assignment, done[1])
+        results.append(done[0])
+        progress.step(f"{sub.student} ({done[1].way.value})")
+        return None
+
     def tasks():
         for index, (sub, digest, stored, record) in enumerate(planned):
             if stored is not None:
@@ -203,11 +213,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 sub.notes[:] = front.notes
                 for phase, seconds in front.costs.items():
                     costs.add(phase, seconds)
-                done = _store_rejudged(course, gb, sub, digest, front, fingerprints[sub.assignment], page)
-                if not isinstance(done, str):
-                    how.count(sub.assignment, done[1])
-                    results.append(done[0])
-                    progress.step(f"{sub.student} ({done[1].way.value})")
+                if stored_rejudged(sub, digest, front) is None:
                     continue
                 sub.notes[:] = notes                      # as if never tried: done below, as by one process
             try:
@@ -227,13 +233,10 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                     yield reprobe.probing_only(again.task, again.probed, variants.student_variant(course, sub.student))
                     continue
                 if isinstance(again, Rejudged):
-                    stored_now = _store_rejudged(course, gb, sub, digest, again, fingerprints[sub.assignment], page)
-                    if not isinstance(stored_now, str):
-                        how.count(sub.assignment, stored_now[1])
-                        results.append(stored_now[0])
-                        progress.step(f"{sub.student} ({stored_now[1].way.value})")
+                    must_run = stored_rejudged(sub, digest, again)
+                    if must_run is None:
                         continue
-                    again = stored_now
+                    again = must_run
                 why = again
                 try:
                     with costs.timed("prepare"):
