@@ -5,9 +5,9 @@ Chromium or PostgreSQL is marked by its fixture (tests/book/'s source checks sta
 tests/<stage>/, mirroring the grader package's folders. `make test` and `make test-fast` run them on two workers
 (pytest-xdist, --dist loadgroup): the tests that check the book's build are one group, which goes out first (the book
 is built once a run, tests/conftest.py); each that reads it in Chromium or prints it is a group of its own that waits
-for that build (tests/support/run_order.py hands out groups longest first); the tests that use PostgreSQL are one
-group; every other file runs whole on one worker, so its module fixtures are made once, and a solution notebook's cells
-(nbval, in the same run) share one kernel on one worker, in order.
+for that build (tests/support/run_order.py hands out groups longest first); every other file runs whole on one worker
+(its PostgreSQL tests too), so its module fixtures are made once, and a solution notebook's cells (nbval, in the same
+run) share one kernel on one worker, in order.
 """
 import functools
 import json
@@ -125,7 +125,8 @@ def pytest_collection_modifyitems(config, items):
 def group_of(nodeid: str, fixtures) -> str:
     """The tests that check the book's build, one group; a test that reads it, the group of the fixture it shares
     with others (the printed PDF; the pages crawled at desktop width, a group a share of them), else its own (each
-    parameter apart: the phone-width crawl's shares); the PostgreSQL tests, one group; any other test, its file's.
+    parameter apart: the phone-width crawl's shares); any other test, its file's (one on PostgreSQL too: a group of
+    the PostgreSQL tests made their files' module fixtures again on its worker, a graded class each).
     (No bracket in a group's name: xdist reads the group after the last '@' only when no ']' follows it.)"""
     if BUILD_FIXTURE in fixtures:
         if not READS_BUILD & set(fixtures):
@@ -134,8 +135,6 @@ def group_of(nodeid: str, fixtures) -> str:
         shared = [name + (f" {parameters.rstrip(']')}" if fixture in SHARED_BY_PARAMETER else "")
                   for fixture, name in AFTER_BUILD_SHARED.items() if fixture in fixtures]
         return run_order.AFTER_BUILD + (shared[0] if shared else f"{function} {parameters.rstrip(']')}".rstrip())
-    if "postgres_url" in fixtures:
-        return "postgres"
     return nodeid.split("::", 1)[0]
 
 

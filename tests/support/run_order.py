@@ -18,7 +18,7 @@ from typing import Callable
 
 BUILD_GROUP = "book"
 AFTER_BUILD = "book:"            # prefix of the groups that read the built book (site, Chromium, the PDF)
-HEAVY_GROUPS = ("book", "postgres")
+HEAVY_GROUPS = ("book",)
 HEAVY_GUESS = 60.0               # seconds guessed for a heavy group never timed
 LIGHT_GUESS = 0.1                # seconds a test guessed for any other group never timed
 SLOWEST = 20                     # tests the run's record lists
