@@ -37,9 +37,10 @@ def _stored(course) -> dict:
     return found
 
 
-@pytest.fixture
-def graded_class(tmp_path):
-    """A class graded once, then a hidden test's points changed; the course as it then is kept aside."""
+@pytest.fixture(scope="module")
+def graded_once(tmp_path_factory):
+    """A class graded once a module, then a hidden test's points changed; the course as it then is kept aside."""
+    tmp_path = tmp_path_factory.mktemp("rejudged")
     course = course_with_solvers(tmp_path / "course", *STUDENTS[:-1])
     stub = course.path(RELEASE_DIRECTORY) / "positional_encoding" / f"{NOTEBOOK}.ipynb"
     (course.submitted / STUDENTS[-1] / "positional_encoding").mkdir(parents=True)
@@ -54,6 +55,13 @@ def graded_class(tmp_path):
         shutil.copytree(aside, course.root, symlinks=True)
         return course
     return course, again
+
+
+@pytest.fixture
+def graded_class(graded_once):
+    """The class as graded_once left it, for each test (a test regrades it, twice): (course, again)."""
+    course, again = graded_once
+    return again(), again
 
 
 def _prepared_where(monkeypatch, log: pathlib.Path, dies: str | None = None):
