@@ -1,8 +1,11 @@
 """What a student's request costs the portal, counted (never timed): in a rush of 2,000 the web process answers
-~14,000 requests beside the grading, so a page must not reflect the database's tables, and a waiting student's
-status must not read rules that only a graded attempt's score depends on."""
+~14,000 requests beside the grading, so a page must not reflect the database's tables nor read a late policy it
+does not apply, a waiting student's status must not read rules that only a graded attempt's score depends on, an
+upload's check must not build the notebook grading builds, and a feedback page must not deep-copy the result."""
+import copy
 import datetime as dt
 import json
+from dataclasses import replace
 
 import nbformat
 import pytest
@@ -13,8 +16,10 @@ from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
 from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.intake import submissions
+from posenc_autograder.portal import pages
 from posenc_autograder.portal.models import Attempt, Status, utcnow
 from posenc_autograder.reports import late_policy
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 
 
 @pytest.fixture
@@ -59,6 +64,20 @@ def test_the_late_policy_of_a_page_and_a_store_reads_the_portals_dates_without_r
         assert view["grade"] == late_policy.grade_of(class_files, student, ASSIGNMENT,
                                                      (view["grade"].before_late, view["grade"].max_score))
         assert view["extended"] is (student == "bob")
+
+
+
+def test_a_page_with_nothing_graded_reads_no_late_policy(app, portal, statements):
+    client_for(app, portal, "alice")
+    statements.clear()
+    view = portal.assignment_view("alice", ASSIGNMENT)
+    assert view["grade"] is None and view["counting"] is None
+    dates = [s for s in statements if s.startswith("SELECT portal_policy.assignment, portal_policy.deadline")]
+    assert dates == []                       # the late policy's read of the portal's dates: no grade, not needed
+    assert sum("FROM portal_extension" in s for s in statements) == 1        # the student's rules' own
+    statements.clear()
+    portal.assignment_view("alice", ASSIGNMENT)
+    assert not [s for s in statements if s.startswith("PRAGMA")]     # the gradebook's tables looked for once
 
 
 def test_a_waiting_students_status_runs_no_query_once_the_queue_is_read(app, portal, statements):
@@ -119,3 +138,20 @@ def test_the_upload_check_refuses_exactly_what_intake_cannot_read(name, tmp_path
     assert outcome(submissions.check_notebook) == outcome(submissions.read_notebook)
     if name not in HOSTILE_FILES:
         assert (outcome(submissions.check_notebook) == "readable") is (name != "too many cells")
+
+
+@pytest.mark.parametrize("level, inputs", [("tests", True), ("diagnoses", False), ("full", True)])
+def test_the_feedback_shown_is_a_new_result_made_without_deep_copies(level, inputs, monkeypatch):
+    problem = Problem("wrong at [0, 1]", inputs=[[1.0, 2.0]])
+    result = NotebookResult("ann", "a", "nb", True, [GradedTest("hidden_x", "x", True, 0.0, 1.0, [problem]),
+                                                     GradedTest("hidden_y", "y", True, 1.0, 1.0, [])],
+                            [Note(NoteKind.FIX_FIRST, "fix x first"), Note(NoteKind.OTHER, "ran")])
+    before = json.dumps(result.to_json())
+    monkeypatch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("deep-copied"))
+    shown = pages.visible_result(result, level, inputs)
+    assert json.dumps(result.to_json()) == before                       # the result given is left as it was
+    assert [t.problems for t in shown.tests][1] == [] and shown.score == result.score
+    expected = [pages.WITHHELD] if level == "tests" else [problem if inputs else replace(problem, inputs=None)]
+    assert shown.tests[0].problems == expected
+    assert [n.kind for n in shown.notes] == ([NoteKind.OTHER] if level == "tests" else [NoteKind.FIX_FIRST,
+                                                                                        NoteKind.OTHER])

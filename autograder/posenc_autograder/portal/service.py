@@ -368,7 +368,7 @@ class Portal:
             for attempt in db.execute(select(Attempt).order_by(Attempt.number)).scalars():
                 by_key.setdefault((attempt.student_id, attempt.assignment), []).append(attempt)
             counts = queue.counts(db)
-            deadlines = late_policy_of(self.course, db)
+            deadlines = late_policy.Deadlines(self.course, portal_dates.read(self.course, db))     # the class's, now
             grades = self.grades(db, deadlines=deadlines)
         rows = []
         for student in students:

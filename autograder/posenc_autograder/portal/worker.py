@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import fcntl
+import functools
 import json
 import logging
 import threading
@@ -466,11 +467,17 @@ class StoreLock:
 
 def late_policy_of(course: Course, db, student: str | None = None):
     """The late policy (reports.late_policy.Deadlines) with the portal's deadlines and extensions read through the
-    portal's own session `db` (records.portal_dates: no engine made, no table reflected); `student`: only their
-    extensions, for a late policy applied to them alone (their page, their store)."""
+    portal's own session `db` when first needed (records.portal_dates: no engine made, no table reflected; a page
+    with no attempt graded reads none); `student`: only their extensions, for a late policy applied to them alone
+    (their page, their store). Used while `db` is open."""
     from posenc_autograder.reports import late_policy
 
-    return late_policy.Deadlines(course, portal_dates.read(course, db, student))
+    class PortalLatePolicy(late_policy.Deadlines):
+        @functools.cached_property
+        def portal(self) -> portal_dates.PortalDates:
+            return portal_dates.read(course, db, student)
+
+    return PortalLatePolicy(course)
 
 
 def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pathlib
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -252,13 +253,19 @@ def class_cell_scores(gb: Gradebook, assignment: str, student: str | None = None
     return found
 
 
+_HOLDING_GRADEBOOK: weakref.WeakSet[Any] = weakref.WeakSet()       # engines whose database holds the gradebook's tables
+
+
 def session_final_scores(session: Session, student: str | None = None) -> dict[tuple[str, str], tuple[float, float]]:
     """(student, assignment) -> (score, max score) as nbgrader computes them (manual over automatic), read through
     any SQLAlchemy session on the gradebook's database (the portal's), without opening a Gradebook; {} before the
     gradebook exists."""
     from sqlalchemy import inspect
-    if not inspect(session.get_bind()).has_table(SubmittedAssignment.__tablename__):
-        return {}
+    bind = session.get_bind()
+    if bind not in _HOLDING_GRADEBOOK:      # asked once per database: the tables, once made, stay (a portal's pages)
+        if not inspect(bind).has_table(SubmittedAssignment.__tablename__):
+            return {}
+        _HOLDING_GRADEBOOK.add(bind)
     query = (select(Student.id, Assignment.name, SubmittedAssignment.score, SubmittedAssignment.max_score)
              .select_from(SubmittedAssignment).join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
              .join(Student, SubmittedAssignment.student_id == Student.id))
