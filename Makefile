@@ -133,15 +133,18 @@ $(CHP):
 	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5.3.0
 
-TEST_WORKERS ?= 2
+# Three workers on the two cores: a worker spends much of its time waiting, not computing (a class graded while a
+# notebook sleeps out its time limit, kernels and Chromium pages loading: test_grading used a third of a core,
+# test_attacks two thirds); a third worker computes meanwhile (same run, nine slow files: 186 s on two, 161 s on three)
+TEST_WORKERS ?= 3
 # The suite starts many Python processes (each worker collects every test file; the tests run the commands): each
 # reads the bytecode the first one wrote rather than compiling the package and rewriting the tests' asserts again
 # (half of a worker's collection), whatever an environment's PYTHONDONTWRITEBYTECODE says (empty: written).
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
-## test: every test (book build, exercises, grader) and the solution notebooks, on TEST_WORKERS=2 workers
+## test: every test (book build, exercises, grader) and the solution notebooks, on TEST_WORKERS=3 workers
 test: $(STAMP) system-packages hub-proxy lint typecheck
 	# with the solution notebooks (nbval) in the same run: a notebook's cells are one group (conftest.py), so they run
-	# in order in one worker's kernel while the other worker goes on with tests/; groups go out longest first by the
+	# in order in one worker's kernel while the other workers go on with tests/; groups go out longest first by the
 	# last run's record, the book's build first and its browser tests after it (tests/support/run_order.py)
 	POSENC_RUN=test $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup tests solutions
 

@@ -2,12 +2,12 @@
 
 tests/end_to_end/ grades notebooks and runs nbgrader (slow), and so do SLOW_TESTS; a test that uses the built book,
 Chromium or PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in
-tests/<stage>/, mirroring the grader package's folders. `make test` and `make test-fast` run them on two workers
-(pytest-xdist, --dist loadgroup): the tests that check the book's build are one group, which goes out first (the book
-is built once a run, tests/conftest.py); each that reads it in Chromium or prints it is a group of its own that waits
-for that build (tests/support/run_order.py hands out groups longest first); every other file runs whole on one worker
-(its PostgreSQL tests too), so its module fixtures are made once, and a solution notebook's cells (nbval, in the same
-run) share one kernel on one worker, in order.
+tests/<stage>/, mirroring the grader package's folders. `make test` (three workers) and `make test-fast` (two) run
+them on pytest-xdist, --dist loadgroup: the tests that check the book's build are one group, which goes out first
+(the book is built once a run, tests/conftest.py); each that reads it in Chromium or prints it is a group of its own
+that waits for that build (tests/support/run_order.py hands out groups longest first); every other file runs whole
+on one worker (its PostgreSQL tests too), so its module fixtures are made once, and a solution notebook's cells
+(nbval, in the same run) share one kernel on one worker, in order.
 """
 import functools
 import json
@@ -58,9 +58,9 @@ WHY_SLOW = {
     "chapter executed, then Sphinx), once a run for every test that reads the book",
     "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages once at "
     "desktop width in a Chromium that draws scrollbars (math typeset, images, console, inline formulas, axe), shared "
-    "with the axe and inline-formula tests; the shares run on both workers",
+    "with the axe and inline-formula tests; the shares run on two workers at once",
     "tests/book/test_browser.py::test_pages_read_at_phone_width": "its share of the pages at phone width in Chromium: "
-    "what is cut off on a phone shows only in a browser; the shares run on both workers",
+    "what is cut off on a phone shows only in a browser; the shares run on two workers at once",
     "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
     "Chromium's print), shared with tests/book/test_pdf.py",
     "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",

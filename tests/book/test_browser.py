@@ -124,7 +124,7 @@ SCROLLBAR_WIDTH = """() => { const box = document.createElement("div");
     document.body.append(box); const width = box.offsetWidth - box.clientWidth; box.remove(); return width; }"""
 
 
-SHARES = 2                 # the crawls of every page in shares, each its own group: make test's two workers crawl one
+SHARES = 2                 # the crawls of every page in shares, each its own group: two workers crawl one each
 SHARE_IDS = [f"share {i + 1} of {SHARES}" for i in range(SHARES)]
 
 

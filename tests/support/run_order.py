@@ -1,4 +1,4 @@
-"""The order in which `make test` and `make test-fast` hand groups of tests to their two workers, and the record of
+"""The order in which `make test` and `make test-fast` hand groups of tests to their workers, and the record of
 what each group took that decides it.
 
 pytest-xdist's loadgroup scheduler hands out groups in order of their number of tests. Time is not spread that way: a
