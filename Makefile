@@ -142,7 +142,7 @@ TEST_WORKERS ?= 3
 # (half of a worker's collection), whatever an environment's PYTHONDONTWRITEBYTECODE says (empty: written).
 test test-fast: export PYTHONDONTWRITEBYTECODE :=
 ## test: every test (book build, exercises, grader) and the solution notebooks, on TEST_WORKERS=3 workers
-test: $(STAMP) system-packages hub-proxy lint typecheck
+test: $(STAMP) system-packages hub-proxy lint
 	# with the solution notebooks (nbval) in the same run: a notebook's cells are one group (conftest.py), so they run
 	# in order in one worker's kernel while the other workers go on with tests/; groups go out longest first by the
 	# last run's record, the book's build first and its browser tests after it (tests/support/run_order.py)
@@ -152,7 +152,7 @@ test: $(STAMP) system-packages hub-proxy lint typecheck
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-## typecheck: mypy over the grader package with mypy.ini (strict for results, settings and records; ~16 CPU-s from a fresh clone, under 1 s with its cache)
+## typecheck: mypy over the grader package with mypy.ini (strict for results, settings and records; ~16 CPU-s from a fresh clone, under 1 s with its cache); make test runs it as tests/architecture/test_types.py
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 

@@ -26,6 +26,7 @@ SLOW_FOLDERS = {"end_to_end"}
 # randomised sweep): 11-56 s each on the loaded 2-core machine, the largest part of `make test-fast`, which keeps the
 # quick unit tests of every stage. `make test` runs them. A node id, or its prefix.
 SLOW_TESTS = {
+    "tests/architecture/test_types.py::": "mypy over the grader package (`make typecheck`)",
     "tests/grading/test_flood_bounds.py::test_the_trusted_side_stays_under_its_bound_when_a_job_floods_every_test":
         "a sandbox job that floods every test",
     "tests/grading/test_trusted_costs.py::test_the_shell_tokenises_only_cells_ipython_would_change": "IPython's shell",
@@ -54,6 +55,8 @@ SLOW_TESTS = {
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
 # made faster. Most are the first test of a group paying its shared setup, once a run.
 WHY_SLOW = {
+    "tests/architecture/test_types.py::": "mypy over the whole grader package, ~16 CPU-s from a fresh clone (under "
+    "1 s with its cache): `make test`'s type-check, run on a worker beside the others",
     "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "
     "chapter executed, then Sphinx), once a run for every test that reads the book",
     "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages once at "
