@@ -157,8 +157,8 @@ def make_test(source_root, scratch):
     kept = source_root / RUN_RECORDS / "test.json"
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(record, indent=1) + "\n")
-    return seconds(install + rest), (f"install {seconds(install)}, pytest {seconds(record['seconds'])}, lint and "
-                                     f"types the rest; {described(record)}")
+    return seconds(install + rest), (f"install {seconds(install)}, pytest {seconds(record['seconds'])} (the "
+                                     f"type-check a test in it), lint the rest; {described(record)}")
 
 
 def make_test_record(source_root, scratch):
