@@ -26,7 +26,7 @@ from posenc_autograder.portal.grading_processes import GradingProcesses
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
 from posenc_autograder.portal.watch import StatusWatch
-from posenc_autograder.portal.worker import Worker, counted_in_record, late_policy_of, portal_attempt
+from posenc_autograder.portal.worker import Worker, counted_in_record, portal_attempt
 from posenc_autograder.records import gradebook, portal_dates
 from posenc_autograder.reports import late_policy
 from posenc_autograder.results import NotebookResult
@@ -212,7 +212,7 @@ class Portal:
         """(student, assignment) -> the grade as grades.csv and the LMS files state it (gradebook, manual grades and
         the late policy: late_policy.grade_of), for one student or the class; `deadlines`: the late policy the
         caller holds (for the same student or class)."""
-        deadlines = deadlines or late_policy_of(self.course, db, student)
+        deadlines = deadlines or late_policy.Deadlines(self.course, connection=db, student=student)
         return {key: late_policy.grade_of(deadlines, *key, final)
                 for key, final in gradebook.session_final_scores(db, student).items()}
 
@@ -220,7 +220,7 @@ class Portal:
         policy, extension, attempts = self.rules_for(db, student, assignment)
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
-        deadlines = late_policy_of(self.course, db, student)
+        deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
         counting = self.counting(student, assignment, attempts, deadlines)
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
                 "counted_rule": record_of_attempts.RULES[policy.counts],

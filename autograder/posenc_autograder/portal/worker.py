@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import fcntl
-import functools
 import json
 import logging
 import threading
@@ -33,7 +32,7 @@ from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
-from posenc_autograder.records import evidence, gradebook, graded, portal_dates
+from posenc_autograder.records import evidence, gradebook, graded
 from posenc_autograder.results import Note, NotebookResult, NoteKind
 from posenc_autograder.settings import Limits
 
@@ -352,8 +351,10 @@ class Worker:
         """Store the attempt that counts now, by [course] counted_attempt among every door's attempts, where
         `make grade` stores a submission (a no-op when it already is). An attempt from another door that counts is
         put back in submitted/ (make grade grades it again if need be); then no portal attempt is promoted."""
+        from posenc_autograder.reports import late_policy
+
         with self.store_lock, self.sessions() as db:
-            deadlines = late_policy_of(self.course, db, student)    # one late policy for this store: choosing, the page
+            deadlines = late_policy.Deadlines(self.course, connection=db, student=student)  # one for this store
             attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
                                                              Attempt.assignment == assignment)).scalars())
             recorded = {a.id: self.record(a) for a in attempts if a.status == Status.GRADED}
@@ -463,21 +464,6 @@ class StoreLock:
             self.handle.close()                  # closing the file releases its lock
             self.handle = None
         self.threads.release()
-
-
-def late_policy_of(course: Course, db, student: str | None = None):
-    """The late policy (reports.late_policy.Deadlines) with the portal's deadlines and extensions read through the
-    portal's own session `db` when first needed (records.portal_dates: no engine made, no table reflected; a page
-    with no attempt graded reads none); `student`: only their extensions, for a late policy applied to them alone
-    (their page, their store). Used while `db` is open."""
-    from posenc_autograder.reports import late_policy
-
-    class PortalLatePolicy(late_policy.Deadlines):
-        @functools.cached_property
-        def portal(self) -> portal_dates.PortalDates:
-            return portal_dates.read(course, db, student)
-
-    return PortalLatePolicy(course)
 
 
 def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:

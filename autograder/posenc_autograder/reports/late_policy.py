@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import typing
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
@@ -47,10 +48,14 @@ class Deadlines:
     """Everything the policy needs for a class, each read once and only when an assignment has a penalty:
     the roster and the portal's dates."""
 
-    def __init__(self, course: Course, portal: portal_dates.PortalDates | None = None):
-        """`portal`: the portal's dates when the caller holds them already (the portal, from its own session)."""
+    def __init__(self, course: Course, portal: portal_dates.PortalDates | None = None, *,
+                 connection: typing.Any = None, student: str | None = None):
+        """`portal`: the portal's dates when the caller holds them already; else read when first needed, through
+        `connection` (records.portal_dates.read: the portal's own open session, no engine made) and only `student`'s
+        extensions when the policy is applied to them alone (their page, their store)."""
         self.course = course
         self.settings = settings.load(course)
+        self._connection, self._student = connection, student
         if portal is not None:
             self.__dict__["portal"] = portal
 
@@ -60,7 +65,9 @@ class Deadlines:
 
     @functools.cached_property
     def portal(self) -> portal_dates.PortalDates:
-        return portal_dates.read(self.course)
+        if self._connection is None:
+            return portal_dates.read(self.course)
+        return portal_dates.read(self.course, self._connection, self._student)
 
     @functools.cached_property
     def problems(self) -> list[str]:
