@@ -94,9 +94,9 @@ def closed_or_answer(connection: socket.socket, wait: float) -> bytes:
 
 
 def test_slow_clients_are_cut_off_by_the_server(app, monkeypatch):
-    monkeypatch.setattr(portal_app, "REQUEST_HEAD_SECONDS", 1.0)
-    monkeypatch.setattr(middleware, "BODY_IDLE_SECONDS", 1.0)
-    monkeypatch.setattr(portal_app, "KEEP_ALIVE_SECONDS", 1)       # the 408's connection closed a second after it
+    monkeypatch.setattr(portal_app, "REQUEST_HEAD_SECONDS", 0.3)
+    monkeypatch.setattr(middleware, "BODY_IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(portal_app, "KEEP_ALIVE_SECONDS", 0.3)     # the 408's connection closed 0.3 s after it
     with served(app) as port:
         head = socket.create_connection(("127.0.0.1", port))
         head.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")                  # and never the blank line
@@ -127,7 +127,7 @@ def test_every_url_is_a_plain_module_level_handler(app):
 def test_uploads_are_checked_off_the_event_loop_and_two_at_a_time(app, portal, monkeypatch):
     """Checks that hold their thread (standing in for a slow parse) leave every other request answered, and a
     third upload waiting past its turn is told to retry, using no attempt."""
-    monkeypatch.setattr(students, "UPLOAD_WAIT_SECONDS", 1.0)
+    monkeypatch.setattr(students, "UPLOAD_WAIT_SECONDS", 0.3)
     release, started = threading.Event(), threading.Semaphore(0)
 
     def held(*args):
