@@ -113,7 +113,7 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
             return sorted((r for r in kept if r is not None), key=lambda r: (r.student, r.assignment, r.notebook))
     stamps.forget(course, CLASS_FILES)
     from posenc_autograder.orchestration.class_files import rebuild_class_files
-    from posenc_autograder.records import gradebook
+    from posenc_autograder.records import gradebook, graded
 
     for assignment in sorted({s.assignment for s in submissions}):
         gradebook.register(course, assignment)
@@ -123,10 +123,14 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
                                                        if s.assignment == assignment and not same])
         from posenc_autograder.reports import feedback, late_policy
         page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
-        results = _grade_submissions(course, gb, list(zip(submissions, digests, kept, records, strict=True)),
-                                     fingerprints,
-                                     page, jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits,
-                                     quiet=quiet, force=force)
+        batch = graded.Batch(gb)              # what is stored whole is committed, a Ctrl-C included
+        try:
+            results = _grade_submissions(course, batch, list(zip(submissions, digests, kept, records, strict=True)),
+                                         fingerprints,
+                                         page, jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits,
+                                         quiet=quiet, force=force)
+        finally:
+            batch.close()
     rebuild_class_files(course, results, refused)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
@@ -179,7 +183,8 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     page by `page`) and dropped as it finishes: the grader holds a few notebooks at a time, whatever the size of the
     class. A notebook whose last run still holds (records/kept_records.py: the same cells, probes, inputs and limits)
     is judged again from what was kept of it, with no sandbox job, unless `force`; make grade says per assignment
-    which was done."""
+    which was done. `gb` is a graded.Batch: the notebooks stored in a row with no sandbox job between them (re-judged)
+    share a commit, and it is committed before the run waits for a job (no transaction stays open while one runs)."""
     from posenc_autograder.records import graded, kept_records
 
     progress = Progress(len(planned), stream=None if quiet else sys.stderr)
@@ -230,6 +235,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 again = FORCED if force else _rejudge(course, sub, digest, prepared, digests, previous, limits)
                 if isinstance(again, Reprobe):         # only some tests' probes run: merged with the kept record below
                     pending[prepared.key] = (sub, digest, digests, previous, again)
+                    gb.commit()
                     yield reprobe.probing_only(again.task, again.probed, variants.student_variant(course, sub.student))
                     continue
                 if isinstance(again, Rejudged):
@@ -250,7 +256,9 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 continue
             how.count(sub.assignment, HowRegraded(Way.RUN, why=why))
             pending[task.key] = (sub, digest, digests, previous, None)
+            gb.commit()
             yield task
+        gb.commit()
 
     try:
         _run_and_store(course, gb, tasks(), pending, results, fingerprints, page, how, progress, jobs=jobs,
@@ -280,6 +288,7 @@ def _run_and_store(course, gb, tasks, pending, results, fingerprints, page, how,
                 how.count(sub.assignment, reprobed[1])
                 results.append(reprobed[0])
                 progress.step(f"{sub.student} (re-probed)")
+                gb.commit()
                 continue
             how.count(sub.assignment, HowRegraded(Way.RUN, why=reprobed))
             execution = next(run_dask([plan.task], scheduler)) if scheduler else execute_task(plan.task)
@@ -296,6 +305,7 @@ def _run_and_store(course, gb, tasks, pending, results, fingerprints, page, how,
             kept = kept_records.write(course, sub.key, data)
             results.append(graded.settle(course, gb, sub, judged, digest, fingerprints[sub.assignment], page,
                                          execution.executed_notebook, kept=kept, previous=previous))
+            gb.commit()                 # before waiting for the next job
         progress.step(sub.student)
         del execution                   # its observations and notebook go before the next one arrives
 

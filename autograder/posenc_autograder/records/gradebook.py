@@ -58,9 +58,10 @@ def register(course: Course, assignment: str) -> list[cell_definitions.Migration
 
 
 def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float],
-                  timestamp: dt.datetime | None = None) -> dict[str, tuple[float, bool]]:
+                  timestamp: dt.datetime | None = None, commit: bool = True) -> dict[str, tuple[float, bool]]:
     """Automatic scores, and the submission time formgrader shows (it must equal timestamp.txt's), committed
-    together; returns the notebook's cell_scores() as the gradebook now holds them (manual grades included).
+    together (commit=False: left in the session's transaction, which a failure here rolls back whole); returns the
+    notebook's cell_scores() as the gradebook now holds them (manual grades included).
 
     A handful of SQL statements and one commit: nbgrader's ORM calls (find_submission, add_submission, a
     commit each) cost some 20 ms of CPU a new student. A first submission gets exactly the rows nbgrader's
@@ -79,7 +80,8 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
         db.execute(SET_AUTO_SCORE, [{"grade": grades[cell_id], "score": score} for cell_id, score in scores.items()])
         found = {name: (float(score), manual is not None)
                  for name, score, manual in db.execute(CELL_SCORES, {"grades": list(grades.values())})}
-        db.commit()
+        if commit:
+            db.commit()
     except BaseException:
         db.rollback()       # the session stays usable for the next notebook; nothing of this one is kept
         raise

@@ -4,11 +4,14 @@ The gradebook's scores (manual grades kept) and submission time, the attempt's p
 nbgrader's files beside the submission, the autograded notebook, the feedback page (written by the page writer the
 caller passes: reports/, a later stage) and the result record. The result record goes first and comes back last: a
 run stopped in between leaves the notebook with no record, so the next run grades it again instead of trusting
-files that may disagree with the gradebook.
+files that may disagree with the gradebook. A run storing many notebooks (make grade) puts them in a Batch: their
+scores share one commit, and their result records are written after it (still last).
 """
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from posenc_autograder.course import Course
@@ -35,11 +38,85 @@ class Stored:
 Page = Callable[[Stored], object]                # writes the notebook's feedback page (reports.feedback.page_writer)
 
 
-def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
-          previous: dict[str, Any] | None, page: Page, executed_notebook: str | NotebookNode | None = None,
-          kept: str | None = None, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
-    """Store one result everywhere it belongs (`previous`: the record stored before, results_store.load; `kept`: the
-    sha256 of what was kept of its run for a regrade, records/kept_records.py; `how`: how the result was made)."""
+BATCH_NOTEBOOKS = 64          # notebooks whose scores share a commit, at most
+BATCH_SECONDS = 1.0           # ... and for this long at most: another gradebook writer (formgrader) waits no longer
+# record_scores' arguments after the gradebook: student, assignment, notebook, scores, submission time
+Scores = tuple[str, str, str, dict[str, float], "dt.datetime | None"]
+
+
+class Batch:
+    """The gradebook of a run storing many notebooks: their scores are committed together, every BATCH_NOTEBOOKS
+    notebooks or BATCH_SECONDS (each commit of SQLite's waits for the disk: milliseconds, more on a busy machine), and
+    each one's result record is written once its scores are committed. A run stopped before a commit leaves those
+    notebooks with no record, so the next run grades them again, as a run stopped before the record does; close()
+    commits what was stored whole (a Ctrl-C included). One notebook whose scores the gradebook refuses rolls back the
+    transaction: the scores of those stored before it in the batch are recorded again, and only it fails."""
+
+    def __init__(self, gb: Gradebook):
+        self.gb = gb
+        self._scored: list[Scores] = []                # record_scores' arguments in the open transaction, in order
+        self._records: list[Callable[[], object]] = []  # the result records to write once it is committed
+        self._opened: float | None = None
+
+    def record_scores(self, *args: *Scores) -> dict[str, tuple[float, bool]]:
+        """gradebook.record_scores in the batch's transaction."""
+        try:
+            found = gradebook.record_scores(self.gb, *args, commit=False)
+        except BaseException:
+            self._replay()
+            raise
+        self._scored.append(args)
+        if self._opened is None:
+            self._opened = time.monotonic()
+        return found
+
+    def _replay(self) -> None:
+        """The scores of the notebooks stored earlier in this batch, recorded again after a rollback; if even that
+        fails, none of them is committed, and with no result record they are graded again next run."""
+        try:
+            for args in self._scored:
+                gradebook.record_scores(self.gb, *args, commit=False)
+        except BaseException:  # noqa: BLE001 - the error being raised is the one that says why
+            self.gb.db.rollback()
+            self._scored, self._records = [], []
+
+    def then_record(self, write: Callable[[], object]) -> None:
+        """write() (a notebook's result record) once the scores stored so far are committed; commits when due."""
+        self._records.append(write)
+        if len(self._records) >= BATCH_NOTEBOOKS or time.monotonic() - (self._opened or 0.0) >= BATCH_SECONDS:
+            self.commit()
+
+    def commit(self) -> None:
+        """The scores committed, then their notebooks' result records written. A commit the database refuses is
+        made again notebook by notebook: one it still refuses is left with no record (graded again next run)."""
+        scored, records, self._scored, self._records, self._opened = self._scored, self._records, [], [], None
+        if not scored and not records:
+            return
+        try:
+            self.gb.db.commit()
+        except Exception:  # noqa: BLE001 - the database's refusal: retried one notebook at a time below
+            self.gb.db.rollback()
+            records = [write for args, write in zip(scored, records, strict=False) if self._alone(args)]
+        for write in records:
+            write()
+
+    def _alone(self, args: Scores) -> bool:
+        try:
+            gradebook.record_scores(self.gb, *args)
+        except Exception:  # noqa: BLE001 - that notebook stays without a record
+            return False
+        return True
+
+    close = commit
+
+
+def store(course: Course, gb: Gradebook | Batch, sub: Submission, result: NotebookResult, digest: str | None,
+          fingerprint: str, previous: dict[str, Any] | None, page: Page,
+          executed_notebook: str | NotebookNode | None = None, kept: str | None = None,
+          how: HowRegraded = RUN_AGAIN) -> NotebookResult:
+    """Store one result everywhere it belongs (`gb`: the gradebook, or a run's Batch of it; `previous`: the record
+    stored before, results_store.load; `kept`: the sha256 of what was kept of its run for a regrade,
+    records/kept_records.py; `how`: how the result was made)."""
     result = keep_higher_scores(result, previous, digest, fingerprint)
     change = regrade_changes(result, previous, fingerprint, digest, how)
     if change:
@@ -47,23 +124,27 @@ def store(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult
     if previous is not None:
         results_store.forget(course, *sub.key)
     when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
-    scores = gradebook.record_scores(gb, sub.student, sub.assignment, sub.notebook,
-                                     {t.cell_id: t.points for t in result.tests}, when)
+    arguments = (sub.student, sub.assignment, sub.notebook, {t.cell_id: t.points for t in result.tests}, when)
+    scores = gb.record_scores(*arguments) if isinstance(gb, Batch) else gradebook.record_scores(gb, *arguments)
+    book = gb.gb if isinstance(gb, Batch) else gb
     if digest:
         attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
     release = released(course, sub.assignment, sub.notebook)             # shared: only read here
     nbgrader_files.write_notebook(nbgrader_files.autograded_notebook(executed_notebook, release, result),
                                   course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
-    page(Stored(result, scores, gradebook.comments(gb, sub.student, sub.assignment, sub.notebook)))
-    results_store.save(course, result, digest, fingerprint, kept)
+    page(Stored(result, scores, gradebook.comments(book, sub.student, sub.assignment, sub.notebook)))
+    if isinstance(gb, Batch):
+        gb.then_record(lambda: results_store.save(course, result, digest, fingerprint, kept))
+    else:
+        results_store.save(course, result, digest, fingerprint, kept)
     return result
 
 
 UNREAD = object()              # settle's `previous` when the caller has not read the stored record
 
 
-def settle(course: Course, gb: Gradebook, sub: Submission, result: NotebookResult, digest: str | None,
+def settle(course: Course, gb: Gradebook | Batch, sub: Submission, result: NotebookResult, digest: str | None,
            fingerprint: str, page: Page, executed_notebook: str | NotebookNode | None = None, kept: str | None = None,
            previous: dict[str, Any] | None | object = UNREAD, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'

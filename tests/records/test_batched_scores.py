@@ -1,0 +1,114 @@
+"""Notebooks re-judged in a row share one gradebook commit (records.graded.Batch), each result record written after
+it: a notebook whose scores the gradebook refuses costs that notebook only (the rollback does not take the scores of
+those stored before it in the batch), and a commit the database refuses is made again notebook by notebook. Whatever
+fails, every stored result agrees with the gradebook. (A run stopped midway: test_stopped_run.py.)"""
+import shutil
+
+import pytest
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, course_with_solvers, set_released_points
+from sqlalchemy.exc import OperationalError
+
+from posenc_autograder.course import Course
+from posenc_autograder.orchestration import grade
+from posenc_autograder.records import gradebook, graded, results_store
+from posenc_autograder.settings import Limits
+
+STUDENTS = ("ann", "ben", "cat")
+LIMITS = Limits(cell_seconds=20, notebook_seconds=60)
+TEST = "hidden_pe_values"
+
+
+@pytest.fixture(scope="module")
+def graded_once(tmp_path_factory):
+    course = course_with_solvers(tmp_path_factory.mktemp("batched") / "course", *STUDENTS)
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    return course
+
+
+@pytest.fixture
+def course(graded_once, tmp_path, monkeypatch):
+    """A copy of the class graded once, its TEST now worth 5 points, and one batch for the whole regrade."""
+    shutil.copytree(graded_once.root, tmp_path / "course")
+    copy = Course(tmp_path / "course")
+    set_released_points(copy, TEST, 5)
+    monkeypatch.setattr(graded, "BATCH_SECONDS", 3600.0)
+    return copy
+
+
+def regrade(course):
+    return grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+
+
+def disagreements(course) -> list[str]:
+    """Stored results whose points are not what the gradebook holds for that notebook."""
+    found = []
+    with gradebook.open_gradebook(course) as gb:
+        for r in results_store.stored_results(course):
+            held = gradebook.cell_scores(gb, r.student, r.assignment, r.notebook)
+            if any(held.get(t.cell_id, (None,))[0] != t.points for t in r.tests):
+                found.append(r.student)
+    return found
+
+
+def worth(result) -> float:
+    return next(t.max_points for t in result.tests if t.cell_id == TEST)
+
+
+def test_a_notebook_the_gradebook_refuses_costs_only_that_notebook(course, monkeypatch):
+    real = gradebook.record_scores
+
+    def refusing_ben_once(gb, student, assignment, notebook, scores, *args, **kwargs):
+        if student == "ben" and not refused:
+            refused.append(student)        # part of its rows written, then refused: the transaction is rolled back
+            scores = {**scores, "no_such_cell": 1.0}
+        return real(gb, student, assignment, notebook, scores, *args, **kwargs)
+
+    refused: list[str] = []
+    monkeypatch.setattr(gradebook, "record_scores", refusing_ben_once)
+    results = {r.student: r for r in regrade(course)}
+    assert refused == ["ben"]
+    assert not results["ben"].graded                          # stored as the grader's error on ben alone
+    assert results["ann"].graded and results["cat"].graded and worth(results["ann"]) == worth(results["cat"]) == 5
+    assert {r.student for r in results_store.stored_results(course)} == set(STUDENTS)
+    assert disagreements(course) == []                       # ann's scores, stored before ben's, were not lost
+    with gradebook.open_gradebook(course) as gb:
+        assert gradebook.final_scores(gb, "ann", ASSIGNMENT)[0] == results["ann"].score
+
+
+class _RefusingFirstCommit:
+    """The gradebook's session, whose first commit the database refuses (as a locked SQLite file would)."""
+
+    def __init__(self, session):
+        self.session, self.refused = session, False
+
+    def commit(self):
+        if not self.refused:
+            self.refused = True
+            raise OperationalError("COMMIT", {}, Exception("database is locked"))
+        return self.session.commit()
+
+    def __getattr__(self, name):
+        return getattr(self.session, name)
+
+
+class _Gradebook:
+    def __init__(self, gb):
+        self.db = _RefusingFirstCommit(gb.db)
+
+
+def test_a_refused_commit_is_made_again_notebook_by_notebook(course, monkeypatch):
+    real = graded.Batch
+
+    class RefusedOnce(real):
+        def __init__(self, gb):
+            super().__init__(_Gradebook(gb))
+
+    monkeypatch.setattr(graded, "Batch", RefusedOnce)
+    results = regrade(course)
+    assert [r.student for r in results if r.graded and worth(r) == 5] == list(STUDENTS)
+    stored = {r.student: r for r in results_store.stored_results(course)}
+    assert set(stored) == set(STUDENTS) and all(worth(r) == 5 for r in stored.values())
+    assert disagreements(course) == []
+    with gradebook.open_gradebook(course) as gb:
+        assert all(gradebook.final_scores(gb, s, ASSIGNMENT)[0] == stored[s].score for s in STUDENTS)
+    assert (course.autograded / "ann" / ASSIGNMENT / f"{NOTEBOOK}.ipynb").is_file()
