@@ -64,6 +64,45 @@ def test_grading_processes_grade_report_and_replace_a_dead_one(course, fast_supe
     assert "Attempt 2" in alice.get("/attempts/2").text
 
 
+class DiesRightAfterItsFirstClaim:
+    """A stand-in sandbox (graded_elsewhere_or_dies) which, unpickled in a grading process, ends that process the
+    moment the first claim of the test is committed, before it has said a word of it to the web process."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __call__(self, task):
+        return graded_elsewhere_or_dies(task)
+
+    def __setstate__(self, state):                   # only in a grading process: the web process holds the original
+        self.__dict__.update(state)
+        from posenc_autograder.portal import queue
+        claim = queue.claim
+
+        def claim_then_die(*args, **kwargs):
+            job = claim(*args, **kwargs)
+            if job is not None and not os.path.exists(self.marker):
+                open(self.marker, "x").close()
+                os._exit(9)                          # committed as running, nothing sent
+            return job
+        queue.claim = claim_then_die
+
+
+def test_a_process_dead_between_its_claim_and_its_first_word_loses_no_job(course, fast_supervision, tmp_path):
+    portal = Portal(course, jobs=1, worker_options={"execute": DiesRightAfterItsFirstClaim(tmp_path / "died")},
+                    register=False, processes=True)
+    alice = client_for(create_app(portal, start_worker=False), portal, "alice")
+    assert upload(alice, notebook_bytes("honest")).status_code == 303
+    portal.start()
+    try:
+        found = wait_until_settled(portal, 1, seconds=40)
+    finally:
+        portal.stop()
+    assert (tmp_path / "died").exists()                     # its process ended with the job claimed
+    assert found[1] == ("graded", 2)                        # back in the queue with no restart, graded on run 2
+    assert portal.grading.restarts == 1
+
+
 def test_the_gradebooks_one_writer_holds_across_processes(course):
     lock = worker.StoreLock(course)
     with lock, open(lock.path, "ab") as other:          # another open file: as another process holds the lock

@@ -175,15 +175,35 @@ def test_a_dead_threads_job_goes_back_to_the_queue(course):
     portal = new_portal(course)
     alice = client_for(_app(portal), portal, "alice")
     assert upload(alice, notebook_bytes("held")).status_code == 303
+    portal.worker.claimers[0] = worker.new_claimer(0)
     with portal.sessions() as db:
-        job = queue.claim(db)
+        job = queue.claim(db, claimer=portal.worker.claimers[0])   # committed in slot 0's name, which then dies
     dead = threading.Thread(target=lambda: None)
     dead.start()
     dead.join()
-    portal.worker.threads, portal.worker.holding = {0: dead}, {0: job}
+    portal.worker.threads = {0: dead}
     try:
         assert portal.worker.replace_dead_threads() == 1          # requeued, and a new thread grades it
         assert wait_until_settled(portal, 1)[job] == ("graded", 2)
+    finally:
+        portal.worker.stop()
+
+
+def test_a_fault_between_a_claim_and_its_grading_puts_the_job_back(course, monkeypatch):
+    monkeypatch.setattr(worker, "FAULT_PAUSE_SECONDS", 0.05)
+    portal = new_portal(course)
+    alice = client_for(_app(portal), portal, "alice")
+    assert upload(alice, notebook_bytes("claimed")).status_code == 303
+    told = []
+
+    def first_word_fails(job):                  # the status of a claimed job could not be told, once
+        told.append(job)
+        if len(told) == 1:
+            raise OSError("the web process did not hear it")
+    portal.worker.status_changed = first_word_fails
+    portal.worker.start()
+    try:
+        assert wait_until_settled(portal, 1)[1] == ("graded", 2)   # back in the queue, no restart, graded
     finally:
         portal.worker.stop()
 

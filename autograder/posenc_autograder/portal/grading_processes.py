@@ -7,11 +7,12 @@ behind it.
 The queue is the database's (a job is claimed by a conditional UPDATE), the gradebook's one writer a lock file
 (worker.StoreLock), so the processes share nothing in memory, not even a lock a killed process could leave held:
 each has one pipe with the web process. Down it go "wake" (an upload was queued) and "stop"; its end closing (the
-web process killed outright) is a stop too, so no grading process outlives its portal. Up it go its reports (a
-send is written before it returns, so a process that dies has said which job it held): a job's new status
-(the web process answers the status requests held on it), an attempt that now counts (its score goes back to the
-LMS), the job it holds. A process that dies is replaced, and its job put back in the queue, as a grading thread's
-is (runs are counted on claim, so a job that kills its process is given up after MAX_RUNS).
+web process killed outright) is a stop too, so no grading process outlives its portal. Up it go its reports: a
+job's new status (the web process answers the status requests held on it) and an attempt that now counts (its
+score goes back to the LMS). Each process claims its jobs under a name the web process gave it (the attempt's
+claimed_by), so a process that dies is replaced and every job it left running put back in the queue, as a
+grading thread's is, even one it died holding before it could report it (runs are counted on claim, so a job
+that kills its process is given up after MAX_RUNS).
 """
 from __future__ import annotations
 
@@ -23,9 +24,8 @@ import threading
 from multiprocessing.connection import Connection, wait
 
 from posenc_autograder.course import Course
-from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import open_database
-from posenc_autograder.portal.worker import SUPERVISE_SECONDS, Execute, Worker, dask_execute
+from posenc_autograder.portal.worker import SUPERVISE_SECONDS, Execute, Worker, dask_execute, new_claimer
 from posenc_autograder.settings import Limits
 
 STOP_SECONDS = 30.0                  # a process finishing its job on stop, at most; then it is ended
@@ -42,7 +42,6 @@ class GradingProcesses:
         self.pipes_lock = threading.Lock()           # sends to the processes, from any thread of the web process
         worker.wake = Broadcast(self, "wake")        # notify(): an upload is queued, every process looks
         self.processes: dict[int, tuple[multiprocessing.process.BaseProcess, Connection]] = {}
-        self.holding: dict[int, int] = {}            # slot -> the job its process said it is grading
         self.restarts = 0
         self.watcher: threading.Thread | None = None
 
@@ -56,9 +55,10 @@ class GradingProcesses:
     def _start(self, slot: int) -> None:
         ours, theirs = CONTEXT.Pipe()
         worker = self.worker
+        worker.claimers[slot] = new_claimer(slot)   # this process's claims: what is put back when it ends
         process = CONTEXT.Process(target=grade_in_process, name=f"portal-grader-{slot}", daemon=True,
                                   args=(worker.course, worker.jobs, worker.limits, worker.execute, self.scheduler,
-                                        slot, theirs))
+                                        slot, worker.claimers[slot], theirs))
         process.start()
         theirs.close()                               # the child's end: EOF here once the child has gone
         with self.pipes_lock:
@@ -107,30 +107,20 @@ class GradingProcesses:
                 self.worker.status_changed(*args)
             elif kind == "stored":
                 self.worker.counting_stored(*args)
-            elif kind == "holding":
-                slot, job = args
-                if job is None:
-                    self.holding.pop(slot, None)
-                else:
-                    self.holding[slot] = job
         except Exception:  # noqa: BLE001 - a report the web process could not act on never stops the others
             log.exception("the grading processes' report %s %s", kind, args)
 
     def replace_dead_processes(self) -> int:
-        """Start a new process for each that ended, after putting its job back in the queue."""
+        """Start a new process for each that ended, after putting the jobs it left running back in the queue."""
         replaced = 0
         for slot, (process, reading) in list(self.processes.items()):
             if process.is_alive() or self.worker.stopping.is_set():
                 continue
-            self._read(reading)                      # what it said before it ended: the job it held
+            self._read(reading)                      # what it said before it ended
             reading.close()
-            job = self.holding.pop(slot, None)
-            if job is not None:
-                with contextlib.suppress(Exception), self.worker.sessions() as db:
-                    queue.requeue(db, job)
-                self.worker.status_changed(job)
+            jobs = self.worker.requeue_claimed(slot)
             log.error("grading process %s ended (exit code %s)%s; starting a new one", process.name,
-                      process.exitcode, f" while grading attempt {job}" if job is not None else "")
+                      process.exitcode, f" while grading attempt {', '.join(map(str, jobs))}" if jobs else "")
             self._start(slot)
             self.restarts += 1
             replaced += 1
@@ -157,16 +147,16 @@ class Broadcast:
 
 
 def grade_in_process(course: Course, jobs: int, limits: Limits, execute: Execute, scheduler: str | None, slot: int,
-                     pipe: Connection) -> None:
-    """A grading process: the Worker's loop on one slot, its reports sent to the web process. `execute`: the web
-    process's Worker's (a function this process can import: the sandbox's execute_task unless a test's), or a Dask
-    client of its own on `scheduler`."""
+                     claimer: str, pipe: Connection) -> None:
+    """A grading process: the Worker's loop on one slot, claiming as `claimer`, its reports sent to the web process.
+    `execute`: the web process's Worker's (a function this process can import: the sandbox's execute_task unless a
+    test's), or a Dask client of its own on `scheduler`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C reaches the whole group: the web process stops us
     worker = Worker(course, open_database(course.gradebook_url), jobs, limits,
                     dask_execute(scheduler) if scheduler else execute)
     worker.status_changed = lambda attempt_id: pipe.send(("status", attempt_id))
     worker.counting_stored = lambda student, assignment: pipe.send(("stored", student, assignment))
-    worker.held = lambda held_slot, job: pipe.send(("holding", held_slot, job))
+    worker.claimers[slot] = claimer
     threading.Thread(target=listen, args=(pipe, worker), name="portal-grader-listens", daemon=True).start()
     try:
         worker.run_slot(slot)

@@ -150,6 +150,7 @@ class Attempt(Base):
     grading_seconds: Mapped[float] = mapped_column(Float, default=0.0)  # sandbox time its runs took (fair share)
     full_run: Mapped[bool] = mapped_column(Boolean, default=False)  # its short first run was stopped: next in full
     door: Mapped[str] = mapped_column(String(8), default="portal")  # the record's door: portal (a link), lti, hub
+    claimed_by: Mapped[str | None] = mapped_column(String(40))      # the grading slot that took it (queue.claim)
 
     def graded_json(self) -> str:
         """The result of a graded attempt, as stored (results.NotebookResult's JSON)."""
@@ -167,8 +168,8 @@ class SchemaVersion(Base):
 
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
 # 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py);
-# 7: lti_line_item.line_items
-SCHEMA_VERSION = 7
+# 7: lti_line_item.line_items; 8: attempt.claimed_by
+SCHEMA_VERSION = 8
 
 
 # Connections kept open: one per thread that may hold one at once (Starlette's thread pool, 40 by default, and the

@@ -79,17 +79,19 @@ def fair_order(db, window: dt.timedelta = USAGE_WINDOW) -> list[int]:
     return [job for _, job in sorted(ranked)]
 
 
-def claim(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1) -> int | None:
-    """Take the next job in fair order (committed as running), or None when none may run now. A job whose short
-    run was stopped (`full_run`) runs only when no other student's job waits, and never on the last free slot
-    of several (`slots`: the sandboxes), so a long run cannot hold them all."""
+def claim(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1, claimer: str | None = None) -> int | None:
+    """Take the next job in fair order (committed as running, in the name of `claimer`: the grading slot that takes
+    it, so that whoever replaces a dead slot puts back what it held, requeue_claimed), or None when none may run
+    now. A job whose short run was stopped (`full_run`) runs only when no other student's job waits, and never on
+    the last free slot of several (`slots`: the sandboxes), so a long run cannot hold them all."""
     while True:
         order = fair_order(db, window)
         job = next((j for j in order if may_start(db, j, order, slots)), None)
         if job is None:
             return None
         taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == Status.QUEUED)
-                           .values(status=Status.RUNNING, started_at=utcnow(), runs=Attempt.runs + 1)).rowcount
+                           .values(status=Status.RUNNING, started_at=utcnow(), runs=Attempt.runs + 1,
+                                   claimed_by=claimer)).rowcount
         db.commit()
         if taken:
             return job
@@ -136,6 +138,21 @@ def requeue(db, attempt_id: int) -> None:
     db.execute(update(Attempt).where(Attempt.id == attempt_id, Attempt.status == Status.RUNNING)
                .values(status=Status.QUEUED))
     db.commit()
+
+
+def requeue_claimed(db, claimer: str) -> list[int]:
+    """The jobs a grading slot that died (or faulted outside a job) had claimed and left running, back to the queue,
+    each charged for its run: from the database, so a slot that died just after its claim was committed, before it
+    could tell anyone, loses no job either. Returns them."""
+    jobs = list(db.execute(select(Attempt.id).where(Attempt.status == Status.RUNNING,
+                                                    Attempt.claimed_by == claimer)).scalars())
+    for job in jobs:
+        charge(db, job)
+    if jobs:
+        db.execute(update(Attempt).where(Attempt.id.in_(jobs), Attempt.status == Status.RUNNING,
+                                         Attempt.claimed_by == claimer).values(status=Status.QUEUED))
+    db.commit()
+    return jobs
 
 
 def requeue_orphans(db) -> int:

@@ -15,6 +15,7 @@ import datetime as dt
 import fcntl
 import json
 import logging
+import secrets
 import threading
 import typing
 from typing import Callable
@@ -91,14 +92,13 @@ class Worker:
         self.stopping: Signal = threading.Event()
         self.store_lock = StoreLock(course)          # one writer for the gradebook, submitted/ and the roster
         self.threads: dict[int, threading.Thread] = {}
-        self.holding: dict[int, int] = {}            # thread slot -> the job it is grading
+        self.claimers: dict[int, str] = {}           # slot -> the name its claims are committed under (queue.claim)
         self.restarts = 0
         self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
         self._gradebook: tuple[contextlib.ExitStack, typing.Any] | None = None  # kept open between stores
         self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
         self.counting_stored: Callable[[str, str], None] = lambda student, assignment: None   # another one counts
-        self.held: Callable[[int, int | None], None] = lambda slot, job: None     # a slot took (or let go) a job
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -120,6 +120,7 @@ class Worker:
         self.supervisor.start()
 
     def _start_thread(self, slot: int) -> None:
+        self.claimers[slot] = new_claimer(slot)
         thread = threading.Thread(target=self.run_slot, args=(slot,), name=f"portal-grader-{slot}", daemon=True)
         self.threads[slot] = thread
         thread.start()
@@ -129,18 +130,14 @@ class Worker:
             self.replace_dead_threads()
 
     def replace_dead_threads(self) -> int:
-        """Start a new thread for every grading thread that died, after putting its job back in the queue."""
+        """Start a new thread for every grading thread that died, after putting its jobs back in the queue."""
         replaced = 0
         for slot, thread in list(self.threads.items()):
             if thread.is_alive() or self.stopping.is_set():
                 continue
-            job = self.holding.pop(slot, None)
-            if job is not None:
-                with contextlib.suppress(Exception), self.sessions() as db:
-                    queue.requeue(db, job)
-                self.status_changed(job)
+            jobs = self.requeue_claimed(slot)
             log.error("grading thread %s died%s; starting a new one", thread.name,
-                      f" while grading attempt {job}" if job is not None else "")
+                      f" while grading attempt {', '.join(map(str, jobs))}" if jobs else "")
             self._start_thread(slot)
             self.restarts += 1
             replaced += 1
@@ -170,12 +167,24 @@ class Worker:
             done += 1
         return done
 
-    def _claim(self) -> int | None:
-        """The next job to run; jobs already run MAX_RUNS times (they killed a thread or the process) are
-        recorded as grader errors on the way, never run again."""
+    def requeue_claimed(self, slot: int) -> list[int]:
+        """The jobs the slot claimed and left running (it died, or faulted outside a job) back in the queue."""
+        claimer = self.claimers.get(slot)
+        if claimer is None:
+            return []
+        jobs: list[int] = []
+        with contextlib.suppress(Exception), self.sessions() as db:
+            jobs = queue.requeue_claimed(db, claimer)
+        for job in jobs:
+            self.status_changed(job)
+        return jobs
+
+    def _claim(self, claimer: str | None = None) -> int | None:
+        """The next job to run, claimed in the name of `claimer`; jobs already run MAX_RUNS times (they killed a
+        thread or the process) are recorded as grader errors on the way, never run again."""
         while True:
             with self.sessions() as db:
-                job = queue.claim(db, self.usage_window, self.jobs)
+                job = queue.claim(db, self.usage_window, self.jobs, claimer)
                 runs = db.get(Attempt, job).runs if job is not None else 0
             if job is None:
                 return None
@@ -184,32 +193,25 @@ class Worker:
                 return job
             self._give_up(job, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
 
-    def _hold(self, slot: int, job: int | None) -> None:
-        if job is None:
-            self.holding.pop(slot, None)
-        else:
-            self.holding[slot] = job
-        self.held(slot, job)
-
     @property
     def usage_window(self) -> dt.timedelta:
         return dt.timedelta(minutes=self.sharing.usage_window_minutes)
 
     def run_slot(self, slot: int) -> None:
         """Claim and grade jobs one at a time until stopped (a grading thread's, or a grading process's, life)."""
+        claimer = self.claimers.setdefault(slot, new_claimer(slot))
         while not self.stopping.is_set():
             try:
-                job = self._claim()
+                job = self._claim(claimer)
                 if job is None:
                     self.wake.wait(IDLE_POLL_SECONDS)
                     self.wake.clear()
                     continue
-                self._hold(slot, job)
                 self.grade(job)
-                self._hold(slot, None)
             except Exception:  # noqa: BLE001 - not a job's fault (grade() handles those): the database, say
                 log.exception("grading thread %s: fault outside a job; going on", slot)
                 self.stopping.wait(FAULT_PAUSE_SECONDS)
+                self.requeue_claimed(slot)           # a job it claimed and could not go on with: back in the queue
 
     # --- one job ----------------------------------------------------------------------------------
 
@@ -434,6 +436,11 @@ class Worker:
             uploads.write_durably(target, kept.read_bytes())
         else:
             target.unlink(missing_ok=True)
+
+
+def new_claimer(slot: int) -> str:
+    """A name for one life of a grading slot (a thread, or a grading process), unique to it."""
+    return f"{slot}-{secrets.token_hex(8)}"
 
 
 class StoreLock:
