@@ -9,3 +9,4 @@ from posenc_autograder import lazy_imports
 # otherwise. The sandbox sets its own.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 lazy_imports.defer_iri_grammar()
+lazy_imports.defer_nbgrader_init()

@@ -5,13 +5,21 @@ installed, and that package compiles some forty Earley grammars at import: secon
 command, spent to check the "iri" string format, which neither the notebook schema nor anything we
 validate uses. A stand-in module takes its place until the checker is first called; then the real
 package is imported and answers, so validation stays exactly what it was.
+
+nbgrader's package module imports its four Jupyter Server extensions (tornado handlers, the exchange: about a third
+of a CPU-second) for the server to find them; the grader uses only its submodules (api, converters, preprocessors).
+Imported through defer_nbgrader_init's finder, the package is the real one (its path, spec and files) with its
+__init__ run only when a name that is not a submodule is first asked of it (a server's discovery, __version__).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import types
+from typing import Any
 
 IRI_GRAMMAR = "rfc3987_syntax"
 
@@ -37,3 +45,53 @@ def _import_real(stand_in: types.ModuleType) -> types.ModuleType:
     real = importlib.import_module(IRI_GRAMMAR)
     stand_in.is_valid_syntax = real.is_valid_syntax  # type: ignore[attr-defined]  # later calls go straight to it
     return real
+
+
+NBGRADER = "nbgrader"
+
+
+class _DeferredInit(importlib.abc.MetaPathFinder):
+    """Finds the nbgrader package once (then leaves sys.meta_path) as the normal finders do, with a loader that
+    runs its __init__ only when first needed."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if name != NBGRADER:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+            return spec
+        spec.loader = _InitWhenAsked(spec.loader)
+        return spec
+
+
+class _InitWhenAsked(importlib.abc.Loader):
+    """The package's own loader, but for running its __init__: that waits for the first name asked of the module
+    that none of its submodules is (asking for a submodule imports it, as without the deferral)."""
+
+    def __init__(self, real: importlib.abc.Loader):
+        self.real = real
+
+    def create_module(self, spec):
+        return self.real.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        real = self.real
+
+        def __getattr__(name: str) -> Any:
+            if not name.startswith("__") and importlib.util.find_spec(f"{module.__name__}.{name}") is not None:
+                raise AttributeError(name)
+            del module.__getattr__
+            real.exec_module(module)
+            return getattr(module, name)
+
+        module.__getattr__ = __getattr__          # type: ignore[method-assign]  # a module's own attribute hook
+
+    def __getattr__(self, name: str) -> Any:      # resource readers and the rest: the real loader's
+        return getattr(self.real, name)
+
+
+def defer_nbgrader_init() -> None:
+    """Put the finder first, unless nbgrader is imported already (a Jupyter server) or the finder is in place."""
+    if NBGRADER not in sys.modules and not any(isinstance(f, _DeferredInit) for f in sys.meta_path):
+        sys.meta_path.insert(0, _DeferredInit())

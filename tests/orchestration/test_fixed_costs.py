@@ -130,3 +130,19 @@ def test_migration_scripts_that_are_not_one_chain_are_left_to_alembic(tmp_path, 
     for name, down in (("a", "None"), ("b", "'a'"), ("c", "'b'")):
         (tmp_path / f"{name}.py").write_text(f"revision = '{name}'\ndown_revision = {down}\nbranch_labels = None\n")
     assert _chain_head(tmp_path) == "c"
+
+
+def test_nbgraders_server_extensions_are_imported_only_when_something_asks_the_package_for_them():
+    """The grader imports nbgrader's submodules without the package's __init__ (its server extensions); the package
+    is still nbgrader's own, and the first name asked of it that is not a submodule runs the __init__ as usual."""
+    script = ("import importlib.metadata, sys, posenc_autograder; from posenc_autograder.course import Course; "
+              "from nbgrader.api import Gradebook; from nbgrader import utils; import nbgrader.preprocessors; "
+              "import nbgrader; "
+              "before = sorted(m for m in sys.modules if m.startswith('nbgrader.server_extensions')); "
+              "print(before, nbgrader.utils is utils, nbgrader.__file__ == nbgrader.__spec__.origin); "
+              "print(nbgrader._jupyter_server_extension_points(), "
+              "nbgrader.__version__ == importlib.metadata.version('nbgrader'), "
+              "'nbgrader.server_extensions.formgrader' in sys.modules, hasattr(nbgrader, 'no_such_name'))")
+    done = _fresh_process(script)
+    assert done.stdout.splitlines()[-2:] == ["[] True True", "[{'module': 'nbgrader'}] True True False"], \
+        done.stdout + done.stderr

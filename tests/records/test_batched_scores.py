@@ -5,7 +5,7 @@ fails, every stored result agrees with the gradebook. (A run stopped midway: tes
 import shutil
 
 import pytest
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, course_with_solvers, set_released_points
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, course_with_solvers, disagreements, set_released_points
 from sqlalchemy.exc import OperationalError
 
 from posenc_autograder.course import Course
@@ -37,17 +37,6 @@ def course(graded_once, tmp_path, monkeypatch):
 
 def regrade(course):
     return grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
-
-
-def disagreements(course) -> list[str]:
-    """Stored results whose points are not what the gradebook holds for that notebook."""
-    found = []
-    with gradebook.open_gradebook(course) as gb:
-        for r in results_store.stored_results(course):
-            held = gradebook.cell_scores(gb, r.student, r.assignment, r.notebook)
-            if any(held.get(t.cell_id, (None,))[0] != t.points for t in r.tests):
-                found.append(r.student)
-    return found
 
 
 def worth(result) -> float:

@@ -4,7 +4,7 @@ grading, never hold a score no result explains."""
 import dataclasses
 
 import pytest
-from fixture_submissions import ASSIGNMENT, course_with_solvers
+from fixture_submissions import ASSIGNMENT, course_with_solvers, disagreements
 
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook, results_store
@@ -34,17 +34,6 @@ def stop_at_call(monkeypatch, module, name, call):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
     monkeypatch.setattr(module, name, stopping)
-
-
-def disagreements(course) -> list[str]:
-    """Stored results whose points are not what the gradebook holds for that notebook."""
-    found = []
-    with gradebook.open_gradebook(course) as gb:
-        for r in results_store.stored_results(course):
-            held = gradebook.cell_scores(gb, r.student, r.assignment, r.notebook)
-            if any(held.get(t.cell_id, (None,))[0] != t.points for t in r.tests):
-                found.append(r.student)
-    return found
 
 
 def recorded(course) -> set[str]:

@@ -22,7 +22,7 @@ from posenc_autograder import settings
 from posenc_autograder.checks import REGISTRY, total_points
 from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.devtools import bench
-from posenc_autograder.records import gradebook
+from posenc_autograder.records import gradebook, results_store
 
 ASSIGNMENT = NOTEBOOK = "positional_encoding"
 FULL = total_points(ASSIGNMENT)
@@ -217,3 +217,14 @@ def registered_gradebook() -> pathlib.Path:
     shutil.copy(course.root / GRADEBOOK, partial)
     partial.replace(kept)                      # whole or absent, whoever reads it
     return kept
+
+
+def disagreements(course: Course) -> list[str]:
+    """Students whose stored result's points are not what the gradebook holds for that notebook."""
+    found = []
+    with gradebook.open_gradebook(course) as gb:
+        for r in results_store.stored_results(course):
+            held = gradebook.cell_scores(gb, r.student, r.assignment, r.notebook)
+            if any(held.get(t.cell_id, (None,))[0] != t.points for t in r.tests):
+                found.append(r.student)
+    return found
