@@ -22,9 +22,14 @@ def record_in_process(entry: dict, namespace: dict) -> dict:
     """What the sandbox sends back for one task entry: the entry crosses the codec as the task frame does there
     (decoded with arrays of its own, as shell_runner decodes it), the record as the result frame, and the
     assignments' stand-in modules are found under the names the sandbox gives them."""
+    return codec.decode_frame(result_frame_in_process(entry, namespace), writable=False)
+
+
+def result_frame_in_process(entry: dict, namespace: dict) -> bytes:
+    """The result frame record_in_process decodes: the bytes the trusted side reads for the task entry."""
     stand_ins_in_process()
     task = codec.decode_frame(codec.frame(entry))
-    return codec.decode_frame(codec.frame(record(task, namespace)), writable=False)
+    return codec.frame(record(task, namespace))
 
 
 def graded_in_process(assignment: str, namespace: dict) -> dict[str, tuple[list[Problem], int, int]]:

@@ -4,16 +4,21 @@ Each mistake fails exactly the hidden tests it names, with its diagnosis in its 
 worked out by hand when the catalogue states them; each correct alternative keeps full marks. Every hidden test is
 failed by some mistake, and every case a mistake fails carries the call that reproduces it (so a new hidden test
 whose judge gives no call fails here). A mistake is one bug per function it writes: the dashboard shows
-it as one row per function at most.
+it as one row per function at most. Every notebook's every test is probed; a result frame byte for byte one already
+judged (most of a mistake's tests answer as the solution does) takes that judgement again, judges being functions of
+the frame (and, for a test that reads them, of the value tests' verdicts).
 """
 import ast
+import hashlib
 
 import pytest
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 
-from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks import REGISTRY, hidden_tests
 from posenc_autograder.checks.catalogue import catalogues
-from posenc_autograder.notebook import graded_in_process
+from posenc_autograder.checks.hidden import judge_all
+from posenc_autograder.notebook import result_frame_in_process
+from posenc_autograder.probes import codec
 from posenc_autograder.reports.dashboard import grouped_mistakes
 from posenc_autograder.reports.templating import snippet
 from posenc_autograder.results import GradedTest, NotebookResult, ProblemKind
@@ -25,8 +30,31 @@ ALTERNATIVE_CASES = [(assignment, name) for assignment, (_, alternatives) in CAT
                      for name in alternatives]
 
 
+JUDGED: dict = {}       # (test id, digest of its result frame, verdicts it read) -> (problems, passed, total)
+
+
+class Decoded(dict):
+    """Cell id -> result frame, read as the record it carries (decoded when a test is judged, not when kept)."""
+
+    def __getitem__(self, cid: str) -> dict:
+        return codec.decode_frame(super().__getitem__(cid), writable=False)
+
+
 def graded(assignment: str, code: str) -> dict:
-    return graded_in_process(assignment, namespace_from(SOLUTIONS[assignment], code))
+    """notebook.graded_in_process of the solution with the mistake's code, each test's frame judged once a run."""
+    namespace, tests = namespace_from(SOLUTIONS[assignment], code), hidden_tests(assignment)
+    frames = {t.id: result_frame_in_process(t.task_entry(framed=True), namespace) for t in tests}
+    digests = {cid: hashlib.sha256(frame).digest() for cid, frame in frames.items()}
+    judging: dict = {}
+
+    def kept(test, verdicts):
+        key = (test.id, digests[test.id], tuple(sorted((verdicts or {}).items())))
+        if key not in JUDGED:
+            judging[test.id] = key
+        return JUDGED.get(key)
+    results = judge_all(tests, Decoded(frames), kept=kept)
+    JUDGED.update({judging[cid]: results[cid] for cid in judging})
+    return results
 
 
 def as_result(assignment: str, results: dict) -> NotebookResult:
