@@ -35,3 +35,31 @@ def test_a_tests_inline_inputs_leave_the_judge_digest_and_what_they_call_moves_i
     assert called in source
     (package / CHECK).write_text(source.replace(called, called.replace("in cases]", "in cases[:1]]")))
     assert regrade.judge_digest(package) != before
+
+
+def test_each_files_part_is_recalled_by_its_content_and_a_kept_part_not_its_own_is_not_trusted(tmp_path, monkeypatch):
+    """The normalised digest of each grading file is kept by the file's content (the package's __pycache__): a points
+    change parses that file alone and gives the digest a fresh parse gives; an edited kept entry is parsed again."""
+    package = tmp_path / "posenc_autograder"
+    shutil.copytree(regrade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "portal", "devtools"))
+    before = regrade.judge_digest(package)
+    parsed = []
+    real_parse = regrade.ast.parse
+    monkeypatch.setattr(regrade.ast, "parse", lambda data, *a, **k: parsed.append(data) or real_parse(data, *a, **k))
+    source = (package / CHECK).read_text()
+    (package / CHECK).write_text(source.replace("NORM_TOLERANCE = 1e-6", "NORM_TOLERANCE = 1e-5"))
+    moved = regrade.judge_digest(package)
+    assert moved != before and len(parsed) == 1                 # the changed file alone
+    kept = package / regrade.PARTS_FILE
+    kept.unlink()
+    regrade._normalised_digest.cache_clear()
+    assert regrade.judge_digest(package) == moved               # what a fresh parse of every file gives
+    (package / CHECK).write_text(source)
+    regrade._normalised_digest.cache_clear()
+    parts = regrade.json.loads(kept.read_bytes())
+    forged = dict.fromkeys(parts["parts"], "0" * 64)             # every file said to be something else
+    kept.write_text(regrade.json.dumps({"parts": forged, "sha256": "edited"}))
+    assert regrade.judge_digest(package) == before
+    kept.write_text(regrade.json.dumps({"parts": forged, "sha256": regrade._checksum(forged)}))
+    regrade._normalised_digest.cache_clear()
+    assert regrade.judge_digest(package) != before              # (forged with its checksum right, it would be used)

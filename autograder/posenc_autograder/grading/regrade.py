@@ -11,9 +11,10 @@ import functools
 import hashlib
 import json
 import pathlib
+import sys
 
 from posenc_autograder.checks import REGISTRY, variants
-from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id
+from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, write_replacing
 from posenc_autograder.grading.execute import GradingTask
 from posenc_autograder.grading.pipeline import Prepared
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies
@@ -212,11 +213,52 @@ def _states(package: pathlib.Path, files: list[pathlib.Path]) -> tuple:
 
 @functools.lru_cache(maxsize=4)
 def _normalised_digest(package: pathlib.Path, states: tuple) -> str:
+    """Each file's normalised tree digested, recalled by the file's content from the package's own cache (parsing
+    every grading file is a third of a CPU-second that each make grade paid again), then digested together."""
+    known = _recalled_parts(package)
+    parts = {}
     digest = hashlib.sha256()
     for name, _, _ in states:
-        tree = _without_points(ast.parse((package / name).read_bytes()))
-        digest.update(name.encode() + b"\0" + ast.dump(tree).encode() + b"\0")
+        data = (package / name).read_bytes()
+        key = hashlib.sha256(_normaliser() + b"\0" + data).hexdigest()
+        part = known.get(key) or hashlib.sha256(ast.dump(_without_points(ast.parse(data))).encode()).hexdigest()
+        parts[key] = part
+        digest.update(name.encode() + b"\0" + part.encode() + b"\0")
+    if parts != known:
+        _keep_parts(package, parts)
     return digest.hexdigest()
+
+
+PARTS_FILE = "__pycache__/judge-digest.json"      # beside the package's bytecode: derived from its files alone
+
+
+@functools.lru_cache(maxsize=1)
+def _normaliser() -> bytes:
+    """What a file's normalised digest is made by: this module (its _without_points) and Python's ast format."""
+    return pathlib.Path(__file__).read_bytes() + f"{sys.version_info[:2]}".encode()
+
+
+def _recalled_parts(package: pathlib.Path) -> dict[str, str]:
+    """sha256(normaliser, file content) -> that file's normalised digest, as kept; {} when absent, edited or cut."""
+    try:
+        kept = json.loads((package / PARTS_FILE).read_bytes())
+        parts = kept["parts"]
+        if kept["sha256"] != _checksum(parts) or not all(isinstance(v, str) for v in parts.values()):
+            return {}
+        return dict(parts)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _keep_parts(package: pathlib.Path, parts: dict[str, str]) -> None:
+    try:
+        write_replacing(package / PARTS_FILE, json.dumps({"parts": parts, "sha256": _checksum(parts)}).encode())
+    except OSError:
+        pass                                      # a package installed read-only: parsed again next time
+
+
+def _checksum(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def _without_points(tree: ast.AST) -> ast.AST:
