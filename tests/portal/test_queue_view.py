@@ -69,3 +69,28 @@ def test_a_change_is_computed_no_sooner_than_its_spacing_and_a_stale_view_again(
     clock.now += 1.0
     view.snapshot(None)
     assert len(computed) == 3
+
+
+def test_the_orders_queries_bind_no_value_per_waiting_student(portal):
+    """The students whose jobs wait are chosen by the database: a rush of 2,000 bound 2,000 names one by one to each
+    computation of the order (a claim makes one for every job), which cost more than the sums it asked for."""
+    from sqlalchemy import event
+
+    from posenc_autograder.portal.models import Attempt, Student, utcnow
+    with portal.sessions() as db:
+        db.add_all([Student(id=f"s{i:03d}") for i in range(40)])
+        db.flush()
+        db.add_all([Attempt(student_id=f"s{i:03d}", assignment=ASSIGNMENT, notebook="n", number=1, sha256=f"{i:064d}",
+                            size=1, uploaded_at=utcnow(), status="queued") for i in range(40)])
+        db.commit()
+        bound = []
+        engine = db.get_bind()
+
+        def count(conn, cursor, statement, parameters, context, executemany):
+            bound.append(len(parameters))
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            assert len(queue.fair_order(db)) == 40
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+    assert bound and max(bound) < 10
