@@ -10,6 +10,7 @@ on one worker (its PostgreSQL tests too), so its module fixtures are made once, 
 (nbval, in the same run) share one kernel on one worker, in order.
 """
 import functools
+import itertools
 import json
 import os
 import pathlib
@@ -139,6 +140,30 @@ def group_of(nodeid: str, fixtures) -> str:
                   for fixture, name in AFTER_BUILD_SHARED.items() if fixture in fixtures]
         return run_order.AFTER_BUILD + (shared[0] if shared else f"{function} {parameters.rstrip(']')}".rstrip())
     return nodeid.split("::", 1)[0]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A folder of slow tests only (SLOW_FOLDERS) is not even imported by a run whose -m leaves out every slow test
+    (`make test-fast`): importing its modules cost each worker ~1.3 of its ~4.5 CPU-s of collection."""
+    if collection_path.name in SLOW_FOLDERS and collection_path.is_dir() and leaves_out_slow(config):
+        return True
+    return None
+
+
+def leaves_out_slow(config) -> bool:
+    """The run's -m expression is false for a test marked slow, whatever other markers (pytest.ini's) it has."""
+    from _pytest.mark.expression import Expression
+    if not config.option.markexpr:
+        return False
+    expression = Expression.compile(config.option.markexpr)
+    others = [name for name in (line.split(":", 1)[0].strip() for line in config.getini("markers")) if name != "slow"]
+    return not any(expression.evaluate(marked_only({"slow", *marked}))
+                   for count in range(len(others) + 1) for marked in itertools.combinations(others, count))
+
+
+def marked_only(markers: set[str]):
+    """An expression's matcher for a test marked with these markers (without arguments) and no other."""
+    return lambda name, /, **kwargs: not kwargs and name in markers
 
 
 def is_slow(nodeid: str) -> bool:

@@ -35,3 +35,27 @@ def test_each_test_the_root_conftest_names_still_exists():
         source = (ROOT / path).read_text()
         assert not name or re.search(rf"^def {re.escape(name)}", source, re.M), f"{node} names no test"
         assert f'"{parameters}' in source, f"{node}: no parameter of its test is named so"
+
+
+def test_a_run_leaving_out_every_slow_test_skips_only_the_folders_of_slow_tests():
+    """conftest.leaves_out_slow decides whether tests/end_to_end/ is imported at all: only when the -m expression
+    (make test-fast's, read from the Makefile) is false for every test marked slow, whatever else it is marked."""
+    import configparser
+    import importlib.util
+    import re
+    import types
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    markers = [line for line in ini["pytest"]["markers"].splitlines() if line.strip()]
+
+    def leaves_out(expression: str) -> bool:
+        config = types.SimpleNamespace(option=types.SimpleNamespace(markexpr=expression),
+                                       getini=lambda name: markers if name == "markers" else None)
+        return root_conftest.leaves_out_slow(config)
+    test_fast = re.search(r'^test-fast:.*?-m "([^"]+)"', (ROOT / "Makefile").read_text(), re.M | re.S).group(1)
+    assert leaves_out(test_fast) and leaves_out("not slow") and leaves_out("hub and not slow")
+    for keeps in ("", "slow", "not book", "slow or hub", "not slow or hub", "not (slow and browser)"):
+        assert not leaves_out(keeps), keeps

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from posenc_autograder.integrity import behaviour, report
+from posenc_autograder.integrity import behaviour
 from posenc_autograder.probes import codec
 from posenc_autograder.records import evidence
 
@@ -37,6 +37,7 @@ def test_keys_of_different_formats_are_never_compared_and_rarity_counts_those_co
 
 
 def test_the_report_says_when_some_answers_were_digested_by_an_older_grader():
+    from posenc_autograder.integrity import report  # copydetect, hence matplotlib: imported by the test using it
     today = [_student("ada", "x"), _student("bo", "y")]
     mixed = report.analyse(today + [_student("cy", "z", evidence.BLAKE2B_KEY_FORMAT)], "")
     html = report.page([mixed])
