@@ -96,3 +96,19 @@ def test_rows_reused_from_an_earlier_read_are_what_parsing_gives(tmp_path):
     assert roster.load(course) == parsed(course)
     assert roster.load(course)[("cy", "pe")]["extension"] == ""
     assert roster.load(course)[("ana", "pe")]["source_zip"] == "a,b \"c\"\nd"
+
+
+def test_a_roster_another_process_just_wrote_is_parsed_once_while_its_bytes_stay(tmp_path, monkeypatch):
+    course = course_at(tmp_path)
+    roster.save(course, TRICKY)
+    monkeypatch.setattr(roster, "_cache", roster._Cache())        # this process never saw the write: another did
+    parses = []
+    real = roster._read
+    monkeypatch.setattr(roster, "_read", lambda data, known=None: parses.append(1) or real(data, known))
+    for _ in range(5):                                            # changed a moment ago: not trusted by its time
+        assert roster.load(course) == parsed(course)
+    assert len(parses) == 1                                       # each read compared its bytes, parsed once
+    rows = roster.load(course)
+    roster.save(course, {**rows, ("cy", "pe"): {"student_id": "cy", "assignment": "pe"}})
+    monkeypatch.setattr(roster._cache, "kept", {})                # as another process's write again
+    assert ("cy", "pe") in roster.load(course) and len(parses) == 2
