@@ -2,11 +2,13 @@
 docstring of the grader (or of the book's extensions) names exists, and no comment cites an issue number of a
 tracker that is not in the repository."""
 import ast
+import fnmatch
 import functools
 import importlib.util
 import io
 import pathlib
 import re
+import subprocess
 import tokenize
 
 import posenc_autograder
@@ -67,10 +69,17 @@ def generated(path: str) -> bool:
     return any(clean == g or clean.startswith(g.rstrip("/") + "/") for g in GENERATED)
 
 
+@functools.cache
+def tracked_names() -> frozenset[str]:
+    """The names of the repository's own files and folders (not the environment's, the book's build or a cache)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    return frozenset(part for name in listed.decode().split("\0") if name for part in pathlib.PurePath(name).parts)
+
+
 def path_exists(path: str) -> bool:
     pattern = as_glob(path)
-    if "/" not in pattern:                           # a bare file name: somewhere in the repository
-        return any(ROOT.glob(f"**/{pattern}"))
+    if "/" not in pattern:                           # a bare file name: one of the repository's files
+        return any(fnmatch.fnmatchcase(name, pattern) for name in tracked_names())
     return any(any(base.glob(pattern)) for base in BASES)
 
 
