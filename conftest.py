@@ -68,6 +68,9 @@ WHY_SLOW = {
     "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
     "Chromium's print), shared with tests/book/test_pdf.py",
     "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",
+    "tests/book/test_browser.py::test_the_sampled_contrast_check_reports_what_a_full_run_reports": "axe's "
+    "colour-contrast over every code span of a chapter, once for each fault the sampling could miss (the proof that "
+    "the crawls' sampled check sees what the full one sees)",
     "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run twice, each "
     "in a fresh kernel of the reader's environment",
     "tests/book/test_explorables.py::": "the figure driven in Chromium at every setting",
