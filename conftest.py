@@ -243,6 +243,6 @@ def pytest_sessionfinish(session, exitstatus):
     durations = config.pluginmanager.get_plugin(DURATIONS)
     if durations is not None:     # the slowest tests, for the developer; each group's seconds, for the next run's order
         slowest = [test | {"why": why_slow(test["test"])} for test in durations.slowest()]
-        record |= {"slowest": slowest, "groups": durations.groups()}
+        record |= {"slowest": slowest, "groups": durations.groups(), "timeline": durations.timeline(started)}
     RUN_RECORDS.mkdir(parents=True, exist_ok=True)
     (RUN_RECORDS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -116,6 +116,19 @@ def test_the_record_keeps_each_tests_phases_and_each_groups_sum():
                                     {"test": "b.py::t[x]", "seconds": 50.0, "setup": 0.0}]
 
 
+def test_the_timeline_shows_each_workers_groups_in_the_order_they_ran():
+    durations = run_order.Durations()
+    worker = {name: SimpleNamespace(gateway=SimpleNamespace(id=name)) for name in ("gw0", "gw1")}
+    for nodeid, node, start, stop in [("a.py::t1@book", "gw0", 1000.0, 1060.0), ("b.py::t1", "gw1", 1001.0, 1005.0),
+                                      ("a.py::t2@book", "gw0", 1060.0, 1061.5), ("c.py::t1", "gw1", 1005.0, 1090.0),
+                                      ("d.py::t1", "gw0", 1070.0, 1071.0)]:
+        durations.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, when="call", duration=stop - start,
+                                                           node=worker[node], start=start, stop=stop))
+    assert durations.timeline(started=1000.0) == {
+        "gw0": [["book", 0.0, 61.5], ["d.py", 70.0, 71.0]],
+        "gw1": [["b.py", 1.0, 5.0], ["c.py", 5.0, 90.0]]}
+
+
 def root_conftest():
     import importlib.util
     import pathlib

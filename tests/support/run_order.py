@@ -36,13 +36,28 @@ def without_group(nodeid: str) -> str:
 
 
 class Durations:
-    """Each test's seconds in this run (setup, call and teardown), as the reports reach the main process."""
+    """Each test's seconds in this run (setup, call and teardown), as the reports reach the main process; and when
+    each group ran on which worker (xdist's node of the report), for the run's timeline."""
 
     def __init__(self) -> None:
         self.tests: dict[str, dict[str, float]] = {}
+        self.spans: dict[tuple[str, str], list[float]] = {}         # (worker, group) -> [first start, last stop]
 
     def pytest_runtest_logreport(self, report) -> None:
         self.tests.setdefault(report.nodeid, {})[report.when] = report.duration
+        node = getattr(report, "node", None)
+        worker = node.gateway.id if node is not None else "main"
+        if hasattr(report, "start") and hasattr(report, "stop"):
+            span = self.spans.setdefault((worker, group_of(report.nodeid)), [report.start, report.stop])
+            span[:] = [min(span[0], report.start), max(span[1], report.stop)]
+
+    def timeline(self, started: float) -> dict[str, list]:
+        """worker -> [[group, its first test's start, its last test's end], ...] in seconds from `started` (the
+        session's start, epoch seconds), in the order they ran: which worker waited, and when."""
+        lanes: dict[str, list] = {}
+        for (worker, group), (start, stop) in sorted(self.spans.items(), key=lambda item: item[1][0]):
+            lanes.setdefault(worker, []).append([group, round(start - started, 1), round(stop - started, 1)])
+        return dict(sorted(lanes.items()))
 
     def groups(self) -> dict[str, float]:
         totals: dict[str, float] = {}
