@@ -3,12 +3,13 @@ it: a notebook whose scores the gradebook refuses costs that notebook only (the 
 those stored before it in the batch), and a commit the database refuses is made again notebook by notebook. Whatever
 fails, every stored result agrees with the gradebook. (A run stopped midway: test_stopped_run.py.)"""
 import shutil
+import sqlite3
 
 import pytest
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, course_with_solvers, disagreements, set_released_points
 from sqlalchemy.exc import OperationalError
 
-from posenc_autograder.course import Course
+from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook, graded, results_store
 from posenc_autograder.settings import Limits
@@ -101,3 +102,36 @@ def test_a_refused_commit_is_made_again_notebook_by_notebook(course, monkeypatch
     with gradebook.open_gradebook(course) as gb:
         assert all(gradebook.final_scores(gb, s, ASSIGNMENT)[0] == stored[s].score for s in STUDENTS)
     assert (course.autograded / "ann" / ASSIGNMENT / f"{NOTEBOOK}.ipynb").is_file()
+
+
+def write_comment(course, student: str, text: str) -> str:
+    """A comment written in formgrader (another connection) on one of the student's cells; returns the cell."""
+    with sqlite3.connect(course.path(GRADEBOOK)) as db:
+        comment, cell = db.execute(
+            "SELECT comment.id, base_cell.name FROM comment JOIN submitted_notebook ON comment.notebook_id = "
+            "submitted_notebook.id JOIN submitted_assignment ON submitted_notebook.assignment_id = "
+            "submitted_assignment.id JOIN base_cell ON comment.cell_id = base_cell.id "
+            "WHERE submitted_assignment.student_id = ? ORDER BY comment.id LIMIT 1", (student,)).fetchone()
+        db.execute("UPDATE comment SET manual_comment = ? WHERE id = ?", (text, comment))
+    return cell
+
+
+def test_a_batch_reads_the_comments_each_notebook_would_and_again_after_each_commit(course):
+    """The comments read once for the class in a batch's transaction are each notebook's own (formgrader cannot
+    commit while it is open); once committed, a comment written before the next notebook is on its page."""
+    cell = write_comment(course, "ben", "  See me about the scaling  ")
+    with gradebook.open_gradebook(course) as gb:
+        batch = graded.Batch(gb)
+
+        def scored(student):
+            held = gradebook.cell_scores(gb, student, ASSIGNMENT, NOTEBOOK)
+            batch.record_scores(student, ASSIGNMENT, NOTEBOOK, {c: points for c, (points, _) in held.items()}, None)
+            return batch.comments(student, ASSIGNMENT, NOTEBOOK)
+
+        assert scored("ann") == [] == gradebook.comments(gb, "ann", ASSIGNMENT, NOTEBOOK)
+        assert scored("ben") == [(cell, "See me about the scaling")] == gradebook.comments(gb, "ben", ASSIGNMENT,
+                                                                                           NOTEBOOK)
+        batch.commit()
+        later = write_comment(course, "cat", "Well argued")
+        assert scored("cat") == [(later, "Well argued")]
+        batch.close()

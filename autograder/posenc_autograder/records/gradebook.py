@@ -281,6 +281,26 @@ def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> lis
     return [(cell, text.strip()) for cell, text in rows if text and text.strip()]
 
 
+# COMMENTS for every notebook at once: the few comments written, rather than a query per notebook.
+WRITTEN_COMMENTS = text("""SELECT submitted_assignment.student_id, assignment.name, notebook.name, base_cell.name,
+    comment.manual_comment FROM comment
+    JOIN submitted_notebook ON comment.notebook_id = submitted_notebook.id
+    JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id
+    JOIN assignment ON submitted_assignment.assignment_id = assignment.id
+    JOIN notebook ON submitted_notebook.notebook_id = notebook.id
+    JOIN base_cell ON comment.cell_id = base_cell.id
+    WHERE comment.manual_comment IS NOT NULL ORDER BY comment.id""")
+
+
+def class_comments(gb: Gradebook) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
+    """(student, assignment, notebook) -> comments() of that notebook, for every notebook that has any."""
+    found: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    for student, assignment, notebook, cell, written in gb.db.execute(WRITTEN_COMMENTS):
+        if written and written.strip():
+            found.setdefault((student, assignment, notebook), []).append((cell, written.strip()))
+    return found
+
+
 def class_scores(gb: Gradebook, assignments: Iterable[str]
                  ) -> tuple[dict[tuple[str, str], tuple[float, float]], dict[tuple[str, str, str], Any]]:
     """For the class files: (student, assignment) -> final scores, (student, assignment, notebook) -> cell scores."""

@@ -57,18 +57,31 @@ class Batch:
         self._scored: list[Scores] = []                # record_scores' arguments in the open transaction, in order
         self._records: list[Callable[[], object]] = []  # the result records to write once it is committed
         self._opened: float | None = None
+        self._comments: dict[tuple[str, str, str], list[tuple[str, str]]] | None = None
+        self._whole_class = gb.db.get_bind().dialect.name == "sqlite"
 
     def record_scores(self, *args: *Scores) -> dict[str, tuple[float, bool]]:
         """gradebook.record_scores in the batch's transaction."""
         try:
             found = gradebook.record_scores(self.gb, *args, commit=False)
         except BaseException:
+            self._comments = None                     # the transaction ended: read again once it is open again
             self._replay()
             raise
         self._scored.append(args)
         if self._opened is None:
             self._opened = time.monotonic()
         return found
+
+    def comments(self, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
+        """gradebook.comments, read for the whole class once a transaction where the gradebook is SQLite: once the
+        batch has written, no other writer (formgrader) can commit before the batch does, so the comments read
+        once are what each notebook's own read would find. (A server's database: each notebook's own read.)"""
+        if not self._whole_class or not self._scored:
+            return gradebook.comments(self.gb, student, assignment, notebook)
+        if self._comments is None:
+            self._comments = gradebook.class_comments(self.gb)
+        return list(self._comments.get((student, assignment, notebook), []))
 
     def _replay(self) -> None:
         """The scores of the notebooks stored earlier in this batch, recorded again after a rollback; if even that
@@ -90,6 +103,7 @@ class Batch:
         """The scores committed, then their notebooks' result records written. A commit the database refuses is
         made again notebook by notebook: one it still refuses is left with no record (graded again next run)."""
         scored, records, self._scored, self._records, self._opened = self._scored, self._records, [], [], None
+        self._comments = None                         # others may write once the transaction ends
         if not scored and not records:
             return
         try:
@@ -133,7 +147,8 @@ def store(course: Course, gb: Gradebook | Batch, sub: Submission, result: Notebo
     release = released(course, sub.assignment, sub.notebook)             # shared: only read here
     nbgrader_files.write_notebook(nbgrader_files.autograded_notebook(executed_notebook, release, result),
                                   course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
-    page(Stored(result, scores, gradebook.comments(book, sub.student, sub.assignment, sub.notebook)))
+    key = (sub.student, sub.assignment, sub.notebook)
+    page(Stored(result, scores, gb.comments(*key) if isinstance(gb, Batch) else gradebook.comments(book, *key)))
     if isinstance(gb, Batch):
         gb.then_record(lambda: results_store.save(course, result, digest, fingerprint, kept))
     else:
