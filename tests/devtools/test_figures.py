@@ -79,3 +79,11 @@ def test_bench_waits_lists_the_slowest_tests_with_their_reason_or_says_there_is_
     assert built in text
     assert f"| `tests/x.py::test_y[a\\|b]` | 61.0 s | 0.0 s | {bench_waits.NO_REASON} |" in text
     assert bench_waits.slowest_tests({"started": "-"}) == ""
+
+
+def test_bench_waits_writes_minutes_and_seconds_that_carry():
+    from posenc_autograder.devtools import bench_waits
+    assert bench_waits.seconds(119.94) == "119.9 s"
+    assert bench_waits.seconds(150.0) == "2 min 30 s"
+    assert bench_waits.seconds(539.6) == "9 min 0 s"
+    assert bench_waits.seconds(479.4) == "7 min 59 s"

@@ -83,7 +83,10 @@ def make(root: pathlib.Path, *targets: str, check: bool = True, own_venv: bool =
 
 
 def seconds(value: float) -> str:
-    return f"{value:.1f} s" if value < 120 else f"{int(value // 60)} min {value % 60:.0f} s"
+    if value < 120:
+        return f"{value:.1f} s"
+    whole = round(value)                  # rounded before it is split: 539.6 s is 9 min 0 s, not 8 min 60 s
+    return f"{whole // 60} min {whole % 60} s"
 
 
 def submit_class(source_root: pathlib.Path, root: pathlib.Path, students: int, assignment: str) -> None:
