@@ -4,11 +4,13 @@
 
 writes <output folder>/posenc-course.pdf; `make pdf` puts it beside the HTML pages, where the intro links it.
 
-The single page is served over a loopback HTTP server (Chromium refuses web fonts, MathJax's among
-them, from file://), and printed once MathJax has typeset every formula, every image has loaded and
-every explorable figure has drawn itself. The PDF is tagged, so images keep their alt text and
-headings their structure, and its outline (bookmarks) follows the headings. Debian's Chromium does
-the printing, the same one the browser tests use.
+The page printed is the book's root document (`root` in _toc.yml: Sphinx writes the single page under
+its name, and an index.html that only redirects to it). It is served over a loopback HTTP server
+(Chromium refuses web fonts, MathJax's among them, from file://), and printed once it has loaded (not
+at Playwright's "network idle", which can come before a long page is parsed), MathJax has typeset
+every formula, every image has loaded and every explorable figure has drawn itself. The PDF is
+tagged, so images keep their alt text and headings their structure, and its outline (bookmarks)
+follows the headings. Debian's Chromium does the printing, the same one the browser tests use.
 """
 from __future__ import annotations
 
@@ -19,10 +21,12 @@ import pathlib
 import sys
 import threading
 
+import yaml
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-PAGE = "index.html"
+BOOK = pathlib.Path(__file__).resolve().parents[1]
 PDF_NAME = "posenc-course.pdf"      # intro.md links it under this name
 # The intro's link to the PDF, as intro.md writes it, and what stands in its place while there is no PDF.
 PDF_LINK = f'<a class="reader-pdf" href="{PDF_NAME}">PDF</a>'
@@ -47,12 +51,17 @@ def link_pdf(html_dir: pathlib.Path) -> None:
 PAPER = {"format": "A4", "margin": {"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"}}
 FOOTER = ('<div style="font-size: 8px; width: 100%; text-align: center; color: #555;">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
-# The page is ready to print when these hold (the explorables script marks each figure it drew).
-READY = """() => Promise.all([
-    window.MathJax && MathJax.startup ? MathJax.startup.promise : null,
-    document.fonts.ready,
-    ...[...document.images].map(i => i.complete ? null : new Promise(done => { i.onload = i.onerror = done; })),
-]).then(() => [...document.querySelectorAll('.explorable')].every(f => f.classList.contains('explorable--live')))"""
+# Evaluated on the loaded page (the explorables script has drawn its figures by then, or failed to): waits for
+# MathJax's typesetting, the fonts and the images, then names the explorable figures that did not draw themselves.
+NOT_DRAWN = """async () => {
+    await Promise.all([
+        window.MathJax && MathJax.startup ? MathJax.startup.promise : null,
+        document.fonts.ready,
+        ...[...document.images].map(i => i.complete ? null : new Promise(done => { i.onload = i.onerror = done; })),
+    ]);
+    return [...document.querySelectorAll('.explorable')].filter(f => !f.classList.contains('explorable--live'))
+        .map(f => f.id || '(a figure without an id)');
+}"""
 # Print-only layout: the theme's print styles keep its header buttons; each chapter (a section the
 # single page inlines where the table of contents was) starts a new sheet; code wraps, formulas show whole.
 PRINT_CSS = """
@@ -88,14 +97,24 @@ def serve(folder: pathlib.Path):
         server.shutdown()
 
 
+def root_page(singlehtml: pathlib.Path) -> pathlib.Path:
+    """The single page itself, named after the book's root document."""
+    root = yaml.safe_load((BOOK / "_toc.yml").read_text())["root"]
+    return singlehtml / f"{root}.html"
+
+
 def print_page(browser, url: str, target: pathlib.Path) -> None:
     """Print one page (already served at url) to target with Playwright's Chromium `browser`."""
     page = browser.new_page(viewport={"width": 1100, "height": 1400})
     try:
-        page.goto(url, wait_until="networkidle")
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(url, wait_until="load")
         page.add_style_tag(content=PRINT_CSS)
-        if not page.evaluate(READY):
-            raise RuntimeError(f"{url}: an explorable figure did not draw itself; not printing a page without it")
+        not_drawn = page.evaluate(NOT_DRAWN)
+        if not_drawn:
+            raise RuntimeError(f"{url}: explorable figures {', '.join(not_drawn)} did not draw themselves; not "
+                               f"printing a page without them. The page's script errors: {errors or 'none'}")
         page.emulate_media(media="print")
         target.parent.mkdir(parents=True, exist_ok=True)
         page.pdf(path=str(target), print_background=True, tagged=True, outline=True,
@@ -105,19 +124,20 @@ def print_page(browser, url: str, target: pathlib.Path) -> None:
 
 
 def print_book(singlehtml: pathlib.Path, folder: pathlib.Path, browser=None) -> pathlib.Path:
-    """Print singlehtml/index.html to folder/PDF_NAME; launch Chromium unless a Playwright browser is given."""
-    if not (singlehtml / PAGE).exists():
-        raise FileNotFoundError(f"{singlehtml / PAGE} is missing: build it with jupyter-book --builder singlehtml")
+    """Print the single page in singlehtml to folder/PDF_NAME; launch Chromium unless a Playwright browser is given."""
+    single_page = root_page(singlehtml)
+    if not single_page.exists():
+        raise FileNotFoundError(f"{single_page} is missing: build it with jupyter-book --builder singlehtml")
     target = folder / PDF_NAME
     with serve(singlehtml) as base:
         if browser is not None:
-            print_page(browser, f"{base}/{PAGE}", target)
+            print_page(browser, f"{base}/{single_page.name}", target)
         else:
             from playwright.sync_api import sync_playwright
             with sync_playwright() as playwright:
                 chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 try:
-                    print_page(chromium, f"{base}/{PAGE}", target)
+                    print_page(chromium, f"{base}/{single_page.name}", target)
                 finally:
                     chromium.close()
     link_pdf(folder)

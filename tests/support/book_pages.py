@@ -37,6 +37,7 @@ def open_page(browser, url, width=1280, color_scheme="light"):
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url} {r.failure}"))
     page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     page.goto(url, wait_until="networkidle")
+    page.wait_for_load_state("load")      # network idle can come before the document is parsed (see print_book)
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
     # reader.js marks scrolling boxes once the fonts are in; a frame after that, its marks are on the page
     page.evaluate("() => document.fonts.ready.then(() => new Promise(done => requestAnimationFrame(() => done())))")
