@@ -123,7 +123,7 @@ class Note:
 class ProblemKind(str, enum.Enum):
     """What a problem of a test is; pages and the dashboard decide by it, never by the sentence."""
     VALUE = "value"                  # a hidden test judged an answer wrong
-    MORE = "more"                    # "... and 3 more case(s) like these": a count, not an example
+    MORE = "more"                    # "... and 3 more cases like these": a count, not an example
     RAISED = "raised"                # a visible self-check cell raised (error: the exception's name)
     SELF_CHECK = "self_check"        # a visible self-check printed failures without raising
     NOT_RUN = "not_run"              # the test did not run (the notebook could not be graded, or stopped)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from posenc_autograder import words
 from posenc_autograder.authoring.generation import KINDS, Definition, cells_of, model_of, read_definition
 from posenc_autograder.course import Course, open_gradebook
 
@@ -41,7 +42,7 @@ class Migration:
         where = f"{self.assignment}/{self.notebook}"
         if self.registered:
             return [f"{where}: registered ({len(self.added)} graded cells, {sum(self.added.values()):g} points)"]
-        lines = [f"{where}: new test {cell} ({points:g} point{'' if points == 1 else 's'})"
+        lines = [f"{where}: new test {cell} ({words.count(points, 'point')})"
                  for cell, points in self.added.items()]
         lines += [f"{where}: test {cell} removed (it was worth {points:g})" for cell, points in self.removed.items()]
         lines += [f"{where}: {cell} {old:g} → {new:g} points" for cell, (old, new) in self.repointed.items()]

@@ -12,7 +12,7 @@ import re
 
 import nbformat
 
-from posenc_autograder import settings
+from posenc_autograder import settings, words
 from posenc_autograder.authoring.plan import render_plan_csv
 from posenc_autograder.checks import REGISTRY, HiddenTest, hidden_tests, total_points
 from posenc_autograder.course import Course, grade_id, nbgrader_meta
@@ -27,10 +27,9 @@ HIDDEN_CALL = "hidden_test("
 
 
 def cell_title(test: HiddenTest) -> str:
-    unit = "point" if test.points == 1 else "points"
     share = "; points in proportion to the independent cases passed, rounded down to a half point" \
         if test.partial else ""
-    return f"# Hidden tests: {test.title}, with inputs you have not seen ({test.points:g} {unit}{share})."
+    return f"# Hidden tests: {test.title}, with inputs you have not seen ({words.count(test.points, 'point')}{share})."
 
 
 def cell_source(test: HiddenTest) -> str:

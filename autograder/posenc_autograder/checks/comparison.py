@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from posenc_autograder import words
 from posenc_autograder.checks.diagnosis import Ambiguous
 from posenc_autograder.results import NUMBER, PROSE_NUMBERS, Problem, ProblemKind, Reproduction
 
@@ -378,7 +379,7 @@ def limit_problems(problems: list[str], limit: int = MAX_PER_GROUP) -> list[str]
     """The one rule for every judge: of a group of similar cases, report the first `limit` problems."""
     if len(problems) <= limit:
         return problems
-    return problems[:limit] + [ProblemText(f"... and {len(problems) - limit} more case(s) like these",
+    return problems[:limit] + [ProblemText(f"... and {words.count(len(problems) - limit, 'more case')} like these",
                                            kind=ProblemKind.MORE)]
 
 

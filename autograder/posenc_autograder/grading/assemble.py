@@ -13,6 +13,7 @@ import dataclasses
 
 import nbformat
 
+from posenc_autograder import words
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.results import Note, NoteKind
 
@@ -79,7 +80,8 @@ def assemble(release, submission, earlier_releases: dict[str, list] | None = Non
                                                      f"original versions were used: {', '.join(edited)}"))
     extra = sum(len(v) for v in added.values())
     if extra:
-        notes.append(Note(NoteKind.ASSEMBLY, f"{extra} code cell(s) you added were run in place"))
+        notes.append(Note(NoteKind.ASSEMBLY,
+                          f"the grader ran {words.count(extra, 'code cell')} of your own, in your notebook's order"))
     nb = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(release.metadata))
     return Assembled(nb, notes)
 

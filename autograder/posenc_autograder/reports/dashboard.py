@@ -18,7 +18,7 @@ import statistics
 import urllib.parse
 from collections.abc import Sequence
 
-from posenc_autograder import settings
+from posenc_autograder import settings, words
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts
@@ -59,7 +59,7 @@ def path(course: Course) -> pathlib.Path:
 
 
 def notebooks(count: int) -> str:
-    return f"{count} notebook" if count == 1 else f"{count} notebooks"
+    return words.count(count, "notebook")
 
 
 def score_histogram(results: list[NotebookResult]) -> charts.Chart:
