@@ -50,7 +50,8 @@ def test_the_rule_chooses_among_every_door_and_names_a_lower_later_attempt(cours
     assert attempts.choose(kept, "best", late_portal).door == "lms"             # 22 after deduction beats 0
     found = attempts.findings(kept, attempts.choose(kept, "best", on_time))
     assert [(f.student, f.kind) for f in found] == [("bob", "later_scored_lower")]
-    assert "bob" in found[0].text() and "portal" in found[0].text()
+    assert found[0].text().startswith("bob, a: a later attempt from the portal (portal attempt 1, ")
+    assert "lower than the one that counts, from an LMS download (canvas, " in found[0].text()
     replaced = attempts.findings(kept, attempts.choose(kept, "latest", on_time))
     assert [f.kind for f in replaced] == ["replaced_better"]
 

@@ -3,8 +3,8 @@ from.
 
 Doors (DOORS): an LMS download (`make collect`), the course's portal, nbgrader's exchange, a file placed by hand in
 autograder/submitted/, an LTI launch and a JupyterHub sign-in (both upload through the portal). Each door calls `add`
-with what it knows: the student, the assignment, its own name of the attempt (`source`: "canvas resubmission 1
-(submission 93)", "portal attempt 3"), when it was handed in (an aware time: read it with settings.parse_time, in
+with what it knows: the student, the assignment, its own name of the attempt (`source`: "Canvas resubmission 1,
+submission 93", "portal attempt 3"), when it was handed in (an aware time: read it with settings.parse_time, in
 the zone the door states its times in) and the files. Nothing is ever overwritten: each attempt's files are kept under
 autograder/attempts/<student>/<assignment>/<door>-<digest>/, and the record itself is
 autograder/attempts/<student>/<assignment>/attempts.json (a file per student and assignment, written whole under a
@@ -32,7 +32,9 @@ from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.intake.submissions import UnreadableNotebook, read_bytes_safely
 
-DOORS = ("lms", "portal", "exchange", "hand", "lti", "hub")
+# Each door, and how a sentence the instructor reads names it ("a later attempt from <name>").
+DOORS = {"lms": "an LMS download", "portal": "the portal", "exchange": "nbgrader's exchange",
+         "hand": "a file placed by hand", "lti": "the LMS's LTI launch", "hub": "JupyterHub"}
 RECORD = "attempts.json"
 TIMESTAMP = "timestamp.txt"                        # nbgrader's, beside the files in submitted/
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
@@ -73,8 +75,12 @@ class Attempt:
         found = [self.scores[d][1] for d in self.files.values() if d in self.scores]
         return round(sum(found), 6) if found else None
 
+    @property
+    def door_name(self) -> str:
+        return DOORS.get(self.door, self.door)
+
     def describe(self) -> str:
-        """What the instructor reads: 'canvas resubmission 1 (submission 93), 2026-11-22T23:30:00+00:00'."""
+        """What the instructor reads: 'Canvas resubmission 1, submission 93, 2026-11-22T23:30:00+00:00'."""
         return f"{self.source or self.door}, {self.received_at}"
 
 
@@ -307,11 +313,11 @@ class Finding:
     def text(self) -> str:
         points = lambda a: f"{a.score:g}/{a.max_score:g}" if a.graded else "not graded"   # noqa: E731
         if self.kind == "later_scored_lower":
-            return (f"{self.student}, {self.assignment}: a later attempt from the {self.other.door} "
-                    f"({self.other.describe()}) scored {points(self.other)}, lower than the one that counts, from the "
-                    f"{self.counted.door} ({self.counted.describe()}, {points(self.counted)})")
-        return (f"{self.student}, {self.assignment}: the attempt that counts, from the {self.counted.door} "
-                f"({self.counted.describe()}, {points(self.counted)}), replaced one from the {self.other.door} "
+            return (f"{self.student}, {self.assignment}: a later attempt from {self.other.door_name} "
+                    f"({self.other.describe()}) scored {points(self.other)}, lower than the one that counts, from "
+                    f"{self.counted.door_name} ({self.counted.describe()}, {points(self.counted)})")
+        return (f"{self.student}, {self.assignment}: the attempt that counts, from {self.counted.door_name} "
+                f"({self.counted.describe()}, {points(self.counted)}), replaced one from {self.other.door_name} "
                 f"({self.other.describe()}) that scored {points(self.other)}")
 
 

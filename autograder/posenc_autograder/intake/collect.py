@@ -60,6 +60,11 @@ def attempt_label(entry: lms.Entry) -> str:
     return lms.REGISTRY[entry.lms].attempt_label(entry)
 
 
+def attempt_source(entry: lms.Entry) -> str:
+    """The attempt's name in the record of attempts: the LMS's name and its label ("Canvas resubmission 1, ...")."""
+    return f"{lms.REGISTRY[entry.lms].TITLE} {attempt_label(entry)}".strip()
+
+
 EXTENDED_TIMESTAMP = 0x5455                 # the zip extra field holding Unix (UTC) times
 
 
@@ -313,15 +318,15 @@ def _collect_student(course, archive, assignment, student, files, rows, outcome,
         return
     earlier = before and _time_of(course, before)
     if earlier and earlier > stamp:
-        attempts.add(course, student, assignment, "lms", f"{entry.lms} {attempt_label(entry)}".strip(), stamp, data)
+        attempts.add(course, student, assignment, "lms", attempt_source(entry), stamp, data)
         outcome.skipped.append((member.name, f"older than the submission of {student} already collected "
                                              f"({before['submitted_at']}); kept in the record of attempts"))
         return
     existed = before is not None or any((course.submitted / student / assignment).glob("*.ipynb"))
-    other = store(course, assignment, student, data, stamp, f"{entry.lms} {attempt_label(entry)}".strip())
+    other = store(course, assignment, student, data, stamp, attempt_source(entry))
     (outcome.replaced if existed else outcome.new).append(student)
     if other is not None:
-        outcome.warnings.append(f"{student}: kept beside the attempt from the {other.door} ({other.describe()}) "
+        outcome.warnings.append(f"{student}: kept beside the attempt from {other.door_name} ({other.describe()}) "
                                 f"in submitted/; make grade counts one by [course] counted_attempt")
     rows[(student, assignment)] = {
         "student_id": student, "assignment": assignment, "lms": entry.lms, "lms_user_id": entry.lms_user_id,

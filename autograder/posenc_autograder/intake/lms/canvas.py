@@ -35,7 +35,7 @@ def parse(member: str, expected: set[str], **_) -> Entry | None:
 
 def attempt_label(entry: Entry) -> str:
     """Which attempt was kept: the attachment id and Canvas's resubmission number."""
-    return f"resubmission {entry.attempt[1]} (submission {entry.attempt[0]})"
+    return f"resubmission {entry.attempt[1]}, submission {entry.attempt[0]}"
 
 
 def return_name(row: dict, notebook: str) -> str:
