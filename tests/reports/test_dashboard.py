@@ -1,5 +1,6 @@
 """autograder/reports/class.html: self-contained, every figure described, student text inert, and it opens
 cleanly in Chromium (the browser fixture comes from conftest, the page loader from support/book_pages)."""
+import dataclasses
 import html.parser
 import pathlib
 import re
@@ -345,6 +346,18 @@ def test_each_time_bar_holds_the_notebooks_of_its_bin():
     assert [bar[0] for bar in chart["bars"]][0].startswith(f"{bounds[0]:.1f}-{bounds[1]:.1f} s")
     one = drawn(dashboard.time_chart(results[:1]).svg)            # one notebook: one bar of one
     assert sorted(counts_on_the_axis(one), reverse=True)[:2] == pytest.approx([1, 0], abs=0.01)
+
+
+def test_the_time_bins_of_a_fast_class_are_labelled_apart_and_near_their_bounds():
+    results = [dataclasses.replace(r, seconds=0.30 + 0.02 * i) for i, r in enumerate(varied_class()) if r.graded]
+    expected, bounds = np.histogram([r.seconds for r in results], bins=10)
+    chart = drawn(dashboard.time_chart(results).svg)
+    ranges = [bar[0].split(" s: ")[0] for bar in chart["bars"]]
+    assert len(set(ranges)) == len(ranges) == 10, ranges
+    step = bounds[1] - bounds[0]
+    in_order = sorted(ranges, key=lambda r: float(r.split("-")[0]))
+    for written, lo, hi in zip(in_order, bounds[:-1], bounds[1:], strict=True):
+        assert [float(x) for x in written.split("-")] == pytest.approx([lo, hi], abs=step / 4), written
 
 
 def test_chart_words_are_escaped():
