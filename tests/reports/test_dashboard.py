@@ -1,6 +1,7 @@
 """autograder/reports/class.html: self-contained, every figure described, student text inert, and it opens
 cleanly in Chromium (the browser fixture comes from conftest, the page loader from support/book_pages)."""
 import dataclasses
+import datetime as dt
 import html.parser
 import pathlib
 import re
@@ -16,7 +17,7 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.intake import roster
 from posenc_autograder.records import results_store
-from posenc_autograder.reports import dashboard
+from posenc_autograder.reports import dashboard, late_policy
 from posenc_autograder.reports import run_report as report
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 
@@ -150,6 +151,20 @@ def test_final_scores_with_the_automatic_beside_them(class_page):
     assert "4 / 5" in bob and "automatic 2" in bob
     ann = path.read_text().split("Every student")[1].split('data-label="Student">ann</td>')[1].split("</tr>")[0]
     assert "5 / 5" in ann and "automatic" not in ann
+
+
+def test_a_late_deduction_is_not_shown_as_a_manual_grade(tmp_path):
+    course = Course(make_course(tmp_path / "course"))
+    results = [result("ann", (True, True)), result("bob", (False, True))]            # automatic 5 and 2 of 5
+    before = {("ann", "positional_encoding"): (5.0, 5.0), ("bob", "positional_encoding"): (4.0, 5.0)}   # bob by hand
+    late = late_policy.Lateness(20, dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc),
+                                dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc), False)
+    lateness = {key: late for key in before}
+    page = dashboard.render(course, results, finals=late_policy.apply(before, lateness), lateness=lateness,
+                            before_late=before)
+    row = lambda who: page.split("Every student")[1].split(f'data-label="Student">{who}</td>')[1].split("</tr>")[0]   # noqa: E731
+    assert "4 / 5" in row("ann") and "(5 before the late deduction)" in row("ann") and "automatic" not in row("ann")
+    assert "3.2 / 5" in row("bob") and "(automatic 2; 4 before the late deduction)" in row("bob")
 
 
 def test_students_needing_attention_and_feedback_links(class_page):

@@ -267,10 +267,21 @@ def feedback_link(course: Course, result: NotebookResult) -> str:
     return urllib.parse.quote(os.path.relpath(feedback.path(course.feedback, result), course.reports))
 
 
+def beside_the_score(automatic: float, final: float, before_late: float | None, late: bool) -> list[str]:
+    """What stands beside a final score where it is not the automatic one: the automatic score where a manual grade
+    replaced it, the score before the late deduction where there was one."""
+    if before_late is None:                  # no score before the late policy given: the final against the automatic
+        return [f"automatic {automatic:g}"] if final != automatic else []
+    return ([f"automatic {automatic:g}"] if before_late != automatic else []) \
+        + ([f"{before_late:g} before the late deduction"] if late and final != before_late else [])
+
+
 def render(course: Course, results: list[NotebookResult], refused: Sequence[str] = (), finals: dict | None = None,
-           lateness: dict | None = None, files: dict | None = None, doors=(), deadlines=None) -> str:
+           lateness: dict | None = None, files: dict | None = None, doors=(), deadlines=None,
+           before_late: dict | None = None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
-    (student, assignment) -> (score, max) from the gradebook, manual grades included; `files`: what grading
+    (student, assignment) -> (score, max) from the gradebook, manual grades included, after the late policy
+    (`before_late`: the same before it); `files`: what grading
     found of each file (submission_flags); `deadlines` (late_policy.Deadlines, by default the course's): each
     submission's time and late flag, as grades.csv states them."""
     finals = finals or {}
@@ -292,7 +303,9 @@ def render(course: Course, results: list[NotebookResult], refused: Sequence[str]
         person = people.get((r.student, r.assignment), {})
         final, maximum = finals.get((r.student, r.assignment), (r.score, r.max_score))
         late = (lateness or {}).get((r.student, r.assignment))
+        before = (before_late or {}).get((r.student, r.assignment), (None,))[0]
         students.append({"r": r, "name": person.get("name", ""),
+                         "beside": beside_the_score(r.score, final, before, late is not None),
                          "submitted": deadlines.submitted_stamp(r.student, r.assignment),
                          "late": f"late: −{late.percent:g}% (late policy)" if late
                          else "late" if deadlines.late_stated(r.student, r.assignment) == "yes" else "",
@@ -309,9 +322,9 @@ def render(course: Course, results: list[NotebookResult], refused: Sequence[str]
 
 def write(course: Course, results: list[NotebookResult], refused: Sequence[str] = (),
           finals: dict | None = None, lateness: dict | None = None, files: dict | None = None, doors=(),
-          deadlines=None) -> pathlib.Path:
+          deadlines=None, before_late: dict | None = None) -> pathlib.Path:
     """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time; `doors`:
     attempts.Finding, students whose attempts from two doors disagree (named among those needing attention)."""
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused, finals, lateness, files, doors, deadlines))
+    path(course).write_text(render(course, results, refused, finals, lateness, files, doors, deadlines, before_late))
     return path(course)
