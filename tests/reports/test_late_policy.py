@@ -15,6 +15,7 @@ from posenc_autograder.intake import roster
 from posenc_autograder.intake.collect import collect
 from posenc_autograder.portal import models
 from posenc_autograder.records import gradebook, results_store
+from posenc_autograder.reports import late_policy
 from posenc_autograder.results import GradedTest, NotebookResult
 
 UTC = dt.timezone.utc
@@ -50,6 +51,14 @@ def test_a_wrong_setting_names_the_key_and_the_fix(tmp_path, table, says):
     course.path(settings.SETTINGS_FILE).write_text(f"[late.{NB}]\n{table}\n")
     with pytest.raises(settings.SettingsError, match=says):
         settings.load(course)
+
+
+def test_the_late_sentence_states_both_times_in_the_deadlines_zone():
+    berlin = dt.timezone(dt.timedelta(hours=1))
+    late = late_policy.Lateness(20, dt.datetime(2026, 11, 22, 12, 30, tzinfo=dt.timezone.utc),
+                                dt.datetime(2026, 11, 20, 18, 0, tzinfo=berlin), False)
+    assert late.sentence(42, 42).startswith("Submitted 2026-11-22T13:30+01:00, 43.5 hours after the deadline "
+                                            "(2026-11-20T18:00+01:00): ")
 
 
 @pytest.fixture

@@ -33,9 +33,10 @@ class Lateness:
         return f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} hours"
 
     def sentence(self, score: float, max_score: float) -> str:
-        """What a student reads on the feedback page."""
+        """What a student reads on the feedback page: both times in the deadline's zone, so they compare at a glance."""
         whose = "your extended deadline" if self.extended else "the deadline"
-        return (f"Submitted {self.submitted.isoformat(timespec='minutes')}, {self.late_by()} after {whose} "
+        submitted = self.submitted.astimezone(self.deadline.tzinfo)
+        return (f"Submitted {submitted.isoformat(timespec='minutes')}, {self.late_by()} after {whose} "
                 f"({self.deadline.isoformat(timespec='minutes')}): the course's late policy deducts "
                 f"{self.percent:g}% of the score, so it counts as {penalised(score, self.percent):g} / {max_score:g}.")
 
