@@ -9,7 +9,8 @@ import posenc_autograder
 PACKAGE = pathlib.Path(posenc_autograder.__file__).parent
 # Earlier stages first; a module may import its own stage and any earlier one.
 # notebook.py is the checks' in-process front (what solution notebooks' hidden cells call).
-STAGES = ["course", "settings", "results", "words", "csvsafe", "progress", "probes", "checks", "notebook", "authoring", "intake",
+STAGES = ["course", "settings", "results", "words", "csvsafe", "progress", "probes", "checks", "notebook", "authoring",
+          "intake",
           "sandbox",
           "grading", "records", "reports", "integrity", "orchestration", "portal", "devtools", "cli", "__main__"]
 

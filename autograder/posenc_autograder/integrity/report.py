@@ -228,6 +228,11 @@ def write(course: Course, stream=None) -> list:
     cannot be written, the old one is removed: a stale report never stands in for this run's."""
     skipped: list = []
     target = course.reports / REPORT_NAME
+    waiting = store.pending_markers(course)
+    if waiting:                    # graded on the portal, evidence not kept yet: a report now would leave them out
+        target.unlink(missing_ok=True)
+        return [("", "", "(the report)", f"the portal has not kept the evidence of {len(waiting)} graded "
+                 f"attempt(s) yet (it does when no upload waits to be graded); run it again in a moment")]
     try:
         analyses = analyse_course(course, skipped, stream)
         course.reports.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ the feedback page and the results store (records.graded.settle), and its time an
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import datetime as dt
@@ -42,6 +43,7 @@ SUPERVISE_SECONDS = 1.0               # how often dead grading threads are notic
 FAULT_PAUSE_SECONDS = 1.0             # after a fault outside any job (the database away): wait, then go on
 PORTAL_DOORS = ("portal", "lti", "hub")   # the record's doors whose attempts the portal grades (auth.RECORDED_AS)
 MAX_RUNS = 3                          # a job the grader fails on this many times is a grader error, not retried
+EVIDENCE_BACKLOG = 128                # graded attempts whose evidence waits for an idle slot; past this, kept at once
 GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
            f"not graded, it does not use up one of your attempts, and the instructor sees it")
 Execute = Callable[[GradingTask], Execution]
@@ -74,6 +76,18 @@ class StoppedShort(Exception):
     """The job's short run (others were waiting) reached its time: it runs again in full later, ungraded so far."""
 
 
+@dataclasses.dataclass
+class Deferred:
+    """A graded attempt whose integrity evidence is still to be kept (when no graded-first job waits). Its pending
+    marker (records.evidence.pending_path) is on disk before the attempt is recorded as graded and stays locked by this
+    process until the evidence is kept: a process that dies leaves it unlocked, and a slot that finds it so keeps
+    that evidence by running the notebook again (execution None). `make integrity` waits for no marker to be left."""
+    attempt: Attempt
+    result: NotebookResult
+    execution: Execution | None
+    marker: typing.BinaryIO
+
+
 class Worker:
     """Grading threads, each taking one job at a time, and a supervisor that replaces any thread that dies.
 
@@ -97,6 +111,9 @@ class Worker:
         self.supervisor: threading.Thread | None = None
         self._fingerprints: dict[str, str] = {}
         self._gradebook: tuple[contextlib.ExitStack, typing.Any] | None = None  # kept open between stores
+        self.backlog: collections.deque[Deferred] = collections.deque()    # evidence to keep when idle
+        self.backlog_lock = threading.Lock()
+        self._orphans_looked_for = False             # markers another (dead) process left: looked for once idle
         self.status_changed: Callable[[int], None] = lambda attempt_id: None    # after a new status is committed
         self.counting_stored: Callable[[str, str], None] = lambda student, assignment: None   # another one counts
 
@@ -152,9 +169,13 @@ class Worker:
         self.close()
 
     def close(self) -> None:
-        """Close the gradebook kept open between stores."""
+        """Close the gradebook kept open between stores; let go of the evidence not kept yet (its markers stay on
+        disk, unlocked: the next worker to look keeps it)."""
         with self.store_lock:
             self._close_gradebook()
+        with self.backlog_lock:
+            while self.backlog:
+                self.backlog.popleft().marker.close()
 
     def notify(self) -> None:
         self.wake.set()
@@ -165,6 +186,8 @@ class Worker:
         while (job := self._claim()) is not None:
             self.grade(job)
             done += 1
+        while self.keep_deferred_evidence():
+            pass
         return done
 
     def requeue_claimed(self, slot: int) -> list[int]:
@@ -204,6 +227,8 @@ class Worker:
             try:
                 job = self._claim(claimer)
                 if job is None:
+                    if self.keep_deferred_evidence():        # graded-first: only when no job waits
+                        continue
                     self.wake.wait(IDLE_POLL_SECONDS)
                     self.wake.clear()
                     continue
@@ -220,10 +245,12 @@ class Worker:
         with self.sessions() as db:
             attempt = db.get(Attempt, attempt_id)
         try:
-            result, executed = self._graded(attempt)
-            if executed:
+            result, execution = self._graded(attempt)
+            if execution is not None and execution.executed_notebook:
                 uploads.write_durably(uploads.executed_path(self.course, attempt.student_id, attempt.assignment,
-                                                            attempt.id), encode_text(executed))
+                                                            attempt.id), encode_text(execution.executed_notebook))
+            if execution is not None:
+                self._defer_evidence(attempt, result, execution)
             self._record(attempt_id, Status.GRADED, result)
         except StoppedShort:
             with self.sessions() as db:
@@ -236,8 +263,9 @@ class Worker:
             return
         self.store_counting_safely(attempt.student_id, attempt.assignment)
 
-    def _graded(self, attempt: Attempt) -> tuple[NotebookResult, str | None]:
-        """(result, executed notebook); GraderFailed (or anything else) when the grader could not grade it."""
+    def _graded(self, attempt: Attempt) -> tuple[NotebookResult, Execution | None]:
+        """(result, the run it was judged on: None when nothing ran); GraderFailed (or anything else) when the grader
+        could not grade it. Its integrity evidence is not kept here: the student's result does not need it."""
         submission = self._submission(attempt)
         limits = self.limits_for(attempt.assignment)
         short = self.short_run(attempt, limits)
@@ -249,11 +277,80 @@ class Worker:
             raise GraderFailed(execution.failure)
         if short is not None and any(e.get("event") == "notebook_time_limit" for e in execution.events):
             raise StoppedShort()
-        result = judge(self.course, submission, execution, limits)
-        evidence.keep_graded(self.course, submission, execution,     # every attempt's, for when it counts
-                             uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id),
-                             judged=result)
-        return result, execution.executed_notebook
+        return judge(self.course, submission, execution, limits), execution
+
+    # --- integrity evidence, after the result ------------------------------------------------------
+
+    def _defer_evidence(self, attempt: Attempt, result: NotebookResult, execution: Execution) -> None:
+        """Before the attempt is recorded as graded: its evidence goes to the backlog, its marker on disk (locked);
+        kept at once when the backlog is full, or when another worker holds that marker."""
+        marker = None
+        with self.backlog_lock:
+            if len(self.backlog) < EVIDENCE_BACKLOG:
+                marker = lock_marker(evidence.pending_path(self.course, attempt.id), create=True)
+            if marker is not None:
+                execution.executed_notebook = None           # on disk already: the backlog holds the answers only
+                self.backlog.append(Deferred(attempt, result, execution, marker))
+                return
+        self._keep_evidence(attempt, result, execution)
+
+    def keep_deferred_evidence(self) -> bool:
+        """Keep the evidence of one graded attempt that waits for it (the first time, also take over the markers a
+        dead process left); False when none waits."""
+        if not self._orphans_looked_for:
+            self._orphans_looked_for = True
+            self._take_orphans()
+        with self.backlog_lock:
+            deferred = self.backlog.popleft() if self.backlog else None
+        if deferred is None:
+            return False
+        try:
+            execution = deferred.execution or self._run_again(deferred.attempt)
+            self._keep_evidence(deferred.attempt, deferred.result, execution)
+        finally:
+            deferred.marker.close()
+        return True
+
+    def _keep_evidence(self, attempt: Attempt, result: NotebookResult, execution: Execution | None) -> None:
+        """Keep the attempt's evidence (every attempt's, for when it counts), then drop its marker and, if it counts
+        now, copy it where the report reads it: under the store lock, so a store of this student sees either the
+        marker or the evidence."""
+        kept = uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id)
+        if execution is None:                                 # unreadable now: as an unreadable notebook, none
+            kept.unlink(missing_ok=True)
+        else:
+            evidence.keep_graded(self.course, self._submission(attempt), execution, kept, judged=result)
+        with self.store_lock, self.sessions() as db:
+            evidence.pending_path(self.course, attempt.id).unlink(missing_ok=True)
+            now = db.get(Attempt, attempt.id)
+            if now is not None and now.promoted:
+                self._counting_evidence(now)
+
+    def _run_again(self, attempt: Attempt) -> Execution | None:
+        """The run whose evidence a dead process did not keep: the notebook runs again in full (rare: only after a
+        crash). A failed run still gives evidence that names the student and keeps their code (evidence.keep)."""
+        prepared = prepare(self.course, self._submission(attempt), self.limits_for(attempt.assignment), isolate=True)
+        if isinstance(prepared, NotebookResult):
+            return None
+        return self.execute(prepared)
+
+    def _take_orphans(self) -> None:
+        """Markers no live process holds: their evidence goes to this worker's backlog (run again when kept); a
+        marker of an attempt not graded is dropped (it is graded again, and keeps its evidence then)."""
+        for file in evidence.pending_markers(self.course):
+            marker = lock_marker(file)
+            if marker is None:
+                continue                                       # a live worker's
+            attempt_id = evidence.pending_attempt(file)
+            with self.sessions() as db:
+                attempt = db.get(Attempt, attempt_id) if attempt_id is not None else None
+            if attempt is None or attempt.status != Status.GRADED or attempt.result_json is None:
+                file.unlink(missing_ok=True)
+                marker.close()
+                continue
+            result = NotebookResult.from_json(json.loads(attempt.result_json))
+            with self.backlog_lock:
+                self.backlog.append(Deferred(attempt, result, None, marker))
 
     def default_policy(self, assignment: str) -> Policy:
         """The rules of an assignment the instructor has not set: the course's ([portal] in course.toml)."""
@@ -429,13 +526,31 @@ class Worker:
 
     def _counting_evidence(self, attempt: Attempt) -> None:
         """The integrity report reads the evidence of the attempt that counts: its own, or none if it has none
-        (an unreadable notebook), never another attempt's."""
+        (an unreadable notebook) or none yet (its marker: _keep_evidence copies it), never another attempt's."""
         kept = uploads.evidence_path(self.course, attempt.student_id, attempt.assignment, attempt.id)
         target = evidence.path(self.course, attempt.assignment, attempt.notebook, attempt.student_id)
-        if kept.is_file():
+        pending = evidence.pending_path(self.course, attempt.id)
+        if kept.is_file() and not pending.exists():
             uploads.write_durably(target, kept.read_bytes())
         else:
             target.unlink(missing_ok=True)
+
+
+def lock_marker(file, create: bool = False) -> typing.BinaryIO | None:
+    """The pending marker opened and locked by this process (released when closed, or when the process ends);
+    None when another process (or another worker of this one) holds it, or it is gone."""
+    try:
+        if create:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(file, "ab" if create else "rb")
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
 
 
 def new_claimer(slot: int) -> str:

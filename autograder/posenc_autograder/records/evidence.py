@@ -70,6 +70,28 @@ def folder(course: Course, assignment: str, notebook: str) -> pathlib.Path:
     return course.work / "integrity" / assignment / notebook
 
 
+# --- evidence not kept yet: the portal keeps it after the student's result (portal.worker.Deferred) -----------
+
+PENDING = "pending"                        # course.work/integrity/pending/: a marker per graded attempt waiting
+PENDING_PREFIX = "attempt-"
+
+
+def pending_path(course: Course, attempt_id: int) -> pathlib.Path:
+    """The marker of a portal attempt graded whose evidence is not kept yet."""
+    return course.work / "integrity" / PENDING / f"{PENDING_PREFIX}{attempt_id}"
+
+
+def pending_markers(course: Course) -> list[pathlib.Path]:
+    """Every marker still on disk: the integrity report reads no evidence while one is left."""
+    return sorted((course.work / "integrity" / PENDING).glob(f"{PENDING_PREFIX}*"))
+
+
+def pending_attempt(marker: pathlib.Path) -> int | None:
+    """The attempt a marker names (None: a file of another shape, left alone)."""
+    number = marker.name.removeprefix(PENDING_PREFIX)
+    return int(number) if number.isdigit() else None
+
+
 def student_code(submitted_nb: NotebookNode, release_nb: NotebookNode) -> str:
     """The student's answer cells and added code cells (read-only cells are the release's, never theirs)."""
     locked = {nbgrader_meta(c).get("grade_id") for c in release_nb.cells
