@@ -4,9 +4,11 @@ that dies with evidence not kept loses none of it."""
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
 
 from conftest import CountingExecute, client_for, new_portal, notebook_bytes, upload
+from posenc_autograder.grading.execute import Execution
 from posenc_autograder.integrity import report
-from posenc_autograder.portal import uploads
+from posenc_autograder.portal import uploads, worker
 from posenc_autograder.portal.models import Attempt, Status
+from posenc_autograder.portal.routes import create_app
 from posenc_autograder.records import evidence
 
 WAITING = "not kept the evidence"
@@ -59,3 +61,20 @@ def test_evidence_a_dead_worker_did_not_keep_is_kept_by_the_next(app, portal):
     assert [key[0] for key, _ in again.runs] == [student]
     assert f"# {student}" in evidence.read(evidence.path(course, ASSIGNMENT, NOTEBOOK, student)).code
     assert not marker.exists() and not report_waits(course)
+
+
+def test_answers_past_the_backlogs_bytes_have_their_evidence_kept_at_once(course):
+    def large(task):
+        return Execution(task.key, {}, [], {}, 0.01, held_bytes=worker.EVIDENCE_BACKLOG_BYTES // 2 + 1)
+
+    portal = new_portal(course, execute=large)
+    app = create_app(portal, start_worker=False)
+    first = graded_one_of_two(app, portal)[0]
+    second = portal.worker._claim()
+    portal.worker.grade(second)                     # the two would hold more than the backlog may: kept at once
+    assert len(evidence.pending_markers(course)) == 1 and len(portal.worker.backlog) == 1
+    with portal.sessions() as db:
+        later = db.get(Attempt, second)
+    assert later.status == Status.GRADED
+    assert uploads.evidence_path(course, later.student_id, ASSIGNMENT, second).exists()
+    assert not uploads.evidence_path(course, first.student_id, ASSIGNMENT, first.id).exists()

@@ -57,6 +57,7 @@ class Execution:
     executed_notebook: str | None = None
     sandbox_cpu: float = 0.0          # CPU seconds of the sandboxed processes (costs.py; never graded)
     supervise_cpu: float = 0.0        # CPU seconds of this side's work for the job: the supervisor and decoding
+    held_bytes: int = 0               # what its decoded records hold here, estimated (Holding; at most MAX_KEPT_BYTES)
 
 
 def execute_task(task: GradingTask) -> Execution:
@@ -65,12 +66,13 @@ def execute_task(task: GradingTask) -> Execution:
     try:
         nb = nbformat.reads(task.notebook_json, as_version=4)
         cells = [{"cell_type": c.cell_type, "source": c.source} for c in nb.cells]
-        grader_text = secret_windows(grader_quotable(task), public_text(nb))
+        grader_text, holding = secret_windows(grader_quotable(task), public_text(nb)), Holding()
         outcome = run_job(cells, task.task_frame, task.task_ids, task.probe_files, Limits(**task.limits),
                           isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text,
-                                                                         holding=Holding()))
+                                                                         holding=holding))
         execution = _execution(task, nb, outcome, grader_text, time.monotonic() - started)
         execution.sandbox_cpu, execution.supervise_cpu = outcome.cpu_seconds, time.thread_time() - cpu
+        execution.held_bytes = sum(holding.by_cell.values())
         return execution
     except Exception as exc:  # noqa: BLE001 - the sandbox failing is reported, never fatal
         return Execution(task.key, {}, [], {}, time.monotonic() - started,

@@ -43,7 +43,9 @@ SUPERVISE_SECONDS = 1.0               # how often dead grading threads are notic
 FAULT_PAUSE_SECONDS = 1.0             # after a fault outside any job (the database away): wait, then go on
 PORTAL_DOORS = ("portal", "lti", "hub")   # the record's doors whose attempts the portal grades (auth.RECORDED_AS)
 MAX_RUNS = 3                          # a job the grader fails on this many times is a grader error, not retried
-EVIDENCE_BACKLOG = 128                # graded attempts whose evidence waits for an idle slot; past this, kept at once
+# Graded attempts' answers held for their evidence until a slot is idle, per process (an honest notebook's ~8 MB:
+# its arrays); an attempt that would pass this has its evidence kept at once, before it is recorded graded.
+EVIDENCE_BACKLOG_BYTES = 128 * 2**20
 GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
            f"not graded, it does not use up one of your attempts, and the instructor sees it")
 Execute = Callable[[GradingTask], Execution]
@@ -286,7 +288,8 @@ class Worker:
         kept at once when the backlog is full, or when another worker holds that marker."""
         marker = None
         with self.backlog_lock:
-            if len(self.backlog) < EVIDENCE_BACKLOG:
+            held = sum(deferred.execution.held_bytes for deferred in self.backlog if deferred.execution is not None)
+            if held + execution.held_bytes <= EVIDENCE_BACKLOG_BYTES:
                 marker = lock_marker(evidence.pending_path(self.course, attempt.id), create=True)
             if marker is not None:
                 execution.executed_notebook = None           # on disk already: the backlog holds the answers only
