@@ -78,3 +78,11 @@ def test_answers_past_the_backlogs_bytes_have_their_evidence_kept_at_once(course
     assert later.status == Status.GRADED
     assert uploads.evidence_path(course, later.student_id, ASSIGNMENT, second).exists()
     assert not uploads.evidence_path(course, first.student_id, ASSIGNMENT, first.id).exists()
+
+
+def test_a_worker_that_stops_keeps_the_evidence_it_holds(app, portal):
+    attempt, _ = graded_one_of_two(app, portal)
+    assert evidence.pending_markers(portal.course)
+    portal.worker.close()
+    assert evidence.pending_markers(portal.course) == [] and not report_waits(portal.course)
+    assert evidence.read(uploads.evidence_path(portal.course, attempt.student_id, ASSIGNMENT, attempt.id)).code

@@ -232,7 +232,8 @@ def write(course: Course, stream=None) -> list:
     if waiting:                    # graded on the portal, evidence not kept yet: a report now would leave them out
         target.unlink(missing_ok=True)
         return [("", "", "(the report)", f"the portal has not kept the evidence of {len(waiting)} graded "
-                 f"attempt(s) yet (it does when no upload waits to be graded); run it again in a moment")]
+                 f"attempt(s) yet (it does when no upload waits to be graded, and when it stops; a portal that was "
+                 f"killed does at its next start); run it again then")]
     try:
         analyses = analyse_course(course, skipped, stream)
         course.reports.mkdir(parents=True, exist_ok=True)

@@ -171,8 +171,13 @@ class Worker:
         self.close()
 
     def close(self) -> None:
-        """Close the gradebook kept open between stores; let go of the evidence not kept yet (its markers stay on
-        disk, unlocked: the next worker to look keeps it)."""
+        """Keep the evidence still waiting in this worker (not a dead process's: that would run notebooks again), then
+        close the gradebook kept open between stores. Evidence that could not be kept is let go of: its markers stay
+        on disk, unlocked, and the next worker to look keeps it."""
+        self._orphans_looked_for = True
+        with contextlib.suppress(Exception):
+            while self.keep_deferred_evidence():
+                pass
         with self.store_lock:
             self._close_gradebook()
         with self.backlog_lock:
