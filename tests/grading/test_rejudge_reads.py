@@ -39,3 +39,47 @@ def test_a_rejudge_parses_only_the_last_autograded_notebook(tmp_path, monkeypatc
     assert "reads" not in parsed               # no executed notebook's text: the judge reads the one built here
     per_notebook = [text for text in parsed if text not in course_files]      # the release and source: once a run
     assert sorted(per_notebook) == sorted(autograded.values())       # each notebook's last autograded one, once
+
+
+def test_a_points_regrade_reads_each_record_once_and_hashes_each_submission_once_a_look(tmp_path, monkeypatch):
+    """The stored records are read once a run (the class files are made from this run's results and digests, not
+    from the records read again), and each submission is hashed once each time make grade looks at submitted/
+    (before the round and after it, place_counted), the round taking the first look's digests."""
+    import hashlib
+
+    from posenc_autograder.records import results_store
+
+    course = course_with_solvers(tmp_path, "ann", "ben")
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    set_released_points(course, TEST, 5)
+    pipeline.executed.cache_clear()
+    submitted = {path.read_bytes() for path in course.submitted.glob("*/*/*.ipynb")}     # both the same solution
+    assert len(list(course.submitted.glob("*/*/*.ipynb"))) == 2
+    loaded, hashed = [], []
+    real_load, real_sha256 = results_store.load, hashlib.sha256
+
+    def load(file):
+        loaded.append(file.parent.parent.name)
+        return real_load(file)
+
+    def sha256(data=b"", *args, **kwargs):
+        if isinstance(data, bytes) and data in submitted:
+            hashed.append(data)
+        return real_sha256(data, *args, **kwargs)
+
+    shown, real_class_results = [], results_store.class_results
+    monkeypatch.setattr(results_store, "load", load)
+    monkeypatch.setattr(hashlib, "sha256", sha256)
+    monkeypatch.setattr(results_store, "class_results",
+                        lambda *args, **kwargs: shown.append(real_class_results(*args, **kwargs)) or shown[-1])
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    assert [next(t.max_points for t in r.tests if t.cell_id == TEST) for r in results] == [5, 5]
+    assert sorted(loaded) == ["ann", "ben"]
+    # Two notebooks, each hashed by place_counted before the round and after it (the old code: twice a look, and again
+    # by the round), and by the late policy's four reads of the class files (reports/late_policy.Deadlines.submitted).
+    assert len(hashed) == 2 * (2 + 4)
+    monkeypatch.undo()
+    on_disk = results_store.class_results(course)       # every record read: what the class files were made from
+    assert len(shown) == 1 and shown[0].files == on_disk.files and len(on_disk.files) == 2
+    assert [r.to_json() for r in shown[0].results] == [r.to_json() for r in on_disk.results]
+    assert {f.sha256 for f in on_disk.files.values()} == {real_sha256(data).hexdigest() for data in submitted}

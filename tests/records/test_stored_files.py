@@ -77,7 +77,7 @@ def test_untouched_is_found_while_grading_and_kept_with_the_result(graded):
         record.write_text(kept)
 
 
-def test_each_result_record_is_read_once_to_decide_and_once_for_the_class_files(graded, monkeypatch):
+def test_each_result_record_is_read_once_a_run(graded, monkeypatch):
     edited = solved_notebook()
     edited.metadata["edited"] = True                # ben saved his notebook again: a new file, graded again
     submit(graded, "ben", edited)
@@ -90,8 +90,9 @@ def test_each_result_record_is_read_once_to_decide_and_once_for_the_class_files(
     monkeypatch.setattr(results_store, "load", counted)
     results = grade.grade_all(graded, jobs=1, isolate=False, limits=LIMITS, quiet=True)
     assert sorted(r.student for r in results) == ["ann", "ben", "cat"]
-    # ann and cat: unchanged, then the class files; ben: also the earlier result his regrade is compared with
-    assert reads == {"ann": 2, "cat": 2, "ben": 3}
+    # Read at the round's start: ann's and cat's stand (unchanged), ben's is what his regrade is compared with; the
+    # class files are made from the run's results and digests (the old code read each again for them, and ben's twice)
+    assert reads == {"ann": 1, "cat": 1, "ben": 1}
 
 
 def test_the_autograded_notebook_is_built_over_the_shared_parse_without_copying_or_changing_it(graded, monkeypatch):

@@ -260,13 +260,14 @@ def in_submitted(course: Course, student: str, assignment: str) -> dict[str, str
     return found
 
 
-def place(course: Course, attempt: Attempt) -> bool:
+def place(course: Course, attempt: Attempt, here: dict[str, str] | None = None) -> bool:
     """Put the attempt's files in submitted/<student>/<assignment>/ (what make grade and nbgrader grade), with
-    nbgrader's timestamp.txt; the other notebooks there go (each is kept in the record). False: already there."""
+    nbgrader's timestamp.txt; the other notebooks there go (each is kept in the record). False: already there.
+    here: in_submitted's answer for that folder, when the caller has just read it."""
     target = course.submitted / attempt.student / attempt.assignment
     if target.resolve().parent.parent != course.submitted.resolve():
         raise ValueError(f"'{attempt.student}' would be stored outside {course.submitted}")
-    if in_submitted(course, attempt.student, attempt.assignment) == attempt.files:
+    if (in_submitted(course, attempt.student, attempt.assignment) if here is None else here) == attempt.files:
         return False
     target.mkdir(parents=True, exist_ok=True)
     for old in target.glob("*.ipynb"):
@@ -278,10 +279,11 @@ def place(course: Course, attempt: Attempt) -> bool:
     return True
 
 
-def record_hand_placed(course: Course, student: str, assignment: str) -> Attempt | None:
+def record_hand_placed(course: Course, student: str, assignment: str,
+                       here: dict[str, str] | None = None) -> Attempt | None:
     """A file put in submitted/ by hand (no door recorded it): recorded as the door 'hand', at its timestamp.txt
-    (nbgrader's, UTC) or else the file's modification time."""
-    files = in_submitted(course, student, assignment)
+    (nbgrader's, UTC) or else the file's modification time. here: in_submitted's answer, when just read."""
+    files = in_submitted(course, student, assignment) if here is None else here
     if not files or any(a.files == files for a in of(course, student, assignment)):
         return None
     where = course.submitted / student / assignment

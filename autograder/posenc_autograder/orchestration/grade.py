@@ -42,12 +42,17 @@ if TYPE_CHECKING:
 # over a CPU-second.
 
 
-def place_counted(course: Course, assignments: list[str] | None = None, students: list[str] | None = None
-                  ) -> set[tuple[str, str]]:
+Found = dict[tuple[str, str], dict[str, str]]    # (student, assignment) -> attempts.in_submitted's: name -> sha256
+
+
+def place_counted(course: Course, assignments: list[str] | None = None, students: list[str] | None = None,
+                  found: Found | None = None) -> set[tuple[str, str]]:
     """Apply [course] counted_attempt to every student's attempts from every door (intake/attempts.py): a file put
     in submitted/ by hand is recorded first; submitted/ then holds an attempt still to be graded, else the one that
     counts. Returns the (student, assignment) whose submitted/ changed. A folder `nbgrader collect` wrote (it holds
-    the exchange's submission secret) is recorded as the exchange's, at the time nbgrader's submit wrote."""
+    the exchange's submission secret) is recorded as the exchange's, at the time nbgrader's submit wrote. `found`
+    (when given) receives what each folder of submitted/ holds afterwards, each file hashed once (the round's
+    digests)."""
     from posenc_autograder.reports import late_policy
 
     rule, deadlines = settings.load(course).course.counted_attempt, late_policy.Deadlines(course)
@@ -61,12 +66,16 @@ def place_counted(course: Course, assignments: list[str] | None = None, students
             continue
         try:
             exchange.record_collected(course, student, assignment)      # `nbgrader collect`'s: the exchange's door
-            attempts.record_hand_placed(course, student, assignment)
+            here = attempts.in_submitted(course, student, assignment)   # read and hashed once for what follows
+            attempts.record_hand_placed(course, student, assignment, here)
         except ValueError:
             continue                                      # not a safe folder: discover() reports it
         target = attempts.next_in_submitted(attempts.of(course, student, assignment), rule, deadlines.attempt_percent)
-        if target is not None and attempts.place(course, target):
+        if target is not None and attempts.place(course, target, here):
             changed.add((student, assignment))
+            here = dict(target.files)                     # what place() wrote: the attempt's files, as recorded
+        if found is not None:
+            found[(student, assignment)] = here
     return changed
 
 
@@ -76,26 +85,28 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
     """Grade what was asked, every door's attempts included: each attempt the counting rule needs points of is
     graded in turn, then the one that counts is in submitted/ and graded; the class-wide files always cover the
     whole class (stored results merged in). limits: the sandbox's, by default the course's ([sandbox])."""
-    place_counted(course, assignments, students)
-    rounds = 1 + sum(len(found) for found in attempts.everyone(course).values())
+    found: Found = {}
+    place_counted(course, assignments, students, found)
+    rounds = 1 + sum(len(attempted) for attempted in attempts.everyone(course).values())
     for _ in range(rounds):
         results = _grade_round(course, jobs=jobs, isolate=isolate, force=force, assignments=assignments,
-                               students=students, scheduler=scheduler, limits=limits, quiet=quiet)
-        if not place_counted(course, assignments, students):
+                               students=students, scheduler=scheduler, limits=limits, quiet=quiet, found=found)
+        found = {}
+        if not place_counted(course, assignments, students, found):
             return results
         force = False
     return results
 
 
 def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assignments, students, scheduler,
-                 limits: Limits | None, quiet: bool) -> list[NotebookResult]:
+                 limits: Limits | None, quiet: bool, found: Found | None = None) -> list[NotebookResult]:
     limits = limits or settings.load(course).sandbox
     refused: list[str] = []
     submissions = discover(course, assignments, students, refused)
     for reason in refused:
         print(f"Not graded: submitted/{reason}", file=sys.stderr)
     fingerprints = {a: grader_fingerprint(course, a, limits) for a in {s.assignment for s in submissions}}
-    digests = [sha256(sub.path) if sub.path else None for sub in submissions]
+    digests = [_digest(course, sub, found or {}) for sub in submissions]
     # Each stored record is read once: the result of an unchanged file and grader, else None (a notebook re-judged by
     # another process is compared with the record as read here; --force reads none here).
     records: list[Any] = [UNREAD if force else results_store.load(results_store.path(course, *sub.key))
@@ -131,7 +142,8 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
                                          quiet=quiet, force=force)
         finally:
             batch.close()
-    rebuild_class_files(course, results, refused)
+    rebuild_class_files(course, results, refused,     # each result's file as stored: its digest, not read again
+                        {s.key: results_store.GradedFile(d) for s, d in zip(submissions, digests, strict=True)})
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
         stamps.remember(course, CLASS_FILES, stamp)
@@ -141,6 +153,16 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
 
 CLASS_FILES = "class-files"
 PACKAGE_FILES = "*.py"
+
+
+def _digest(course: Course, sub: Submission, found: Found) -> str | None:
+    """The sha256 of the file to grade: as place_counted hashed it just before the round, else read now."""
+    if sub.path is None:
+        return None
+    if sub.path.parent == course.submitted / sub.student / sub.assignment \
+            and sub.path.name in found.get((sub.student, sub.assignment), {}):
+        return found[(sub.student, sub.assignment)][sub.path.name]
+    return sha256(sub.path)
 
 
 UNREAD = object()                # a stored record not read yet (a --force run reads each as its notebook is graded)
@@ -231,7 +253,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 prepared = grader_error(course, sub, exc)
             previous, why = None, ""
             if not isinstance(prepared, NotebookResult):
-                previous = results_store.load(results_store.path(course, *sub.key))     # read once, for both ways
+                previous = _previous(course, sub, record)      # as read at the round's start: both ways use it
                 again = FORCED if force else _rejudge(course, sub, digest, prepared, digests, previous, limits)
                 if isinstance(again, Reprobe):         # only some tests' probes run: merged with the kept record below
                     pending[prepared.key] = (sub, digest, digests, previous, again)

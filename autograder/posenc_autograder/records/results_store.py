@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from posenc_autograder.course import Course
@@ -65,12 +65,17 @@ class ClassResults:
     files: dict[tuple[str, str, str], GradedFile]
 
 
-def class_results(course: Course, fresh: Sequence[NotebookResult] = ()) -> ClassResults:
+def class_results(course: Course, fresh: Sequence[NotebookResult] = (),
+                  graded: Mapping[tuple[str, str, str], GradedFile] | None = None) -> ClassResults:
     """Every stored result whose submission folder still exists, each record read once, in a stable order; `fresh`
-    (this run's) replace the stored ones of their notebooks."""
+    (this run's) replace the stored ones of their notebooks. `graded`: what the run knows of the files it graded, by
+    notebook (the sha256 it stored with each of `fresh`); given, the records of `fresh` are not read again."""
     results, files = {}, {}
+    skip = {(r.student, r.assignment, r.notebook) for r in fresh} if graded is not None else set()
     for file in sorted(course.autograded.glob(f"*/*/*{SUFFIX}")):
         student, assignment = file.parent.parent.name, file.parent.name
+        if (student, assignment, file.name[:-len(SUFFIX)]) in skip:
+            continue                                  # this run's: its result and file are known
         record = load(file)
         if record is None or not (course.submitted / student / assignment).is_dir():
             continue
@@ -81,7 +86,11 @@ def class_results(course: Course, fresh: Sequence[NotebookResult] = ()) -> Class
         key = (result.student, result.assignment, result.notebook)
         results[key] = result
         files[key] = GradedFile(record.get("sha256") if isinstance(record.get("sha256"), str) else None)
-    results.update({(r.student, r.assignment, r.notebook): r for r in fresh})
+    for result in fresh:
+        key = (result.student, result.assignment, result.notebook)
+        results[key] = result
+        if graded is not None and key in graded:
+            files[key] = graded[key]
     return ClassResults([results[k] for k in sorted(results)], files)
 
 
