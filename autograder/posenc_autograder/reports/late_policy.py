@@ -50,12 +50,14 @@ class Deadlines:
     the roster and the portal's dates."""
 
     def __init__(self, course: Course, portal: portal_dates.PortalDates | None = None, *,
-                 connection: typing.Any = None, student: str | None = None):
+                 connection: typing.Any = None, student: str | None = None, settled: bool = False):
         """`portal`: the portal's dates when the caller holds them already; else read when first needed, through
         `connection` (records.portal_dates.read: the portal's own open session, no engine made) and only `student`'s
-        extensions when the policy is applied to them alone (their page, their store)."""
+        extensions when the policy is applied to them alone (their page, their store). `settled`: submitted/ is not
+        changed while this object is used (the class files, written from one look): each folder is read once."""
         self.course = course
         self.settings = settings.load(course)
+        self._submitted: dict[tuple[str, str], dt.datetime | None] | None = {} if settled else None
         self._connection, self._student = connection, student
         if portal is not None:
             self.__dict__["portal"] = portal
@@ -94,6 +96,13 @@ class Deadlines:
     def submitted(self, student: str, assignment: str) -> dt.datetime | None:
         """When the attempt that counts (the one in submitted/) was handed in: the record's time, else the
         roster's."""
+        if self._submitted is not None:
+            if (student, assignment) not in self._submitted:
+                self._submitted[student, assignment] = self._submitted_now(student, assignment)
+            return self._submitted[student, assignment]
+        return self._submitted_now(student, assignment)
+
+    def _submitted_now(self, student: str, assignment: str) -> dt.datetime | None:
         here = attempts.in_submitted(self.course, student, assignment)
         found = next((a for a in reversed(attempts.of(self.course, student, assignment)) if here and a.files == here),
                      None)

@@ -138,7 +138,7 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequen
     from posenc_autograder.records import gradebook  # nbgrader: only for the files written here
 
     before_late, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
-    deadlines = late_policy.Deadlines(course)
+    deadlines = late_policy.Deadlines(course, settled=True)     # every file from one look at submitted/
     lateness = deadlines.class_lateness(before_late)
     finals = late_policy.apply(before_late, lateness)
     write_grades_csv(course, results, finals, cell_scores, before_late, lateness, deadlines)
