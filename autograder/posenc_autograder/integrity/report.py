@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from posenc_autograder import words
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, course_for_command
 from posenc_autograder.integrity import behaviour, leaks, text
 from posenc_autograder.progress import Progress
@@ -231,9 +232,9 @@ def write(course: Course, stream=None) -> list:
     waiting = store.pending_markers(course)
     if waiting:                    # graded on the portal, evidence not kept yet: a report now would leave them out
         target.unlink(missing_ok=True)
-        return [("", "", "(the report)", f"the portal has not kept the evidence of {len(waiting)} graded "
-                 f"attempt(s) yet (it does when no upload waits to be graded, and when it stops; a portal that was "
-                 f"killed does at its next start); run it again then")]
+        return [("", "", "(the report)", f"the portal has not kept the evidence of "
+                 f"{words.count(len(waiting), 'graded attempt')} yet (it does when no upload waits to be graded, "
+                 f"and when it stops; a portal that was killed does at its next start); run it again then")]
     try:
         analyses = analyse_course(course, skipped, stream)
         course.reports.mkdir(parents=True, exist_ok=True)
