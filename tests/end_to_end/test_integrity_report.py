@@ -258,7 +258,7 @@ def test_unreadable_or_hostile_evidence_is_skipped_named_and_the_report_still_wr
     (course.reports / report.REPORT_NAME).write_text("last week's report")
     assert cli.main(["integrity", "--course", str(course.root)]) == 1
     page = (course.reports / report.REPORT_NAME).read_text()
-    assert "last week" not in page and "for 2 student notebook(s)" in page and "1 skipped" in page
+    assert "last week" not in page and "for 2 student notebooks in 1 notebook;" in page and "1 skipped" in page
     assert "cat" in page and re.search(r"Written \d{4}-\d\d-\d\dT", page)
     assert "not compared: a/nb cat" in capsys.readouterr().err
     (store.folder(course, "a", "nb") / "cat.npz").unlink()

@@ -19,7 +19,7 @@ import pathlib
 import struct
 import sys
 
-from posenc_autograder import settings
+from posenc_autograder import settings, words
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake import attempts, lms, roster
 from posenc_autograder.intake.safezip import Member, SafeZip, UnsafeArchive, refusal
@@ -295,8 +295,8 @@ def collect(course: Course, archive_path: pathlib.Path, assignment: str, forced_
     roster.save(course, rows)
     print(outcome.describe(), file=out)
     total = len({p.parent.parent.name for p in course.submitted.glob(f"*/{assignment}/*.ipynb")})
-    print(f"{total} submission(s) of '{assignment}' now in {course.submitted}; roster: {roster.path(course)}. "
-          f"Next: make grade", file=out)
+    print(f"{words.count(total, 'submission')} of '{assignment}' now in {course.submitted}; "
+          f"roster: {roster.path(course)}. Next: make grade", file=out)
     return 0
 
 

@@ -29,7 +29,7 @@ import stat
 import sys
 import zoneinfo
 
-from posenc_autograder import settings
+from posenc_autograder import settings, words
 from posenc_autograder.checks import variants
 from posenc_autograder.course import (
     COURSE_ID,
@@ -252,7 +252,8 @@ def run_command(args) -> int:
         for problem in layout_problems(course, root):
             print(f"Warning: {problem}", file=sys.stderr)
     students = sorted({s.student for s in submissions})
-    print(f"{sum(map(len, new.values()))} new attempt(s) from {len(new)} student(s); {len(submissions)} submission(s) "
-          f"of '{args.assignment}' by {len(students)} student(s) in {root / COURSE_ID / 'inbound'}, all in the record "
-          f"of attempts (door exchange). Next: make grade")
+    print(f"{words.count(sum(map(len, new.values())), 'new attempt')} from {words.count(len(new), 'student')}; "
+          f"{words.count(len(submissions), 'submission')} of '{args.assignment}' by "
+          f"{words.count(len(students), 'student')} in {root / COURSE_ID / 'inbound'}, "
+          f"all in the record of attempts (door exchange). Next: make grade")
     return 0

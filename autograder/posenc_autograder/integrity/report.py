@@ -177,8 +177,9 @@ def _skipped_list(skipped: Sequence[Any]) -> str:
     if not skipped:
         return ""
     items = "".join(f"<li>{E(a)} / {E(n)}: {E(s)} ({E(why)})</li>" for a, n, s, why in skipped)
-    return (f"<p class=skipped><strong>Not compared: {len(skipped)} student evidence file(s) could not be read"
-            f"</strong> (corrupt, hostile or from an older grader: run `make grade --force` for them)</p>"
+    return (f"<p class=skipped><strong>Not compared: {words.count(len(skipped), 'student evidence file')} "
+            f"could not be read</strong> (corrupt, hostile or from an older grader: "
+            f"run `make grade --force` for them)</p>"
             f"<ul>{items}</ul>")
 
 
@@ -188,8 +189,9 @@ def _cut_list(analysis: ClassAnalysis) -> str:
     if not analysis.cut:
         return ""
     items = "".join(f"<li>{E(student)}: {E(why)}</li>" for student, why in analysis.cut)
-    return (f"<p class=skipped><strong>Evidence cut for {len(analysis.cut)} student(s)</strong>: answers too large "
-            f"to compare are compared by their first answers only (or not at all); their code is compared as "
+    return (f"<p class=skipped><strong>Evidence cut for {words.count(len(analysis.cut), 'student')}</strong>: "
+            f"answers too large to compare are compared by their first answers only (or not at all); "
+            f"their code is compared as "
             f"everyone's. Look at these notebooks yourself.</p><ul class=cut>{items}</ul>")
 
 
@@ -215,8 +217,9 @@ def page(analyses: list[ClassAnalysis], skipped: Sequence[Any] = (), when: str =
             f"{_pair_rows(analysis)}</table>{_side_by_side(analysis)}")
     return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>Integrity report</title>"
             f"<style>{STYLE}</style></head><body><h1>Integrity report</h1>"
-            f"<p class=header>Written {E(when)} for {sum(len(a.records) for a in analyses)} student notebook(s) "
-            f"in {len(analyses)} notebook(s); {len(skipped)} skipped.</p>{_skipped_list(skipped)}"
+            f"<p class=header>Written {E(when)} for "
+            f"{words.count(sum(len(a.records) for a in analyses), 'student notebook')} in "
+            f"{words.count(len(analyses), 'notebook')}; {len(skipped)} skipped.</p>{_skipped_list(skipped)}"
             "<p class=note>Evidence for a person to "
             "weigh, strongest first: nothing here is decided automatically, and none of it is shown to students. "
             "Rare shared wrong answers weigh log((N-1)/(n-1)); answers shared by many students weigh nothing. "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
+from posenc_autograder import words
 from posenc_autograder.course import Course, course_for_command
 from posenc_autograder.intake import lms
 from posenc_autograder.orchestration.class_files import rebuild_class_files
@@ -30,8 +31,8 @@ def rebuild(course: Course, stream=None) -> list[pathlib.Path]:
 def run_command(args) -> int:
     course = course_for_command(args.course, args.db_url)
     written = rebuild(course, stream=sys.stderr)
-    print(f"{len(written)} feedback page(s) rebuilt from the gradebook in {course.feedback}/<student>/<assignment>/; "
-          f"`nbgrader release_feedback <assignment>` sends them")
+    print(f"{words.count(len(written), 'feedback page')} rebuilt from the gradebook in "
+          f"{course.feedback}/<student>/<assignment>/; `nbgrader release_feedback <assignment>` sends them")
     print("Writing the grade files, the run report and the class dashboard ...", file=sys.stderr, flush=True)
     rebuild_class_files(course)
     print(f"Grades with the manual changes: {course.grades_csv} and the LMS import files beside it")

@@ -13,6 +13,7 @@ import sys
 
 from nbgrader.api import MissingEntry
 
+from posenc_autograder import words
 from posenc_autograder.course import GRADEBOOK, Course, course_for_command
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.lms import is_safe_id
@@ -105,7 +106,7 @@ def run_command(args) -> int:
         print(f"Nothing collected {what}; nothing removed.", file=sys.stderr)
         return 1
     removed = uncollect(course, pairs)
-    print(f"Removed {len(pairs)} submission(s): {', '.join(f'{s} / {a}' for s, a in pairs)}")
+    print(f"Removed {words.count(len(pairs), 'submission')}: {', '.join(f'{s} / {a}' for s, a in pairs)}")
     print("\n".join(f"  {line}" for line in removed))
     print("Grades, LMS files, the run report and the dashboard were written again without them; "
           "make integrity leaves them out of the copying report.")

@@ -17,7 +17,7 @@ import sys
 
 from sqlalchemy import select
 
-from posenc_autograder import csvsafe
+from posenc_autograder import csvsafe, words
 from posenc_autograder.course import course_for_command
 from posenc_autograder.intake import roster
 from posenc_autograder.intake.lms import is_safe_id
@@ -103,14 +103,16 @@ def run_command(args) -> int:
                f"they do not sign in with this database ({shown(course.gradebook_url)}): it is another one, or the "
                f"links were revoked or replaced in the portal")
         names = ", ".join(dropped[:5]) + (" ..." if len(dropped) > 5 else "")
-        print(f"{len(dropped)} earlier link(s) ({names}) are not in the new file: {why}. The earlier file is kept as "
-              f"{kept}.", file=sys.stderr)
+        verb = "is" if len(dropped) == 1 else "are"
+        print(f"{words.count(len(dropped), 'earlier link')} ({names}) {verb} not in the new file: {why}. "
+              f"The earlier file is kept as {kept}.", file=sys.stderr)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.touch(mode=0o600, exist_ok=True)
     target.chmod(0o600)
     csvsafe.write(target, FIELDS, rows)
     made, kept = sum(r["new"] == "yes" for r in rows), sum(r["new"] == "no" and r["link"] != NO_LINK for r in rows)
-    print(f"{made} new sign-in link(s) and {kept} earlier one(s) still valid, for {len(rows)} student(s), in {target} "
+    print(f"{words.count(made, 'new sign-in link')} and {words.count(kept, 'earlier one')} still valid, "
+          f"for {words.count(len(rows), 'student')}, in {target} "
           f"(keep it private: each link signs its student in; column new=yes marks whom to send one)")
     return 0
 

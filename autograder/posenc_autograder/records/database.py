@@ -14,6 +14,7 @@ import os
 import pathlib
 from typing import TYPE_CHECKING, Any
 
+from posenc_autograder import words
 from posenc_autograder.course import DATABASE_FILE, Course, open_gradebook
 from posenc_autograder.records import results_store, stamps
 
@@ -86,7 +87,7 @@ def foreign_message(course: Course, graded: int) -> str:
     here = shown(course.gradebook_url)
     recorded = course.path(DATABASE_FILE).is_file()
     usual = "the one in autograder/database_url" if recorded else f"the SQLite gradebook {course.default_gradebook_url}"
-    return (f"error: the database {here} holds none of the {graded} submission(s) graded in this course "
+    return (f"error: the database {here} holds none of the {words.count(graded, 'submission')} graded in this course "
             f"(autograder/autograded/): it is another database than the one their grades, manual grades and comments "
             f"are in. Nothing was changed. To move the course there with all of it (grades, manual grades, comments, "
             f"attempts, sign-in links): make move-db TO={here}   To use the course's own database: leave DB_URL out "

@@ -11,7 +11,7 @@ import pathlib
 import re
 from collections.abc import Sequence
 
-from posenc_autograder import csvsafe
+from posenc_autograder import csvsafe, words
 from posenc_autograder.course import Course
 from posenc_autograder.intake import roster
 from posenc_autograder.reports import dashboard, late_policy, lms_exports
@@ -166,7 +166,8 @@ def summary(course: Course, results: list[NotebookResult]) -> str:
         lines += ["", "Scores changed by a regrade (and why):"] + changed
     entries = problem_entries(results)
     lines += ["", f"Class dashboard: {dashboard.path(course)}",
-              f"{len(entries)} submission(s) with something to report: {course.reports / 'grading-report.md'}",
+              f"{words.count(len(entries), 'submission')} with something to report: "
+              f"{course.reports / 'grading-report.md'}",
               f"Grades: {course.grades_csv} ({lms_files(course)})",
               f"Feedback: {course.feedback}/<student>/<assignment>/",
               "Evidence of copying, for you only: make integrity"]
