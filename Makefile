@@ -113,9 +113,9 @@ N ?= 100 300 1000
 bench-scale: $(STAMP)
 	$(PY) -m posenc_autograder bench-scale $(N) $(if $(HOSTILE),--hostile)
 
-## bench-waits: every wait of the instructor and developer timed in a scratch copy beside its goal (release, regrade of 300, first grade, test, test-fast, book from nothing); writes its figures file and the README's table (QUICK=1: the rows of seconds only)
+## bench-waits: every wait of the instructor and developer timed in a scratch copy beside its goal (release, regrade of 300, first grade, test, test-fast, book from nothing); writes its figures file and the README's table (QUICK=1: the rows of seconds only; BEFORE=<commit>: each row timed on that commit too, just before it is timed now)
 bench-waits: $(STAMP)
-	$(PY) -m posenc_autograder bench-waits $(if $(QUICK),--quick)
+	$(PY) -m posenc_autograder bench-waits $(if $(QUICK),--quick) $(if $(BEFORE),--before $(BEFORE))
 
 ## bench: stock sequential `nbgrader autograde` against `make grade` on the same 60 submissions, then CPU per phase per notebook of each assignment beside the floor; writes autograder/figures/bench.md and the README's block
 bench: $(STAMP)

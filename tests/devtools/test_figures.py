@@ -1,5 +1,6 @@
 """The README's performance figures are the benchmarks' own: each `<!-- figures: name -->` block of the README is
 what the benchmark wrote to autograder/figures/<name>.md, so a figure typed in by hand fails here."""
+import argparse
 import pathlib
 
 from posenc_autograder.devtools import figures
@@ -87,3 +88,27 @@ def test_bench_waits_writes_minutes_and_seconds_that_carry():
     assert bench_waits.seconds(150.0) == "2 min 30 s"
     assert bench_waits.seconds(539.6) == "9 min 0 s"
     assert bench_waits.seconds(479.4) == "7 min 59 s"
+
+
+def test_bench_waits_times_each_row_on_the_commit_before_just_before_it_times_it_now(tmp_path, monkeypatch, capsys):
+    from posenc_autograder.devtools import bench_waits
+    before, order = tmp_path / "before-course", []
+
+    def release(source_root, scratch):
+        order.append(source_root)
+        return ("1.0 s" if source_root == before else "2.0 s"), f"in {scratch.name}"
+
+    def grade(source_root, scratch):
+        return release(source_root, scratch)
+    monkeypatch.setattr(bench_waits, "ROWS", [bench_waits.Row("release", "<= 3 s", release),
+                                              bench_waits.Row("grade", "<= 9 s", grade)])
+    monkeypatch.setattr(bench_waits, "before_course", lambda source_root, commit, folder: before)
+    monkeypatch.setattr(bench_waits, "commit", lambda root: "abc1234")
+    args = argparse.Namespace(quick=False, only=[], no_write=True, before="7d5152a")
+    assert bench_waits.run_command(args) == 0
+    now = bench_waits.Course().root
+    assert order == [before, now, before, now]
+    text = capsys.readouterr().out
+    assert "| step | before (7d5152a) | now (abc1234) | goal | how |" in text
+    assert "| release | 1.0 s | 2.0 s | <= 3 s | in release; before: in release |" in text
+    assert "`make bench-waits BEFORE=7d5152a`" in text

@@ -230,6 +230,33 @@ def arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="leave out the rows that take minutes of their own")
     parser.add_argument("--only", action="append", default=[], help="a row's function name (repeatable)")
     parser.add_argument("--no-write", action="store_true", help="print only: no figures file, README untouched")
+    parser.add_argument("--before", metavar="COMMIT", help="time every row on this commit too, each row on it just "
+                        "before the same row now, in the same run: a before column beside the figures")
+
+
+def before_course(source_root: pathlib.Path, commit: str, folder: pathlib.Path) -> pathlib.Path:
+    """The course as it was at `commit`: a clone checked out there, with an environment of its own installed from its
+    own requirements (its rows copy and link it as they do the course now)."""
+    root = clone(source_root, folder)
+    subprocess.run(["git", "checkout", "-q", "--detach", commit], cwd=root, check=True)
+    make(root, "install", own_venv=True)
+    return root
+
+
+def commit(root: pathlib.Path) -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def measured_row(row: Row, source_root: pathlib.Path, scratch: pathlib.Path, quick: bool) -> tuple[str, str]:
+    measure = row.quick if quick and row.slow else row.measure
+    if measure is None:
+        return "not measured", "left out of this run (--quick)"
+    scratch.mkdir(parents=True)
+    try:
+        return measure(source_root, scratch)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        return "failed", str(exc).splitlines()[0]
 
 
 def run_command(args) -> int:
@@ -237,23 +264,22 @@ def run_command(args) -> int:
     started, load = time.time(), os.getloadavg()[0]
     measured = []
     with tempfile.TemporaryDirectory(prefix="posenc-waits-") as tmp:
+        before = before_course(source_root, args.before, pathlib.Path(tmp) / "before-course") if args.before else None
         for row in ROWS:
             if args.only and row.measure.__name__ not in args.only:
                 continue
-            measure = (row.quick if args.quick and row.slow else row.measure)
-            if measure is None:
-                figure, note = "not measured", "left out of this run (--quick)"
-            else:
-                scratch = pathlib.Path(tmp) / row.measure.__name__
-                scratch.mkdir()
-                try:
-                    figure, note = measure(source_root, scratch)
-                except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-                    figure, note = "failed", str(exc).splitlines()[0]
-            print(f"{row.step:<92} {figure:>14}   goal {row.goal:<24} {note}", flush=True)
-            measured.append([row.step, figure, row.goal, note])
-    text = (figures.table(["step", "measured", "goal", "how"], measured) + "\n"
-            + figures.provenance(started, load).format(name=NAME + (" QUICK=1" if args.quick else "")) + "\n")
+            cells = [row.step]
+            if before is not None:             # just before the same row now: the two meet the same machine
+                was, how = measured_row(row, before, pathlib.Path(tmp) / "before" / row.measure.__name__, args.quick)
+                cells.append(was)
+            figure, note = measured_row(row, source_root, pathlib.Path(tmp) / row.measure.__name__, args.quick)
+            cells += [figure, row.goal, note + (f"; before: {how}" if before is not None else "")]
+            print("   ".join(cells), flush=True)
+            measured.append(cells)
+    header = ["step"] + ([f"before ({args.before})", f"now ({commit(source_root)})"] if before is not None
+                         else ["measured"]) + ["goal", "how"]
+    name = NAME + (" QUICK=1" if args.quick else "") + (f" BEFORE={args.before}" if args.before else "")
+    text = figures.table(header, measured) + "\n" + figures.provenance(started, load).format(name=name) + "\n"
     record = last_run(source_root, "test")
     if record and (not args.only or "make_test" in args.only):
         text += "\n" + slowest_tests(record)
