@@ -68,7 +68,7 @@ def test_points_change_rejudges_from_kept_records_exactly_as_a_full_regrade(tmp_
     [rejudged] = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS)
     assert jobs == []                                               # no sandbox job ran
     said = capsys.readouterr().err
-    assert "Regrade of positional_encoding: 1 notebook(s) re-judged from their kept records" in said
+    assert "Regrade of positional_encoding: 1 notebook re-judged from their kept records" in said
     assert "none executed again" in said and "1 re-weighed, 0 with their answers judged again" in said
     assert next(t for t in rejudged.tests if t.cell_id == TEST).max_points == 5 != before
     assert any("not run again" in n.text for n in rejudged.notes)   # the page's regrade note says how
@@ -115,7 +115,7 @@ def test_a_changed_judge_rejudges_kept_answers_or_probes_again(tmp_path, jobs, c
     jobs.clear()
     [rejudged] = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS)
     said = capsys.readouterr().err
-    assert jobs == [] and "1 notebook(s) re-judged" in said and "0 re-weighed, 1 with their answers judged" in said
+    assert jobs == [] and "1 notebook re-judged" in said and "0 re-weighed, 1 with their answers judged" in said
     assert [t.cell_id for t in rejudged.tests] == [t["cell_id"] for t in first["tests"]]
     assert next(t for t in rejudged.tests if t.cell_id == TEST).points == 5                # its answers judged again
     stored = _stored(course)

@@ -90,7 +90,7 @@ def test_a_class_rejudged_by_processes_stores_what_one_process_stores(graded_cla
     course, again = graded_class
     results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS)
     alone = _stored(course)
-    assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err
+    assert "4 notebooks re-judged from their kept records" in capsys.readouterr().err
     assert [next(t.max_points for t in r.tests if t.cell_id == TEST) for r in results] == [5] * 4
 
     monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
@@ -99,7 +99,7 @@ def test_a_class_rejudged_by_processes_stores_what_one_process_stores(graded_cla
     monkeypatch.setattr(results_store, "load", lambda path: real_load(path) if os.getpid() == run
                         else pytest.fail("a process read a stored record again"))
     spread = grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS)
-    assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err
+    assert "4 notebooks re-judged from their kept records" in capsys.readouterr().err
     assert _where(tmp_path / "spread.log") == {student: {"process"} for student in STUDENTS}   # none in the run
     assert [r.to_json() for r in spread] == [r.to_json() for r in results]
     assert _stored(course) == alone
@@ -113,7 +113,7 @@ def test_a_process_that_dies_loses_nothing(graded_class, tmp_path, monkeypatch, 
     monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
     _prepared_where(monkeypatch, tmp_path / "died.log", dies="ben")
     survived = grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS)
-    assert "4 notebook(s) re-judged from their kept records" in capsys.readouterr().err   # none run again
+    assert "4 notebooks re-judged from their kept records" in capsys.readouterr().err   # none run again
     where = _where(tmp_path / "died.log")
     assert "run" in where["ben"] and "process" in where["ann"]     # the run re-judged the dead process's notebook
     assert [r.to_json() for r in survived] == [r.to_json() for r in results]

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from posenc_autograder import settings
+from posenc_autograder import settings, words
 from posenc_autograder.checks import variants
 from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY, Course, course_for_command
 from posenc_autograder.grading import costs, regrade, reprobe
@@ -521,7 +521,7 @@ class RegradeNote:
             ran = _counted(h.why for h in ways[Way.RUN] if h.why not in FIRST_RUNS or kept or probed)
             if not kept and not probed and not ran:
                 continue                                  # a first grading, not a regrade
-            parts = [f"{len(kept)} notebook(s) re-judged from their kept records (not executed again"
+            parts = [f"{words.count(len(kept), 'notebook')} re-judged from their kept records (not executed again"
                      + (f": {len(ways[Way.REWEIGHED])} re-weighed, {len(ways[Way.REJUDGED])} with their answers "
                         f"judged again)" if kept else ")")]
             if probed:
