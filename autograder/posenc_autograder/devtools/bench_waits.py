@@ -63,7 +63,7 @@ def scratch_course(source_root: pathlib.Path, folder: pathlib.Path, with_venv: b
 def clone(source_root: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
     """A `git clone` of the committed course, as CI and a newcomer get it (some tests read the checkout through git:
     a plain copy of the tracked files failed 25 of them)."""
-    subprocess.run(["git", "clone", "-q", str(source_root), str(folder)], check=True)
+    subprocess.run(["git", "-c", "advice.detachedHead=false", "clone", "-q", str(source_root), str(folder)], check=True)
     return folder
 
 
