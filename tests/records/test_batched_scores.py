@@ -2,6 +2,9 @@
 it: a notebook whose scores the gradebook refuses costs that notebook only (the rollback does not take the scores of
 those stored before it in the batch), and a commit the database refuses is made again notebook by notebook. Whatever
 fails, every stored result agrees with the gradebook. (A run stopped midway: test_stopped_run.py.)"""
+import os
+import pathlib
+import re
 import shutil
 import sqlite3
 
@@ -135,3 +138,36 @@ def test_a_batch_reads_the_comments_each_notebook_would_and_again_after_each_com
         later = write_comment(course, "cat", "Well argued")
         assert scored("cat") == [(later, "Well argued")]
         batch.close()
+
+
+RECORD_FILE = re.compile(r"/\.?attempts\.json(\.\d+\.tmp)?$")      # the record, or the file renamed into place
+
+
+def test_a_batch_syncs_its_records_of_attempts_at_its_commit_before_any_result_record(course, monkeypatch):
+    """Each notebook's points in the record of attempts reach the disk before its result record is written (a run
+    stopped before then grades it again), synced together at the batch's commit rather than one by one as stored."""
+    events: list[tuple[str, str]] = []
+    real_fsync, real_commit, real_save = os.fsync, graded.Batch.commit, results_store.save
+
+    def fsync(fd):
+        events.append(("sync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def commit(self):
+        events.append(("commit", ""))
+        return real_commit(self)
+
+    def save(course, result, *args, **kwargs):
+        events.append(("record", result.student))
+        return real_save(course, result, *args, **kwargs)
+
+    monkeypatch.setattr(graded.attempts.os, "fsync", fsync)
+    monkeypatch.setattr(graded.Batch, "commit", commit)
+    monkeypatch.setattr(graded.Batch, "close", commit)
+    monkeypatch.setattr(results_store, "save", save)
+    regrade(course)
+    syncs = [i for i, (kind, path) in enumerate(events) if kind == "sync" and RECORD_FILE.search(path)]
+    assert sorted(pathlib.Path(events[i][1]).parent.parent.name for i in syncs) == sorted(STUDENTS)  # each changed
+    first_record = next(i for i, (kind, _) in enumerate(events) if kind == "record")
+    last_commit_before = max(i for i, (kind, _) in enumerate(events[:first_record]) if kind == "commit")
+    assert all(last_commit_before < i < first_record for i in syncs), events

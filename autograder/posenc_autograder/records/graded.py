@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import pathlib
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -56,6 +57,7 @@ class Batch:
         self.gb = gb
         self._scored: list[Scores] = []                # record_scores' arguments in the open transaction, in order
         self._records: list[Callable[[], object]] = []  # the result records to write once it is committed
+        self._unsynced: list[pathlib.Path] = []         # records of attempts written, synced before the result records
         self._opened: float | None = None
         self._comments: dict[tuple[str, str, str], list[tuple[str, str]]] | None = None
         self._whole_class = gb.db.get_bind().dialect.name == "sqlite"
@@ -93,6 +95,10 @@ class Batch:
             self.gb.db.rollback()
             self._scored, self._records = [], []
 
+    def then_sync(self, path: pathlib.Path) -> None:
+        """A record of attempts written without its sync: synced at the commit, before any result record."""
+        self._unsynced.append(path)
+
     def then_record(self, write: Callable[[], object]) -> None:
         """write() (a notebook's result record) once the scores stored so far are committed; commits when due."""
         self._records.append(write)
@@ -103,14 +109,17 @@ class Batch:
         """The scores committed, then their notebooks' result records written. A commit the database refuses is
         made again notebook by notebook: one it still refuses is left with no record (graded again next run)."""
         scored, records, self._scored, self._records, self._opened = self._scored, self._records, [], [], None
+        unsynced, self._unsynced = self._unsynced, []
         self._comments = None                         # others may write once the transaction ends
         if not scored and not records:
+            attempts.sync_written(unsynced)
             return
         try:
             self.gb.db.commit()
         except Exception:  # noqa: BLE001 - the database's refusal: retried one notebook at a time below
             self.gb.db.rollback()
             records = [write for args, write in zip(scored, records, strict=False) if self._alone(args)]
+        attempts.sync_written(unsynced)               # a result record is written last, after all it stands on
         for write in records:
             write()
 
@@ -141,7 +150,12 @@ def store(course: Course, gb: Gradebook | Batch, sub: Submission, result: Notebo
     arguments = (sub.student, sub.assignment, sub.notebook, {t.cell_id: t.points for t in result.tests}, when)
     scores = gb.record_scores(*arguments) if isinstance(gb, Batch) else gradebook.record_scores(gb, *arguments)
     book = gb.gb if isinstance(gb, Batch) else gb
-    if digest:
+    if digest and isinstance(gb, Batch):
+        written = attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score,
+                                  sync=False)
+        if written is not None:
+            gb.then_sync(written)
+    elif digest:
         attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
     release = released(course, sub.assignment, sub.notebook)             # shared: only read here
