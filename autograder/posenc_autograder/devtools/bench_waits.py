@@ -155,8 +155,8 @@ def make_test(source_root, scratch):
     install = make(root, "install", own_venv=True)
     rest = make(root, "test", check=False, own_venv=True)
     record = last_run(root, "test")
-    if record is None:
-        return "failed", f"make test left no record (install {seconds(install)}, then {seconds(rest)})"
+    if record is None:            # a course from before make test kept a record (a before column): the wait is known
+        return seconds(install + rest), f"install {seconds(install)}, then {seconds(rest)}; no record of its tests"
     kept = source_root / RUN_RECORDS / "test.json"
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(record, indent=1) + "\n")
