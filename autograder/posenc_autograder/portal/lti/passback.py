@@ -25,11 +25,11 @@ from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.exception import LtiException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
-from pylti1p3.service_connector import ServiceConnector
 from sqlalchemy import select, update
 
 from posenc_autograder.course import Course
 from posenc_autograder.portal.lti.models import LtiLineItem, LtiScore
+from posenc_autograder.portal.lti.registration import ToolServiceConnector
 from posenc_autograder.portal.models import utcnow
 from posenc_autograder.records import gradebook
 from posenc_autograder.reports import late_policy
@@ -128,7 +128,7 @@ class Outbox:
             due = db.execute(select(LtiScore, LtiLineItem).join(LtiLineItem, LtiLineItem.id == LtiScore.line_item_id)
                              .where(LtiScore.state == "pending", LtiScore.next_try <= self.now())
                              .order_by(LtiScore.id)).all()
-        connectors: dict[tuple[str, str], ServiceConnector] = {}
+        connectors: dict[tuple[str, str], ToolServiceConnector] = {}
         for score, item in due:
             try:
                 connector = connectors.get((item.issuer, item.client_id))
@@ -146,7 +146,7 @@ class Outbox:
             outcome.sent += 1
         return outcome
 
-    def _connector(self, config, item: LtiLineItem) -> ServiceConnector:
+    def _connector(self, config, item: LtiLineItem) -> ToolServiceConnector:
         if config is None:
             raise LtiException("the tool is not registered with any platform (autograder/lti.json is missing)")
         try:
@@ -155,9 +155,9 @@ class Outbox:
             raise LtiException(f"{item.issuer} (client {item.client_id}) is no longer registered") from exc
         session = requests.Session()
         session.request = _with_timeout(session.request)  # type: ignore[method-assign]  # requests: no default timeout
-        return ServiceConnector(registration, session)
+        return ToolServiceConnector(registration, session)
 
-    def _post(self, connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> None:
+    def _post(self, connector: ToolServiceConnector, score: LtiScore, item: LtiLineItem) -> None:
         grade = (Grade().set_score_given(score.score_given).set_score_maximum(score.score_maximum)
                  .set_activity_progress("Completed").set_grading_progress("FullyGraded").set_user_id(item.sub)
                  .set_timestamp(score.timestamp.replace(tzinfo=dt.timezone.utc).isoformat(timespec="milliseconds")))
@@ -167,7 +167,7 @@ class Outbox:
                                                        "lineitem": line_item})
         service.put_grade(grade)
 
-    def _found_line_item(self, connector: ServiceConnector, score: LtiScore, item: LtiLineItem) -> str:
+    def _found_line_item(self, connector: ToolServiceConnector, score: LtiScore, item: LtiLineItem) -> str:
         """The assignment's line item in the context's container (tagged with the assignment's name), made there if
         there is none; kept for the next score."""
         service = AssignmentsGradesService(connector, {"scope": item.scopes.split(),  # type: ignore[typeddict-item]

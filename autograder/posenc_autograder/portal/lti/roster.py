@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import requests
 from pylti1p3.names_roles import NamesRolesProvisioningService, TMember
-from pylti1p3.service_connector import ServiceConnector
 from sqlalchemy import select
 
 from posenc_autograder.portal.lti import launch
 from posenc_autograder.portal.lti.models import LtiContext, LtiUser
 from posenc_autograder.portal.lti.passback import describe
+from posenc_autograder.portal.lti.registration import ToolServiceConnector
 from posenc_autograder.portal.models import utcnow
 
 MAX_MEMBERS = 20_000                  # pages are followed up to this many members (a course, not a directory)
@@ -22,7 +22,7 @@ def sync_context(course, sessions, tool_config, context_id: int) -> tuple[int, s
         context = db.get(LtiContext, context_id)
     try:
         registration = tool_config.find_registration_by_params(context.issuer, context.client_id)
-        connector = ServiceConnector(registration, requests.Session())
+        connector = ToolServiceConnector(registration, requests.Session())
         service = NamesRolesProvisioningService(connector, {"context_memberships_url": context.memberships_url})
         members = members_of(service)
     except Exception as exc:  # noqa: BLE001 - shown to the instructor on the context's row
