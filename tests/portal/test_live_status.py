@@ -156,3 +156,16 @@ def test_bench_portals_students_follow_the_status_as_the_page_does(app, portal):
         outcome = own_loop.submit(asyncio.run, student()).result()
     grading.join(WAIT)
     assert outcome["status"] == Status.GRADED and outcome["shown_wait"] > 0
+
+
+def test_a_waiting_page_asks_again_only_as_often_as_a_router_forces():
+    """A queued attempt's status request is held as long as a hosting router lets a response wait (less a margin),
+    and a page past the bounds on held requests polls no more often: the number of requests a waiting student makes
+    is the queue's wait over that hold, so a longer queue costs the portal as few requests as it can (a 10 s hold
+    made 12.9 requests a student in a rush of 2,000)."""
+    margin = 2.0                                # the router's clock, the answer's own time
+    for status in (Status.QUEUED, Status.RUNNING):
+        assert 20.0 <= queue.hold_seconds(status) <= queue.ROUTER_TIMEOUT_SECONDS - margin
+    queued_an_hour = queue.poll_seconds(Status.QUEUED, 3600.0)
+    assert queued_an_hour == queue.hold_seconds(Status.QUEUED)
+    assert queue.poll_seconds(Status.QUEUED, 2.0) < queued_an_hour      # near the front: sooner
