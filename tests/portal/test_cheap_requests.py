@@ -155,3 +155,24 @@ def test_the_feedback_shown_is_a_new_result_made_without_deep_copies(level, inpu
     assert shown.tests[0].problems == expected
     assert [n.kind for n in shown.notes] == ([NoteKind.OTHER] if level == "tests" else [NoteKind.FIX_FIRST,
                                                                                         NoteKind.OTHER])
+
+
+def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(app, portal, monkeypatch):
+    """Who asks, then the attempt with its status: two sessions (two turns of the thread pool) a status request,
+    not one more for the status read apart from its attempt."""
+    alice = client_for(app, portal, "alice")
+    job = upload(alice, notebook_bytes("alice")).headers["location"].split("?")[0].rsplit("/", 1)[1]
+    opened = []
+    sessions = portal.sessions
+
+    def counted():
+        opened.append(1)
+        return sessions()
+    monkeypatch.setattr(portal, "sessions", counted)
+    answer = json.loads(alice.get(f"/attempts/{job}/status.json").text)
+    assert answer["status"] == Status.QUEUED and len(opened) == 2
+    opened.clear()
+    portal.worker.run_until_idle()
+    opened.clear()
+    answer = json.loads(alice.get(f"/attempts/{job}/status.json?since={Status.QUEUED}").text)    # changed: at once
+    assert answer["status"] == Status.GRADED and len(opened) == 2

@@ -235,17 +235,31 @@ class Portal:
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""
         with self.sessions() as db:
-            return db.execute(select(Attempt).where(Attempt.id == attempt_id, Attempt.student_id == student)
-                              ).scalar_one_or_none()
+            return self._own_attempt(db, student, attempt_id)
+
+    @staticmethod
+    def _own_attempt(db, student: str, attempt_id: int) -> Attempt | None:
+        return db.execute(select(Attempt).where(Attempt.id == attempt_id, Attempt.student_id == student)
+                          ).scalar_one_or_none()
 
     def status(self, attempt: Attempt) -> dict:
         """The attempt's live status. While it waits, nothing of the student's rules is read: the queue's order comes
         from the portal's view (memory), and only a graded attempt's score depends on the policy (a class polling
         in a rush must cost the portal no more than its grading)."""
         with self.sessions() as db:
-            ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
-            shown = attempt.status == Status.GRADED and rules.scores_visible(
-                *self.dates_for(db, attempt.student_id, attempt.assignment), self.now())
+            return self._status(db, attempt)
+
+    def own_status(self, student: str, attempt_id: int) -> tuple[Attempt, dict] | None:
+        """The student's own attempt and its live status, read on one database session (a status request's work
+        after its hold, in one turn of the thread pool); None: not theirs, or no such attempt."""
+        with self.sessions() as db:
+            found = self._own_attempt(db, student, attempt_id)
+            return None if found is None else (found, self._status(db, found))
+
+    def _status(self, db, attempt: Attempt) -> dict:
+        ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
+        shown = attempt.status == Status.GRADED and rules.scores_visible(
+            *self.dates_for(db, attempt.student_id, attempt.assignment), self.now())
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,

@@ -113,9 +113,15 @@ def own_attempt(handler):
     return wrapped
 
 
-async def find_own_attempt(request: Request, session):
+def attempt_id_of(request: Request) -> int | None:
+    """The attempt id in the URL, None when no database integer holds it (no such attempt)."""
     attempt_id = request.path_params["attempt_id"]
-    if not 0 < attempt_id <= MAX_ID:                     # no database integer holds it: no such attempt
+    return attempt_id if 0 < attempt_id <= MAX_ID else None
+
+
+async def find_own_attempt(request: Request, session):
+    attempt_id = attempt_id_of(request)
+    if attempt_id is None:
         return None
     return await run_in_threadpool(portal_of(request).attempt, session.student_id, attempt_id)
 

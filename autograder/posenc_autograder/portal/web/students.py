@@ -15,8 +15,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from posenc_autograder.portal import auth, pages, queue, uploads
 from posenc_autograder.portal.models import FINISHED, WAITING
 from posenc_autograder.portal.web.answers import (
+    attempt_id_of,
     current,
-    find_own_attempt,
     message,
     not_found,
     notice_of,
@@ -159,17 +159,26 @@ async def attempt_status(request: Request):
     held = since in WAITING
     with portal.watch.hold(session.student_id, request.path_params["attempt_id"]) if held \
             else contextlib.nullcontext() as change:                    # before the read: no change is missed
-        found = await find_own_attempt(request, session)
-        if found is None:
+        own = await own_status(request, session)
+        if own is None:
             return JSONResponse({"error": "not found"}, status_code=404)
+        found, status = own
         if held and found.status == since:
             if change is None:                           # past the bounds on held requests: a plain poll
-                return JSONResponse(await run_in_threadpool(portal.status, found))
+                return JSONResponse(status)
             if not await changed_in_time(request, change, queue.hold_seconds(found.status)):
                 return Response(status_code=204)                           # the client went away
-            found = await find_own_attempt(request, session) or found
-    status = await run_in_threadpool(portal.status, found)
+            own = await own_status(request, session)
+            status = own[1] if own is not None else await run_in_threadpool(portal.status, found)
     return JSONResponse({**status, "poll_seconds": 0} if held else status)
+
+
+async def own_status(request: Request, session):
+    """(the student's own attempt, its live status) in one turn of the thread pool; None: not found."""
+    attempt_id = attempt_id_of(request)
+    if attempt_id is None:
+        return None
+    return await run_in_threadpool(portal_of(request).own_status, session.student_id, attempt_id)
 
 
 async def changed_in_time(request: Request, change: asyncio.Event, seconds: float) -> bool:
