@@ -2,7 +2,10 @@
 the portal's pages are: a student's id, notebook name, note or diagnosis never becomes markup."""
 from __future__ import annotations
 
+import collections
+import hashlib
 import pathlib
+import threading
 
 import jinja2
 import numpy as np
@@ -16,6 +19,30 @@ def number(value) -> str:
     return f"{value:g}"
 
 
+REPR_CACHE = 64          # arrays written, kept by shape and sha256 (a class failing one case shows the same inputs)
+_WRITTEN: collections.OrderedDict[tuple[tuple[int, ...], bytes], str] = collections.OrderedDict()
+_WRITTEN_LOCK = threading.Lock()
+
+
+def written(values) -> str:
+    """The entries as float64, written as repr writes the list (exact: the lines reproduce the case). A class shows
+    the same failing inputs on many pages (a regrade writes them all again), so each array is written once: known by
+    its shape and the sha256 of its bytes, which fix what repr writes (the last REPR_CACHE kept)."""
+    array = np.asarray(values, dtype=np.float64)
+    key = (tuple(array.shape), hashlib.sha256(array.tobytes()).digest())
+    with _WRITTEN_LOCK:
+        text = _WRITTEN.get(key)
+        if text is not None:
+            _WRITTEN.move_to_end(key)
+            return text
+    text = repr(array.tolist())
+    with _WRITTEN_LOCK:
+        _WRITTEN[key] = text
+        if len(_WRITTEN) > REPR_CACHE:
+            _WRITTEN.popitem(last=False)
+    return text
+
+
 def arrays(inputs: list) -> list[dict]:
     """A failing case's input arrays for a page: shape, the first entries, and the whole array to copy."""
     shown = []
@@ -27,7 +54,7 @@ def arrays(inputs: list) -> list[dict]:
         preview = ", ".join(f"{v:.4g}" for v in flat[:PREVIEW_ENTRIES]) + (", ..." if flat.size > PREVIEW_ENTRIES
                                                                             else "")
         shown.append({"place": place + 1, "shape": tuple(array.shape), "preview": f"[{preview}]",
-                      "full": repr(array.tolist())})
+                      "full": written(array)})
     return shown
 
 
@@ -76,7 +103,7 @@ class _Writer:
             return repr(value)
         if value.place < len(self.shown) and self.shown[value.place] is not None:
             self.numbers += int(np.size(self.shown[value.place]))
-            values = repr(np.asarray(self.shown[value.place], dtype=np.float64).tolist())
+            values = written(self.shown[value.place])
             return f"np.array({values})" if value.dtype == "float64" else f"np.array({values}, dtype=np.{value.dtype})"
         name = f"input{value.place + 1}"
         self.needs.setdefault(name, {"name": name, "shape": value.shape, "dtype": value.dtype, "what": None})
