@@ -56,8 +56,8 @@ SLOW_TESTS = {
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
 # made faster. Most are the first test of a group paying its shared setup, once a run.
 WHY_SLOW = {
-    "tests/architecture/test_types.py::": "mypy over the whole grader package, ~16 CPU-s from a fresh clone (under "
-    "1 s with its cache): `make test`'s type-check, run on a worker beside the others",
+    "tests/architecture/test_types.py::": "mypy over the whole grader package, ~21 CPU-s from nothing (~1.5 with the "
+    "cache a fresh clone copies from the machine's last passing run): `make test`'s type-check, run on a worker",
     "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "
     "chapter executed, then Sphinx), once a run for every test that reads the book",
     "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages once at "
