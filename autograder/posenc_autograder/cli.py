@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import signal
 import sys
 from typing import Any
 
@@ -20,6 +21,8 @@ class Command:
     doc: str
     shared: tuple[str, ...] = ()        # names in SHARED_OPTIONS
     checks_database: bool = True        # with DB_URL: first check the database holds the course's grades
+    owns_servers: bool = False          # starts servers or scratch copies that its finally blocks remove: SIGTERM
+                                        # unwinds it as Ctrl-C does, instead of leaving them running
 
 
 COURSE, DB_URL, JOBS, SCHEDULER = "course", "db_url", "jobs", "scheduler"
@@ -35,11 +38,12 @@ COMMANDS = {
                      (COURSE, DB_URL, JOBS, SCHEDULER)),
     "feedback": Command("orchestration.rebuild", "after manual grading: feedback pages and grade files again",
                         (COURSE, DB_URL)),
-    "formgrader": Command("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1", (COURSE,)),
+    "formgrader": Command("reports.formgrader", "nbgrader's formgrader for this course on 127.0.0.1", (COURSE,),
+                          owns_servers=True),
     "integrity": Command("integrity.report", "autograder/reports/integrity.html: evidence of copying", (COURSE,)),
-    "bench": Command("devtools.bench", "stock nbgrader autograde against make grade", (JOBS,)),
+    "bench": Command("devtools.bench", "stock nbgrader autograde against make grade", (JOBS,), owns_servers=True),
     "bench-scale": Command("devtools.bench_scale", "a generated class of N graded and compared: time, memory, disk",
-                           (JOBS,)),
+                           (JOBS,), owns_servers=True),
     "portal": Command("portal.app", "the submission portal on 127.0.0.1: uploads, live status, feedback, policies",
                       (COURSE, DB_URL, JOBS, SCHEDULER)),
     "lti-register": Command("portal.lti.registration", "register the portal with an LMS (LTI 1.3): keys, "
@@ -50,9 +54,11 @@ COMMANDS = {
     "move-db": Command("orchestration.move_db", "move the course's database (grades, manual grades, comments, "
                        "attempts, sign-in links) to another one", (COURSE, DB_URL), checks_database=False),
     "bench-waits": Command("devtools.bench_waits", "where the instructor waits: each step timed beside its goal",
-                           ()),
-    "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,)),
-    "mutate": Command("devtools.mutate", "mutants of the reference graded by the hidden tests", (COURSE,)),
+                           (), owns_servers=True),
+    "bench-portal": Command("devtools.portal_load", "load test of the portal: 200 simulated students", (JOBS,),
+                            owns_servers=True),
+    "mutate": Command("devtools.mutate", "mutants of the reference graded by the hidden tests", (COURSE,),
+                      owns_servers=True),
 }
 
 
@@ -106,7 +112,14 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return 2
+    if command.owns_servers:
+        signal.signal(signal.SIGTERM, exit_on_signal)
     return module.run_command(args)
+
+
+def exit_on_signal(number: int, _frame) -> None:
+    """Stopped by a signal: leave as an uncaught exit does, through every finally block on the way out."""
+    raise SystemExit(128 + number)
 
 
 def foreign_database(args) -> str | None:

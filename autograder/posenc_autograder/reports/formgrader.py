@@ -12,7 +12,6 @@ import importlib.util
 import os
 import pathlib
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -125,7 +124,6 @@ def arguments(parser) -> None:
 def run_command(args) -> int:
     course = course_for_command(args.course)
     port, token = args.port or free_port(), secrets.token_hex(16)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))      # stopped by a signal: the server stops with it
     process = subprocess.Popen(server_command(course.root, port, token), cwd=course.root)
     try:
         wait_until_up(process, f"http://{HOST}:{port}/api/status?token={token}")
