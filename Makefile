@@ -46,6 +46,9 @@ pdf: $(STAMP) system-packages
 serve: $(STAMP)
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
+# release and grade import nbgrader, SQLAlchemy, nbconvert and the grader (about 800 modules): compiled on every run
+# when PYTHONDONTWRITEBYTECODE is set (2.6 of release's 5 CPU-s at a points change), read from bytecode once written.
+release grade: export PYTHONDONTWRITEBYTECODE :=
 ## release: hidden-test cells, test_plan.csv, README totals and exercises/ from the HiddenTest objects, all or nothing; the gradebook follows (grades kept)
 release: $(STAMP)
 	$(PY) -m posenc_autograder release

@@ -146,3 +146,14 @@ def test_nbgraders_server_extensions_are_imported_only_when_something_asks_the_p
     done = _fresh_process(script)
     assert done.stdout.splitlines()[-2:] == ["[] True True", "[{'module': 'nbgrader'}] True True False"], \
         done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("target", ["release", "grade"])
+def test_release_and_grade_write_bytecode_whatever_the_environment_says(target):
+    """Each run of them otherwise compiles every module it imports again (nbgrader, SQLAlchemy, the grader)."""
+    root = pathlib.Path(SRC).parent
+    shows = "sh -c 'echo \"[$$PYTHONDONTWRITEBYTECODE]\"' sh"          # stands for the venv's python
+    done = subprocess.run(["make", "-s", "--no-print-directory", target, f"PY={shows}", "STAMP="], cwd=root,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "[]"
