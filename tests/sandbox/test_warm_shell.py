@@ -171,3 +171,29 @@ def test_the_guards_snapshot_is_what_the_first_cell_finds(monkeypatch):
     assert _stdout(_run(SNAPSHOT), 0) == "True True []\n"
     monkeypatch.setenv(warm.SWITCH, "0")
     assert _stdout(_run(SNAPSHOT), 0) == "True True []\n"
+
+
+FIRST_CELLS = r"""
+import importlib, importlib.util, os, re, sys
+spec = importlib.util.spec_from_file_location("zygote_under_test", sys.argv[1])
+zygote = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(zygote)
+for name in ("numpy", "IPython.core.interactiveshell", *zygote.SHELL_MODULES):
+    importlib.import_module(name)
+from posenc_autograder.probes import shell_runner
+shell = shell_runner.place(shell_runner.prepared())
+modules, expressions = set(sys.modules), set(re._cache)
+for source in ("import numpy as np", "x = np.arange(3)\nif x[0] == 0:\n    y = '''a\n    b'''",
+               "def f(a):\n    return a"):
+    assert shell.run_cell(source, store_history=True).success
+print(sorted(set(sys.modules) - modules), len(set(re._cache) - expressions))
+"""
+
+
+def test_a_jobs_first_cells_import_and_compile_nothing_the_zygote_could_have(tmp_path):
+    """What IPython loads on its first cells (bdb, the input transformers' regular expression) is loaded in the zygote,
+    before it serves: each job would load it again, as its own CPU."""
+    done = subprocess.run([sys.executable, "-c", FIRST_CELLS, str(warm.SOURCE)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[] 0\n", done.stdout

@@ -46,7 +46,7 @@ import sys
 # no job pays for them. The shell itself is made here too, before serving (see main), and each job places its copy.
 SHELL_MODULES = ("IPython.core.application", "IPython.core.completer", "IPython.core.magics",
                  "IPython.core.magic_arguments", "IPython.core.oinspect", "IPython.core.logger", "sqlite3",
-                 "stack_data", "pygments.formatters.terminal256")
+                 "stack_data", "pygments.formatters.terminal256", "bdb")
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
