@@ -73,3 +73,25 @@ def test_a_terminated_portal_bench_stops_its_server_and_removes_its_scratch_cour
     assert not alive, [" ".join(command_line(pid)) for pid in alive]
     assert not course.parent.exists(), f"{course.parent} outlived the bench"
     assert status == 128 + signal.SIGTERM          # as a shell reports a command stopped by SIGTERM
+
+
+LINGERING_CHILD = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                  "time.sleep(60)"])
+time.sleep(60)
+"""
+
+
+def test_stopping_the_portal_waits_for_what_it_started(tmp_path):
+    """A grading process still finishing its job when the portal has gone: stop() returns only once it has ended
+    (here it ignores SIGTERM, so it is killed after the wait)."""
+    from posenc_autograder.devtools.portal_load import stop
+    server = subprocess.Popen([sys.executable, "-c", LINGERING_CHILD])
+    deadline = time.monotonic() + 30
+    while not descendants(server.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [child] = descendants(server.pid)
+    stop(server, seconds=1)
+    assert command_line(child) == [""] or not os.path.exists(f"/proc/{child}"), "stop() left the child running"

@@ -274,11 +274,7 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
             cpu_after = cpu_seconds(server.pid)
             watch.stop()
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
             log.close()
         timings = where_time_went(course, results, dict(zip((f"hostile{i:02d}" for i in range(len(kinds))), kinds,
                                                                 strict=True)))
@@ -355,6 +351,27 @@ def where_time_went(course, results: list[dict], kinds: dict[str, str]) -> dict:
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[max(int(round(share * len(ordered))) - 1, 0)]
+
+
+def stop(server: subprocess.Popen, seconds: float = 30) -> None:
+    """Stop the portal, then wait for every process it had started: a grading process finishing its job after the
+    portal is gone would write into the scratch course again once it has been removed. What has not ended in
+    `seconds` is killed."""
+    try:
+        family = psutil.Process(server.pid).children(recursive=True)
+    except psutil.Error:
+        family = []
+    server.terminate()
+    try:
+        server.wait(seconds)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    _, alive = psutil.wait_procs(family, timeout=seconds)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=5)
 
 
 def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) -> None:
