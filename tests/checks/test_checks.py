@@ -6,7 +6,7 @@ import pytest
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.checks.comparison import compare, mismatch
+from posenc_autograder.checks.comparison import against_any, compare, mismatch
 from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 from posenc_autograder.notebook import graded_in_process, record_in_process, run_check
 from posenc_autograder.probes import codec
@@ -102,6 +102,18 @@ def test_compare_fails_nan_and_inf_wherever_they_are():
             observed[index] = bad
             assert compare({"value": observed}, expected, "t", atol=1e300) is not None
             assert mismatch(observed, expected, 1e300, "t") is not None
+
+
+def test_an_answer_that_fits_one_expectation_is_not_diagnosed_against_the_others():
+    right, other = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    diagnosed = []
+
+    def against(expected):
+        return compare({"value": right}, expected, "f()", 1e-9, diagnose=lambda a: diagnosed.append(a) or "a cause")
+    assert against_any(against, other, right) is None
+    assert diagnosed == []                   # old code: diagnosed (and described) the failure against `other`
+    said = against_any(against, other, other * 2)      # fitting none: each described, the diagnosed one said
+    assert len(diagnosed) == 2 and said.cause == "a cause", said
 
 
 def test_a_wrong_scalar_is_named_without_a_place_or_an_entry_count():
