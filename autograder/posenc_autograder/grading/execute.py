@@ -44,6 +44,8 @@ class GradingTask:
     isolate: bool
     whole_task: str | None = None     # a task of only some probes (reprobe.py): the skeleton of the whole one, which a
                                       # message may no more quote than in a full run (grader_quotable)
+    release_cells: list[int] = dataclasses.field(default_factory=list)   # code cells that are the release's own, byte
+                                      # for byte: the warm sandbox keeps them compiled (probes/known_cells.py)
 
 
 @dataclasses.dataclass
@@ -69,7 +71,8 @@ def execute_task(task: GradingTask) -> Execution:
         grader_text, holding = secret_windows(grader_quotable(task), public_text(nb)), Holding()
         outcome = run_job(cells, task.task_frame, task.task_ids, task.probe_files, Limits(**task.limits),
                           isolate=task.isolate, decode=functools.partial(decode_record, grader_text=grader_text,
-                                                                         holding=holding))
+                                                                         holding=holding),
+                          release_cells=task.release_cells)
         execution = _execution(task, nb, outcome, grader_text, time.monotonic() - started)
         execution.sandbox_cpu, execution.supervise_cpu = outcome.cpu_seconds, time.thread_time() - cpu
         execution.held_bytes = sum(holding.by_cell.values())

@@ -169,6 +169,7 @@ class Prepared:
     probe_files: dict[str, str]
     limits: dict
     isolate: bool
+    release_cells: tuple[int, ...] = ()    # code cells that are the release's own, byte for byte (GradingTask's)
 
     @property
     def task_ids(self) -> list[str]:
@@ -182,7 +183,7 @@ class Prepared:
 
     def task(self) -> GradingTask:
         return GradingTask(self.key, self.notebook_json, codec.frame(self.entries), self.task_ids, self.probe_files,
-                           self.limits, self.isolate)
+                           self.limits, self.isolate, release_cells=list(self.release_cells))
 
 
 def prepare(course: Course, submission: Submission, limits: Limits, isolate: bool) -> GradingTask | NotebookResult:
@@ -221,7 +222,15 @@ def prepare_run(course: Course, submission: Submission, limits: Limits, isolate:
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
         task[shared_probes.SHARED_CELL] = shared
     # new_notebook validated what assembly built.
-    return Prepared(submission.key, nb, task, probe_files(), dataclasses.asdict(limits), isolate)
+    return Prepared(submission.key, nb, task, probe_files(), dataclasses.asdict(limits), isolate,
+                    release_cells(release, nb))
+
+
+def release_cells(release, nb) -> tuple[int, ...]:
+    """The code cells of an assembled notebook whose text is one of the release's code cells, byte for byte: only
+    those may be sent to the warm sandbox's zygote, which every job shares (a student's text never is)."""
+    released = {cell.source for cell in release.cells if cell.cell_type == "code"}
+    return tuple(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and cell.source in released)
 
 
 def grader_error(course: Course, submission: Submission, exc: Exception) -> NotebookResult:

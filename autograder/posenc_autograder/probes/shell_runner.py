@@ -31,6 +31,7 @@ from IPython.utils.text import SList
 from traitlets.config import Config
 
 from . import channel, codec, guard, helpers, magics, runner
+from .known_cells import KnownCells
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"      # ipykernel's default backend
 
@@ -111,7 +112,14 @@ ASYNC_WORDS = ("await", "async")
 
 class KernelShell(InteractiveShell):
     """The shell as a Jupyter kernel runs cells, without the kernel: figures go to the inline backend, which
-    needs no event loop; `!cmd` shell escapes are refused and do nothing, so the rest of the cell runs."""
+    needs no event loop; `!cmd` shell escapes are refused and do nothing, so the rest of the cell runs. Its compiler
+    keeps the release's cells the warm zygote learned (known_cells)."""
+
+    compiler_class = KnownCells
+
+    def transform_cell(self, raw_cell):
+        known = self.compile.transform(raw_cell) if isinstance(self.compile, KnownCells) else None
+        return known if known is not None else super().transform_cell(raw_cell)
 
     def enable_gui(self, gui=None):
         self.active_eventloop = gui           # inline figures need no GUI event loop (ipykernel runs none for them)
@@ -156,6 +164,8 @@ def made_shell() -> InteractiveShell:
     shell = KernelShell.instance(config=config, colors="NoColor", ipython_dir=os.path.abspath(os.sep),
                                  profile_dir=ProfileDir())
     shell.display_formatter.active_types = ["text/plain"]
+    if isinstance(shell.compile, KnownCells):
+        shell.compile.shell = shell
     aliases = [name for name, _ in shell.alias_manager.aliases]   # `%ls`, `%cat`: shell commands by another name
     shell.alias_manager.clear_aliases()
     shell.alias_manager.default_aliases = []                      # %reset would define them again
@@ -217,6 +227,13 @@ def timed_once(line: str) -> str:
     call take seconds of the cell's time limit)."""
     chosen = set(re.findall(r"(?:^|\s)-([nr])", line))
     return " ".join([f"-{option}1" for option in "nr" if option not in chosen] + [line])
+
+
+def learn(shell: InteractiveShell | None, sources) -> None:
+    """The release's cells, learned by the shell the warm zygote made before it forks the next job (known_cells)."""
+    if shell is not None and isinstance(shell.compile, KnownCells) and isinstance(sources, list):
+        for source in sources:
+            shell.compile.learn(source)
 
 
 def prepared() -> InteractiveShell:

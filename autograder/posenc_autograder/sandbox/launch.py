@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import plain_command, sandbox_command
@@ -90,9 +91,11 @@ class FreshProcess:
         self.process.stdout.close()
 
 
-def launcher(limits: Limits, isolate: bool, work: str, home: str, probe_files: dict[str, str] | None = None):
+def launcher(limits: Limits, isolate: bool, work: str, home: str, probe_files: dict[str, str] | None = None,
+             release_cells: Sequence[str] = ()):
     """channel descriptor, cgroups -> a started job: forked from the warm zygote when one can run here (the
-    default for isolated jobs), else a fresh bubblewrap sandbox, or a plain process without isolation."""
+    default for isolated jobs; release_cells: the release's own cells of the notebook, for it to keep compiled),
+    else a fresh bubblewrap sandbox, or a plain process without isolation."""
     if not isolate:
         return lambda channel_w, cgroups: FreshProcess(lambda _: plain_command(), sandbox_environment(
             channel_w, work, home), limits, cgroups, None, channel_w)
@@ -104,7 +107,7 @@ def launcher(limits: Limits, isolate: bool, work: str, home: str, probe_files: d
             return FreshProcess(lambda seccomp_fd: sandbox_command(limits, seccomp_fd, channel_w), None, limits,
                                 cgroups, program, channel_w)
         try:
-            return zygote.spawn(limits, channel_w, cgroups)
+            return zygote.spawn(limits, channel_w, cgroups, release_cells=release_cells)
         except warm.ZygoteLost as exc:
             raise ZygoteGone(str(exc)) from exc
     return start

@@ -19,6 +19,7 @@ import selectors
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.cgroups import cgroup_cpu_seconds, kill_cgroup, make_cgroups, remove_cgroups
@@ -245,14 +246,15 @@ def _feed(stream, payload: bytes) -> None:
 
 
 def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files: dict[str, str], limits: Limits,
-            isolate: bool = True, decode=None) -> RunOutcome:
+            isolate: bool = True, decode=None, release_cells: Sequence[int] = ()) -> RunOutcome:
     """Run the cells once under the supervisor. What the student's code does costs one run: the first cell past its
     limit is interrupted and the run goes on; a cell that outlives its limit after that (or the interrupt), a process
     that dies, the notebook's limit, a flood, or a channel made unreadable (a header announcing more than it can
     carry, a frame cut short: nothing after it can be read) stop the run there, and what ran before keeps its
     results. Only the grader's own failure (the warm zygote lost under the job) runs it again, its time given back.
     task_frame: the task (codec.frame), task_ids: its keys. decode(record) -> what to keep of a result as it
-    arrives (None: nothing; `cell`: the task it answers, given by keyword); default the record as decoded."""
+    arrives (None: nothing; `cell`: the task it answers, given by keyword); default the record as decoded.
+    release_cells: the code cells that are the release's own, byte for byte (the warm zygote keeps them compiled)."""
     started = time.monotonic()
     deadline = started + limits.notebook_seconds
     code_cells = [i for i, c in enumerate(notebook_cells) if c["cell_type"] == "code"]
@@ -262,7 +264,8 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
     cpu, lost = 0.0, 0
     try:
         with _scratch_dirs(isolate) as (work, home):
-            start = launcher(limits, isolate, work, home, probe_files)
+            start = launcher(limits, isolate, work, home, probe_files,
+                             [notebook_cells[i]["source"] for i in release_cells if 0 <= i < len(notebook_cells)])
             payload = _payload(notebook_cells, probe_files, limits, [], task_frame)
             while True:
                 attempt = Attempt(start, payload, code_cells, [], limits, reader, results, outputs, decode)

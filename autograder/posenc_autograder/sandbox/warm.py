@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 
 from posenc_autograder.sandbox import layout
 from posenc_autograder.sandbox.seccomp import filter_program
@@ -39,6 +40,7 @@ SOURCE = pathlib.Path(__file__).with_name("zygote.py")
 START_SECONDS = 60
 REPLY_SECONDS = 30
 STATUS_BYTES = 4096
+LEARN_BYTES = 256 * 1024       # release cells sent with one request, at most: its message stays under the zygote's cap
 
 
 class ZygoteLost(RuntimeError):
@@ -157,6 +159,7 @@ class Zygote:
 
     def __init__(self, probe_files: dict[str, str]):
         self.fingerprint = fingerprint(probe_files)
+        self.sent: set[str] = set()                  # release cells sent to this zygote to learn
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.lock = threading.Lock()
         self.errors = tempfile.TemporaryFile()      # a file, not a pipe: a zygote never blocks on what it prints
@@ -191,17 +194,31 @@ class Zygote:
         self.stop()
         return printed[-1] if printed else "it printed nothing"
 
+    def _unsent(self, cells: Sequence[str]) -> list[str]:
+        """The cells not sent yet, as many as a request carries (the zygote bounds what it keeps itself)."""
+        unsent, size = [], 0
+        for cell in dict.fromkeys(cells):
+            if cell not in self.sent:
+                size += len(json.dumps(cell))
+                if size > LEARN_BYTES:
+                    break
+                unsent.append(cell)
+        return unsent
+
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def spawn(self, limits: Limits, channel_w: int, cgroups, inner: list[str] | None = None) -> WarmJob:
-        """Fork a job: put it into `cgroups` before it makes its namespaces, then let it go."""
+    def spawn(self, limits: Limits, channel_w: int, cgroups, inner: list[str] | None = None,
+              release_cells: Sequence[str] = ()) -> WarmJob:
+        """Fork a job: put it into `cgroups` before it makes its namespaces, then let it go. release_cells: cells of
+        the release (never a student's) for the zygote to compile first, if it has not been sent them yet."""
         stdin_r, stdin_w = os.pipe()
         log_r, log_w = os.pipe()
         sync_r, sync_w = os.pipe()
         status_r, status_w = os.pipe2(os.O_NONBLOCK)
-        request = json.dumps({"limits": _runner_limits(limits), "inner": inner}).encode()
+        learn = self._unsent(release_cells)
+        request = json.dumps({"limits": _runner_limits(limits), "inner": inner, "learn": learn}).encode()
         try:
             with self.lock:
                 try:
@@ -212,6 +229,7 @@ class Zygote:
                     raise ZygoteLost(f"the zygote stopped answering ({exc})") from exc
             if not reply:
                 raise ZygoteLost("the zygote ended")
+            self.sent.update(learn)
             answer = json.loads(reply)
             if "pid" not in answer or len(fds) != 1:
                 for fd in fds:

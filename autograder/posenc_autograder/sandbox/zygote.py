@@ -12,7 +12,8 @@ the job. So the probes are loaded by one piece of code whichever way a job start
 Otherwise its one argument is the descriptor of a SOCK_SEQPACKET socket to the grader. Protocol:
 - first message: the configuration (JSON): probe sources, the root to build, the seccomp program, the
   sandbox environment. The zygote imports what it holds, then answers {"ready": pid}.
-- each further message: a fork request (JSON limits, optional `inner` argv used by tests) with five
+- each further message: a fork request (JSON limits, optional `inner` argv used by tests, optional `learn`: cells
+  of the release to compile before forking, shell_runner.learn) with five
   descriptors by SCM_RIGHTS: the job's stdin, channel, log, a sync pipe and a status pipe. The zygote
   forks the job's outer process and answers {"pid": n} with a pidfd of it. The outer process waits for a
   byte on the sync pipe (the grader has put it into the job's cgroups by then), so everything the job
@@ -395,6 +396,15 @@ def child(server: socket.socket, request: dict, fds: list[int], config: dict) ->
     os._exit(0)
 
 
+def learn(config: dict, sources) -> None:
+    """The release's cells the grader sent with a request (never a student's), compiled by the zygote's shell before
+    it forks the job: every job after it finds them compiled (shell_runner.learn)."""
+    runner = sys.modules.get(f"{config['probe_package']}.shell_runner")
+    if sources and runner is not None and SHELL is not None:
+        runner.learn(SHELL, sources)
+        gc.freeze()           # what was learned is kept for good: no job's collector walks it
+
+
 def serve(server: socket.socket, config: dict) -> None:
     jobs: dict[int, tuple[int, int]] = {}         # pidfd -> (pid, status pipe)
     while True:
@@ -420,6 +430,7 @@ def serve(server: socket.socket, config: dict) -> None:
                 os.close(fd)
             socket.send_fds(server, [b'{"error": "a fork request carries five descriptors"}'], [])
             continue
+        learn(config, request.get("learn"))
         pid = os.fork()
         if pid == 0:
             child(server, request, fds, config)
