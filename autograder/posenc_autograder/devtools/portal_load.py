@@ -39,6 +39,7 @@ from posenc_autograder.course import find_root
 from posenc_autograder.devtools import figures
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
 from posenc_autograder.devtools.postgres import free_port, postgres_server
+from posenc_autograder.devtools.student_client import StudentClient, TransportError
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.links import make_links
 from posenc_autograder.portal.models import Attempt, Student, open_database, utcnow
@@ -51,9 +52,11 @@ ATTACK_EVERY = 3.0                    # seconds between one hostile student's at
 
 
 class MemoryWatch:
-    """Peak resident memory of a process alone, and with all its children (the sandboxes), sampled."""
+    """Peak resident memory of a process alone (the kernel's own high-water mark: exact) and with all its children
+    (the sandboxes: sampled each `every` seconds, a scan of every process on the machine, ~12 ms of the simulated
+    students' CPU each time)."""
 
-    def __init__(self, pid: int, every: float = 0.2):
+    def __init__(self, pid: int, every: float = 1.0):
         self.process, self.every = psutil.Process(pid), every
         self.own = self.total = 0
         self.stopping = threading.Event()
@@ -63,16 +66,26 @@ class MemoryWatch:
     def _run(self):
         while not self.stopping.wait(self.every):
             with contextlib.suppress(psutil.Error):
-                own = self.process.memory_info().rss
                 children = 0
                 for child in self.process.children(recursive=True):
                     with contextlib.suppress(psutil.Error):
                         children += child.memory_info().rss
-                self.own, self.total = max(self.own, own), max(self.total, own + children)
+                self.total = max(self.total, self.process.memory_info().rss + children)
 
     def stop(self):
         self.stopping.set()
         self.thread.join()
+        self.own = high_water_mark(self.process.pid)
+        self.total = max(self.total, self.own)
+
+
+def high_water_mark(pid: int) -> int:
+    """The process's peak resident memory in bytes (VmHWM), 0 once it has gone."""
+    with contextlib.suppress(OSError):
+        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def notebooks(source_root: pathlib.Path, count: int) -> list[bytes]:
@@ -87,25 +100,25 @@ def notebooks(source_root: pathlib.Path, count: int) -> list[bytes]:
     return files
 
 
-async def one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
+async def one_student(client: StudentClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
     try:
         return await _one_student(client, link, data, start_in, deadline)
-    except (httpx.HTTPError, ValueError) as exc:    # counted as not done, with why (a page that is not the status's
+    except (TransportError, ValueError) as exc:    # counted as not done, with why (a page that is not the status's
         return {"done": False, "why": type(exc).__name__}      # JSON: ValueError); the rush goes on
 
 
-async def _get(client: httpx.AsyncClient, url: str, tries: int = 3) -> httpx.Response:
+async def _get(client: StudentClient, url: str, tries: int = 3):
     """A GET retried on a dropped keep-alive connection, as a browser does."""
     for attempt in range(tries):
         try:
             return await client.get(url)
-        except httpx.TransportError:
+        except TransportError:
             if attempt == tries - 1:
                 raise
             await asyncio.sleep(0.2)
 
 
-async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
+async def _one_student(client: StudentClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
     await asyncio.sleep(start_in)
     await client.get(link)
     started, refused = time.monotonic(), collections.Counter()
@@ -139,7 +152,7 @@ async def _one_student(client: httpx.AsyncClient, link: str, data: bytes, start_
             "upload_seconds": upload_seconds, "attempt": int(attempt.rsplit("/", 1)[1]), "refused": refused}
 
 
-def retry_after(answer: httpx.Response) -> float | None:
+def retry_after(answer) -> float | None:
     """The wait a refused upload's answer asks for before uploading again (its Retry-After, which the page's text
     states too), None: not a wait (accepted, or refused for good)."""
     if answer.status_code not in (429, 503) or "retry-after" not in answer.headers:
@@ -155,22 +168,26 @@ async def rush(base: str, links: list[str], files: list[bytes], spread: float, t
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     outcomes: collections.Counter = collections.Counter()
 
-    async def counted(request):                             # every request the portal answers, for its CPU per request
+    def count() -> None:                                    # every request the portal answers, for its CPU per request
         outcomes["requests"] += 1
-    # One TLS context for every student (plain HTTP here): httpx builds one per client otherwise, 24 ms of CPU each,
-    # 48 s for a class of 2,000 on the machine the portal runs on.
+
+    async def counted(request) -> None:
+        count()
+    # One TLS context for every hostile student (plain HTTP here): httpx builds one per client otherwise, 24 ms of
+    # CPU each. The honest students use the lean client (student_client.py: httpx's CPU is the portal's loss here).
     tls = ssl.create_default_context()
-    clients = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits, verify=tls,
-                                 event_hooks={"request": [counted]}) for _ in [*links, *hostile]]
+    students = [StudentClient(base, timeout=60, on_request=count) for _ in links]
+    hostiles = [httpx.AsyncClient(base_url=base, timeout=60, limits=limits, verify=tls,
+                                  event_hooks={"request": [counted]}) for _ in hostile]
     try:
         honest = [one_student(c, link, data, rng.uniform(0, spread), deadline)
-                  for c, link, data in zip(clients[:len(links)], links, files, strict=True)]
+                  for c, link, data in zip(students, links, files, strict=True)]
         attacks = [attacker(kind, c, link, files[0], spread, outcomes)
-                   for c, (kind, link) in zip(clients[len(links):], hostile, strict=True)]
+                   for c, (kind, link) in zip(hostiles, hostile, strict=True)]
         results = await asyncio.gather(*honest, *attacks)
         return results[:len(links)], outcomes
     finally:
-        await asyncio.gather(*(c.aclose() for c in clients))
+        await asyncio.gather(*(c.aclose() for c in [*students, *hostiles]))
 
 
 # --- hostile students ------------------------------------------------------------------------------
