@@ -10,3 +10,4 @@ from posenc_autograder import lazy_imports
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 lazy_imports.defer_iri_grammar()
 lazy_imports.defer_nbgrader_init()
+lazy_imports.defer_archive_util()

@@ -10,6 +10,11 @@ nbgrader's package module imports its four Jupyter Server extensions (tornado ha
 of a CPU-second) for the server to find them; the grader uses only its submodules (api, converters, preprocessors).
 Imported through defer_nbgrader_init's finder, the package is the real one (its path, spec and files) with its
 __init__ run only when a name that is not a submodule is first asked of it (a server's discovery, __version__).
+
+nbgrader.utils imports three archive functions from setuptools.archive_util, which imports setuptools and its
+pkg_resources (every installed distribution scanned: a third of a CPU-second for each command that opens a
+gradebook); only nbgrader's zip collect calls them. Stand-ins take their names until one is called or another name
+of the module is asked for; then the real module is imported and answers.
 """
 from __future__ import annotations
 
@@ -45,6 +50,39 @@ def _import_real(stand_in: types.ModuleType) -> types.ModuleType:
     real = importlib.import_module(IRI_GRAMMAR)
     stand_in.is_valid_syntax = real.is_valid_syntax  # type: ignore[attr-defined]  # later calls go straight to it
     return real
+
+
+ARCHIVES = "setuptools.archive_util"
+ARCHIVE_FUNCTIONS = ("unpack_archive", "unpack_tarfile", "unpack_zipfile")      # what nbgrader.utils imports
+
+
+def defer_archive_util() -> None:
+    """Put the stand-in in place, unless setuptools is absent or already imported."""
+    if ARCHIVES in sys.modules or "setuptools" in sys.modules or importlib.util.find_spec("setuptools") is None:
+        return
+    stand_in = types.ModuleType(ARCHIVES, "stands in for setuptools.archive_util until it is first used")
+
+    def real() -> types.ModuleType:
+        if sys.modules.get(ARCHIVES) is stand_in:
+            del sys.modules[ARCHIVES]
+        return importlib.import_module(ARCHIVES)
+
+    def deferred(name: str):
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(real(), name)(*args, **kwargs)
+        call.__name__ = call.__qualname__ = name
+        return call
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):          # the import system's questions (__path__): a plain module's answers
+            raise AttributeError(name)
+        return getattr(real(), name)
+
+    for name in ARCHIVE_FUNCTIONS:
+        setattr(stand_in, name, deferred(name))
+    stand_in.__getattr__ = __getattr__                # type: ignore[method-assign]  # any other name: the real one's
+    stand_in.__deferred__ = True                      # type: ignore[attr-defined]
+    sys.modules[ARCHIVES] = stand_in
 
 
 NBGRADER = "nbgrader"

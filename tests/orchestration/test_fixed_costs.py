@@ -157,3 +157,22 @@ def test_release_and_grade_write_bytecode_whatever_the_environment_says(target):
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "[]"
+
+
+def test_setuptools_is_imported_only_when_nbgraders_archive_functions_are_used(tmp_path):
+    """nbgrader.utils imports setuptools.archive_util (setuptools and pkg_resources: a third of a CPU-second); the
+    grader's commands import nbgrader.utils without it, and nbgrader's unzip still unpacks with the real functions."""
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "class.zip", "w") as archive:
+        archive.writestr("ann/a.ipynb", "{}")
+    (tmp_path / "out").mkdir()
+    script = ("import sys, posenc_autograder; from nbgrader.api import Gradebook; from nbgrader import utils; "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('setuptools', 'pkg_resources'))); "
+              f"utils.unzip({str(tmp_path / 'class.zip')!r}, {str(tmp_path / 'out')!r}); "
+              "import setuptools.archive_util as real; "
+              "print('setuptools' in sys.modules, real.UnrecognizedFormat.__module__, "
+              "sys.modules['setuptools.archive_util'] is real, not hasattr(real, '__deferred__'))")
+    done = _fresh_process(script)
+    assert done.stdout.splitlines()[-2:] == ["['setuptools.archive_util']", "True setuptools.archive_util True True"], \
+        done.stdout + done.stderr
+    assert (tmp_path / "out" / "ann" / "a.ipynb").read_text() == "{}"
