@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from notebook_tools import implementation_source, namespace_from, solution_notebook
 
-from posenc_autograder.checks import REGISTRY
-from posenc_autograder.checks.comparison import against_any, compare, mismatch
+from posenc_autograder.checks import REGISTRY, comparison
+from posenc_autograder.checks.comparison import against_any, compare, mismatch, within
 from posenc_autograder.checks.positional_encoding.catalogue import MISTAKES
 from posenc_autograder.notebook import graded_in_process, record_in_process, run_check
 from posenc_autograder.probes import codec
@@ -114,6 +114,31 @@ def test_an_answer_that_fits_one_expectation_is_not_diagnosed_against_the_others
     assert diagnosed == []                   # old code: diagnosed (and described) the failure against `other`
     said = against_any(against, other, other * 2)      # fitting none: each described, the diagnosed one said
     assert len(diagnosed) == 2 and said.cause == "a cause", said
+
+
+def test_a_right_answer_is_judged_in_one_pass_without_describing_anything(monkeypatch):
+    expected = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    monkeypatch.setattr(comparison, "mismatch", lambda *a, **k: pytest.fail("a right answer was described"))
+    assert compare({"value": expected + 1e-10}, expected, "f()", 1e-9) is None     # old code: mismatch() called
+    assert compare({"value": expected.astype(np.float32)}, expected, "f()", 1e-9) is None    # float32's allowance
+
+
+@pytest.mark.parametrize("atol", [1e-9, 0.5, 1e300, float("inf")])
+def test_within_is_mismatch_finding_nothing_on_a_finite_answer(atol):
+    """within() is compare()'s shortcut for a right answer: True only where the full path finds no problem."""
+    expected = np.array([[0.0, -0.0, 1.0], [1e-300, -2.5, 3e8]])
+    for index in [None, *np.ndindex(expected.shape)]:
+        for bad in (np.nan, np.inf, -np.inf, 1e-10, 0.7, 1e301, -0.0):
+            actual = expected.copy()
+            if index is not None:
+                actual[index] = bad
+            for precision in (None, "float32"):
+                full = bool(np.all(np.isfinite(actual))) and mismatch(actual, expected, atol, "t", precision) is None
+                assert not within(actual, expected, atol, precision) or full, (index, bad, precision)
+                if np.isfinite(atol):
+                    assert within(actual, expected, atol, precision) == full, (index, bad, precision)
+    assert not within(expected[:1], expected, 1.0) and not within(expected.T, expected.T[:2], 1.0)
+    assert within(np.array(2.0), np.array(2.0 + 1e-12), 1e-9) and not within(np.array(2.0), np.array(2.1), 1e-9)
 
 
 def test_a_wrong_scalar_is_named_without_a_place_or_an_entry_count():
