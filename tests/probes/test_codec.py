@@ -105,3 +105,37 @@ def test_a_frame_of_small_answers_is_decoded_without_a_second_copy_of_its_tree()
         tracemalloc.stop()
     assert len(frame["record"]["flood"]) == 64_000 and frame["record"]["flood"][-1] == {"value": 0.5}
     assert peak < 1.6 * held, (held, peak)
+
+
+class Float(float):
+    """A float subclass: read through its base type, never taken as a plain number."""
+
+
+ROWS = [[0.5, -0.0, float("nan"), float("inf"), -float("inf"), 1e-310, 3, 2**70, True, "x", None],
+        (1.0, 2.0), [], [np.float64(0.25), 1.0], [Float(0.5), 2.0], [[1.0, float("nan")], [2.0]]]
+
+
+def spelled(value) -> str:
+    """The value with every number's type and bits (-0.0 and nan told apart from 0.0 and each other)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k!r}:{spelled(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__ + "[" + ",".join(map(spelled, value)) + "]"
+    return f"{type(value).__name__}({value!r})"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=range(len(ROWS)))
+def test_a_row_of_plain_numbers_is_read_as_each_of_them_is_read_alone(row):
+    """A list of plain numbers, strings and None is taken whole rather than item by item (a table returned as a
+    list has a million): whatever is encoded, decoded, made plain or made read-only from it is what the items give
+    one at a time."""
+    from posenc_autograder.checks.hidden import read_only
+    from posenc_autograder.probes.helpers import to_plain
+
+    items = list(row)
+    assert spelled(codec._encode(row)) == spelled([codec._encode(item) for item in items])
+    assert spelled(to_plain(row)) == spelled([to_plain(item) for item in items])
+    assert spelled(read_only(row)) == spelled(type(row)(read_only(item) for item in items))
+    assert read_only(row) is not row or isinstance(row, tuple)          # a list copied: the judge may change it
+    parsed = json.loads(codec.dumps(row))
+    assert spelled(codec._decode(parsed)) == spelled([codec._decode(json.loads(codec.dumps(item))) for item in items])

@@ -139,6 +139,8 @@ def read_only(value, _views: dict | None = None):
     if isinstance(value, dict):
         return {key: read_only(item, views) for key, item in value.items()}
     if type(value) in (list, tuple):
+        if codec.PLAIN_SCALARS.issuperset(map(type, value)):     # nothing in it to copy or view
+            return type(value)(value)
         return type(value)(read_only(item, views) for item in value)
     if isinstance(value, np.ndarray) and value.flags.writeable:
         if id(value) not in views:

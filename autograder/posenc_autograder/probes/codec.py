@@ -24,6 +24,8 @@ FLOAT_KEY = "__float__"
 ESCAPE = "~"                          # a data key that is reserved or starts with this gets one more of it
 RESERVED = (ARRAY_KEY, ARRAY_REF, FLOAT_KEY)
 NON_FINITE = ("nan", "inf", "-inf")
+# Values of exactly these types are what they encode to (a non-finite float aside): a list of them needs no recursion
+PLAIN_SCALARS = frozenset({float, int, bool, str, type(None)})
 MAX_NODES = 1_000_000                 # values in one decoded text: a 1000x1000 table returned as a list fits
 MAX_DEPTH = 64                        # nesting: an honest record is under 10 deep
 MAX_CONTAINERS = 2**16                # lists and objects in one decoded text: each is an object Python's collector
@@ -87,6 +89,8 @@ def _encode(value, arrays: list | None = None, indexes: dict | None = None):
     if isinstance(value, dict):          # data keys never look like the codec's own
         return {_key(k): _encode(v, arrays, indexes) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        if PLAIN_SCALARS.issuperset(map(type, value)):      # a row of numbers (a table returned as a list)
+            return [v if type(v) is not float or math.isfinite(v) else {FLOAT_KEY: repr(v)} for v in value]
         return [_encode(v, arrays, indexes) for v in value]
     if isinstance(value, float) and not np.isfinite(value):
         return {FLOAT_KEY: repr(value)}
@@ -125,6 +129,8 @@ def _decode(value, arrays=None, inline=True, levels: int | None = None):
             return float(value[FLOAT_KEY])
         raise ValueError(f"a reserved key of the codec in data: {sorted(reserved)}")
     if isinstance(value, list):          # plain numbers and strings (most of a long list) need no call of their own
+        if PLAIN_SCALARS.issuperset(map(type, value)):        # a row of them: not even a look at each in Python
+            return value
         for index, item in enumerate(value):
             if isinstance(item, (dict, list)):
                 value[index] = _decode(item, arrays, inline, inner)

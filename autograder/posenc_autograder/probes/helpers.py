@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import guard
+from . import codec, guard
 
 
 def student_callable(ns: dict, name: str):
@@ -87,6 +87,8 @@ def to_plain(value):
     if kind is dict:
         return {str(k): to_plain(v) for k, v in dict.items(value)}
     if kind in (tuple, list):
+        if codec.PLAIN_SCALARS.issuperset(map(type, value)):       # each already its own plain value
+            return list(value)
         return [to_plain(v) for v in value]
     precision = np.float32 if true_dtype(value) == np.float32 else np.float64      # as it crosses the codec
     array = np.array(value, dtype=precision, copy=True)     # a subclass becomes a plain ndarray
