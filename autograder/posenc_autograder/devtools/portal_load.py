@@ -38,7 +38,7 @@ from sqlalchemy import select
 from posenc_autograder.course import find_root
 from posenc_autograder.devtools import figures
 from posenc_autograder.devtools.bench import ASSIGNMENT, NOTEBOOK, make_class, solved
-from posenc_autograder.devtools.postgres import free_port, postgres_server
+from posenc_autograder.devtools.postgres import free_port, postgres_server, server_cpu_seconds
 from posenc_autograder.devtools.student_client import StudentClient, TransportError
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.links import make_links
@@ -281,14 +281,16 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
         log = open(scratch / "portal.log", "w")      # a file, never a pipe left unread: a full pipe stops the portal
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
         server.log = log
+        database_cpu = server_cpu_seconds(db_url) if db_url else in_process
         try:
             _wait_until_up(base, server)
             watch = MemoryWatch(server.pid)
             idle = asyncio.run(rush(base, links[:1], files[:1], 0.0, timeout))[0][0]
-            started, cpu_before, load_before = time.monotonic(), cpu_seconds(server.pid), os.getloadavg()[0]
+            started, cpu_before, load_before = (time.monotonic(), cpu_seconds(server.pid, database_cpu),
+                                                os.getloadavg()[0])
             results, attacks = asyncio.run(rush(base, links[1:], files[1:], spread, timeout, attackers))
             requests = attacks.pop("requests", 0)
-            cpu_after = cpu_seconds(server.pid)
+            cpu_after = cpu_seconds(server.pid, database_cpu)
             watch.stop()
         finally:
             stop(server)
@@ -307,7 +309,9 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
                 "portal_cpu": cpu_after["portal"] - cpu_before["portal"],
                 "grading_cpu": cpu_after["grading"] - cpu_before["grading"],
                 "sandbox_cpu": cpu_after["sandboxes"] - cpu_before["sandboxes"],
-                "client_cpu": cpu_after["students"] - cpu_before["students"], "load": (load_before, os.getloadavg()[0]),
+                "client_cpu": cpu_after["students"] - cpu_before["students"],
+                "database_cpu": cpu_after["database"] - cpu_before["database"],
+                "load": (load_before, os.getloadavg()[0]),
                 "refusals": dict(sum((r.get("refused", collections.Counter()) for r in results),
                                      collections.Counter())),
                 "not_done": dict(collections.Counter(r.get("why", "not graded in time") for r in results
@@ -317,10 +321,16 @@ def run_once(source_root: pathlib.Path, students: int, jobs: int, spread: float,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def cpu_seconds(portal: int) -> dict[str, float]:
+def in_process() -> float:
+    """The database server's CPU when there is none: SQLite's work is in the CPU of the processes that query it."""
+    return 0.0
+
+
+def cpu_seconds(portal: int, database=in_process) -> dict[str, float]:
     """CPU seconds so far of the portal's web process; of its grading processes (grading_processes.py: the trusted
     side's work, each a Python started by multiprocessing); of its sandboxes (every other process under it: the
-    zygote and the jobs it forked and reaped, or a job's own processes); and of this process, the simulated
+    zygote and the jobs it forked and reaped, or a job's own processes); of the database server (`database`:
+    devtools.postgres.server_cpu_seconds, every backend's work for the portal); and of this process, the simulated
     students."""
     def total(times) -> float:
         return times.user + times.system
@@ -336,7 +346,7 @@ def cpu_seconds(portal: int) -> dict[str, float]:
                 sandboxes += total(times) + times.children_user + times.children_system
     own = process.cpu_times()
     return {"portal": total(own), "grading": grading, "sandboxes": sandboxes + own.children_user
-            + own.children_system, "students": total(psutil.Process().cpu_times())}
+            + own.children_system, "database": database(), "students": total(psutil.Process().cpu_times())}
 
 
 def where_time_went(course, results: list[dict], kinds: dict[str, str]) -> dict:
@@ -403,11 +413,12 @@ def _wait_until_up(base: str, server: subprocess.Popen, seconds: float = 120) ->
     raise SystemExit("the portal did not start in time")
 
 
-def status_cost(db_url: str, queued: int, requests: int = 200, change_every: int = 10) -> dict:
-    """CPU seconds of the portal's own process per status request with `queued` jobs waiting, the queue's order
-    read from the portal's view (portal.queue.QueueView: computed once per change, `change_every` requests) against
-    computing it for each request (the obvious way, and the portal's before), on the same database in the same run.
-    Each request also reads its attempt and the student's rules, as the portal's status does."""
+def status_cost(db_url: str, queued: int, requests: int = 200, change_every: int = 10, database=in_process) -> dict:
+    """CPU seconds of the portal's own process and the database server (`database`, as for cpu_seconds) per status
+    request with `queued` jobs waiting, the queue's order read from the portal's view (portal.queue.QueueView:
+    computed once per change, `change_every` requests) against computing it for each request (the obvious way, and
+    the portal's before), on the same database in the same run. Each request also reads its attempt and the
+    student's rules, as the portal's status does."""
     sessions = open_database(db_url)
     with sessions() as db:
         db.add_all([Student(id=f"s{i:05d}") for i in range(queued)])
@@ -419,7 +430,7 @@ def status_cost(db_url: str, queued: int, requests: int = 200, change_every: int
         ids = list(db.execute(select(Attempt.id)).scalars())
     rng, figures = random.Random(7), {}
     for label, view in (("per request", None), ("from memory", queue.QueueView())):
-        started = time.process_time()
+        started = time.process_time() + database()
         for n in range(requests):
             if view is not None and n % change_every == 0:
                 view.changed()
@@ -427,15 +438,16 @@ def status_cost(db_url: str, queued: int, requests: int = 200, change_every: int
             with sessions() as db:
                 attempt = db.get(Attempt, rng.choice(ids))
                 queue.waiting(db, attempt, 2, view=view)
-        figures[label] = (time.process_time() - started) / requests
+        figures[label] = (time.process_time() + database() - started) / requests
     return figures
 
 
-def print_status_cost(label: str, db_url: str, queued: int) -> None:
-    cost = status_cost(db_url, queued)
-    print(f"{label:<22} status request with {queued} queued, portal CPU per request: the order computed per request "
-          f"{1000 * cost['per request']:.1f} ms, read from memory (one computation per 10 requests) "
-          f"{1000 * cost['from memory']:.1f} ms ({cost['per request'] / cost['from memory']:.1f}x)", flush=True)
+def print_status_cost(label: str, db_url: str, queued: int, database=in_process) -> None:
+    cost = status_cost(db_url, queued, database=database)
+    print(f"{label:<22} status request with {queued} queued, portal and database server CPU per request: the order "
+          f"computed per request {1000 * cost['per request']:.1f} ms, read from memory (one computation per 10 "
+          f"requests) {1000 * cost['from memory']:.1f} ms ({cost['per request'] / cost['from memory']:.1f}x)",
+          flush=True)
 
 
 def report(label: str, figures: dict) -> str:
@@ -456,7 +468,8 @@ def report(label: str, figures: dict) -> str:
     missing = ", ".join(f"{why} x{n}" for why, n in figures["not_done"].items())
     lines.append(f"{'':<22} CPU per graded notebook: portal's web process {figures['portal_cpu'] / graded:.3f} s, "
                  f"its grading processes {figures['grading_cpu'] / graded:.3f} s, sandboxes "
-                 f"{figures['sandbox_cpu'] / graded:.3f} s, the simulated students "
+                 f"{figures['sandbox_cpu'] / graded:.3f} s, the database server "
+                 f"{database_share(figures, graded)}, the simulated students "
                  f"{figures['client_cpu'] / graded:.3f} s (machine load {figures['load'][0]:.1f} at the rush's start, "
                  f"{figures['load'][1]:.1f} at its end)" + (f"; not graded: {missing}" if missing else ""))
     lines.append(f"{'':<22} honest uploads refused, then sent again after the wait the answer stated: "
@@ -467,6 +480,12 @@ def report(label: str, figures: dict) -> str:
         lines.append(f"{'':<22} hostile jobs graded (jobs, sandbox s, longest s): " + ", ".join(
             f"{kind} {n}, {total:.0f}, {top:.1f}" for kind, (n, total, top) in figures["hostile_jobs"].items()))
     return "\n".join(lines)
+
+
+def database_share(figures: dict, graded: int) -> str:
+    """The database server's CPU per graded notebook, or where it is counted when the database has no server."""
+    database = figures.get("database_cpu")
+    return "in the processes above (SQLite)" if not database else f"{database / graded:.3f} s"
 
 
 def refusals(figures: dict) -> str:
@@ -554,7 +573,7 @@ def status_costs(args) -> int:
             print_status_cost("SQLite", f"sqlite:///{scratch}/portal.db", args.status_cost)
     if args.database in ("postgresql", "both"):
         with postgres_server() as url:
-            print_status_cost("PostgreSQL", url, args.status_cost)
+            print_status_cost("PostgreSQL", url, args.status_cost, server_cpu_seconds(url))
     print(f"load at end: {uptime()}", flush=True)
     return 0
 

@@ -10,6 +10,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import typing
+
+import psutil
+from sqlalchemy.pool import NullPool
 
 
 class PostgresMissing(RuntimeError):
@@ -50,3 +54,26 @@ def postgres_server(max_connections: int = 100):
         subprocess.run(as_postgres + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def server_cpu_seconds(url: str) -> typing.Callable[[], float]:
+    """CPU seconds so far of the server at `url` (on this machine): its postmaster, every backend alive and every
+    one that has ended (reaped by the postmaster, so counted in its children's times). A benchmark counts the
+    database's work with the portal's: SQLite's runs inside the processes that query it."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as db:
+            postmaster = psutil.Process(db.execute(text("SELECT pg_backend_pid()")).scalar_one()).parent()
+    finally:
+        engine.dispose()
+
+    def seconds() -> float:
+        own = postmaster.cpu_times()
+        total = own.user + own.system + own.children_user + own.children_system
+        for backend in postmaster.children():
+            with contextlib.suppress(psutil.Error):
+                times = backend.cpu_times()
+                total += times.user + times.system
+        return total
+    return seconds
