@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.records import gradebook
@@ -151,3 +151,37 @@ def test_a_notebooks_grades_and_comments_are_found_by_its_cells_not_by_reading_t
                             "submitted_notebook sn ON g.notebook_id = sn.id WHERE sn.assignment_id = ?",
                             (submission,)).fetchall()
         assert grades and sorted(grades) == sorted(joined)
+
+
+@pytest.mark.postgres
+def test_a_notebooks_comments_are_found_by_its_cells_on_a_postgresql_gradebook_without_statistics(tmp_path,
+                                                                                                 postgres_url):
+    """PostgreSQL plans a new course's queries without statistics of its tables (none are gathered until autovacuum
+    gets to them, a rush's first minutes): the comments of one notebook are still looked up by (cell, submitted
+    notebook), no step of the plan reading more rows than the released cells, however large the class; and they are
+    that notebook's own."""
+    course = Course(make_course(tmp_path, registered=False), postgres_url)
+    gradebook.register(course, ASSIGNMENT)
+    students = [f"s{i:03d}" for i in range(300)]
+    with gradebook.open_gradebook(course) as gb:
+        gradebook.add_submissions(gb, ASSIGNMENT, students)
+        cells = gb.db.execute(text("SELECT count(*) FROM base_cell")).scalar()
+        commented = text("""UPDATE comment SET manual_comment = 'see me' WHERE id = (SELECT min(comment.id) FROM comment
+            JOIN submitted_notebook ON comment.notebook_id = submitted_notebook.id
+            JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id
+            WHERE submitted_assignment.student_id = :student)""")
+        gb.db.execute(commented, {"student": "s007"})
+        gb.db.commit()
+        given = {"assignment": ASSIGNMENT, "student": "s007", "notebook": NOTEBOOK}
+        plan = gb.db.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {gradebook.COMMENTS.text}"), given).scalar()
+        assert [written for _, written in gradebook.comments(gb, "s007", ASSIGNMENT, NOTEBOOK)] == ["see me"]
+        assert gradebook.comments(gb, "s008", ASSIGNMENT, NOTEBOOK) == []
+    read = max(rows_read(plan[0]["Plan"]))
+    assert cells < len(students) and read <= cells, (read, cells)
+
+
+def rows_read(node: dict):
+    """The rows each step of an EXPLAIN ANALYZE plan (PostgreSQL's JSON) produced, over all its loops."""
+    yield node["Actual Rows"] * node["Actual Loops"]
+    for child in node.get("Plans", ()):
+        yield from rows_read(child)
