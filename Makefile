@@ -12,10 +12,13 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 # uv installs what requirements.txt pins (about 25 s from nothing, where pip took about 4 minutes); its own version
 # is pinned there too, and read from there for the one pip install that brings it.
-$(STAMP): requirements.txt
+# Then every Python of the venv (jupyter-book, nbgrader's command line) defers jsonschema's IRI grammars, ~2 CPU-s a
+# process (autograder/posenc_autograder/iri_deferral.py).
+$(STAMP): requirements.txt autograder/posenc_autograder/iri_deferral.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet "$$(grep -E '^uv==' requirements.txt)"
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements.txt
+	$(PY) -c 'from posenc_autograder import iri_deferral; iri_deferral.install_hook()'
 	touch $(STAMP)
 
 ## help: this list (also plain `make`): every target with what it does, from the Makefile's own `## target:` lines

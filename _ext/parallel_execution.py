@@ -28,8 +28,9 @@ LOGGER = logging.getLogger(__name__)
 
 # Run in each kernel before the chapter's first cell (IPython's exec_lines: no cell, no execution count, no name left):
 # a chapter's first glue() imports nbformat, hence jsonschema, whose optional IRI grammars cost 1.3 CPU-s a kernel to
-# check a string format no chapter uses. The grader's package defers them (lazy_imports.py) and keeps OpenBLAS to
-# the kernel's own thread beside the other kernels; neither changes a number a chapter prints or plots.
+# check a string format no chapter uses. The environment and the grader's package defer them (iri_deferral.py), and
+# the package keeps OpenBLAS to the kernel's own thread beside the other kernels; neither changes a number a chapter
+# prints or plots.
 KERNEL_START = ("from posenc_autograder import lazy_imports as _posenc_lazy_imports; "
                 "del _posenc_lazy_imports")
 

@@ -5,11 +5,13 @@ import os
 import pathlib
 import subprocess
 import sys
+import sysconfig
 
 import nbformat
 import pytest
 from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
 
+from posenc_autograder import iri_deferral
 from posenc_autograder.course import Course
 from posenc_autograder.intake import roster
 from posenc_autograder.orchestration import grade
@@ -82,6 +84,27 @@ def test_the_iri_format_is_still_checked_and_its_grammar_compiled_only_then():
               "checker.conforms('no scheme here', 'iri'), 'lark' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "True", "False", "True"], done.stdout + done.stderr
+
+
+def test_every_python_of_the_environment_defers_the_iri_grammars_until_the_format_is_checked():
+    """jupyter-book and nbgrader's command line import jsonschema before any code of ours: the environment's start-up
+    hook (`make install`) defers the grammars there too, and the format is still checked."""
+    hook = pathlib.Path(sysconfig.get_paths()["purelib"]) / iri_deferral.HOOK_FILE
+    expected = iri_deferral.hook_line(pathlib.Path(iri_deferral.__file__).resolve())
+    assert hook.exists() and hook.read_text() == expected, f"{hook} is missing or stale: run make install"
+    script = ("import sys, nbformat, jsonschema; deferred = getattr(sys.modules['rfc3987_syntax'], '__deferred__', "
+              "False); compiled = 'lark' in sys.modules; checker = jsonschema.FormatChecker(); "
+              "print(deferred, compiled, checker.conforms('https://example.org/a', 'iri'), "
+              "checker.conforms('no scheme here', 'iri'), 'lark' in sys.modules, 'posenc_autograder' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "False", "True", "False", "True", "False"], done.stdout + done.stderr
+
+
+def test_a_start_that_cannot_read_the_hooks_file_goes_on_silently(tmp_path):
+    line = iri_deferral.hook_line(tmp_path / "absent.py")
+    done = subprocess.run([sys.executable, "-c", f"{line}import sys; print('started', sys.modules.get('x'))"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "started None\n", "")
 
 
 def test_the_release_check_is_worked_out_again_when_a_notebook_changes(graded, capsys):
