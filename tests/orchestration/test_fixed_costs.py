@@ -46,6 +46,19 @@ def test_nothing_to_grade_opens_no_gradebook_and_rewrites_no_class_file(graded, 
     assert _class_files(graded) == before
 
 
+def test_each_look_at_submitted_reads_a_students_record_of_attempts_twice(graded, monkeypatch):
+    """make grade looks at submitted/ before the round and after it: each look reads the class's records of attempts
+    (which students have any) and then each student's once more, after the exchange's door may have added to it (the
+    old code read it again for the files placed by hand and for which attempt counts: three reads a look)."""
+    from posenc_autograder.intake import attempts
+
+    reads, real_read = [], attempts._read
+    monkeypatch.setattr(attempts, "_read", lambda where: reads.append(where.name) or real_read(where))
+    [result] = grade.grade_all(graded, jobs=1, isolate=False, limits=Limits(), quiet=True)
+    assert result.graded
+    assert reads == [ASSIGNMENT] * (2 * 2 + 2)     # two looks; the count of rounds, the unchanged notebook's points
+
+
 @pytest.mark.parametrize("change", ["gradebook", "roster", "class file deleted"])
 def test_a_change_the_class_files_are_made_from_writes_them_again(graded, change):
     if change == "gradebook":                      # a manual grade entered in formgrader changes the file

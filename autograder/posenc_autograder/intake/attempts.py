@@ -299,12 +299,13 @@ def place(course: Course, attempt: Attempt, here: dict[str, str] | None = None) 
     return True
 
 
-def record_hand_placed(course: Course, student: str, assignment: str,
-                       here: dict[str, str] | None = None) -> Attempt | None:
+def record_hand_placed(course: Course, student: str, assignment: str, here: dict[str, str] | None = None,
+                       recorded: list[Attempt] | None = None) -> Attempt | None:
     """A file put in submitted/ by hand (no door recorded it): recorded as the door 'hand', at its timestamp.txt
-    (nbgrader's, UTC) or else the file's modification time. here: in_submitted's answer, when just read."""
+    (nbgrader's, UTC) or else the file's modification time. here: in_submitted's answer, when just read; recorded:
+    of's answer, when just read."""
     files = in_submitted(course, student, assignment) if here is None else here
-    if not files or any(a.files == files for a in of(course, student, assignment)):
+    if not files or any(a.files == files for a in (of(course, student, assignment) if recorded is None else recorded)):
         return None
     where = course.submitted / student / assignment
     try:

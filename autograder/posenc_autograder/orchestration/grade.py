@@ -67,10 +67,12 @@ def place_counted(course: Course, assignments: list[str] | None = None, students
         try:
             exchange.record_collected(course, student, assignment)      # `nbgrader collect`'s: the exchange's door
             here = attempts.in_submitted(course, student, assignment)   # read and hashed once for what follows
-            attempts.record_hand_placed(course, student, assignment, here)
+            recorded = attempts.of(course, student, assignment)           # read again only if a file was recorded
+            if attempts.record_hand_placed(course, student, assignment, here, recorded) is not None:
+                recorded = attempts.of(course, student, assignment)
         except ValueError:
             continue                                      # not a safe folder: discover() reports it
-        target = attempts.next_in_submitted(attempts.of(course, student, assignment), rule, deadlines.attempt_percent)
+        target = attempts.next_in_submitted(recorded, rule, deadlines.attempt_percent)
         if target is not None and attempts.place(course, target, here):
             changed.add((student, assignment))
             here = dict(target.files)                     # what place() wrote: the attempt's files, as recorded
