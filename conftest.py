@@ -42,6 +42,8 @@ SLOW_TESTS = {
         "IPython's shell over every solution cell",
     "tests/orchestration/test_fixed_costs.py::test_the_iri_format_is_still_checked_and_its_grammar_compiled_only_then":
         "a fresh interpreter importing jsonschema",
+    "tests/orchestration/test_fixed_costs.py::test_the_integrity_report_imports_matplotlib_only_when_it_compares_code":
+        "a fresh interpreter importing the integrity report",
     "tests/authoring/test_release.py::test_the_first_release_on_a_fresh_clone_reports_every_assignment_registered":
         "make release of every assignment from nothing",
     "tests/sandbox/test_log_flood.py::test_the_same_in_the_sandbox": "a sandbox job that floods its log",

@@ -212,3 +212,12 @@ def test_setuptools_is_imported_only_when_nbgraders_archive_functions_are_used(t
     assert done.stdout.splitlines()[-2:] == ["['setuptools.archive_util']", "True setuptools.archive_util True True"], \
         done.stdout + done.stderr
     assert (tmp_path / "out" / "ann" / "a.ipynb").read_text() == "{}"
+
+
+def test_the_integrity_report_imports_matplotlib_only_when_it_compares_code():
+    """copydetect imports matplotlib's pyplot: a process that imports the report (the portal, every test process
+    collecting the suite) pays it only when it fingerprints code."""
+    script = ("import sys; from posenc_autograder.integrity import report, text; before = 'matplotlib' in sys.modules; "
+              "text.fingerprint('def f(x):\\n    return x + 1\\n'); print(before, 'matplotlib' in sys.modules)")
+    done = _fresh_process(script)
+    assert done.stdout.splitlines()[-1:] == ["False True"], done.stdout + done.stderr

@@ -18,11 +18,14 @@ import dataclasses
 import io
 import itertools
 import tokenize
+from typing import TYPE_CHECKING
 
-import copydetect
 import nbformat
 
 from posenc_autograder.integrity.behaviour import common_threshold
+
+if TYPE_CHECKING:
+    import copydetect
 
 NOISE_CHARACTERS = 25      # k: matches shorter than this (in filtered code) are noise
 WINDOW = 1                 # winnowing window: every k-gram kept (solutions are short)
@@ -42,6 +45,9 @@ class TextMatch:
 
 
 def fingerprint(code: str, boilerplate=()) -> copydetect.CodeFingerprint | None:
+    # Imported here, not at the top: it imports matplotlib's pyplot (~1 CPU-s), which only a comparison needs, not
+    # every command or test process that imports the report.
+    import copydetect
     try:
         return copydetect.CodeFingerprint("solution.py", NOISE_CHARACTERS, WINDOW, boilerplate=list(boilerplate),
                                           language="python", fp=io.StringIO(code))
@@ -135,6 +141,7 @@ def matches(records, boilerplate: set, first: dict[str, set],
         for h in set(prints[student].hashes):
             index[h].append(student)
     candidates = {pair for students in index.values() for pair in itertools.combinations(students, 2)}
+    import copydetect  # when first used (fingerprint says why)
     found = {}
     for a, b in sorted(candidates):
         _, shares, slices = copydetect.compare_files(prints[a], prints[b])
