@@ -197,3 +197,30 @@ def test_a_jobs_first_cells_import_and_compile_nothing_the_zygote_could_have(tmp
                           text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert done.stdout == "[] 0\n", done.stdout
+
+
+COUNT_REALPATHS = r"""
+import posixpath
+resolved = []
+realpath = posixpath.realpath
+posixpath.realpath = lambda path, *args, **kwargs: resolved.append(path) or realpath(path, *args, **kwargs)
+"""
+
+
+def test_a_warm_jobs_traceback_resolves_no_path_of_the_modules_the_zygote_loaded(monkeypatch):
+    """IPython's traceback asks inspect for each frame's module: the zygote has asked once, so the job resolves only
+    the modules it imported itself; the traceback reads as a fresh interpreter's."""
+    cells = (COUNT_REALPATHS, "def f():\n    raise ValueError('boom')\n", "f()", "print(len(resolved))")
+    warm_job = _run_failing(*cells)
+    assert int(_stdout(warm_job, 3)) < 10, _stdout(warm_job, 3)
+    monkeypatch.setenv(warm.SWITCH, "0")
+    fresh = _run_failing(*cells)
+    assert int(_stdout(fresh, 3)) > 100
+    assert warm_job.outputs[2] == fresh.outputs[2] and "Cell In[2], line 2, in f()" in _stdout(fresh, 2)
+
+
+def _run_failing(*sources: str) -> supervisor.RunOutcome:
+    cells = [{"cell_type": "code", "source": source} for source in sources]
+    outcome = supervisor.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
+    assert outcome.finished, (outcome.events, outcome.log_tail)
+    return outcome

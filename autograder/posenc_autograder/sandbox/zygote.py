@@ -32,6 +32,7 @@ import fcntl
 import gc
 import importlib.abc
 import importlib.util
+import inspect
 import json
 import os
 import pathlib
@@ -462,6 +463,10 @@ def main() -> None:
     # variables, magics, builtins or imports.
     runner = sys.modules.get(f"{config['probe_package']}.shell_runner")      # none: a zygote for test commands only
     SHELL = runner.prepared() if runner else None
+    # IPython's tracebacks ask inspect which module each frame is in, and inspect's first answer resolves the path of
+    # every module loaded (a realpath each, ~30 ms a job): asked here once, a job's traceback looks up only what the
+    # job imported itself. The answers are the same: the sandbox sees each of those files at the same path.
+    inspect.getmodule(sys._getframe())
     gc.freeze()               # what the zygote holds is never collected: a job's collector leaves those pages shared
     threads = len(os.listdir("/proc/self/task"))
     socket.send_fds(server, [json.dumps({"ready": os.getpid(), "threads": threads}).encode()], [])
