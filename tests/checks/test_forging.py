@@ -258,3 +258,41 @@ def test_every_contract_call_has_trusted_answers_and_a_writer_into_its_arguments
         written = {**c, "args": [2 * a + 1 if i in floats else a for i, a in enumerate(c["args"])]}
         changed = accepted_answers(assignment, entries, name, written, stand_ins)
         assert not any(agrees(w, a) for w in changed for a in accepted), name
+
+
+def test_a_contract_call_met_again_is_answered_from_the_answers_kept_for_its_inputs(monkeypatch):
+    """The course-wide calls every notebook's shared set makes: the reference runs once for them, and what is kept is
+    read-only; the same call on other inputs (a student's variant) is answered for those."""
+    from posenc_autograder.checks import contracts
+    from posenc_autograder.checks.manifest import functions
+    runs = []
+    real = contracts.accepted_answers
+    monkeypatch.setattr(contracts, "accepted_answers", lambda *args: runs.append(args[2]) or real(*args))
+    [test] = [t for t in REGISTRY.values() if t.assignment == "positional_encoding" and t.reads_verdicts]
+    kept = contracts.KeptAnswers("positional_encoding", functions("positional_encoding"))
+
+    def answers(changed=False):
+        inputs = test.plain_inputs()                    # fresh dicts each time, as each notebook's judge gets them
+        name, c = next((n, c) for n, c in inputs["calls"].items()
+                       if any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in c["args"]))
+        if changed:                                     # other inputs: a student's variant, say
+            c = {**c, "args": [2 * a + 1 if isinstance(a, np.ndarray) else a for a in c["args"]]}
+        return name, kept(name, c, inputs.get("stand_ins", {}).get(name, {}))
+    name, first = answers()
+    assert answers()[1] is first and runs == [name]      # old code: the reference ran for each notebook's call
+    arrays = [a for a in first if isinstance(a, np.ndarray)]
+    assert arrays and not any(a.flags.writeable for a in arrays)
+    assert answers(changed=True)[1] is not first and runs == [name, name]
+
+
+def test_agreeing_finite_answers_need_no_allclose_and_the_rest_get_its_answer(monkeypatch):
+    from posenc_autograder.checks.contracts import agrees
+    values = [0.0, -0.0, 1.0, 1.0 + 9e-7, 1.0 + 2e-6, 1e-9, 3e-9, np.nan, np.inf, -np.inf, 1e308, 5e-324]
+    for a in values:
+        for b in values:
+            with np.errstate(all="ignore"):
+                expected = bool(np.allclose(np.array([a, 2.0]), np.array([b, 2.0]), equal_nan=True, rtol=1e-6,
+                                            atol=1e-9))
+                assert agrees(np.array([a, 2.0]), [b, 2.0]) == expected, (a, b)
+    monkeypatch.setattr(np, "allclose", lambda *a, **k: pytest.fail("allclose called on agreeing finite answers"))
+    assert agrees(np.linspace(0, 1, 50) + 1e-10, np.linspace(0, 1, 50))       # old code: np.allclose every time
