@@ -11,7 +11,8 @@ from conftest import CSRF, client_for, csrf_of, notebook_bytes, upload
 from posenc_autograder.portal import auth
 from posenc_autograder.portal.models import Attempt, Policy, Session, Student
 
-ATTEMPT_URLS = ["/attempts/{id}", "/attempts/{id}/status.json", "/attempts/{id}/feedback", "/attempts/{id}/notebook"]
+ATTEMPT_URLS = ["/attempts/{id}", "/attempts/{id}/status.json", "/attempts/{id}/status.events",
+                "/attempts/{id}/feedback", "/attempts/{id}/notebook"]
 INSTRUCTOR_POSTS = {"/instructor/policy/" + ASSIGNMENT: {"counts": "last", "feedback_before": "none",
                                                           "max_attempts": "1"},
                     "/instructor/extension": {"student": "bob", "assignment": ASSIGNMENT,

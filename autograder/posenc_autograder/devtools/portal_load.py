@@ -2,8 +2,8 @@
 
 A scratch copy of the course, a real portal (`python -m posenc_autograder portal`, its own process, grading in
 the sandbox) and N simulated students who each sign in by link, upload their own notebook at a moment spread
-over the rush, follow the status until it is graded (as the page does: each request is held by the portal until
-the status changes) and fetch the feedback. Each rush runs twice: the honest class alone, then the same class
+over the rush, follow the status until it is graded (as the page's script does: one stream of its
+changes) and fetch the feedback. Each rush runs twice: the honest class alone, then the same class
 with hostile students mixed in (HOSTILE: poisoned notebooks, a freezer's unterminated strings of escaped quotes,
 flooders uploading as fast as the policy lets them, oversized files, a forged sandbox frame, slowloris
 connections). Run on SQLite and on a temporary PostgreSQL server. Prints, per
@@ -46,7 +46,8 @@ from posenc_autograder.portal.models import Attempt, Student, open_database, utc
 from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
-POLL_SECONDS = 1.0
+EVENT_SOURCE_RETRY = 3.0               # seconds a browser's EventSource waits to connect again, unless told
+FINISHED = ("graded", "error")
 HOSTILE = {"poison": 2, "freezer": 2, "flooder": 2, "oversized": 2, "forger": 1, "slowloris": 1}   # students
 ATTACK_EVERY = 3.0                    # seconds between one hostile student's attacks during the rush
 
@@ -137,19 +138,38 @@ async def _one_student(client: StudentClient, link: str, data: bytes, start_in: 
         return {"done": False, "why": f"upload answered {answer.status_code}", "refused": refused}
     attempt = answer.headers["location"].split("?")[0]
     status = (await _get(client, f"{attempt}/status.json")).json()      # what the attempt's page shows first
-    longest_wait = 0.0
-    while time.monotonic() < deadline:
-        if status["status"] in ("graded", "error"):
-            break
-        longest_wait = max(longest_wait, status["wait_seconds"] if status["status"] == "queued" else 0.0)
-        status = (await _get(client, f"{attempt}/status.json?since={status['status']}")).json()   # held till it changes
-        await asyncio.sleep(status.get("poll_seconds", POLL_SECONDS))       # as the page's script does
-    if status.get("status") not in ("graded", "error"):
+    shown = [status["wait_seconds"] if status["status"] == "queued" else 0.0]
+    if status["status"] not in FINISHED:                                   # the page's script follows the stream
+        status = await followed(client, f"{attempt}/status.events", shown, deadline) or status
+    longest_wait = max(shown)
+    if status.get("status") not in FINISHED:
         return {"done": False}
     feedback = await _get(client, f"{attempt}/feedback")
     return {"done": feedback.status_code == 200 and "Score:" in feedback.text, "status": status["status"],
             "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic(),
             "upload_seconds": upload_seconds, "attempt": int(attempt.rsplit("/", 1)[1]), "refused": refused}
+
+
+async def followed(client: StudentClient, url: str, shown: list[float], deadline: float) -> dict | None:
+    """The status as the page's EventSource follows it: one stream read to its end (after a finished status, or
+    past the portal's bounds), each event's queue wait added to `shown`; connecting again after the stream's
+    `retry` (else the EventSource's default) until a finished status comes or the rush ends."""
+    retry, status = EVENT_SOURCE_RETRY, None
+    while time.monotonic() < deadline:
+        with contextlib.suppress(TransportError):                        # a dropped stream: connect again
+            answer = await client.get(url, timeout=max(deadline - time.monotonic(), 0.001))
+            if answer.status_code != 200:
+                raise ValueError(f"status stream answered {answer.status_code}")     # an EventSource stops
+            for line in answer.text.splitlines():
+                if line.startswith("retry: "):
+                    retry = int(line.removeprefix("retry: ")) / 1000
+                elif line.startswith("data: "):
+                    status = json.loads(line.removeprefix("data: "))
+                    shown.append(status["wait_seconds"] if status["status"] == "queued" else 0.0)
+            if status is not None and status["status"] in FINISHED:
+                return status
+        await asyncio.sleep(retry)
+    return status
 
 
 def retry_after(answer) -> float | None:

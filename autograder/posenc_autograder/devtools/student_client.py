@@ -45,8 +45,9 @@ class StudentClient:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
 
-    async def get(self, path: str) -> Response:
-        return await self._request("GET", path, b"", {})
+    async def get(self, path: str, timeout: float | None = None) -> Response:
+        """`timeout`: this request's own, longer than the client's for a stream read to its end."""
+        return await self._request("GET", path, b"", {}, timeout)
 
     async def post(self, path: str, data: dict[str, str], files: dict[str, tuple[str, bytes]]) -> Response:
         boundary = secrets.token_hex(16)
@@ -61,10 +62,11 @@ class StudentClient:
     async def aclose(self) -> None:
         self._close()
 
-    async def _request(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> Response:
+    async def _request(self, method: str, path: str, body: bytes, headers: dict[str, str],
+                       timeout: float | None = None) -> Response:
         self.on_request()
         try:
-            return await asyncio.wait_for(self._exchange(method, path, body, headers), self.timeout)
+            return await asyncio.wait_for(self._exchange(method, path, body, headers), timeout or self.timeout)
         except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
                 ValueError) as exc:
             self._close()

@@ -29,7 +29,7 @@ DOOR = "hub"
 STATE_COOKIE = "portal_hub_state"
 STATE_SECONDS = 600
 API_TIMEOUT = 10.0
-LINK_ATTRIBUTE = re.compile(rb'((?:href|src|action|data-url)=")/(?!/)')
+LINK_ATTRIBUTE = re.compile(rb'((?:href|src|action|data-url|data-events)=")/(?!/)')
 
 
 def configured() -> bool:

@@ -30,6 +30,7 @@ ROUTES = [
     Route("/assignments/{assignment}" + UPLOAD_SUFFIX, students.upload, methods=["POST"]),
     Route("/attempts/{attempt_id:int}", students.attempt),
     Route("/attempts/{attempt_id:int}/status.json", students.attempt_status),
+    Route("/attempts/{attempt_id:int}/status.events", students.attempt_events),
     Route("/attempts/{attempt_id:int}/feedback", students.attempt_feedback),
     Route("/attempts/{attempt_id:int}/notebook", students.attempt_notebook),
     Route("/instructor", teaching.instructor),

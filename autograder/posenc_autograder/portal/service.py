@@ -256,6 +256,17 @@ class Portal:
             found = self._own_attempt(db, student, attempt_id)
             return None if found is None else (found, self._status(db, found))
 
+    def signed_in_status(self, cookie: str | None, attempt_id: int) -> tuple[Attempt, dict] | None:
+        """own_status for the student of this session cookie, the session checked on the same database session (a
+        status stream reads it at each event, so a revoked link or a sign-out ends it); None: the session ended, or
+        the attempt is not its student's."""
+        with self.sessions() as db:
+            session = auth.session_for(db, cookie)
+            if session is None or session.student_id is None:
+                return None
+            found = self._own_attempt(db, session.student_id, attempt_id)
+            return None if found is None else (found, self._status(db, found))
+
     def _status(self, db, attempt: Attempt) -> dict:
         ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
         shown = attempt.status == Status.GRADED and rules.scores_visible(

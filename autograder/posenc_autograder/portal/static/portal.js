@@ -1,6 +1,6 @@
 // The portal works without this file; with it, an attempt's status and the instructor's class progress update
-// live (the portal's own JSON: an attempt's status is held by the server until it changes), and a notebook can
-// be dropped on the upload field.
+// live (an attempt's status streamed by the server as it changes, the class's the portal's own JSON), and a
+// notebook can be dropped on the upload field.
 "use strict";
 
 // The instructor's class progress: asked again every `every` ms.
@@ -35,8 +35,9 @@ function describe(s) {
 
 const RETRY_MS = 2000;
 
-// Long polling: each request names the status shown and the server answers when it changes (or after a while);
-// poll_seconds says how soon to ask again (0 after a held request; more when the server could not hold it).
+// Long polling, where a browser has no EventSource: each request names the status shown and the server answers
+// when it changes (or after a while); poll_seconds says how soon to ask again (0 after a held request; more when
+// the server could not hold it).
 function follow(url, status, onData) {
   async function ask() {
     let next = RETRY_MS;
@@ -55,15 +56,25 @@ function follow(url, status, onData) {
   ask();
 }
 
+// Server-sent events: the server sends the status now and at each change, on one request for the whole wait; the
+// EventSource connects again by itself when a stream ends (after the wait the server names when it could not hold
+// the stream) until the status is finished.
+function stream(url, onData) {
+  const source = new EventSource(url);
+  source.onmessage = (event) => { if (onData(JSON.parse(event.data)) === false) source.close(); };
+}
+
 function watchAttempt(element) {
   if (!["queued", "running"].includes(element.dataset.status)) return;
-  follow(element.dataset.url, element.dataset.status, (s) => {
+  const show = (s) => {
     element.textContent = describe(s);
     element.dataset.status = s.status;
     element.className = `status ${s.status}`;
     if (s.status === "graded" || s.status === "error") { window.location.reload(); return false; }
     return true;
-  });
+  };
+  if (typeof EventSource === "function") stream(element.dataset.events, show);
+  else follow(element.dataset.url, element.dataset.status, show);
 }
 
 function watchClass(table) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 
 from starlette.concurrency import run_in_threadpool
@@ -15,6 +16,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from posenc_autograder.portal import auth, pages, queue, uploads
 from posenc_autograder.portal.models import FINISHED, WAITING
 from posenc_autograder.portal.web.answers import (
+    COOKIE,
     attempt_id_of,
     current,
     message,
@@ -171,6 +173,68 @@ async def attempt_status(request: Request):
             own = await own_status(request, session)
             status = own[1] if own is not None else await run_in_threadpool(portal.status, found)
     return JSONResponse({**status, "poll_seconds": 0} if held else status)
+
+
+async def attempt_events(request: Request):
+    """The live status as server-sent events (the page's script follows it with an EventSource): the status now,
+    then again at each change and after queue.hold_seconds unchanged (the jobs ahead it shows), on one request for
+    the whole wait instead of one per change; the stream ends after a finished status. A stream past the student's
+    or the portal's bound on held requests gets the status once, with the plain polling interval as the
+    EventSource's retry (it connects again then), as a status request past them is a plain poll."""
+    session = await current(request)
+    if session is None or session.student_id is None:
+        return JSONResponse({"error": "not signed in"}, status_code=403)
+    attempt_id = attempt_id_of(request)
+    if attempt_id is None:
+        return JSONResponse({"error": "not found"}, status_code=404)
+    return StatusEvents(request, session.student_id, attempt_id)
+
+
+class StatusEvents:
+    """The response of attempt_events: an ASGI app that holds its place in the portal's StatusWatch for as long
+    as it streams, entered before each read so that no change is missed, and left when the client goes away."""
+
+    def __init__(self, request: Request, student: str, attempt_id: int):
+        self.request, self.student, self.attempt_id = request, student, attempt_id
+
+    async def __call__(self, scope, receive, send) -> None:
+        portal, request, attempt_id = portal_of(self.request), self.request, self.attempt_id
+        cookie, started = request.cookies.get(COOKIE), False
+        with portal.watch.hold(self.student, attempt_id) as change:
+            while True:
+                if change is not None:
+                    change.clear()                                 # a change from now on sets it again
+                own = await run_in_threadpool(portal.signed_in_status, cookie, attempt_id)
+                if own is None:                         # not theirs, or the session ended (revoked, signed out)
+                    break
+                found, status = own
+                if not started:
+                    await send({"type": "http.response.start", "status": 200, "headers": EVENT_HEADERS})
+                    started = True
+                waiting = found.status in WAITING
+                if change is None or not waiting:             # past the bounds, or nothing more to follow
+                    retry = status["poll_seconds"] if waiting else None
+                    return await send({"type": "http.response.body", "body": event(status, retry)})
+                await send({"type": "http.response.body", "body": event(status), "more_body": True})
+                if not await changed_in_time(request, change, queue.hold_seconds(found.status)):
+                    return                                                          # the client went away
+                if portal.watch.closed:                      # the server stops: the EventSource connects again
+                    return await send({"type": "http.response.body", "body": b"retry: 2000\n\n"})
+        if started:
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await JSONResponse({"error": "not found"}, status_code=404)(scope, receive, send)
+
+
+EVENT_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-store"),
+                 (b"x-accel-buffering", b"no")]                # a proxy (nginx) passes each event on at once
+
+
+def event(status: dict, retry_seconds: float | None = None) -> bytes:
+    """One server-sent event carrying the status as JSON; `retry_seconds`: when the EventSource connects again
+    after this stream ends (past the bounds on held requests: the plain polling interval)."""
+    retry = f"retry: {math.ceil(retry_seconds * 1000)}\n" if retry_seconds is not None else ""
+    return f"{retry}data: {json.dumps(status, separators=(',', ':'))}\n\n".encode()
 
 
 async def own_status(request: Request, session):
