@@ -67,8 +67,10 @@ WHY_SLOW = {
     "with the axe and inline-formula tests; the shares run on two workers at once",
     "tests/book/test_browser.py::test_pages_read_at_phone_width": "its share of the pages at phone width in Chromium: "
     "what is cut off on a phone shows only in a browser; the shares run on two workers at once",
-    "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF (single-page build, "
-    "Chromium's print), shared with tests/book/test_pdf.py",
+    "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF, shared with "
+    "tests/book/test_pdf.py: the single-page build reads and executes nothing again (the html build's environment and "
+    "execution cache: 0 changed) but starts Sphinx, assembles every page into one and writes it, its code highlighted "
+    "again (~19 CPU-s at load 16); then Chromium lays out and prints the whole book",
     "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",
     "tests/book/test_browser.py::test_the_sampled_contrast_check_reports_what_a_full_run_reports": "axe's "
     "colour-contrast over every code span of a chapter, once for each fault the sampling could miss (the proof that "
@@ -79,7 +81,8 @@ WHY_SLOW = {
     "tests/end_to_end/test_mutation.py::": "its setup grades a fixed sample of every reference's mutants with the "
     "hidden tests (`make mutate` grades them all)",
     "tests/end_to_end/test_validate_catalogue.py::": "its setup runs `nbgrader validate` on a notebook of each "
-    "catalogued mistake, as a student runs it",
+    "catalogued mistake and round of alternatives (27), as a student runs it: one process (~3 CPU-s to start) and a "
+    "kernel each (~1 CPU-s a notebook)",
     "tests/end_to_end/test_attacks.py::": "its setup grades a class of every attack notebook in the sandbox",
     "tests/end_to_end/test_integrity_report.py::": "its setup grades a class of 40 with 12 planted pairs",
     "tests/end_to_end/test_grading.py::": "its setup is `make grade` of every fixture notebook",
