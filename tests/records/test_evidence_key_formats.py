@@ -4,6 +4,7 @@ regraded) is compared truthfully, with the students kept the same way, never thr
 import json
 
 import numpy as np
+import pytest
 
 from posenc_autograder.integrity import behaviour
 from posenc_autograder.probes import codec
@@ -59,3 +60,18 @@ def test_answer_keys_of_today_format_stay_the_same_bytes_whatever_the_chunking(m
     for chunk in (1 << 30, 4_099):
         monkeypatch.setattr(evidence, "DIGEST_CHUNK", chunk)
         assert evidence.answer_keys(answer) == keys, chunk
+
+
+def test_a_single_float_digests_to_the_keys_of_the_same_value_as_an_array(monkeypatch):
+    """A record's single numbers take a short path of their own (no numpy call per number): each feeds the bytes the
+    array path feeds for it as a 0-d array (NaN payloads, infinities, -0.0, tiny values, rounding carries)."""
+    bits = [0x7FF4000000000001, 0xFFF8000000000123, 0x000FFFFFFFFFFFFF, 0x3FEFFFFFF0000000, 0x3FEFFFFFE0000000]
+    odd = [float(np.array(b, dtype=np.uint64).view(np.float64)) for b in bits]
+    rng = np.random.default_rng(47)
+    values = [0.0, -0.0, 1.0, -2.5, 1e-300, -1e-300, 9e-301, 5e-324, np.nan, np.inf, -np.inf, 1.7976931348623157e308,
+              1 + 2**-24, 1 + 3 * 2**-25, 1.9999999999999998, np.float64(0.1), *odd,
+              *rng.standard_normal(200) * 10.0 ** rng.integers(-310, 300, 200)]
+    as_arrays = [evidence.answer_keys({"v": np.asarray(v, dtype=np.float64), "w": [np.asarray(v, dtype=np.float64)]})
+                 for v in values]
+    monkeypatch.setattr(evidence, "_rounded", lambda array: pytest.fail("numpy rounding for one float"))
+    assert [evidence.answer_keys({"v": v, "w": [v]}) for v in values] == as_arrays    # old code: _rounded called

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import itertools
 import pathlib
+import struct
 import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -214,7 +215,11 @@ def _digest(digests: Digests, value: object, walk: _Walk) -> None:
         walk.step(len(value))
         for item in value:
             _digest(digests, item, walk)
-    elif isinstance(value, np.ndarray) or (isinstance(value, float) and not isinstance(value, bool)):
+    elif isinstance(value, float):          # one float (np.float64 too): what the array path feeds for it, 0-d
+        walk.array_bytes += FLOAT_BYTES.size
+        for digest, rounded in zip(digests, _rounded_float(value), strict=True):
+            digest.update(b"a;" + WORD.pack(rounded))
+    elif isinstance(value, np.ndarray):
         array = np.asarray(value, dtype=np.float64)
         walk.array_bytes += array.nbytes
         _update(digests, b"a%s;" % ",".join(map(str, array.shape)).encode())
@@ -224,6 +229,26 @@ def _digest(digests: Digests, value: object, walk: _Walk) -> None:
                 digest.update(rounded.astype("<u8", copy=False).data)
     else:
         _text(digests, f"{type(value).__name__}:{value!r}"[:MAX_ANSWER_ITEMS])
+
+
+FLOAT_BYTES, WORD = struct.Struct("<d"), struct.Struct("<Q")      # a float64, and its bits as one word
+NAN_BITS = WORD.unpack(FLOAT_BYTES.pack(np.nan))[0]                # the NaN _rounded() writes for any NaN
+
+
+def _rounded_float(value: float) -> tuple[int, int]:
+    """_rounded() of one float, as Python ints: the same two words without a dozen numpy calls on a 0-d array (a
+    record's answers hold many single numbers)."""
+    bits = WORD.unpack(FLOAT_BYTES.pack(value))[0]
+    magnitude = bits & _MAGNITUDE
+    if magnitude >= _INFINITY:
+        kept = NAN_BITS if magnitude > _INFINITY else bits
+        return kept, kept
+    if magnitude < _TINY:
+        bits = 0                                              # an ulp from zero is +0.0
+    return (bits + _HALF_STEP) & _KEPT, (bits & _KEPT) | _HALF_STEP
+
+
+_MAGNITUDE, _INFINITY, _TINY, _HALF_STEP, _KEPT = map(int, (MAGNITUDE, INFINITY, TINY, HALF_STEP, KEPT))
 
 
 FLOAT_RUN = 16                   # a list of more floats than this is digested as one array, to the same bytes
