@@ -217,8 +217,8 @@ def _digest(digests: Digests, value: object, walk: _Walk) -> None:
             _digest(digests, item, walk)
     elif isinstance(value, float):          # one float (np.float64 too): what the array path feeds for it, 0-d
         walk.array_bytes += FLOAT_BYTES.size
-        for digest, rounded in zip(digests, _rounded_float(value), strict=True):
-            digest.update(b"a;" + WORD.pack(rounded))
+        for digest, word in zip(digests, _rounded_float(value), strict=True):
+            digest.update(b"a;" + WORD.pack(word))
     elif isinstance(value, np.ndarray):
         array = np.asarray(value, dtype=np.float64)
         walk.array_bytes += array.nbytes
