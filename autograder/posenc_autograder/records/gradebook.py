@@ -77,7 +77,7 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
         if missing:         # tests added by a re-release since this submission was first recorded
             _add_grades(db, submission, notebook, missing)
             grades = _notebook_grades(db, submission, notebook)
-        db.execute(SET_AUTO_SCORE, [{"grade": grades[cell_id], "score": score} for cell_id, score in scores.items()])
+        db.execute(set_auto_scores({grades[cell_id]: score for cell_id, score in scores.items()}))
         found = {name: (float(score), manual is not None)
                  for name, score, manual in db.execute(CELL_SCORES, {"grades": list(grades.values())})}
         if commit:
@@ -160,12 +160,16 @@ NOTEBOOK_GRADES = text("""SELECT base_cell.name, grade.id FROM submitted_noteboo
     WHERE submitted_notebook.assignment_id = :submission AND notebook.name = :notebook
     AND base_cell.notebook_id = notebook.id AND grade.cell_id = base_cell.id
     AND grade.notebook_id = submitted_notebook.id""")
-# A grade flagged for review keeps its flag while it holds a manual grade (make release flags one whose test's points
-# changed); the others need none once scored.
-SET_AUTO_SCORE = (update(Grade.__table__).where(Grade.id == bindparam("grade"))
-                  .values(auto_score=bindparam("score"),
-                          needs_manual_grade=case((Grade.manual_score.is_(None), False),
-                                                  else_=Grade.needs_manual_grade)))
+
+
+def set_auto_scores(scores: dict[str, float]) -> Any:
+    """One statement writing every grade's automatic score (grade id -> score): the driver of PostgreSQL, psycopg2,
+    runs a statement given many rows once per row, each a round trip to the server (a notebook's 23 cells: 23).
+    A grade flagged for review keeps its flag while it holds a manual grade (make release flags one whose test's
+    points changed); the others need none once scored."""
+    return (update(Grade.__table__).where(Grade.id.in_(list(scores)))
+            .values(auto_score=case(scores, value=Grade.id),
+                    needs_manual_grade=case((Grade.manual_score.is_(None), False), else_=Grade.needs_manual_grade)))
 CELL_SCORES = (select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseCell, Grade.cell_id == BaseCell.id)
                .where(Grade.id.in_(bindparam("grades", expanding=True))))
 
