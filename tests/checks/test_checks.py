@@ -368,3 +368,20 @@ def test_a_failed_contract_names_its_own_cause_or_the_one_its_value_tests_found(
     assert both["hidden_contracts"][0].cause == both["hidden_pe_values"][0].cause
     raised = failures(namespace_from(SOLUTION, code["dot products without the transpose"]))["hidden_contracts"]
     assert raised[0].cause.startswith("ValueError: matmul")
+
+
+def test_rows_apart_block_by_block_is_the_whole_distance_matrix_s_verdict():
+    from posenc_autograder.checks.positional_encoding import reference, sinusoidal
+    base = reference.sinusoidal_positional_encoding(1000, 12)
+    tables = [base]
+    for first, second, apart in [(3, 700, 0.0), (0, 999, 1e-7), (64, 65, 1e-5), (127, 128, 3e-7), (5, 5, 0.0)]:
+        table = base.copy()
+        table[second] = table[first] + apart
+        tables.append(table)
+    tables.append(np.tile(base[:10], (100, 1)) * 1e160)          # squares overflow: NaN distances fail both ways
+    for table in tables:
+        with np.errstate(all="ignore"):
+            squared = (table ** 2).sum(axis=1)
+            distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
+            np.fill_diagonal(distances, np.inf)
+            assert sinusoidal._rows_apart(table, 1e-12) == bool(distances.min() > 1e-12)
