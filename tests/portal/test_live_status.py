@@ -10,6 +10,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from test_edges import closed_or_answer, served
 from test_sharing import attempt_of
 
@@ -91,24 +92,32 @@ def test_held_requests_are_bounded_per_student_and_in_all(app, portal):
     assert portal.watch.held == 0
 
 
-def held_over_a_socket(port: int, client, job: int) -> socket.socket:
+# The two ways a waiting page follows its status, each held open by the portal: the path asked for, and what its
+# answer carries beside the status (the event stream names when to connect again).
+FOLLOWING = {"held status request": ("status.json?since=queued", b'"queued"'),
+             "event stream": ("status.events", b"retry: ")}
+
+
+def held_over_a_socket(port: int, client, job: int, how: str) -> socket.socket:
     connection = socket.create_connection(("127.0.0.1", port))
-    connection.sendall(f"GET /attempts/{job}/status.json?since=queued HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
+    connection.sendall(f"GET /attempts/{job}/{FOLLOWING[how][0]} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
                        f"portal_session={client.cookies['portal_session']}\r\n\r\n".encode())
     return connection
 
 
-def test_a_held_request_whose_client_went_away_frees_its_place(app, portal):
+@pytest.mark.parametrize("how", FOLLOWING)
+def test_a_held_request_whose_client_went_away_frees_its_place(app, portal, how):
     alice = client_for(app, portal, "alice")
     job = uploaded(alice, "a")
     with served(app) as port:
-        connection = held_over_a_socket(port, alice, job)
+        connection = held_over_a_socket(port, alice, job, how)
         until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
         connection.close()
         until(lambda: portal.watch.held_by("alice") == 0, "its place is freed")
 
 
-def test_a_server_that_stops_answers_its_held_requests_first(app, portal, monkeypatch):
+@pytest.mark.parametrize("how", FOLLOWING)
+def test_a_server_that_stops_answers_its_held_requests_first(app, portal, monkeypatch, how):
     """uvicorn waits for open requests before it stops: a held one is answered at once, not after its hold."""
     monkeypatch.setitem(queue.HOLD_SECONDS, Status.QUEUED, 3600.0)
     alice = client_for(app, portal, "alice")
@@ -120,11 +129,12 @@ def test_a_server_that_stops_answers_its_held_requests_first(app, portal, monkey
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     until(lambda: server.started, "the server is up")
-    connection = held_over_a_socket(port, alice, job)
+    connection = held_over_a_socket(port, alice, job, how)
     until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
     server.should_exit = True
     answer = closed_or_answer(connection, WAIT)
     assert answer is not None and answer.startswith(b"HTTP/1.1 200") and b'"queued"' in answer
+    assert FOLLOWING[how][1] in answer
     thread.join(WAIT)
     assert not thread.is_alive()
 

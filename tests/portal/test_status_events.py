@@ -4,16 +4,13 @@ requests (past a bound: the status once, with the polling interval as the EventS
 away frees its place, a stopping server ends its streams, and a session that ended (a revoked link) ends its stream
 at the next event. Only the student's own attempt, only signed in."""
 import json
-import socket
 import threading
 import warnings
 
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
-from test_edges import closed_or_answer, served
 from test_live_status import WAIT, until, uploaded
 
 from conftest import client_for, notebook_bytes
-from posenc_autograder.portal import app as portal_app
 from posenc_autograder.portal import hub, queue
 from posenc_autograder.portal.models import Status
 
@@ -112,46 +109,6 @@ def test_only_a_signed_in_student_streams_and_only_their_own_attempt(app, portal
     assert client_for(app).get(f"/attempts/{job}/status.events").status_code == 403
     assert alice.get("/attempts/99999/status.events").status_code == 404
     assert portal.watch.held == 0
-
-
-def streamed_over_a_socket(port: int, client, job: int) -> socket.socket:
-    connection = socket.create_connection(("127.0.0.1", port))
-    connection.sendall(f"GET /attempts/{job}/status.events HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "
-                       f"portal_session={client.cookies['portal_session']}\r\n\r\n".encode())
-    return connection
-
-
-def test_a_stream_whose_client_went_away_frees_its_place(app, portal):
-    alice = client_for(app, portal, "alice")
-    job = uploaded(alice, "a")
-    with served(app) as port:
-        connection = streamed_over_a_socket(port, alice, job)
-        until(lambda: portal.watch.held_by("alice") == 1, "the stream is held")
-        connection.close()
-        until(lambda: portal.watch.held_by("alice") == 0, "its place is freed")
-
-
-def test_a_server_that_stops_ends_its_streams_first(app, portal, monkeypatch):
-    """uvicorn waits for open responses before it stops: a stream ends at once, telling the EventSource when to
-    connect again."""
-    monkeypatch.setitem(queue.HOLD_SECONDS, Status.QUEUED, 3600.0)
-    alice = client_for(app, portal, "alice")
-    job = uploaded(alice, "a")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = portal_app.PortalServer(portal_app.server_config(app, "127.0.0.1", port), portal.watch)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    until(lambda: server.started, "the server is up")
-    connection = streamed_over_a_socket(port, alice, job)
-    until(lambda: portal.watch.held_by("alice") == 1, "the stream is held")
-    server.should_exit = True
-    answer = closed_or_answer(connection, WAIT)
-    assert answer is not None and answer.startswith(b"HTTP/1.1 200") and b'"queued"' in answer
-    assert b"retry: " in answer
-    thread.join(WAIT)
-    assert not thread.is_alive()
 
 
 def test_the_page_names_its_stream_under_a_hubs_service_prefix(app, portal):

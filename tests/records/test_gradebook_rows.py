@@ -102,17 +102,24 @@ def test_a_notebook_is_recorded_in_one_commit_of_a_few_statements(two_courses):
             assert seen["statements"] <= 16, seen          # nbgrader's ORM calls: over 40 and three commits
 
 
+def graded_by_hand(gb, cells, **grade: object) -> str:
+    """ann's notebook scored automatically, then one cell's grade changed in formgrader; that cell's name."""
+    hand_graded = sorted(cells)[0]
+    gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, scores_for(cells, 0), WHEN)
+    row = gb.find_grade(hand_graded, NOTEBOOK, ASSIGNMENT, "ann")
+    for field, value in grade.items():
+        setattr(row, field, value)
+    gb.db.commit()
+    return hand_graded
+
+
 def test_a_notebooks_automatic_scores_are_written_by_one_statement_not_one_per_grade(two_courses):
     """psycopg2 (PostgreSQL) runs a statement given many rows once per row, a round trip each: the scores of every
     cell go in one statement; manual grades and their review flags are kept as before."""
     course, _ = two_courses
     cells = graded_cells()
-    hand_graded = sorted(cells)[0]
     with gradebook.open_gradebook(course) as gb:
-        gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, scores_for(cells, 0), WHEN)
-        grade = gb.find_grade(hand_graded, NOTEBOOK, ASSIGNMENT, "ann")
-        grade.manual_score, grade.needs_manual_grade = 0.5, True          # flagged for review in formgrader
-        gb.db.commit()
+        hand_graded = graded_by_hand(gb, cells, manual_score=0.5, needs_manual_grade=True)   # flagged for review
         updates = []
         event.listen(gb.engine, "before_cursor_execute", lambda _c, _k, statement, rows, _x, many: updates.append(
             (many, len(rows) if many else 1)) if statement.startswith("UPDATE grade") else None)
@@ -128,12 +135,8 @@ def test_a_notebooks_automatic_scores_are_written_by_one_statement_not_one_per_g
 def test_the_scores_returned_are_the_gradebooks_with_manual_grades(two_courses):
     course, _ = two_courses
     cells = graded_cells()
-    hand_graded = sorted(cells)[0]
     with gradebook.open_gradebook(course) as gb:
-        gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, scores_for(cells, 0), WHEN)
-        grade = gb.find_grade(hand_graded, NOTEBOOK, ASSIGNMENT, "ann")
-        grade.manual_score, grade.extra_credit = 0.25, 1.0           # set in formgrader
-        gb.db.commit()
+        hand_graded = graded_by_hand(gb, cells, manual_score=0.25, extra_credit=1.0)
         returned = gradebook.record_scores(gb, "ann", ASSIGNMENT, NOTEBOOK, scores_for(cells, 1), WHEN)
         assert returned == gradebook.cell_scores(gb, "ann", ASSIGNMENT, NOTEBOOK)
         assert returned[hand_graded] == (1.25, True)
