@@ -8,7 +8,6 @@ prose cannot change from one build to the next. Without myst-nb, each chapter's 
 prints the glued values, so they are part of the compared outputs.
 """
 import asyncio
-import concurrent.futures
 import difflib
 import importlib.metadata as metadata
 import json
@@ -23,6 +22,7 @@ import pytest
 from jupyter_client.manager import AsyncKernelManager
 from myst_nb.core.read import read_myst_markdown_notebook
 from nbclient import NotebookClient
+from own_loop import run_in_own_loop
 
 pytestmark = pytest.mark.slow      # runs every chapter in a fresh kernel, twice
 
@@ -143,9 +143,7 @@ def execute_twice(chapter: pathlib.Path, kernel_name: str):
     """Two independent runs in two kernels at once (the machine has two cores)."""
     async def both():
         return await asyncio.gather(execute(chapter, kernel_name), execute(chapter, kernel_name))
-    # A thread of its own: the browser tests' Playwright may hold an event loop in this one.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, both()).result()
+    return run_in_own_loop(both())
 
 
 def outputs_of(notebook) -> list:

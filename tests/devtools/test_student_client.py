@@ -3,7 +3,6 @@ a sign-in that sets a cookie and redirects, pages sent whole or in chunks, a mul
 parser reads, a 204, and a connection the server closes."""
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import socket
 import threading
@@ -12,6 +11,7 @@ import time
 import httpx
 import pytest
 import uvicorn
+from own_loop import run_in_own_loop
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -111,7 +111,7 @@ def test_the_lean_client_sees_what_httpx_sees(base):
             return expected, await conversation(lean)
         finally:
             await lean.aclose()
-    expected, seen = asyncio.run(both())
+    expected, seen = run_in_own_loop(both())
     assert seen == expected
     assert b"s3cret" in seen[1][1] and b"stale" not in seen[-1][1]       # the comparison is not of two blanks
 
@@ -125,4 +125,4 @@ def test_a_closed_port_is_a_transport_error():
         client = StudentClient(f"http://127.0.0.1:{port}", timeout=5)
         await client.get("/")
     with pytest.raises(TransportError):
-        asyncio.run(ask())
+        run_in_own_loop(ask())

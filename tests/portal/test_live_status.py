@@ -2,8 +2,6 @@
 the attempt's status changes, and answered then (not at the page's next poll); held requests are bounded per
 student and in all (past a bound a request is answered at once, as a plain poll), and a client that goes away
 frees its place. The page without JavaScript still refreshes itself."""
-import asyncio
-import concurrent.futures
 import json
 import socket
 import threading
@@ -11,6 +9,7 @@ import time
 
 import httpx
 import pytest
+from own_loop import run_in_own_loop
 from test_edges import closed_or_answer, served
 from test_sharing import attempt_of
 
@@ -161,9 +160,7 @@ def test_bench_portals_students_follow_the_status_as_the_page_does(app, portal):
     async def student():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as client:
             return await portal_load.one_student(client, link, notebook_bytes("ann"), 0, time.monotonic() + WAIT)
-    # In a thread of its own: a browser test's sync Playwright on this worker may leave this thread's loop running.
-    with concurrent.futures.ThreadPoolExecutor(1) as own_loop:
-        outcome = own_loop.submit(asyncio.run, student()).result()
+    outcome = run_in_own_loop(student())
     grading.join(WAIT)
     assert outcome["status"] == Status.GRADED and outcome["shown_wait"] > 0
 
