@@ -1,9 +1,10 @@
 """`make bench-portal`: a class's deadline rush on the submission portal, on 127.0.0.1.
 
 A scratch copy of the course, a real portal (`python -m posenc_autograder portal`, its own process, grading in
-the sandbox) and N simulated students who each sign in by link, upload their own notebook at a moment spread
-over the rush, follow the status until it is graded (as the page's script does: one stream of its
-changes) and fetch the feedback. Each rush runs twice: the honest class alone, then the same class
+the sandbox) and N simulated students who each sign in by link (and land on the home page it redirects to), upload
+their own notebook at a moment spread over the rush from the assignment's page, land on the attempt's page, follow
+the status until it is graded (as the page's script does: one stream of its changes, then the page reloaded) and
+fetch the feedback. Each rush runs twice: the honest class alone, then the same class
 with hostile students mixed in (HOSTILE: poisoned notebooks, a freezer's unterminated strings of escaped quotes,
 flooders uploading as fast as the policy lets them, oversized files, a forged sandbox frame, slowloris
 connections). Run on SQLite and on a temporary PostgreSQL server. Prints, per
@@ -21,6 +22,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import shutil
 import ssl
 import statistics
@@ -46,6 +48,8 @@ from posenc_autograder.portal.models import Attempt, Student, open_database, utc
 from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
+STATUS_SHOWN = re.compile(r'id="status"[^>]* data-status="([a-z]+)"')        # templates/attempt.html
+WAIT_SHOWN = re.compile(r"about (\d+) s to wait")
 EVENT_SOURCE_RETRY = 3.0               # seconds a browser's EventSource waits to connect again, unless told
 FINISHED = ("graded", "error")
 HOSTILE = {"poison": 2, "freezer": 2, "flooder": 2, "oversized": 2, "forger": 1, "slowloris": 1}   # students
@@ -120,8 +124,12 @@ async def _get(client: StudentClient, url: str, tries: int = 3):
 
 
 async def _one_student(client: StudentClient, link: str, data: bytes, start_in: float, deadline: float) -> dict:
+    """A student's browser through the rush: every page it loads (each redirect followed, the attempt's page
+    reloaded by its script once graded), as the portal sees them."""
     await asyncio.sleep(start_in)
-    await client.get(link)
+    signed_in = await client.get(link)
+    if "location" in signed_in.headers:                             # the browser follows it: the home page
+        await _get(client, signed_in.headers["location"])
     started, refused = time.monotonic(), collections.Counter()
     while True:
         page = (await client.get(f"/assignments/{ASSIGNMENT}")).text
@@ -137,10 +145,12 @@ async def _one_student(client: StudentClient, link: str, data: bytes, start_in: 
     if "location" not in answer.headers:            # refused for good (a policy, or past the rush's end): not graded
         return {"done": False, "why": f"upload answered {answer.status_code}", "refused": refused}
     attempt = answer.headers["location"].split("?")[0]
-    status = (await _get(client, f"{attempt}/status.json")).json()      # what the attempt's page shows first
+    status = shown_status(await _get(client, answer.headers["location"]))     # the redirect to the attempt's page
     shown = [status["wait_seconds"] if status["status"] == "queued" else 0.0]
     if status["status"] not in FINISHED:                                   # the page's script follows the stream
         status = await followed(client, f"{attempt}/status.events", shown, deadline) or status
+        if status.get("status") in FINISHED:
+            await _get(client, attempt)                                    # and reloads the page once finished
     longest_wait = max(shown)
     if status.get("status") not in FINISHED:
         return {"done": False}
@@ -148,6 +158,16 @@ async def _one_student(client: StudentClient, link: str, data: bytes, start_in: 
     return {"done": feedback.status_code == 200 and "Score:" in feedback.text, "status": status["status"],
             "seconds": time.monotonic() - started, "shown_wait": longest_wait, "finished": time.monotonic(),
             "upload_seconds": upload_seconds, "attempt": int(attempt.rsplit("/", 1)[1]), "refused": refused}
+
+
+def shown_status(page) -> dict:
+    """The status an attempt's page shows (its status element's data-status; a queued one's wait from its text);
+    ValueError for any other page."""
+    found = STATUS_SHOWN.search(page.text)
+    if page.status_code != 200 or found is None:
+        raise ValueError(f"the attempt's page answered {page.status_code}")
+    wait = WAIT_SHOWN.search(page.text)
+    return {"status": found.group(1), "wait_seconds": float(wait.group(1)) if wait else 0.0}
 
 
 async def followed(client: StudentClient, url: str, shown: list[float], deadline: float) -> dict | None:
