@@ -176,3 +176,30 @@ def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(a
     opened.clear()
     answer = json.loads(alice.get(f"/attempts/{job}/status.json?since={Status.QUEUED}").text)    # changed: at once
     assert answer["status"] == Status.GRADED and len(opened) == 2
+
+
+def test_the_home_page_reads_the_students_rules_attempts_and_grades_once_for_every_assignment(app, portal, statements):
+    """The home page shows every assignment: as many statements as one assignment's page, not one set per assignment
+    (fails on the old code: four times as many), and each assignment shown as its own page shows it."""
+    assert len(portal.assignments) > 1
+    set_policy(portal, feedback_before="full", max_attempts=3)
+    other = next(a for a in portal.assignments if a != ASSIGNMENT)
+    alice = client_for(app, portal, "alice")
+    assert portal.set_extension("alice", other, utcnow() + dt.timedelta(days=2))
+    for marker in ("a", "b"):
+        assert upload(alice, notebook_bytes(marker)).status_code == 303
+    portal.worker.run_until_idle()
+    assert upload(alice, notebook_bytes("c")).status_code == 303               # one waiting
+
+    def shown(view: dict) -> dict:
+        return {**{k: v for k, v in view.items() if k not in ("policy", "attempts", "counting")},
+                "attempts": [a.id for a in view["attempts"]], "counting": getattr(view["counting"], "id", None),
+                "policy": {c.key: getattr(view["policy"], c.key) for c in view["policy"].__table__.columns}}
+    statements.clear()
+    own = {a: shown(portal.assignment_view("alice", a)) for a in portal.assignments}
+    one_page = len(statements) / len(portal.assignments)
+    statements.clear()
+    home = [shown(view) for view in portal.overview("alice")]
+    assert len(statements) == one_page
+    assert home == [own[a] for a in portal.assignments]
+    assert own[ASSIGNMENT]["left"] == 0 and own[ASSIGNMENT]["grade"] is not None and own[other]["extended"]

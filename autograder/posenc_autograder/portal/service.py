@@ -185,7 +185,10 @@ class Portal:
         """The student's extension as the late policy applies it (late_policy.Deadlines.deadline: the roster's, as an
         instructor grants one for any door, else the portal's), so the portal's deadline, upload decisions and status
         say the lateness grades.csv says. A roster's is a transient row, never saved."""
-        saved = db.get(Extension, (student, assignment))
+        return self._extension_of(db.get(Extension, (student, assignment)), student, assignment)
+
+    def _extension_of(self, saved: Extension | None, student: str, assignment: str) -> Extension | None:
+        """extension_for from the student's saved row (None: none saved), read by the caller."""
         mine = portal_dates.PortalDates({}, {(student, assignment): portal_dates.aware(saved.deadline)}
                                         if saved is not None else {})
         deadline, extended = late_policy.Deadlines(self.course, mine).deadline(student, assignment)
@@ -197,11 +200,11 @@ class Portal:
 
     def overview(self, student: str) -> list[dict]:
         with self.sessions() as db:
-            return [self._assignment_view(db, student, a) for a in self.assignments]
+            return self._assignment_views(db, student, self.assignments)
 
     def assignment_view(self, student: str, assignment: str) -> dict:
         with self.sessions() as db:
-            return self._assignment_view(db, student, assignment)
+            return self._assignment_views(db, student, [assignment])[0]
 
     def counting(self, student: str, assignment: str, attempts: list[Attempt], deadlines) -> Attempt | None:
         """The portal attempt that counts by the course's one rule over every door's attempts (None: none of the
@@ -216,21 +219,38 @@ class Portal:
         return {key: late_policy.grade_of(deadlines, *key, final)
                 for key, final in gradebook.session_final_scores(db, student).items()}
 
-    def _assignment_view(self, db, student: str, assignment: str) -> dict:
-        policy, extension, attempts = self.rules_for(db, student, assignment)
+    def _assignment_views(self, db, student: str, assignments: list[str]) -> list[dict]:
+        """The student's view of each assignment, read together: one statement each for their rules, extensions,
+        attempts, waiting uploads and grades, however many assignments (the home page shows them all)."""
+        saved_policies = {p.assignment: p for p in db.execute(select(Policy).where(
+            Policy.assignment.in_(assignments))).scalars()}
+        saved_extensions = {e.assignment: e for e in db.execute(select(Extension).where(
+            Extension.student_id == student, Extension.assignment.in_(assignments))).scalars()}
+        attempts: dict[str, list[Attempt]] = {a: [] for a in assignments}
+        for attempt in db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment.in_(
+                assignments)).order_by(Attempt.number)).scalars():
+            attempts[attempt.assignment].append(attempt)
+        deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
+        waiting, grades = queue.waiting_jobs(db, student), self.grades(db, student, deadlines)
+        return [self._assignment_view(student, a, self.worker.policy_of(saved_policies.get(a), a),
+                                      self._extension_of(saved_extensions.get(a), student, a), attempts[a],
+                                      deadlines, waiting, grades) for a in assignments]
+
+    def _assignment_view(self, student: str, assignment: str, policy: Policy, extension: Extension | None,
+                         attempts: list[Attempt], deadlines: late_policy.Deadlines, waiting: int,
+                         grades: dict[tuple[str, str], late_policy.Grade]) -> dict:
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
-        deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
         counting = self.counting(student, assignment, attempts, deadlines)
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
                 "counted_rule": record_of_attempts.RULES[policy.counts],
                 "deadline": rules.deadline(policy, extension),
                 "extended": extension is not None, "on_time_until": rules.on_time_until(policy, extension),
                 "closes_at": rules.closes_at(policy, extension),
-                "decision": rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student)),
+                "decision": rules.may_upload(policy, extension, attempts, now, waiting),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
-                "grade": self.grades(db, student, deadlines).get((student, assignment))}
+                "grade": grades.get((student, assignment))}
 
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""

@@ -367,8 +367,12 @@ class Worker:
     def policy_for(self, db, assignment: str) -> Policy:
         """The assignment's rules as they apply: the portal's (saved, else the course's defaults), with the deadline
         and grace of course.toml's [late.<assignment>] where it states them (one deadline, read everywhere)."""
-        return rules.with_course_deadline(db.get(Policy, assignment) or self.default_policy(assignment),
-                                          settings.load(self.course), assignment)
+        return self.policy_of(db.get(Policy, assignment), assignment)
+
+    def policy_of(self, saved: Policy | None, assignment: str) -> Policy:
+        """policy_for from the assignment's saved row (None: none saved), read by the caller."""
+        return rules.with_course_deadline(saved or self.default_policy(assignment), settings.load(self.course),
+                                          assignment)
 
     def limits_for(self, assignment: str) -> Limits:
         """The sandbox's limits, with the notebook's time as the assignment's policy states it (never longer
