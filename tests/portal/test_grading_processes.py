@@ -64,6 +64,32 @@ def test_grading_processes_grade_report_and_replace_a_dead_one(course, fast_supe
     assert "Attempt 2" in alice.get("/attempts/2").text
 
 
+def test_a_grading_process_starts_its_warm_sandbox_before_the_first_upload(course):
+    """The first student after a start waits for their own grading only, not for the zygote's start as well."""
+    portal = Portal(course, jobs=1, worker_options={}, register=False, processes=True)     # the real sandbox
+    portal.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not zygotes():
+            time.sleep(0.2)
+        started = zygotes()
+    finally:
+        portal.stop()
+    assert len(started) == 1                                  # its one zygote, with nothing uploaded yet
+
+
+def zygotes() -> list[psutil.Process]:
+    """The warm sandbox's zygotes under this test's process (`python -I -c <its program>`)."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.cmdline()[1:3] == ["-I", "-c"]:
+                found.append(process)
+        except psutil.Error:                     # ended meanwhile
+            pass
+    return found
+
+
 class DiesRightAfterItsFirstClaim:
     """A stand-in sandbox (graded_elsewhere_or_dies) which, unpickled in a grading process, ends that process the
     moment the first claim of the test is committed, before it has said a word of it to the web process."""

@@ -159,6 +159,7 @@ def grade_in_process(course: Course, jobs: int, limits: Limits, execute: Execute
     worker.claimers[slot] = claimer
     threading.Thread(target=listen, args=(pipe, worker), name="portal-grader-listens", daemon=True).start()
     try:
+        worker.warm_up()
         worker.run_slot(slot)
     finally:
         worker.close()

@@ -26,7 +26,7 @@ from sqlalchemy import select, update
 from posenc_autograder import settings
 from posenc_autograder.course import Course
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
-from posenc_autograder.grading.pipeline import grader_error, judge, prepare
+from posenc_autograder.grading.pipeline import grader_error, judge, prepare, probe_files
 from posenc_autograder.grading.regrade import grader_fingerprint
 from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake import roster
@@ -36,6 +36,7 @@ from posenc_autograder.portal import queue, uploads
 from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
 from posenc_autograder.records import evidence, gradebook, graded
 from posenc_autograder.results import Note, NotebookResult, NoteKind
+from posenc_autograder.sandbox import warm
 from posenc_autograder.settings import Limits
 
 IDLE_POLL_SECONDS = 1.0               # a worker also wakes at once when an upload is queued in this process
@@ -137,6 +138,18 @@ class Worker:
             self._start_thread(slot)
         self.supervisor = threading.Thread(target=self._supervise, name="portal-grader-supervisor", daemon=True)
         self.supervisor.start()
+
+    def warm_up(self) -> None:
+        """Before a grading process's first claim, what its first job would otherwise start: the warm sandbox's
+        zygote (~1.5 CPU-s, seconds of the first student's wait) and the feedback page's compiled template."""
+        from posenc_autograder.reports import feedback, templating
+
+        try:
+            if self.execute is execute_task and warm.enabled():
+                warm.zygote_for(probe_files())
+            templating.ENVIRONMENT.get_template(feedback.TEMPLATE)
+        except Exception:  # noqa: BLE001 - the first job meets the same fault as its own, never the process's end
+            log.exception("warming the grading process up")
 
     def _start_thread(self, slot: int) -> None:
         self.claimers[slot] = new_claimer(slot)

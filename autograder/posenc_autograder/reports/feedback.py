@@ -20,6 +20,7 @@ if TYPE_CHECKING:             # records.graded imports the gradebook (nbgrader):
 from posenc_autograder.reports.late_policy import penalised
 from posenc_autograder.results import NotebookResult
 
+TEMPLATE = "feedback.html"
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; } \
@@ -52,7 +53,7 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
     total = sum(row["points"] for row in rows)
     graded_late = late is not None and result.graded
     final = penalised(total, late.percent) if graded_late else total
-    return templating.render("feedback.html", result=result, rows=rows, total=total, final=final,
+    return templating.render(TEMPLATE, result=result, rows=rows, total=total, final=final,
                              late=late.sentence(total, result.max_score) if graded_late else None,
                              by_hand=any(row["by_hand"] for row in rows), comments=list(comments), counted=counted,
                              reason=not_graded_reason(result), style=STYLE, back=back)
