@@ -1,4 +1,5 @@
 """The codec that carries inputs into the sandbox and observations out: exact, and strict on what it reads."""
+import io
 import json
 
 import numpy as np
@@ -139,3 +140,69 @@ def test_a_row_of_plain_numbers_is_read_as_each_of_them_is_read_alone(row):
     assert read_only(row) is not row or isinstance(row, tuple)          # a list copied: the judge may change it
     parsed = json.loads(codec.dumps(row))
     assert spelled(codec._decode(parsed)) == spelled([codec._decode(json.loads(codec.dumps(item))) for item in items])
+
+
+class Pipe(io.BufferedReader):
+    """A pipe's read end as the job sees its standard input: the bytes arrive a few at a time."""
+
+    def __init__(self, data: bytes, step: int = 4093):
+        class Raw(io.RawIOBase):
+            def readable(self):
+                return True
+
+            def readinto(self, buffer):
+                taken = data[self.at:self.at + min(step, len(buffer))]
+                buffer[:len(taken)] = taken
+                self.at += len(taken)
+                return len(taken)
+
+        raw = Raw()
+        raw.at = 0
+        super().__init__(raw)
+
+
+def _memory(array: np.ndarray):
+    """The object whose memory the array is a view of."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.base.obj if isinstance(array.base, memoryview) else array.base
+
+
+def test_a_task_read_from_its_stream_is_decoded_into_the_buffer_it_was_read_into():
+    """The sandbox reads its task into one buffer and decodes it there: the value is decode_frame's, every array a
+    writable, 8-byte aligned view of that one buffer (no copy of the arrays' bytes after the read), whatever the
+    skeleton's length and the arrays' types."""
+    for pad in range(8):
+        value = {"pad": "x" * pad, "table": np.arange(12.0).reshape(3, 4), "f4": np.ones(3, np.float32),
+                 "rows": [np.full(5, -0.0), np.array([np.nan, np.inf])], "empty": np.zeros((0, 2)), "n": 1}
+        data = codec.frame(value)
+        back = codec.read_frame(Pipe(data))
+        expected = codec.decode_frame(data)
+        assert back.keys() == expected.keys() and back["pad"] == expected["pad"] and back["n"] == 1
+        arrays = [back["table"], back["f4"], *back["rows"], back["empty"]]
+        wanted = [expected["table"], expected["f4"], *expected["rows"], expected["empty"]]
+        for got, want in zip(arrays, wanted, strict=True):
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes() and got.flags.writeable
+        assert len({id(_memory(a)) for a in arrays}) == 1 and all(a.ctypes.data % 8 == 0 for a in arrays)
+
+
+def test_reading_a_task_holds_its_bytes_once():
+    """An 8 MB task read and decoded peaks at about its own size: its bytes are not copied after the read (read whole,
+    then decoded into a writable copy, it peaked at twice that)."""
+    import tracemalloc
+    data = codec.frame({"table": np.ones((1000, 1000))})
+    tracemalloc.start()
+    try:
+        value = codec.read_frame(Pipe(data, step=1 << 16))
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert value["table"].sum() == 1e6 and peak < 1.25 * len(data), (held, peak)
+
+
+@pytest.mark.parametrize("cut", ["short", "longer", "no header"])
+def test_a_task_stream_that_is_not_exactly_one_frame_is_refused(cut):
+    data = codec.frame({"table": np.ones(4)})
+    data = {"short": data[:-1], "longer": data + b" ", "no header": data[:5]}[cut]
+    with pytest.raises(ValueError):
+        codec.read_frame(Pipe(data))

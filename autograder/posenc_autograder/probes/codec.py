@@ -429,6 +429,28 @@ def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_D
     return frames[0]
 
 
+def read_frame(stream, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
+    """The one frame a binary stream holds to its end, decoded as decode_frame decodes it (ValueError, TooLarge), read
+    into a buffer of its announced size placed so that its arrays start 8-byte aligned: they are writable views of it,
+    with no copy (the sandbox's task, which the grader writes on the job's standard input)."""
+    header = stream.read(HEADER.size)
+    if len(header) != HEADER.size:
+        raise ValueError("not exactly one well-formed frame")
+    skeleton_bytes, array_bytes = HEADER.unpack(header)
+    if skeleton_bytes > MAX_SKELETON_BYTES:
+        raise TooLarge("a skeleton over the cap")
+    size = skeleton_bytes + array_bytes
+    buffer = bytearray(size + ITEM_BYTES)
+    start = -(_address(buffer) + skeleton_bytes) % ITEM_BYTES
+    body = memoryview(buffer)[start:start + size]
+    if stream.readinto(body) != size or stream.read(1):
+        raise ValueError("not exactly one well-formed frame")
+    value = FrameReader(HEADER.size + size, max_nodes, max_depth)._decode(body, skeleton_bytes, array_bytes, True)
+    if value is REFUSED:
+        raise ValueError("not exactly one well-formed frame")
+    return value
+
+
 REFUSED = object()                   # what FrameReader.feed yields for a frame it dropped
 TOO_LARGE, MALFORMED = "too_large", "malformed"    # why: over a cap (its header said so), or not the frame format
 
@@ -501,15 +523,17 @@ class FrameReader:
             frames.append(self._decode(body, *self.sizes))
         return frames
 
-    def _decode(self, body: bytes, skeleton_bytes: int, array_bytes: int):
+    def _decode(self, body, skeleton_bytes: int, array_bytes: int, own: bool = False):
+        """own: `body` is a writable buffer handed over (read_frame's), whose arrays may be writable views of it."""
         try:
             # Counted and parsed a piece at a time (a short skeleton at once: fewer bytes, fewer values), so that
             # no skeleton holds the interpreter from the threads serving others for longer than one piece.
-            shapes, skeleton = _skeleton(loads_in_pieces(body[:skeleton_bytes], self.max_nodes, self.max_depth))
+            shapes, skeleton = _skeleton(loads_in_pieces(bytes(body[:skeleton_bytes]), self.max_nodes, self.max_depth))
             if sum(_padded(shape, dtype) for shape, dtype in shapes) != array_bytes:
                 return self._refused(MALFORMED, HEADER.size + len(body))
-            # In place only when read-only and aligned (frame() pads the skeleton; numpy is slow on unaligned floats)
-            in_place = not self.writable and (_address(body) + skeleton_bytes) % ITEM_BYTES == 0
+            # In place only when read-only or handed over, and aligned (frame() pads the skeleton; numpy is slow on
+            # unaligned floats)
+            in_place = (own or not self.writable) and (_address(body) + skeleton_bytes) % ITEM_BYTES == 0
             payload = body if in_place else bytearray(memoryview(body)[skeleton_bytes:])      # else one copy
             arrays, offset = [], skeleton_bytes if in_place else 0
             for shape, dtype in shapes:
@@ -524,7 +548,7 @@ class FrameReader:
             return self._refused(MALFORMED, HEADER.size + len(body))
 
 
-def _address(data: bytes) -> int:
+def _address(data: bytes | bytearray | memoryview) -> int:
     return np.frombuffer(data, dtype=np.uint8, count=0).__array_interface__["data"][0] if data else 0
 
 

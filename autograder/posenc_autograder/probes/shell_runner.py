@@ -20,8 +20,10 @@ import os
 import pathlib
 import re
 import signal
+import sys
 import types
 import warnings
+from typing import BinaryIO
 
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.profiledir import ProfileDir
@@ -303,10 +305,12 @@ def stop_looping_function(error: BaseException, seconds: float) -> str | None:
     return code.co_name
 
 
-def main(payload: dict, task_frame: bytes, shell: InteractiveShell | None = None) -> None:
-    """Run every code cell not in payload['skip'], announcing each and sending its capped output. `shell`: the one
+def main(payload: dict, task: BinaryIO, shell: InteractiveShell | None = None) -> None:
+    """Run every code cell not in payload['skip'], announcing each and sending its capped output. `task`: the stream
+    holding the task frame to its end (the job's standard input, closed once it is read). `shell`: the one
     prepared() made before this job (in the warm zygote), placed here; None: prepared here."""
-    runner.TASK.update(codec.decode_frame(task_frame))   # in place: a snapshot taken before (the zygote's) holds it
+    runner.TASK.update(codec.read_frame(task))   # in place: a snapshot taken before (the zygote's) holds it
+    sys.stdin.close()
     max_output = int(payload["limits"]["max_cell_output_bytes"])
     skip = set(payload["skip"])
     work = pathlib.Path(os.environ["POSENC_WORK_DIR"])

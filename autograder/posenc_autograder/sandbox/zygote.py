@@ -316,23 +316,22 @@ SHELL = None          # the shell made before serving (shell_runner.prepared): e
 ONE_JOB = "job"       # the argument that runs one job in a fresh interpreter instead of serving
 
 
-def read_payload(config: dict) -> tuple[dict, bytes]:
-    """The job's payload from its standard input: the JSON header's length, the header, then the task frame."""
+def read_payload(config: dict) -> dict:
+    """The job's payload from its standard input: the JSON header's length and the header. The task frame after it is
+    the runner's to read (into a buffer its arrays are views of), and it closes standard input."""
     stdin = sys.stdin.buffer
     payload = json.loads(stdin.read(int.from_bytes(stdin.read(config["header_length_bytes"]), "little")))
-    task_frame = stdin.read()
-    sys.stdin.close()
     sys.argv[1:] = []                          # `python -I -c`, nothing more, whichever way the job started
-    return payload, task_frame
+    return payload
 
 
 def run_job(config: dict, inner) -> None:
     """In the sandboxed job: the test's command, or the shell runner on the payload from standard input."""
     if inner:
         os.execv(inner[0], inner)
-    payload, task_frame = read_payload(config)
+    payload = read_payload(config)
     payload.pop("probe_files")                # the zygote's own: the grader restarts it when they change
-    sys.modules[f"{config['probe_package']}.shell_runner"].main(payload, task_frame, SHELL)
+    sys.modules[f"{config['probe_package']}.shell_runner"].main(payload, sys.stdin.buffer, SHELL)
 
 
 def one_job(config: dict) -> None:
@@ -342,9 +341,9 @@ def one_job(config: dict) -> None:
         _harden_under_bubblewrap(config["seccomp_fd"])
     if config.get("inner"):
         os.execv(config["inner"][0], config["inner"])
-    payload, task_frame = read_payload(config)
+    payload = read_payload(config)
     sys.meta_path.insert(0, ShippedProbes(config["probe_package"], payload.pop("probe_files")))
-    importlib.import_module(f"{config['probe_package']}.shell_runner").main(payload, task_frame)
+    importlib.import_module(f"{config['probe_package']}.shell_runner").main(payload, sys.stdin.buffer)
 
 
 def _harden_under_bubblewrap(seccomp_fd: int) -> None:
