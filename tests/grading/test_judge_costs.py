@@ -323,3 +323,26 @@ def test_the_executed_notebook_is_read_by_the_judge_without_validating_it_again(
     monkeypatch.setattr(nbformat, "validate", lambda *args, **kwargs: pytest.fail("validated again"))
     assert pipeline.executed(text).cells[0].source == "x = 1 % 2"
     assert pipeline.executed(text) == nbformat.v4.reads(text)
+
+
+def test_a_shared_record_of_stubs_only_is_not_judged_for_the_evidence(monkeypatch):
+    """The evidence keeps no answer of a stub (NotImplementedError), so a shared-set record holding only stubs needs no
+    verdict: the judge does not run for it, and the evidence is what it was; a record with one finished answer is
+    judged as before."""
+    from posenc_autograder.records import evidence
+    test = next(t for t in hidden_tests("positional_encoding") if varies(t.id) and not t.reads_verdicts)
+    stub = {"error": "NotImplementedError: write this function"}
+    judged = []
+    real = HiddenTest.verdict
+    monkeypatch.setattr(HiddenTest, "verdict", lambda self, *args, **kwargs: judged.append(self.id) or real(
+        self, *args, **kwargs))
+
+    def kept(observations):
+        record = {"observations": observations}
+        return evidence.compact(evidence.StudentRecord("s", "a", "nb", 7, {test.id: record}, {test.id: record}, "",
+                                                       {test.id: True}))
+
+    stubs = kept({"first": stub, "second": [stub, stub]})
+    assert judged == [] and stubs.answers == [] and not stubs.cut
+    finished = kept({"first": stub, "second": {"value": 1.5}})
+    assert judged == [test.id] and [(a.where, a.failed) for a in finished.answers] == [("/second", True)]

@@ -369,15 +369,19 @@ def compact(record: StudentRecord) -> Evidence:
             cut[cell_id] = "the notebook sent more answers than the grader keeps"
         if check is None or not _judged(probe_record):
             continue
-        failed = _failed(record, check, probe_record, shared=True)
         try:
-            answers += [Answer(cell_id, where, keys, failed, describe(answer) if failed else "")
-                        for where, answer, keys in compared_answers(probe_record["observations"])
+            finished = [(where, answer, keys) for where, answer, keys in compared_answers(probe_record["observations"])
                         if not unfinished(answer)]
         except TooLargeToCompare:
             cut[cell_id] = TOO_LARGE_TO_COMPARE
+            failed = _failed(record, check, probe_record, shared=True)
             answers.append(Answer(cell_id, "/", sample_keys(probe_record["observations"]), failed,
                                   f"{TOO_LARGE_TO_COMPARE}: more than {MAX_ANSWERS} answers, or one too large"))
+            continue
+        if finished:        # a record of stubs only keeps no answer: its verdict (a judge's run) is not needed
+            failed = _failed(record, check, probe_record, shared=True)
+            answers += [Answer(cell_id, where, keys, failed, describe(answer) if failed else "")
+                        for where, answer, keys in finished]
     own_keys, own_failing = {}, {}
     for cell_id, probe_record in sorted(record.own.items()):
         check = REGISTRY.get(cell_id)
