@@ -79,6 +79,7 @@ def visible_result(result: NotebookResult, level: str, inputs: bool) -> Notebook
     return dataclasses.replace(result, tests=[shown(t) for t in result.tests], notes=notes)
 
 
-def feedback_page(result: NotebookResult, level: str, inputs: bool, back: str) -> str:
-    """The page `make grade` writes (reports.feedback), with a way back to the portal."""
-    return feedback.render(visible_result(result, level, inputs), back=back)
+def feedback_page(result: NotebookResult, level: str, inputs: bool, back: str, **shown) -> str:
+    """The page `make grade` writes (reports.feedback; `shown`: its scores, late, comments and counted), with a way
+    back to the portal."""
+    return feedback.render(visible_result(result, level, inputs), back=back, **shown)

@@ -296,14 +296,26 @@ class Portal:
                 "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
 
-    def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool]:
-        """(result, level, inputs shown, points shown) for a graded attempt, as the policy allows now."""
+    def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool, dict]:
+        """(result, level, inputs shown, points shown, the rest of its page: reports.feedback.render's keywords) for a
+        graded attempt, as the policy allows now. The attempt stored as the one that counts gets the page make grade
+        writes for it (the gradebook's points, manual grades included, the instructor's comments, the late policy, the
+        counting rule); any other attempt its own points, less what the late policy deducts from it."""
+        student, assignment = attempt.student_id, attempt.assignment
         with self.sessions() as db:
-            policy, extension = self.dates_for(db, attempt.student_id, attempt.assignment)
+            policy, extension = self.dates_for(db, student, assignment)
+            deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
+            page: dict = {"late": deadlines.lateness_at(student, assignment,
+                                                        attempt.uploaded_at.replace(tzinfo=dt.timezone.utc))}
+            if attempt.promoted:
+                key = (student, assignment, attempt.notebook)
+                page.update(scores=gradebook.session_cell_scores(db, *key),
+                            comments=gradebook.session_comments(db, *key),
+                            counted=record_of_attempts.RULES[policy.counts])
         now = self.now()
         return (NotebookResult.from_json(json.loads(attempt.graded_json())),
                 rules.feedback_level(policy, extension, now), rules.inputs_visible(policy, extension, now),
-                rules.scores_visible(policy, extension, now))
+                rules.scores_visible(policy, extension, now), page)
 
     # --- uploads ------------------------------------------------------------------------------------
 

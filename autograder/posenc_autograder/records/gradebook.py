@@ -220,7 +220,13 @@ def _grade_rows(gb: Gradebook, assignment: str, student: str | None = None, note
                 ) -> list[Any]:
     """(student, notebook, cell, grade_id, score, manual) rows of an assignment's grades, one query; scores
     by nbgrader's own rule (Grade.score: manual over automatic, plus extra credit)."""
-    query = _per_cell(gb.db.query(Student.id.label("student"), Notebook.name.label("notebook"),
+    return _grade_rows_on(gb.db, assignment, student, notebook)
+
+
+def _grade_rows_on(db: Session, assignment: str, student: str | None = None, notebook: str | None = None
+                   ) -> list[Any]:
+    """_grade_rows() through any SQLAlchemy session on the gradebook's database."""
+    query = _per_cell(db.query(Student.id.label("student"), Notebook.name.label("notebook"),
                                   BaseCell.name.label("cell"), Grade.id.label("grade_id"), Grade.score.label("score"),
                                   Grade.manual_score.label("manual")), Grade).filter(Assignment.name == assignment)
     if student is not None:
@@ -251,6 +257,13 @@ def class_final_scores(gb: Gradebook, assignment: str, student: str | None = Non
 def cell_scores(gb: Gradebook, student: str, assignment: str, notebook: str) -> dict[str, tuple[float, bool]]:
     """cell id -> (score, set by hand in formgrader?) as the gradebook holds them now."""
     return class_cell_scores(gb, assignment, student).get((student, notebook), {})
+
+
+def session_cell_scores(session: Session, student: str, assignment: str, notebook: str
+                        ) -> dict[str, tuple[float, bool]]:
+    """cell_scores() through any SQLAlchemy session on the gradebook's database (the portal's)."""
+    return {row.cell: (float(row.score), row.manual is not None)
+            for row in _grade_rows_on(session, assignment, student, notebook)}
 
 
 def class_cell_scores(gb: Gradebook, assignment: str, student: str | None = None
@@ -284,7 +297,12 @@ def session_final_scores(session: Session, student: str | None = None) -> dict[t
 
 def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
     """(cell name, comment) of every comment an instructor wrote in formgrader on this notebook, in cell order."""
-    rows = gb.db.execute(COMMENTS, {"assignment": assignment, "student": student, "notebook": notebook})
+    return session_comments(gb.db, student, assignment, notebook)
+
+
+def session_comments(session: Session, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
+    """comments() through any SQLAlchemy session on the gradebook's database (the portal's)."""
+    rows = session.execute(COMMENTS, {"assignment": assignment, "student": student, "notebook": notebook})
     return [(cell, text.strip()) for cell, text in rows if text and text.strip()]
 
 

@@ -141,11 +141,16 @@ class Deadlines:
         return self.percent_at(attempt.student, attempt.assignment, attempt.time)
 
     def lateness(self, student: str, assignment: str) -> Lateness | None:
-        """None when on time, without a submission time, or without a deadline or penalty."""
+        """The attempt that counts: None when on time, without a submission time, or without a deadline or penalty."""
+        if not self.settings.late_policy(assignment).penalty:
+            return None
+        return self.lateness_at(student, assignment, self.submitted(student, assignment))
+
+    def lateness_at(self, student: str, assignment: str, submitted: dt.datetime | None) -> Lateness | None:
+        """lateness() of an attempt handed in at `submitted` (a portal attempt, whether or not it counts)."""
         policy = self.settings.late_policy(assignment)
         if not policy.penalty:
             return None
-        submitted = self.submitted(student, assignment)
         deadline, extended = self.deadline(student, assignment)
         percent = policy.percent_off(submitted, deadline)
         if percent <= 0 or submitted is None or deadline is None:

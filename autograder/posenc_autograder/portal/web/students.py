@@ -264,7 +264,7 @@ async def disconnected(receive) -> None:
 async def attempt_feedback(request: Request, session, found):
     if found.status not in FINISHED:
         return not_found(session)
-    result, level, inputs, points = await run_in_threadpool(portal_of(request).feedback, found)
+    result, level, inputs, points, shown = await run_in_threadpool(portal_of(request).feedback, found)
     back = f"/assignments/{found.assignment}"
     if level == "none":
         return message("Feedback after the deadline", "Your notebook was graded. Your instructor shows the score "
@@ -272,7 +272,7 @@ async def attempt_feedback(request: Request, session, found):
     if not points:                       # pass or fail per test, nothing counted: the portal's own page
         return page("pass_fail.html", session=session, title=f"Attempt {found.number}", back=back,
                     result=pages.visible_result(result, level, inputs))
-    return HTMLResponse(pages.feedback_page(result, level, inputs, back),
+    return HTMLResponse(pages.feedback_page(result, level, inputs, back, **shown),
                         headers={"content-security-policy": pages.REPORT_CSP})
 
 

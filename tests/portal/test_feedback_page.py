@@ -1,0 +1,46 @@
+"""The portal shows the feedback page make grade writes: for the attempt that counts, the gradebook's points (an
+instructor's manual grade), the instructor's comments, the late policy's deduction and the counting rule, as
+grades.csv and the LMS's page state them; for any other attempt, its own points and what the late policy deducts
+from it."""
+import datetime as dt
+
+from fixture_submissions import ASSIGNMENT
+
+from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.portal.models import utcnow
+from posenc_autograder.records import gradebook
+from posenc_autograder.reports import late_policy
+
+LATE_POLICY = f'[late.{ASSIGNMENT}]\nper = "day"\npenalty = 10\ncap = 50\ngrace_minutes = 0\n'
+
+
+def test_the_attempt_that_counts_is_shown_with_manual_grades_comments_and_the_late_deduction(app, portal, course):
+    (course.root / "autograder" / "course.toml").write_text(LATE_POLICY)
+    portal.set_policy(ASSIGNMENT, {"deadline": utcnow() - dt.timedelta(hours=3), "late_days": 2})
+    carol = client_for(app, portal, "carol")
+    assert upload(carol, notebook_bytes("late")).status_code == 303
+    assert portal.worker.run_until_idle() == 1
+    with gradebook.open_gradebook(course) as gb:                 # the instructor, in formgrader
+        notebook = gb.find_submission(ASSIGNMENT, "carol").notebooks[0]
+        grade = min((g for g in notebook.grades if g.max_score), key=lambda g: g.name)
+        grade.manual_score = grade.max_score
+        notebook.comments[0].manual_comment = "See me about the scaling"
+        gb.db.commit()
+        final = gradebook.final_scores(gb, "carol", ASSIGNMENT)[0]
+    page = carol.get("/attempts/1/feedback").text
+    assert "See me about the scaling" in page and "set by your instructor" in page
+    assert f"counts as {late_policy.penalised(final, 10):g} / 42" in page and "3.0 hours after the deadline" in page
+    assert "This is the attempt that counts" in page
+
+
+def test_an_attempt_that_does_not_count_shows_its_own_late_deduction(app, portal, course):
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n' + LATE_POLICY)
+    portal.set_policy(ASSIGNMENT, {"deadline": utcnow() - dt.timedelta(hours=30), "late_days": 2})
+    dan = client_for(app, portal, "dan")
+    assert upload(dan, notebook_bytes("first")).status_code == 303
+    assert upload(dan, notebook_bytes("second")).status_code == 303
+    assert portal.worker.run_until_idle() == 2
+    earlier = dan.get("/attempts/1/feedback").text                           # the second one counts
+    assert "30.0 hours after the deadline" in earlier and "deducts 20% of the score" in earlier
+    assert "This is the attempt that counts" not in earlier
+    assert "This is the attempt that counts" in dan.get("/attempts/2/feedback").text
