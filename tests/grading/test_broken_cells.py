@@ -3,6 +3,9 @@
 For every answer cell of every assignment, a syntax error and an indentation error: the error text the shell
 runner sends (probes.shell_runner.error_text) on the cell's output, then what pipeline.judge makes of it.
 """
+import subprocess
+import sys
+
 import nbformat
 import pytest
 from notebook_tools import ROOT
@@ -76,3 +79,20 @@ def test_every_answer_cell_defines_a_manifest_function():
         cells = {grade_id(c) for c in answer_cells(assignment)}
         assert cells == {e.cell for e in manifest.functions(assignment)}, assignment
         assert all(REGISTRY[t.id].subjects for t in hidden_tests(assignment))
+
+
+LINE_SCRIPT = r"""
+from posenc_autograder.probes.shell_runner import error_text, kernel_shell
+shell = kernel_shell()
+cells = ['a = 1\n\n%time b = undefined_name + a', 'a = 1\n%timeit -n 1 -r 1 undefined_name', 'x = 2\nexec("1 / 0")',
+         'def f():\n    return 1 / 0\n\nf()']
+print("LINES", [error_text(shell.run_cell(cell).error_in_exec).rsplit("(line ", 1)[-1] for cell in cells])
+"""
+
+
+def test_an_error_raised_through_a_magic_or_exec_is_said_on_the_cells_own_line(tmp_path):
+    """%time runs its statement as code of its own ("<timed exec>", line 1), exec as "<string>": the line said is the
+    cell's, where the student looks, not line 1 of that code."""
+    out = subprocess.run([sys.executable, "-c", LINE_SCRIPT], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}).stdout
+    assert "LINES ['3)', '2)', '2)', '4)']" in out, out

@@ -98,11 +98,13 @@ def error_text(error: BaseException) -> str:
     """The error's message with the line of the cell it came from: a cell that did not run is named with it."""
     if isinstance(error, SyntaxError):          # IndentationError too: the message and the line, no file name
         return f"{error.msg} (line {error.lineno})"
-    line, trace = None, error.__traceback__
-    while trace is not None:                    # the cell's own frame is the last module-level one
-        if trace.tb_frame.f_code.co_name == "<module>":
-            line = trace.tb_lineno
+    lines, trace = {}, error.__traceback__
+    while trace is not None:                    # the cell's own frame is the last module-level one of a cell's file,
+        code = trace.tb_frame.f_code            # not %time's "<timed exec>" nor exec's "<string>" run from it
+        if code.co_name == "<module>":
+            lines[code.co_filename.startswith(CELL_FILE)] = trace.tb_lineno
         trace = trace.tb_next
+    line = lines.get(True, lines.get(False))
     message = str(error)
     if len(message) > MESSAGE_KEPT:             # the line must survive the cap on the whole text (a printed array)
         message = message[:MESSAGE_KEPT] + " ..."
