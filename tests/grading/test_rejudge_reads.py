@@ -84,3 +84,26 @@ def test_a_points_regrade_reads_each_record_once_and_hashes_each_submission_once
     assert len(shown) == 1 and shown[0].files == on_disk.files and len(on_disk.files) == 2
     assert [r.to_json() for r in shown[0].results] == [r.to_json() for r in on_disk.results]
     assert {f.sha256 for f in on_disk.files.values()} == {real_sha256(data).hexdigest() for data in submitted}
+
+
+def test_a_points_regrade_builds_no_students_inputs_and_a_run_builds_them(tmp_path, monkeypatch):
+    """A student's own inputs are built and framed only for a notebook that runs: a re-weigh takes each test's inputs
+    digest as its kept record holds it, since the code that makes the inputs is the same (the old code built every
+    test's inputs for every student again, to digest them)."""
+    from posenc_autograder.checks import hidden, variants
+
+    course = course_with_solvers(tmp_path, "ann", "ben")
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    set_released_points(course, TEST, 5)
+    pipeline.executed.cache_clear()
+    students = {variants.student_variant(course, s) for s in ("ann", "ben")}
+    built, real = [], hidden.HiddenTest.variant_inputs
+    monkeypatch.setattr(hidden.HiddenTest, "variant_inputs",
+                        lambda test, variant=None: built.append(variant) or real(test, variant))
+    hidden._inputs_frame.cache_clear()
+    hidden._decoded_inputs.cache_clear()
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    assert [next(t.max_points for t in r.tests if t.cell_id == TEST) for r in results] == [5, 5]
+    assert not students & set(built)
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True, force=True)
+    assert students <= set(built) and [r.score for r in results] == [r.max_score for r in results]

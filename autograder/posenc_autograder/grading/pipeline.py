@@ -165,7 +165,8 @@ class Prepared:
     key: tuple[str, str, str]
     notebook: nbformat.NotebookNode   # the assembled notebook, probe cells in place; read only (a re-judge reads its
                                       # cells as they are: never written as text and parsed again)
-    entries: dict[str, dict]          # per probe cell: probe module, name and inputs (each kept frame as it is)
+    probes: tuple[str, ...]           # the probe cells' ids, in the notebook's order (the shared set's last)
+    variant: int | None               # the student's inputs (checks/variants.py)
     probe_files: dict[str, str]
     limits: dict
     isolate: bool
@@ -173,7 +174,18 @@ class Prepared:
 
     @property
     def task_ids(self) -> list[str]:
-        return sorted(self.entries)
+        return sorted(self.probes)
+
+    @functools.cached_property
+    def entries(self) -> dict[str, dict]:
+        """Per probe cell: probe module, name and inputs (each kept frame as it is). Made only for a notebook that
+        runs: a student's own inputs are built and framed for them alone, the largest part of preparing a notebook
+        that a re-judge does not need."""
+        entries = {cell_id: REGISTRY[cell_id].task_entry(self.variant, framed=True)
+                   for cell_id in self.probes if cell_id != shared_probes.SHARED_CELL}
+        if shared_probes.SHARED_CELL in self.probes:
+            entries[shared_probes.SHARED_CELL] = shared_probes.shared_probe_entry(entries, framed=True)
+        return entries
 
     @functools.cached_property
     def notebook_json(self) -> str:
@@ -208,21 +220,20 @@ def prepare_run(course: Course, submission: Submission, limits: Limits, isolate:
     submission.notes.extend(assembled.notes)
     nb = assembled.notebook
     variant = variants.student_variant(course, submission.student)
-    task = {}
+    probes = []
     for _, cell_id, title, _ in test_cells(nb):    # positions in the assembled notebook, added cells included
-        check = REGISTRY.get(cell_id)
-        if check is None:
+        if cell_id not in REGISTRY:
             continue                                 # a visible self-check: it runs as released
         cell = next(c for c in nb.cells if grade_id(c) == cell_id)
         cell.source = probe_cell_source(cell_id, title)
-        task[cell_id] = check.task_entry(variant, framed=True)      # the kept inputs frames, never decoded here
-    shared = shared_probes.shared_probe_entry(task, framed=True) if variant is not None else None
-    if shared is not None:      # the shared probe set, never graded: evidence for the integrity report
+        probes.append(cell_id)
+    if variant is not None and any(map(shared_probes.varies, probes)):
+        # the shared probe set, never graded: evidence for the integrity report
         nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
                                                   metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
-        task[shared_probes.SHARED_CELL] = shared
+        probes.append(shared_probes.SHARED_CELL)
     # new_notebook validated what assembly built.
-    return Prepared(submission.key, nb, task, probe_files(), dataclasses.asdict(limits), isolate,
+    return Prepared(submission.key, nb, tuple(probes), variant, probe_files(), dataclasses.asdict(limits), isolate,
                     release_cells(release, nb))
 
 

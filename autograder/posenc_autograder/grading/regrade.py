@@ -12,6 +12,7 @@ import hashlib
 import json
 import pathlib
 import sys
+from collections.abc import Mapping
 
 from posenc_autograder.checks import REGISTRY, variants
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, write_replacing
@@ -158,15 +159,40 @@ class JobDigests:
     run: what the sandbox is given and runs it with: the cells in order (a probe cell by its test's id only: its
     comment carries the points), the shipped probes, the limits, the isolation, the variant, the integrity probes'
     inputs and the code that runs and reads the job. tests: per hidden test, its probe and inputs. judge: the grading
-    code with each hidden test's points left out (points only weigh an outcome: pipeline.judge applies them)."""
+    code with each hidden test's points left out (points only weigh an outcome: pipeline.judge applies them). inputs:
+    what makes every test's inputs (inputs_digest): a kept record made under the same one holds each test's inputs
+    digest as it kept it, so none is worked out again (tests is worked out on first reading)."""
     run: str
-    tests: dict[str, str]
+    tests: Mapping[str, str]
     judge: str
+    inputs: str | None = None
+
+
+class InputsDigests(Mapping[str, str]):
+    """Each hidden test's inputs digest (_inputs_digest) for one variant, worked out when first read: a student's own
+    inputs are built and framed for them alone, most of what preparing a notebook costs."""
+
+    def __init__(self, ids: list[str], variant: int | None):
+        self._ids, self._variant, self._found = tuple(ids), variant, {}
+
+    def __getitem__(self, cell_id: str) -> str:
+        if cell_id not in self._ids:
+            raise KeyError(cell_id)
+        if cell_id not in self._found:
+            self._found[cell_id] = _inputs_digest(REGISTRY[cell_id], self._variant)
+        return self._found[cell_id]
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | None = None,
-                package: pathlib.Path = PACKAGE) -> JobDigests:
-    """judge: judge_digest(package), when the caller has it already (it stats every grading file)."""
+                package: pathlib.Path = PACKAGE, inputs: str | None = None) -> JobDigests:
+    """judge: judge_digest(package), inputs: inputs_digest(package), when the caller has them already (each stats
+    every grading file)."""
     digest = hashlib.sha256()
     probe_cells = set(task.task_ids)
     cells = task.notebook.cells if isinstance(task, Prepared) else json.loads(task.notebook_json)["cells"]
@@ -177,8 +203,8 @@ def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | 
     for part in (_encoded(run), _encoded_files(tuple(sorted(task.probe_files.items()))),
                  *map(_encoded, (task.limits, task.isolate, str(variant), shared, _code_digest(package, RUN_CODE)))):
         digest.update(part + b"\0")
-    tests = {cell_id: _inputs_digest(REGISTRY[cell_id], variant) for cell_id in task.task_ids if cell_id in REGISTRY}
-    return JobDigests(digest.hexdigest(), tests, judge or judge_digest(package))
+    tests = InputsDigests([cell_id for cell_id in task.task_ids if cell_id in REGISTRY], variant)
+    return JobDigests(digest.hexdigest(), tests, judge or judge_digest(package), inputs or inputs_digest(package))
 
 
 def _encoded(part: object) -> bytes:
@@ -206,30 +232,49 @@ def judge_digest(package: pathlib.Path = PACKAGE) -> str:
     return _normalised_digest(package, _states(package, grading_files(package)))
 
 
+def inputs_digest(package: pathlib.Path = PACKAGE) -> str:
+    """What makes every hidden test's inputs, for every variant: the grading code as parsed with only `points=` left
+    out (a test's inputs function, and all it calls, stays), the numpy and Python that run it (a generator's stream
+    may change with numpy's version), and each registered test's inputs on the course-wide and one student's values
+    (a test whose inputs are not its file's, replaced as the process runs, is seen too). The same digest, the same
+    inputs: each test's inputs digest as kept stands."""
+    import numpy
+
+    digest = hashlib.sha256(_normalised_digest(package, _states(package, grading_files(package)), keep_inputs=True)
+                            .encode() + f"\0numpy {numpy.__version__}\0{sys.version}".encode())
+    for cell_id, test in sorted(REGISTRY.items()):
+        digest.update(f"\0{cell_id} {_inputs_digest(test, None)} {_inputs_digest(test, 1)}".encode())
+    return digest.hexdigest()
+
+
 def _states(package: pathlib.Path, files: list[pathlib.Path]) -> tuple:
     """Each file by its place in the package, with what tells a changed file (the digests below are kept by it)."""
     return tuple((str(p.relative_to(package)), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
 
 
 @functools.lru_cache(maxsize=4)
-def _normalised_digest(package: pathlib.Path, states: tuple) -> str:
+def _normalised_digest(package: pathlib.Path, states: tuple, keep_inputs: bool = False) -> str:
     """Each file's normalised tree digested, recalled by the file's content from the package's own cache (parsing
-    every grading file is a third of a CPU-second that each make grade paid again), then digested together."""
-    known = _recalled_parts(package)
+    every grading file is a third of a CPU-second that each make grade paid again), then digested together.
+    keep_inputs: a HiddenTest's `inputs=` stays in the tree (inputs_digest's)."""
+    cache = INPUTS_PARTS_FILE if keep_inputs else PARTS_FILE
+    known = _recalled_parts(package, cache)
     parts = {}
     digest = hashlib.sha256()
     for name, _, _ in states:
         data = (package / name).read_bytes()
         key = hashlib.sha256(_normaliser() + b"\0" + data).hexdigest()
-        part = known.get(key) or hashlib.sha256(ast.dump(_without_points(ast.parse(data))).encode()).hexdigest()
+        part = known.get(key) or hashlib.sha256(
+            ast.dump(_without_points(ast.parse(data), keep_inputs)).encode()).hexdigest()
         parts[key] = part
         digest.update(name.encode() + b"\0" + part.encode() + b"\0")
     if parts != known:
-        _keep_parts(package, parts)
+        _keep_parts(package, parts, cache)
     return digest.hexdigest()
 
 
 PARTS_FILE = "__pycache__/judge-digest.json"      # beside the package's bytecode: derived from its files alone
+INPUTS_PARTS_FILE = "__pycache__/inputs-digest.json"
 
 
 @functools.lru_cache(maxsize=1)
@@ -238,10 +283,10 @@ def _normaliser() -> bytes:
     return pathlib.Path(__file__).read_bytes() + f"{sys.version_info[:2]}".encode()
 
 
-def _recalled_parts(package: pathlib.Path) -> dict[str, str]:
+def _recalled_parts(package: pathlib.Path, cache: str = PARTS_FILE) -> dict[str, str]:
     """sha256(normaliser, file content) -> that file's normalised digest, as kept; {} when absent, edited or cut."""
     try:
-        kept = json.loads((package / PARTS_FILE).read_bytes())
+        kept = json.loads((package / cache).read_bytes())
         parts = kept["parts"]
         if kept["sha256"] != _checksum(parts) or not all(isinstance(v, str) for v in parts.values()):
             return {}
@@ -250,9 +295,9 @@ def _recalled_parts(package: pathlib.Path) -> dict[str, str]:
         return {}
 
 
-def _keep_parts(package: pathlib.Path, parts: dict[str, str]) -> None:
+def _keep_parts(package: pathlib.Path, parts: dict[str, str], cache: str = PARTS_FILE) -> None:
     try:
-        write_replacing(package / PARTS_FILE, json.dumps({"parts": parts, "sha256": _checksum(parts)}).encode())
+        write_replacing(package / cache, json.dumps({"parts": parts, "sha256": _checksum(parts)}).encode())
     except OSError:
         pass                                      # a package installed read-only: parsed again next time
 
@@ -261,10 +306,10 @@ def _checksum(parts: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _without_points(tree: ast.AST) -> ast.AST:
+def _without_points(tree: ast.AST, keep_inputs: bool = False) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            test = isinstance(node.func, ast.Name) and node.func.id == "HiddenTest"
+            test = isinstance(node.func, ast.Name) and node.func.id == "HiddenTest" and not keep_inputs
             node.keywords = [k for k in node.keywords if k.arg != "points" and not (test and k.arg == "inputs")]
     return tree
 

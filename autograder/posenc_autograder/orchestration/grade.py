@@ -215,8 +215,9 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None, Reprobe | None]] = {}
     how = RegradeNote()
-    judge_code = regrade.judge_digest()            # once a run: the grading code is what it is for the whole run
-    ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) \
+    # once a run: the grading code is what it is for the whole run
+    judge_code, inputs_code = regrade.judge_digest(), regrade.inputs_digest()
+    ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs) \
         if not force and not scheduler else None
 
     def stored_rejudged(sub: Submission, digest: str | None, rejudged: Rejudged) -> str | None:
@@ -250,7 +251,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                     prepared = prepare_run(course, sub, limits, isolate)        # framed below only if it runs
                     if not isinstance(prepared, NotebookResult):
                         digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student),
-                                                      judge_code)
+                                                      judge_code, inputs=inputs_code)
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             previous, why = None, ""
@@ -409,7 +410,7 @@ def _store_rejudged(course, gb, sub: Submission, digest: str | None, rejudged: R
 AHEAD_FROM = 24              # notebooks to grade from which re-judging is spread over processes (a fork costs ~10 ms)
 
 
-def _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) -> Ahead[Rejudged] | None:
+def _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs) -> Ahead[Rejudged] | None:
     """Processes (one per job slot) that re-judge the notebooks to grade ahead of the run, without storing; None when
     there are too few notebooks or one core. A notebook they cannot re-judge is done by the run, as with no process."""
     from posenc_autograder.orchestration.ahead import Ahead
@@ -428,7 +429,8 @@ def _rejudging_ahead(course, planned, limits, isolate, judge_code, jobs) -> Ahea
             prepared = prepare_run(course, sub, limits, isolate)
             if isinstance(prepared, NotebookResult):
                 return None
-            digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student), judge_code)
+            digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student), judge_code,
+                                          inputs=inputs_code)
         found = _rejudge(course, sub, digest, prepared, digests, previous, limits)
         if not isinstance(found, Rejudged):
             return None

@@ -88,7 +88,8 @@ def encoded(digests: JobDigests, execution: Execution, judged: dict[str, Outcome
             except (TypeError, ValueError):
                 pass                                    # not encodable: judged again only by running again
         kept_tests[test.id] = entry
-    value = {"format": FORMAT, "run": digests.run, "judge": digests.judge, "events": execution.events,
+    value = {"format": FORMAT, "run": digests.run, "judge": digests.judge, "inputs": digests.inputs,
+             "events": execution.events,
              "cell_errors": execution.cell_errors, "seconds": float(execution.seconds),
              "errors": cell_errors_of(execution.executed_notebook), "tests": kept_tests}
     try:
@@ -238,8 +239,12 @@ def recall(course: Course, key: tuple[str, str, str], task: GradingTask | Prepar
         raise MustRun("its kept record is malformed") from exc
     if value["run"] != digests.run:
         raise MustRun("what runs changed (its cells, the probes, the limits or the isolation)")
-    changed = sorted(test_id for test_id in digests.tests if value["tests"].get(test_id, {}).get("inputs")
-                     != digests.tests[test_id])
+    if digests.inputs is not None and value.get("inputs") == digests.inputs:
+        # made by the same inputs code: each test kept has the inputs it has now (none is built again to be sure)
+        changed = sorted(test_id for test_id in digests.tests if test_id not in value["tests"])
+    else:
+        changed = sorted(test_id for test_id in digests.tests if value["tests"].get(test_id, {}).get("inputs")
+                         != digests.tests[test_id])
     tests = {test_id: {**entry, "judge": value["judge"]} for test_id, entry in value["tests"].items()}
     kept = {test_id: entry["answers"] for test_id, entry in value["tests"].items() if "answers" in entry}
     answers = {test_id: found for test_id, found in kept.items()
@@ -297,6 +302,7 @@ def well_formed(value: object) -> None:
     _check(isinstance(value, dict) and value.get("format") == FORMAT)
     assert isinstance(value, dict)
     _check(isinstance(value.get("run"), str) and isinstance(value.get("judge"), str))
+    _check(isinstance(value.get("inputs"), (str, type(None))))      # absent in a record kept before it was kept
     _check(isinstance(value.get("events"), list) and all(isinstance(e, dict) for e in value["events"]))
     _check(isinstance(value.get("cell_errors"), dict)
            and all(isinstance(k, str) and isinstance(e, dict) for k, e in value["cell_errors"].items()))
