@@ -26,6 +26,29 @@ def test_a_cell_without_escapes_is_not_tokenised(monkeypatch):
     assert magics.skipped_in("import numpy as np\ndef f(x):\n    return x * 2  # no magic here\n") == []
 
 
+class CountedPattern:
+    def __init__(self, pattern):
+        self.pattern, self.scanned = pattern, []
+
+    def search(self, source):
+        self.scanned.append(source)
+        return self.pattern.search(source)
+
+    def finditer(self, source):
+        return self.pattern.finditer(source)
+
+
+def test_a_cell_with_neither_escape_character_is_not_scanned_for_escapes(monkeypatch):
+    """The escape pattern is tried at every character of a cell it scans: a cell with no `%` and no `!` cannot match
+    it (the old code scanned every cell of every notebook stored)."""
+    counted = CountedPattern(magics.MAY_ESCAPE)
+    monkeypatch.setattr(magics, "MAY_ESCAPE", counted)
+    assert magics.skipped_in("import numpy as np\ndef f(x):\n    return x * 2  # no magic here\n") == []
+    assert counted.scanned == []
+    assert magics.skipped_in("print('%d' % 3)\n") == [] and counted.scanned == ["print('%d' % 3)\n"]
+    assert magics.skipped_in("if 1 != 2:\n    !ls\n") == [magics.Skipped("!", 2)]
+
+
 def test_cells_that_may_hold_a_skipped_call_are_still_read():
     assert magics.skipped_in("if 1 != 2:\n    !ls\n") == [magics.Skipped("!", 2)]
     assert magics.skipped_in("x = 1\nget_ipython().system('ls')\n") == [magics.Skipped("!", 2)]

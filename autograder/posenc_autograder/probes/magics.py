@@ -38,6 +38,12 @@ MAY_ESCAPE = re.compile(r"(?:^|\n)[^\S\n]*[%!]|[=>:]\s*[%!]")
 TRANSFORM_BUDGET = 200_000
 
 
+def may_escape(source: str) -> bool:
+    """MAY_ESCAPE found in the cell; one with neither `%` nor `!` (most cells) is not scanned: a pattern that may start
+    anywhere is tried at every character (a millisecond and more a notebook, every notebook stored)."""
+    return ("%" in source or "!" in source) and MAY_ESCAPE.search(source) is not None
+
+
 class TransformBudget:
     """What reading cells as IPython may still cost (characters times escapes), shared by a notebook's cells."""
 
@@ -65,7 +71,7 @@ def runs(kind: str, name: str) -> bool:
 def skipped_in(source: str, budget: TransformBudget | None = None) -> list[Skipped]:
     """Every magic or shell escape in a cell that the grader skips, in order (none for a cell that is not
     valid IPython: it fails in Jupyter too, nor past the budget)."""
-    if source.isascii() and "get_ipython" not in source and not MAY_ESCAPE.search(source):
+    if source.isascii() and "get_ipython" not in source and not may_escape(source):
         return []
     tree: ast.Module | None
     try:
