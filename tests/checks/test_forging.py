@@ -135,6 +135,44 @@ def test_the_guard_puts_back_what_a_cell_deleted_even_with_a_name_added_in_its_p
         guard.clear()
 
 
+def test_the_guard_leaves_a_namespace_unchanged_since_it_was_left_as_it_is():
+    """A namespace whose version tag is the one snapshot() or restore() left it with is not written again (its kept
+    copy altered here shows it: restoring every namespace every time, as before, wrote the copy's stand-in back);
+    one changed since is put back, again after each change."""
+    import numpy as np
+    original = np.array_equal
+    guard.snapshot()
+    try:
+        assert guard._TAGS, "this interpreter's dicts mark every change: the guard must see it"
+        kept = next(k for namespace, k in guard._SNAPSHOT if namespace is vars(np))
+        kept["array_equal"] = stand_in = lambda *a, **k: True
+        guard.restore()
+        assert np.array_equal is original
+        kept["array_equal"] = original
+        for _ in range(2):
+            np.array_equal = stand_in
+            guard.restore()
+            assert np.array_equal is original
+    finally:
+        guard.restore()
+        guard.clear()
+
+
+def test_where_dicts_mark_no_change_the_guard_restores_every_namespace_every_time(monkeypatch):
+    import numpy as np
+    original = np.array_equal
+    monkeypatch.setattr(guard, "_tags_mark_every_change", lambda: False)
+    guard.snapshot()
+    try:
+        assert guard._TAGS == []
+        np.array_equal = lambda *a, **k: True
+        guard.restore()
+        assert np.array_equal is original
+    finally:
+        guard.restore()
+        guard.clear()
+
+
 GUARDED_MEDIAN = r"""
 import sys, types
 import numpy as np
