@@ -6,9 +6,12 @@ failed by some mistake, and every case a mistake fails carries the call that rep
 whose judge gives no call fails here). A mistake is one bug per function it writes: the dashboard shows
 it as one row per function at most. Every notebook's every test is probed; a result frame byte for byte one already
 judged (most of a mistake's tests answer as the solution does) takes that judgement again, judges being functions of
-the frame (and, for a test that reads them, of the value tests' verdicts).
+the frame (and, for a test that reads them, of the value tests' verdicts). A test whose probe, run on the solution,
+looked up no name the mistake binds has the solution's frame without running it again (when the solution gives the
+same bytes twice): the probe reads the same objects, so it answers the same.
 """
 import ast
+import functools
 import hashlib
 
 import pytest
@@ -31,6 +34,105 @@ ALTERNATIVE_CASES = [(assignment, name) for assignment, (_, alternatives) in CAT
 
 
 JUDGED: dict = {}       # (test id, digest of its result frame, verdicts it read) -> (problems, passed, total)
+BINDING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign,
+           ast.Delete)
+
+
+class Reads(dict):
+    """A notebook's namespace that notes each name looked up in it: by its functions (globals that are a dict
+    subclass are read through __getitem__) and by the probe; reading it whole (iterating, copying) notes that every
+    name was read (read is None)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read: set | None = set()
+
+    def _note(self, name):
+        if self.read is not None:
+            self.read.add(name)
+
+    def _whole(self):
+        self.read = None
+
+    def __getitem__(self, name):
+        self._note(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self._note(name)
+        return super().get(name, default)
+
+    def __contains__(self, name):
+        self._note(name)
+        return super().__contains__(name)
+
+    def __iter__(self):
+        self._whole()
+        return super().__iter__()
+
+    def keys(self):
+        self._whole()
+        return super().keys()
+
+    def values(self):
+        self._whole()
+        return super().values()
+
+    def items(self):
+        self._whole()
+        return super().items()
+
+    def copy(self):
+        self._whole()
+        return super().copy()
+
+
+def bound_names(code: str) -> set[str] | None:
+    """The names a mistake's code binds at its top level (defines, imports, assigns or deletes), or None when any of
+    its statements may do more (a call, a loop, a store into an object): its every test then runs."""
+    names: set[str] = set()
+    for node in ast.parse(code).body:
+        if not isinstance(node, BINDING):
+            return None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if not all(isinstance(target, ast.Name) for target in targets) or any(
+                    isinstance(part, ast.Call) for part in ast.walk(node)):
+                return None
+            names |= {target.id for target in targets}
+        else:
+            names.add(node.name)
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def solution_frames(assignment: str) -> dict:
+    """test id -> (the solution's result frame, the names its probe looked up), for each test whose probe gives the
+    solution the same bytes twice (one with a random draw of its own is left out)."""
+    kept = {}
+    for test in hidden_tests(assignment):
+        runs = []
+        for _ in range(2):
+            namespace = namespace_from(SOLUTIONS[assignment], namespace=Reads())
+            namespace.read = set()                      # what the probe looks up, not what the notebook defined
+            runs.append((result_frame_in_process(test.task_entry(framed=True), namespace), namespace.read))
+        (frame, read), (again, _) = runs
+        if frame == again and read is not None:
+            kept[test.id] = (frame, read)
+    return kept
+
+
+def frames_of(assignment: str, code: str) -> dict:
+    """Each test's result frame on the solution with the mistake's code: the solution's own where the test's probe
+    looked up no name the code binds, else run (in order, in one namespace, as the notebook runs them)."""
+    namespace, bound = namespace_from(SOLUTIONS[assignment], code), bound_names(code)
+    same = solution_frames(assignment) if bound is not None else {}
+    return {t.id: same[t.id][0] if t.id in same and not same[t.id][1] & bound
+            else result_frame_in_process(t.task_entry(framed=True), namespace) for t in hidden_tests(assignment)}
 
 
 class Decoded(dict):
@@ -42,8 +144,7 @@ class Decoded(dict):
 
 def graded(assignment: str, code: str) -> dict:
     """notebook.graded_in_process of the solution with the mistake's code, each test's frame judged once a run."""
-    namespace, tests = namespace_from(SOLUTIONS[assignment], code), hidden_tests(assignment)
-    frames = {t.id: result_frame_in_process(t.task_entry(framed=True), namespace) for t in tests}
+    tests, frames = hidden_tests(assignment), frames_of(assignment, code)
     digests = {cid: hashlib.sha256(frame).digest() for cid, frame in frames.items()}
     judging: dict = {}
 
@@ -108,3 +209,49 @@ def test_every_hidden_test_is_failed_by_some_catalogued_mistake():
     """With the test above: every hidden test of every assignment has a failing case whose call is data."""
     failed = {cid for mistakes, _ in CATALOGUES.values() for m in mistakes for cid in m.failing}
     assert set(REGISTRY) - failed == set()
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("assignment", sorted(CATALOGUES))
+def test_a_frame_taken_from_the_solution_is_the_frame_the_mistake_gives(assignment):
+    """The shortcut of frames_of, checked on every assignment's first mistake that reuses any: each frame it takes
+    from the solution is what running the test on the mistake gives, and the tests it runs are those whose probe
+    looked up a name the mistake binds."""
+    same = solution_frames(assignment)
+    for mistake in CATALOGUES[assignment][0]:
+        bound = bound_names(mistake.code)
+        reused = {cid for cid, (_, read) in same.items() if bound is not None and not read & bound}
+        if reused:
+            break
+    assert reused and mistake.failing.isdisjoint(reused), mistake.name
+    namespace = namespace_from(SOLUTIONS[assignment], mistake.code)
+    frames = frames_of(assignment, mistake.code)
+    for test in hidden_tests(assignment):
+        if test.id in same:
+            assert frames[test.id] == result_frame_in_process(test.task_entry(framed=True), namespace), test.id
+            assert (frames[test.id] is same[test.id][0]) == (test.id in reused), test.id
+
+
+def test_a_namespace_notes_the_names_its_functions_and_its_readers_look_up():
+    namespace = namespace_from("def f():\n    return g() + len([])\n\ndef g():\n    return 1\n", namespace=Reads())
+    namespace.read = set()
+    assert namespace["f"]() == 1 and "h" not in namespace and namespace.get("k") is None
+    assert namespace.read == {"f", "g", "len", "h", "k"}
+    list(namespace)
+    assert namespace.read is None
+
+
+@pytest.mark.parametrize("code, names", [
+    ("def f(x):\n    return x\nclass C:\n    pass\n", {"f", "C"}),
+    ("import numpy as np\nfrom math import pi, tau as t\nx: int = 3\ny = z = 2\ndel w\n",
+     {"np", "pi", "t", "x", "y", "z", "w"}),
+    ("from math import *\n", None),
+    ("x = f()\n", None),
+    ("table[0] = 1\n", None),
+    ("print(1)\n", None),
+    ("for i in range(3):\n    pass\n", None),
+    ("x += 1\n", None),
+], ids=["defs", "imports and assignments", "star import", "assigned a call", "stored into", "a call", "a loop",
+        "augmented"])
+def test_a_mistake_binds_the_names_it_defines_and_anything_more_runs_every_test(code, names):
+    assert bound_names(code) == names

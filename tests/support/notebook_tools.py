@@ -38,9 +38,11 @@ def _implementation_source(path: pathlib.Path, _mtime_ns: int, _size: int) -> st
                        if c.cell_type == "code" and not nbgrader_meta(c).get("grade"))
 
 
-def namespace_from(source: str, *overrides: str) -> dict:
-    """Execute the notebook's code, then each override (a student's variant of some functions)."""
-    ns: dict = {"__name__": "__student__"}
+def namespace_from(source: str, *overrides: str, namespace: dict | None = None) -> dict:
+    """Execute the notebook's code, then each override (a student's variant of some functions), in `namespace` (a
+    new dict unless given)."""
+    ns = {} if namespace is None else namespace
+    ns["__name__"] = "__student__"
     exec(_compiled(source, "<notebook>"), ns)  # noqa: S102 - test-only, trusted course code
     for code in overrides:
         exec(_compiled(code, "<variant>"), ns)  # noqa: S102
