@@ -5,6 +5,7 @@ Only `auto_score` is written, so manual grades entered in formgrader survive eve
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import pathlib
 import weakref
 from collections.abc import Iterable
@@ -77,7 +78,7 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
         if missing:         # tests added by a re-release since this submission was first recorded
             _add_grades(db, submission, notebook, missing)
             grades = _notebook_grades(db, submission, notebook)
-        db.execute(set_auto_scores({grades[cell_id]: score for cell_id, score in scores.items()}))
+        db.execute(*set_auto_scores({grades[cell_id]: score for cell_id, score in scores.items()}))
         found = {name: (float(score), manual is not None)
                  for name, score, manual in db.execute(CELL_SCORES, {"grades": list(grades.values())})}
         if commit:
@@ -107,24 +108,21 @@ def _add_submissions(db: Session, assignment: str, students: Iterable[str]) -> d
     each student without one, the submission, a submitted notebook per notebook of the assignment, a grade per
     grade or task cell and a comment per solution or task cell, with nbgrader's own column defaults.
     Returns student -> the new submission's id."""
-    assignment_id = db.execute(select(Assignment.id).where(Assignment.name == assignment)).scalar()
+    assignment_id = db.execute(ASSIGNMENT_ID, {"assignment": assignment}).scalar()
     if assignment_id is None:
         raise MissingEntry(f"no such assignment: {assignment}")
-    have = set(db.execute(select(SubmittedAssignment.student_id)
-                          .where(SubmittedAssignment.assignment_id == assignment_id)).scalars())
-    new = sorted(set(students) - have)
+    asked = sorted(set(students))
+    have = set(db.execute(SUBMITTED_AMONG, {"assignment_id": assignment_id, "students": asked}).scalars())
+    new = [student for student in asked if student not in have]
     if not new:
         return {}
-    known = set(db.execute(select(Student.id).where(Student.id.in_(new))).scalars())
+    known = set(db.execute(STUDENTS_AMONG, {"students": new}).scalars())
     if set(new) - known:
-        db.execute(insert(Student.__table__), [{"id": student} for student in new if student not in known])
+        db.execute(INSERT_STUDENT, [{"id": student} for student in new if student not in known])
     submissions = {student: new_uuid() for student in new}
-    db.execute(insert(SubmittedAssignment.__table__), [{"id": submission, "assignment_id": assignment_id,
-                                                        "student_id": student}
-                                                       for student, submission in submissions.items()])
-    layout = db.execute(select(Notebook.id, BaseCell.id, BaseCell.type)
-                        .outerjoin(BaseCell, BaseCell.notebook_id == Notebook.id)
-                        .where(Notebook.assignment_id == assignment_id)).all()
+    db.execute(INSERT_SUBMISSION, [{"id": submission, "assignment_id": assignment_id, "student_id": student}
+                                   for student, submission in submissions.items()])
+    layout = db.execute(LAYOUT, {"assignment_id": assignment_id}).all()
     notebooks, grades, comments = [], [], []
     for submission in submissions.values():
         submitted = {notebook_id: new_uuid() for notebook_id, _, _ in layout}
@@ -133,11 +131,23 @@ def _add_submissions(db: Session, assignment: str, students: Iterable[str]) -> d
         grades += [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind in layout if kind in GRADED_KINDS]
         comments += [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind in layout
                      if kind in COMMENTED_KINDS]
-    for table, rows in ((SubmittedNotebook.__table__, notebooks), (Grade.__table__, grades),
-                        (Comment.__table__, comments)):
+    for statement, rows in ((INSERT_NOTEBOOK, notebooks), (INSERT_GRADE, grades), (INSERT_COMMENT, comments)):
         if rows:
-            db.execute(insert(table), rows)
+            db.execute(statement, rows)
     return submissions
+
+
+# _add_submissions' statements, built once as record_scores' are; the students asked about are bound per call, so a
+# new student's store reads its own row, not the whole class's submissions.
+ASSIGNMENT_ID = select(Assignment.id).where(Assignment.name == bindparam("assignment"))
+SUBMITTED_AMONG = select(SubmittedAssignment.student_id).where(
+    SubmittedAssignment.assignment_id == bindparam("assignment_id"),
+    SubmittedAssignment.student_id.in_(bindparam("students", expanding=True)))
+STUDENTS_AMONG = select(Student.id).where(Student.id.in_(bindparam("students", expanding=True)))
+LAYOUT = (select(Notebook.id, BaseCell.id, BaseCell.type).outerjoin(BaseCell, BaseCell.notebook_id == Notebook.id)
+          .where(Notebook.assignment_id == bindparam("assignment_id")))
+INSERT_STUDENT, INSERT_SUBMISSION, INSERT_NOTEBOOK, INSERT_GRADE, INSERT_COMMENT = (
+    insert(table.__table__) for table in (Student, SubmittedAssignment, SubmittedNotebook, Grade, Comment))
 
 
 GRADED_KINDS = ("GradeCell", "TaskCell")            # nbgrader's polymorphic cell types with a Grade row
@@ -162,14 +172,28 @@ NOTEBOOK_GRADES = text("""SELECT base_cell.name, grade.id FROM submitted_noteboo
     AND grade.notebook_id = submitted_notebook.id""")
 
 
-def set_auto_scores(scores: dict[str, float]) -> Any:
-    """One statement writing every grade's automatic score (grade id -> score): the driver of PostgreSQL, psycopg2,
-    runs a statement given many rows once per row, each a round trip to the server (a notebook's 23 cells: 23).
-    A grade flagged for review keeps its flag while it holds a manual grade (make release flags one whose test's
-    points changed); the others need none once scored."""
-    return (update(Grade.__table__).where(Grade.id.in_(list(scores)))
-            .values(auto_score=case(scores, value=Grade.id),
+def set_auto_scores(scores: dict[str, float]) -> tuple[Any, dict[str, Any]]:
+    """One statement writing every grade's automatic score (grade id -> score), and its values: the driver of
+    PostgreSQL, psycopg2, runs a statement given many rows once per row, each a round trip to the server (a notebook's
+    23 cells: 23). A grade flagged for review keeps its flag while it holds a manual grade (make release flags one whose
+    test's points changed); the others need none once scored."""
+    values: dict[str, Any] = {}
+    for index, (grade, score) in enumerate(scores.items()):
+        values[f"grade_{index}"], values[f"score_{index}"] = grade, score
+    return _auto_scores_statement(len(scores)), values
+
+
+@functools.lru_cache(maxsize=8)
+def _auto_scores_statement(count: int) -> Any:
+    """set_auto_scores' statement for `count` grades, built once (building its CASE was a fifth of a store's gradebook
+    CPU); the grades and scores are bound per call."""
+    grades = [bindparam(f"grade_{index}", type_=Grade.id.type) for index in range(count)]
+    scores = [bindparam(f"score_{index}", type_=Grade.auto_score.type) for index in range(count)]
+    return (update(Grade.__table__).where(Grade.id.in_(grades))
+            .values(auto_score=case(dict(zip(grades, scores, strict=True)), value=Grade.id),
                     needs_manual_grade=case((Grade.manual_score.is_(None), False), else_=Grade.needs_manual_grade)))
+
+
 CELL_SCORES = (select(BaseCell.name, Grade.score, Grade.manual_score).join(BaseCell, Grade.cell_id == BaseCell.id)
                .where(Grade.id.in_(bindparam("grades", expanding=True))))
 
