@@ -7,6 +7,7 @@ import datetime as dt
 from fixture_submissions import ASSIGNMENT
 
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.intake import attempts
 from posenc_autograder.portal.models import utcnow
 from posenc_autograder.records import gradebook
 from posenc_autograder.reports import late_policy
@@ -44,3 +45,15 @@ def test_an_attempt_that_does_not_count_shows_its_own_late_deduction(app, portal
     assert "30.0 hours after the deadline" in earlier and "deducts 20% of the score" in earlier
     assert "This is the attempt that counts" not in earlier
     assert "This is the attempt that counts" in dan.get("/attempts/2/feedback").text
+
+
+def test_an_attempt_stored_as_counting_is_not_shown_as_counting_once_another_doors_newer_attempt_counts(app, portal,
+                                                                                                        course):
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
+    eve = client_for(app, portal, "eve")
+    assert upload(eve, notebook_bytes("portal")).status_code == 303
+    assert portal.worker.run_until_idle() == 1
+    assert "This is the attempt that counts" in eve.get("/attempts/1/feedback").text
+    attempts.add(course, "eve", ASSIGNMENT, "lms", "a Canvas zip", utcnow().replace(tzinfo=dt.timezone.utc)
+                 + dt.timedelta(minutes=1), {"positional_encoding.ipynb": notebook_bytes("lms")})
+    assert "This is the attempt that counts" not in eve.get("/attempts/1/feedback").text    # before any store

@@ -298,7 +298,7 @@ class Portal:
 
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool, dict]:
         """(result, level, inputs shown, points shown, the rest of its page: reports.feedback.render's keywords) for a
-        graded attempt, as the policy allows now. The attempt stored as the one that counts gets the page make grade
+        graded attempt, as the policy allows now. The attempt that counts, stored as such, gets the page make grade
         writes for it (the gradebook's points, manual grades included, the instructor's comments, the late policy, the
         counting rule); any other attempt its own points, less what the late policy deducts from it."""
         student, assignment = attempt.student_id, attempt.assignment
@@ -307,7 +307,9 @@ class Portal:
             deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
             page: dict = {"late": deadlines.lateness_at(student, assignment,
                                                         attempt.uploaded_at.replace(tzinfo=dt.timezone.utc))}
-            if attempt.promoted:
+            # stored as the one that counts, and still the one the record counts (a door's newer attempt, collected
+            # since, counts before the next store moves the gradebook to it)
+            if attempt.promoted and self.counting(student, assignment, [attempt], deadlines) is attempt:
                 key = (student, assignment, attempt.notebook)
                 page.update(scores=gradebook.session_cell_scores(db, *key),
                             comments=gradebook.session_comments(db, *key),
