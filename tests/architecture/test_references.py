@@ -138,8 +138,9 @@ def test_every_named_path_exists():
 
 @functools.cache
 def comments() -> dict[str, str]:
-    """'file:line' -> comment, for every comment of the grader and of _ext."""
-    return {f"{path.relative_to(ROOT)}:{line}": comment for path in SOURCES for line, comment in _comment_lines(path)}
+    """'file:line' -> comment, for every comment of the grader and of _ext that names a module."""
+    return {f"{path.relative_to(ROOT)}:{line}": comment for path in SOURCES
+            for line, comment in _comments_matching(path, MODULE)}
 
 
 def test_every_named_module_exists():
@@ -165,7 +166,7 @@ def test_no_comment_cites_an_issue_number():
     citing = []
     for path in SOURCES + sorted((ROOT / "tests").rglob("*.py")) + [ROOT / "Makefile"]:
         if path.suffix == ".py":
-            comments = _comment_lines(path) + _docstring_lines(path)
+            comments = _comments_matching(path, ISSUE) + _docstring_lines(path)
         else:
             comments = [(i + 1, line) for i, line in enumerate(path.read_text().splitlines())
                         if line.lstrip().startswith("#")]
@@ -177,8 +178,34 @@ def test_no_comment_cites_an_issue_number():
 def _docstring_lines(path: pathlib.Path) -> list[tuple[int, str]]:
     """(line, docstring) of the module, each class and each function of a Python file ("" where none)."""
     tree = ast.parse(path.read_text())
-    return [(getattr(node, "lineno", 1), ast.get_docstring(node, clean=False) or "") for node in ast.walk(tree)
+    return [(getattr(node, "lineno", 1), ast.get_docstring(node, clean=False) or "") for node in _statements(tree)
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _statements(node):
+    """The node and every statement under it (a docstring's owner is one; expressions, most of a tree, hold none)."""
+    yield node
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        children = getattr(node, field, None)
+        if isinstance(children, list):
+            for child in children:
+                yield from _statements(child)
+
+
+def _comments_matching(path: pathlib.Path, pattern: re.Pattern) -> list[tuple[int, str]]:
+    """(line, comment) of the file's comments that pattern finds something in. A comment runs from one of its
+    line's '#' to the line's end, so a file where the pattern finds nothing from any '#' to its line's end has none,
+    and is not tokenised."""
+    if not any(pattern.search(line[start:]) for line in path.read_text().split("\n") for start in _hashes(line)):
+        return []
+    return [(line, comment) for line, comment in _comment_lines(path) if pattern.search(comment)]
+
+
+def _hashes(line: str):
+    start = line.find("#")
+    while start >= 0:
+        yield start
+        start = line.find("#", start + 1)
 
 
 @functools.cache
@@ -196,3 +223,16 @@ def test_the_checks_find_a_planted_stale_reference():
     assert [a for a, _ in MAKE.findall(planted) if a not in make_targets()] == ["nothing"]
     assert not runnable("posenc_autograder.plan", None)
     assert ISSUE.search("# see issue 23") and not ISSUE.search("# the 23 cases")
+
+
+def test_a_comment_or_docstring_the_pattern_finds_is_found_wherever_it_stands(tmp_path):
+    """The checks tokenise only a file with a '#' the pattern finds something after, and walk only statements."""
+    planted = tmp_path / "planted.py"
+    planted.write_text('y = "#"; x = 1#12\nif x:\n    def f():\n        try:\n            pass\n        finally:\n'
+                       '            class C:\n                """Issue 3."""\ns = "# issue 4"\n')
+    assert _comments_matching(planted, ISSUE) == [(1, "#12")]
+    assert (7, "Issue 3.") in _docstring_lines(planted)
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text('s = "#"  # the 23 cases\n')
+    assert _comments_matching(quiet, ISSUE) == [] and _comments_matching(quiet, re.compile("23")) == [
+        (1, "# the 23 cases")]
