@@ -35,7 +35,6 @@ import importlib.util
 import inspect
 import json
 import os
-import pathlib
 import random
 import resource
 import select
@@ -93,12 +92,11 @@ def _mount(source, target, fstype, flags, data=None) -> None:
 
 
 def _bind(source: str, target: str, readonly: bool = True) -> None:
-    path = pathlib.Path(target)
-    if pathlib.Path(source).is_dir():
-        path.mkdir(parents=True, exist_ok=True)
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        _touch(target)
     _mount(source, target, None, MS_BIND | MS_REC)
     if readonly:
         _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -120,9 +118,16 @@ def _device_read_only(target: str) -> None:
     _mount(None, target, None, flags)
 
 
+def _touch(path: str) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666))
+
+
 def _write(path: str, text: str) -> None:
-    with open(path, "w") as handle:
-        handle.write(text)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def _namespaces(sandbox_uid: int, kinds: int = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
@@ -170,7 +175,7 @@ def _dev(new: str, limits: dict) -> None:
     os.mkdir(f"{new}/dev")
     _mount("tmpfs", f"{new}/dev", "tmpfs", MS_NOSUID, "size=64k,mode=0755")
     for name in DEVICES:
-        pathlib.Path(f"{new}/dev/{name}").touch()
+        _touch(f"{new}/dev/{name}")
         _bind_device(f"/oldroot/dev/{name}", f"{new}/dev/{name}")
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
@@ -185,12 +190,17 @@ def _proc(new: str, masks) -> None:
     os.mkdir(f"{new}/proc")
     _mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV)
     for name in masks:
-        path = pathlib.Path(f"{new}/proc/{name}")
-        if path.is_dir():
-            _mount("tmpfs", str(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
-        elif path.exists():
-            _bind_device(f"{new}/dev/null", str(path))
+        path = f"{new}/proc/{name}"
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+        elif os.path.exists(path):
+            _bind_device(f"{new}/dev/null", path)
     _mount(None, f"{new}/proc", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _last_capability() -> int:
+    with open("/proc/sys/kernel/cap_last_cap", "rb") as handle:
+        return int(handle.read())
 
 
 def _limits(limits: dict) -> None:
@@ -209,12 +219,12 @@ def _no_privilege(seccomp_program: bytes, last_capability: int) -> None:
     _check(libc.syscall(SYS_CAPSET, struct.pack("Ii", LINUX_CAPABILITY_VERSION_3, 0), bytes(24)), "capset")
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     program = ctypes.create_string_buffer(seccomp_program)
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = Program(len(seccomp_program) // 8, ctypes.cast(program, ctypes.c_void_p))
+    fprog = SeccompProgram(len(seccomp_program) // 8, ctypes.cast(program, ctypes.c_void_p))
     _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+class SeccompProgram(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def _die_with_parent(alive_fd: int) -> None:
@@ -236,7 +246,7 @@ def _init(config: dict, limits: dict, last_capability: int) -> None:
     until it ends. Returns in the job only."""
     _root(config["layout"], limits)
     _limits(limits)
-    _no_privilege(bytes.fromhex(config["seccomp"]), last_capability)
+    _no_privilege(config["seccomp_program"], last_capability)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the job may not read this init's memory or files (/proc/1/mem)
     inner_alive_r, inner_alive_w = os.pipe()
     job = os.fork()
@@ -267,7 +277,7 @@ def enter(config: dict, limits: dict) -> None:
     if os.read(SYNC_FD, 1) != b"1":                # the grader has put this process into the job's cgroups
         os._exit(FAILED_SETUP)
     os.close(SYNC_FD)
-    last_capability = int(pathlib.Path("/proc/sys/kernel/cap_last_cap").read_text())
+    last_capability = config["last_capability"]
     _namespaces(int(config["sandbox_uid"]))
     alive_r, alive_w = os.pipe()
     init = os.fork()                         # the PID namespace is its children's: init is its PID 1
@@ -358,8 +368,7 @@ def _harden_under_bubblewrap(seccomp_fd: int) -> None:
            | sum(ms for st, ms in STATVFS_TO_MOUNT if os.statvfs("/proc").f_flag & st))
     with os.fdopen(seccomp_fd, "rb") as program:
         seccomp_program = program.read()
-    last_capability = int(pathlib.Path("/proc/sys/kernel/cap_last_cap").read_text())
-    _no_privilege(seccomp_program, last_capability)
+    _no_privilege(seccomp_program, _last_capability())
 
 
 # --- the server -------------------------------------------------------------------------------------------
@@ -449,6 +458,10 @@ def main() -> None:
     message, _, _, _ = socket.recv_fds(server, 64 << 20, 0)
     config = json.loads(message)
     config["zygote_pid"] = os.getpid()
+    # Read once here for every job: what a job's outer process and init run after the fork touches pages of this
+    # process's heap, each a page fault (pathlib and text files touched ~200 a job).
+    config["seccomp_program"] = bytes.fromhex(config["seccomp"])
+    config["last_capability"] = _last_capability()
     sys.meta_path.insert(0, ShippedProbes(config["probe_package"], config.pop("probe_files")))
     # Imported once, here, for every job; not at the top: a one-job run imports what its runner needs, and the
     # check that a sandbox starts at all (one_job with `inner`) must not depend on numpy being reachable.
