@@ -11,13 +11,15 @@ import nbformat
 import pytest
 from fixture_submissions import ASSIGNMENT
 from hostile_notebooks import HOSTILE_FILES
-from sqlalchemy import Table, event
+from sqlalchemy import Table, create_engine, event, text
+from sqlalchemy.pool import QueuePool
 from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
 from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.intake import submissions
-from posenc_autograder.portal import pages
+from posenc_autograder.portal import auth, models, pages, queue, service
 from posenc_autograder.portal.models import Attempt, Status, utcnow
+from posenc_autograder.records import gradebook
 from posenc_autograder.reports import late_policy
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 
@@ -203,3 +205,59 @@ def test_the_home_page_reads_the_students_rules_attempts_and_grades_once_for_eve
     assert len(statements) == one_page
     assert home == [own[a] for a in portal.assignments]
     assert own[ASSIGNMENT]["left"] == 0 and own[ASSIGNMENT]["grade"] is not None and own[other]["extended"]
+
+
+def test_every_requests_session_check_is_one_statement(app, portal, statements):
+    """Who asks, with their link not revoked: one statement on every request (fails on the old code: two)."""
+    client_for(app, portal, "alice")
+    cookie = portal.sign_in(portal.new_link("bob"), "127.0.0.1")[1]
+    statements.clear()
+    assert portal.session(cookie).student_id == "bob"
+    assert len(statements) == 1
+    portal.revoke("bob")
+    assert portal.session(cookie) is None
+
+
+def test_a_students_pages_build_no_statement_of_their_own(app, portal, monkeypatch):
+    """The session check, the home and assignment pages, an attempt and its status while it waits run statements
+    built once, not built again for each request (fails on the old code: select() called on each)."""
+    alice = client_for(app, portal, "alice")
+    upload(alice, notebook_bytes("a"))
+    cookie = alice.cookies.get(auth.SESSION_COOKIE)
+    portal.status(portal.attempt("alice", 1))                   # the queue's order read once, into memory
+    built = []
+    for module in (auth, service, queue, gradebook):
+        monkeypatch.setattr(module, "select", lambda *a, **k: built.append(a) or pytest.fail("a statement built"))
+    assert portal.session(cookie).student_id == "alice"
+    assert [v["name"] for v in portal.overview("alice")] == portal.assignments
+    assert portal.assignment_view("alice", ASSIGNMENT)["attempts"][0].id == 1
+    assert portal.own_status("alice", 1)[1]["status"] == Status.QUEUED
+    assert portal.attempt("bob", 1) is None
+    assert built == []
+
+
+def test_a_pooled_connection_is_pinged_only_after_it_has_been_idle_and_replaced_when_dead(tmp_path, monkeypatch):
+    """PostgreSQL's pool pings a connection before use only when it has been idle PING_IDLE_SECONDS (the server may
+    have closed it), not at every checkout, a round trip on each of a request's sessions (fails on the old code:
+    no such ping, pool_pre_ping at every checkout)."""
+    assert not models.engine_for("postgresql+psycopg2://portal@127.0.0.1:1/none").pool._pre_ping
+    engine = create_engine(f"sqlite:///{tmp_path}/pool.db", poolclass=QueuePool, pool_size=1, max_overflow=0)
+    now, pings, real = [0.0], [], engine.dialect.do_ping
+    monkeypatch.setattr(engine.dialect, "do_ping", lambda connection: pings.append(now[0]) or real(connection))
+    models.ping_when_idle(engine, idle_seconds=10.0, clock=lambda: now[0])
+
+    def used() -> object:
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT 2")).scalar() == 2
+            now[0] += 1.0
+            return connection.connection.dbapi_connection
+    first = used()
+    assert [used() for _ in range(3)] == [first] * 3 and pings == []          # busy: never pinged
+    now[0] += 10.0
+    assert used() is first and pings == [14.0]                                # idle: pinged, still good
+    now[0] += 10.0
+
+    def dead(connection):
+        raise engine.dialect.loaded_dbapi.OperationalError("server closed the connection")
+    monkeypatch.setattr(engine.dialect, "do_ping", dead)
+    assert used() is not first                                                # replaced before anyone used it

@@ -18,7 +18,7 @@ import os
 import pathlib
 import secrets
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from posenc_autograder.course import Course
 from posenc_autograder.portal.models import Session, SignInFailure, Student, utcnow
@@ -110,16 +110,20 @@ def open_session(db, student_id: str | None, instructor: bool = False, door: str
     return cookie
 
 
+# Every request's check of who asks: the session with its student's link, one statement built once.
+SESSION_WITH_LINK = (select(Session, Student.token_hash).outerjoin(Student, Student.id == Session.student_id)
+                     .where(Session.id_hash == bindparam("id_hash")))
+
+
 def session_for(db, cookie: str | None) -> Session | None:
     if not cookie or len(cookie) > 128:
         return None
-    found = db.get(Session, digest(cookie))
-    if found is None or found.expires < utcnow():
+    row = db.execute(SESSION_WITH_LINK, {"id_hash": digest(cookie)}).first()
+    if row is None or row[0].expires < utcnow():
         return None
-    if found.student_id is not None and (found.door or LINK) == LINK:    # a revoked link closes its sessions
-        student = db.get(Student, found.student_id)
-        if student is None or student.token_hash is None:
-            return None
+    found, link = row
+    if found.student_id is not None and (found.door or LINK) == LINK and link is None:
+        return None                     # a revoked link (or a student no longer there) closes its sessions
     return found
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import time
 import typing
 
 from sqlalchemy import (
@@ -28,6 +29,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from posenc_autograder.records import portal_dates
@@ -192,7 +194,32 @@ def engine_for(url: str):
             cursor.execute("PRAGMA busy_timeout=60000")
             cursor.close()
         return engine
-    return create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_pre_ping=True)
+    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+    ping_when_idle(engine)
+    return engine
+
+
+# A pooled connection idle this long is pinged before use (the server may have closed it: a restart, an idle
+# timeout); one used moments ago is not: a ping at every checkout was a round trip on each of a request's sessions.
+PING_IDLE_SECONDS = 10.0
+
+
+def ping_when_idle(engine, idle_seconds: float = PING_IDLE_SECONDS, clock=time.monotonic) -> None:
+    """The pool's pre-ping, for connections back in the pool at least `idle_seconds`: a dead one is replaced by a
+    new connection before anyone uses it (SQLAlchemy's DisconnectionError at checkout)."""
+    @event.listens_for(engine, "checkin")
+    def _returned(dbapi_connection, record) -> None:
+        record.info["returned_at"] = clock()
+
+    @event.listens_for(engine, "checkout")
+    def _taken(dbapi_connection, record, proxy) -> None:
+        returned = record.info.pop("returned_at", None)
+        if returned is None or clock() - returned < idle_seconds:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise DisconnectionError() from exc
 
 
 def open_database(url: str) -> sessionmaker:

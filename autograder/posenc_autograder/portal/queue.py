@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Collection
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from posenc_autograder.portal.models import WAITING, Attempt, Status, utcnow
 from posenc_autograder.settings import Sharing
@@ -169,8 +169,11 @@ def requeue_orphans(db) -> int:
 
 def waiting_jobs(db, student: str) -> int:
     """The student's uploads queued or running, every assignment."""
-    return db.execute(select(func.count()).select_from(Attempt).where(
-        Attempt.student_id == student, Attempt.status.in_(WAITING))).scalar_one()
+    return db.execute(WAITING_JOBS, {"student": student}).scalar_one()
+
+
+WAITING_JOBS = select(func.count()).select_from(Attempt).where(Attempt.student_id == bindparam("student"),
+                                                               Attempt.status.in_(WAITING))     # built once
 
 
 def mean_job_seconds(db) -> float:

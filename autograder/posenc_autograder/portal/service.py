@@ -13,7 +13,7 @@ import threading
 import time
 import typing
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from posenc_autograder import settings
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
@@ -50,6 +50,16 @@ def database(course: Course, register: bool = True):
         for assignment in released_assignments(course):
             gradebook.register(course, assignment)
     return open_database(course.gradebook_url)
+
+
+# A student's pages' statements, built once (building one costs about as much as running it on SQLite).
+OWN_ATTEMPT = select(Attempt).where(Attempt.id == bindparam("attempt_id"), Attempt.student_id == bindparam("student"))
+_ASSIGNMENTS = bindparam("assignments", expanding=True)
+SAVED_POLICIES = select(Policy).where(Policy.assignment.in_(_ASSIGNMENTS))
+SAVED_EXTENSIONS = select(Extension).where(Extension.student_id == bindparam("student"),
+                                           Extension.assignment.in_(_ASSIGNMENTS))
+STUDENTS_ATTEMPTS = select(Attempt).where(Attempt.student_id == bindparam("student"),
+                                          Attempt.assignment.in_(_ASSIGNMENTS)).order_by(Attempt.number)
 
 
 class PortalBusy(Exception):
@@ -222,13 +232,11 @@ class Portal:
     def _assignment_views(self, db, student: str, assignments: list[str]) -> list[dict]:
         """The student's view of each assignment, read together: one statement each for their rules, extensions,
         attempts, waiting uploads and grades, however many assignments (the home page shows them all)."""
-        saved_policies = {p.assignment: p for p in db.execute(select(Policy).where(
-            Policy.assignment.in_(assignments))).scalars()}
-        saved_extensions = {e.assignment: e for e in db.execute(select(Extension).where(
-            Extension.student_id == student, Extension.assignment.in_(assignments))).scalars()}
+        these = {"student": student, "assignments": assignments}
+        saved_policies = {p.assignment: p for p in db.execute(SAVED_POLICIES, these).scalars()}
+        saved_extensions = {e.assignment: e for e in db.execute(SAVED_EXTENSIONS, these).scalars()}
         attempts: dict[str, list[Attempt]] = {a: [] for a in assignments}
-        for attempt in db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment.in_(
-                assignments)).order_by(Attempt.number)).scalars():
+        for attempt in db.execute(STUDENTS_ATTEMPTS, these).scalars():
             attempts[attempt.assignment].append(attempt)
         deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
         waiting, grades = queue.waiting_jobs(db, student), self.grades(db, student, deadlines)
@@ -259,8 +267,7 @@ class Portal:
 
     @staticmethod
     def _own_attempt(db, student: str, attempt_id: int) -> Attempt | None:
-        return db.execute(select(Attempt).where(Attempt.id == attempt_id, Attempt.student_id == student)
-                          ).scalar_one_or_none()
+        return db.execute(OWN_ATTEMPT, {"attempt_id": attempt_id, "student": student}).scalar_one_or_none()
 
     def status(self, attempt: Attempt) -> dict:
         """The attempt's live status. While it waits, nothing of the student's rules is read: the queue's order comes

@@ -312,11 +312,16 @@ def session_final_scores(session: Session, student: str | None = None) -> dict[t
         if not inspect(bind).has_table(SubmittedAssignment.__tablename__):
             return {}
         _HOLDING_GRADEBOOK.add(bind)
-    query = (select(Student.id, Assignment.name, SubmittedAssignment.score, SubmittedAssignment.max_score)
-             .select_from(SubmittedAssignment).join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-             .join(Student, SubmittedAssignment.student_id == Student.id))
-    rows = session.execute(query if student is None else query.where(Student.id == student))
+    rows = session.execute(FINAL_SCORES) if student is None else \
+        session.execute(STUDENTS_FINAL_SCORES, {"student": student})
     return {(who, name): (float(score or 0), float(maximum or 0)) for who, name, score, maximum in rows}
+
+
+# session_final_scores' statements, built once (a portal page reads a student's grades on each request)
+FINAL_SCORES = (select(Student.id, Assignment.name, SubmittedAssignment.score, SubmittedAssignment.max_score)
+                .select_from(SubmittedAssignment).join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id))
+STUDENTS_FINAL_SCORES = FINAL_SCORES.where(Student.id == bindparam("student"))
 
 
 def comments(gb: Gradebook, student: str, assignment: str, notebook: str) -> list[tuple[str, str]]:
