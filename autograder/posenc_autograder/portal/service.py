@@ -258,7 +258,9 @@ class Portal:
                 "decision": rules.may_upload(policy, extension, attempts, now, waiting),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
-                "grade": grades.get((student, assignment))}
+                "grade": grades.get((student, assignment)),
+                "points": {t.id: stated_points(t, t.promoted and t is counting, grades.get((student, assignment)),
+                                               deadlines) for t in attempts if t.score is not None}}
 
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""
@@ -298,10 +300,21 @@ class Portal:
         ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
         shown = attempt.status == Status.GRADED and rules.scores_visible(
             *self.dates_for(db, attempt.student_id, attempt.assignment), self.now())
+        if shown:
+            deadlines = late_policy.Deadlines(self.course, connection=db, student=attempt.student_id)
+            counts = self._counts_now(attempt, deadlines)
+            grade = self.grades(db, attempt.student_id, deadlines).get((attempt.student_id, attempt.assignment))
+            score = stated_points(attempt, counts, grade, deadlines)
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
-                "score": attempt.score if shown else None, "max_score": attempt.max_score if shown else None,
+                "score": score if shown else None, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
+
+    def _counts_now(self, attempt: Attempt, deadlines: late_policy.Deadlines) -> bool:
+        """Stored as the one that counts, and still the one the record counts (a door's newer attempt, collected
+        since, counts before the next store moves the gradebook to it)."""
+        return attempt.promoted and self.counting(attempt.student_id, attempt.assignment, [attempt],
+                                                  deadlines) is attempt
 
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool, dict]:
         """(result, level, inputs shown, points shown, the rest of its page: reports.feedback.render's keywords) for a
@@ -314,9 +327,7 @@ class Portal:
             deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
             page: dict = {"late": deadlines.lateness_at(student, assignment,
                                                         attempt.uploaded_at.replace(tzinfo=dt.timezone.utc))}
-            # stored as the one that counts, and still the one the record counts (a door's newer attempt, collected
-            # since, counts before the next store moves the gradebook to it)
-            if attempt.promoted and self.counting(student, assignment, [attempt], deadlines) is attempt:
+            if self._counts_now(attempt, deadlines):
                 key = (student, assignment, attempt.notebook)
                 page.update(scores=gradebook.session_cell_scores(db, *key),
                             comments=gradebook.session_comments(db, *key),
@@ -451,3 +462,16 @@ class Portal:
                              "extension": rules.stamp(extensions.get((student.id, assignment)))})
         return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}
+
+
+def stated_points(attempt: Attempt, counts: bool, grade: late_policy.Grade | None,
+                  deadlines: late_policy.Deadlines) -> float:
+    """The points every page states for a graded attempt (its status, its row on the assignment page, its feedback
+    page's header): for the attempt that counts (`counts`), its grade (late_policy.grade_of: the gradebook's points,
+    manual grades included, after the late policy); for any other, its own points less what the late policy deducts
+    from it."""
+    if counts and grade is not None:
+        return grade.score
+    late = deadlines.lateness_at(attempt.student_id, attempt.assignment,
+                                 attempt.uploaded_at.replace(tzinfo=dt.timezone.utc))
+    return late_policy.penalised(attempt.score, late.percent) if late is not None else attempt.score
