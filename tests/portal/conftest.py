@@ -1,17 +1,20 @@
 """A course with a portal whose grading is a stand-in (no sandbox: these tests are about the portal's rules),
 and signed-in test clients. The browser test (tests/end_to_end/test_portal_browser.py) grades for real."""
 import hashlib
+import pathlib
 import re
+import shutil
 import threading
 import warnings
 
 import nbformat
 import pytest
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, registered_gradebook
 from notebook_tools import ROOT
 
-from posenc_autograder.course import Course
+from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.grading.execute import Execution
+from posenc_autograder.portal.models import open_database
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal
 
@@ -46,9 +49,21 @@ def notebook_bytes(marker: str = "") -> bytes:
     return nbformat.writes(nb).encode()
 
 
+@pytest.fixture(scope="session")
+def portal_gradebook(tmp_path_factory):
+    """The registered gradebook with the portal's tables made as a portal's first start makes them, once a worker:
+    each test's portal then opens a database already at its schema."""
+    path = tmp_path_factory.mktemp("portal-gradebook") / pathlib.PurePath(GRADEBOOK).name
+    shutil.copy(registered_gradebook(), path)
+    open_database(f"sqlite:///{path}").kw["bind"].dispose()          # its write-ahead log folded into the file
+    return path
+
+
 @pytest.fixture
-def course(tmp_path):
-    return Course(make_course(tmp_path / "course"))
+def course(tmp_path, portal_gradebook):
+    course = Course(make_course(tmp_path / "course"))
+    shutil.copy(portal_gradebook, course.root / GRADEBOOK)
+    return course
 
 
 def new_portal(course, execute=None, jobs=1) -> Portal:

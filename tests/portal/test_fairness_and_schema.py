@@ -6,7 +6,8 @@ import json
 import re
 
 from fixture_submissions import ASSIGNMENT
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Engine
 
 from conftest import client_for, csrf_of, notebook_bytes, upload
 from posenc_autograder.portal import policy as rules
@@ -91,6 +92,27 @@ def test_a_database_of_the_first_schema_gains_the_new_columns_with_their_default
                                                             rules.defaults("pe").max_queued)
         assert db.execute(text("SELECT version FROM portal_schema")).scalar_one() == SCHEMA_VERSION
     open_database(url)                                       # again: nothing left to do, nothing fails
+
+
+def test_a_database_at_the_current_schema_is_opened_with_two_queries_and_a_missing_table_is_made_again(tmp_path):
+    """A portal and each of its grading processes open the database at every start: one already made is read for
+    its table names and its version only (the old code read each table's columns and compiled its DDL again)."""
+    url = f"sqlite:///{tmp_path / 'portal.db'}"
+    open_database(url).kw["bind"].dispose()
+    statements = []
+
+    def note(_connection, _cursor, statement, *_):
+        statements.append(statement)
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        open_database(url).kw["bind"].dispose()
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+    assert len(statements) == 2 and not any("CREATE" in s or "PRAGMA" in s for s in statements), statements
+    with create_engine(url).begin() as connection:
+        connection.execute(text("DROP TABLE portal_policy"))
+    with open_database(url)() as db:
+        assert db.get(Policy, "pe") is None                     # the table is there again
 
 
 STUDENT_URLS = ["/", f"/assignments/{ASSIGNMENT}", "/attempts/{id}", "/attempts/{id}/feedback"]

@@ -226,9 +226,21 @@ def open_database(url: str) -> sessionmaker:
     """Create the portal's tables if missing (the gradebook's must exist first: nbgrader stamps its alembic
     version only on an empty database) and return a session factory."""
     engine = engine_for(url)
-    Base.metadata.create_all(engine)
-    migrate(engine)
+    if not up_to_date(engine):
+        Base.metadata.create_all(engine)
+        migrate(engine)
     return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def up_to_date(engine) -> bool:
+    """Every table of the models is there and the schema is at SCHEMA_VERSION: nothing to create or add. Two
+    queries (the table names, the version), where create_all and migrate read each table's columns and compile its
+    DDL again at every start of a portal and of each of its grading processes."""
+    with engine.connect() as connection:
+        if not set(Base.metadata.tables) <= set(inspect(connection).get_table_names()):
+            return False
+        found = connection.execute(select(SchemaVersion.version)).scalar_one_or_none()
+    return found is not None and found >= SCHEMA_VERSION
 
 
 def migrate(engine) -> int:
