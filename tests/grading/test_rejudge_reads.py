@@ -107,3 +107,22 @@ def test_a_points_regrade_builds_no_students_inputs_and_a_run_builds_them(tmp_pa
     assert not students & set(built)
     results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True, force=True)
     assert students <= set(built) and [r.score for r in results] == [r.max_score for r in results]
+
+
+def test_make_grade_says_what_the_class_files_leave_out_from_the_records_it_read_once(tmp_path, monkeypatch):
+    """make grade's word on the roster (what the LMS files leave out) is made from the class its class files were made
+    from: each stored record read once a run (the old code read every record again after the class files)."""
+    from posenc_autograder import cli
+    from posenc_autograder.records import results_store
+
+    course = course_with_solvers(tmp_path, "ann", "ben")
+    command = ["grade", "--no-sandbox", "--jobs", "1", "--course", str(course.root)]
+    assert cli.main(command) == 0
+    set_released_points(course, TEST, 5)
+    loaded, real_load = [], results_store.load
+    monkeypatch.setattr(results_store, "load", lambda file: loaded.append(file.parent.parent.name) or real_load(file))
+    assert cli.main(command) == 0
+    assert sorted(loaded) == ["ann", "ben"]
+    loaded.clear()
+    assert cli.main(command) == 0
+    assert sorted(loaded) == ["ann", "ann", "ben", "ben"]            # nothing graded: the class files stood, read again

@@ -83,16 +83,22 @@ def place_counted(course: Course, assignments: list[str] | None = None, students
 
 def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = False,
               assignments: list[str] | None = None, students: list[str] | None = None,
-              scheduler: str | None = None, limits: Limits | None = None, quiet: bool = False) -> list[NotebookResult]:
+              scheduler: str | None = None, limits: Limits | None = None, quiet: bool = False,
+              class_made: list[results_store.ClassResults] | None = None) -> list[NotebookResult]:
     """Grade what was asked, every door's attempts included: each attempt the counting rule needs points of is
     graded in turn, then the one that counts is in submitted/ and graded; the class-wide files always cover the
-    whole class (stored results merged in). limits: the sandbox's, by default the course's ([sandbox])."""
+    whole class (stored results merged in). limits: the sandbox's, by default the course's ([sandbox]). class_made
+    (when given) receives the class the last round's class files were made from (nothing when they stood as they
+    were): every stored result, as reading them all again would find them."""
     found: Found = {}
     place_counted(course, assignments, students, found)
     rounds = 1 + sum(len(attempted) for attempted in attempts.everyone(course).values())
     for _ in range(rounds):
+        if class_made is not None:
+            class_made.clear()
         results = _grade_round(course, jobs=jobs, isolate=isolate, force=force, assignments=assignments,
-                               students=students, scheduler=scheduler, limits=limits, quiet=quiet, found=found)
+                               students=students, scheduler=scheduler, limits=limits, quiet=quiet, found=found,
+                               class_made=class_made)
         found = {}
         if not place_counted(course, assignments, students, found):
             return results
@@ -101,7 +107,8 @@ def grade_all(course: Course, *, jobs: int, isolate: bool = True, force: bool = 
 
 
 def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assignments, students, scheduler,
-                 limits: Limits | None, quiet: bool, found: Found | None = None) -> list[NotebookResult]:
+                 limits: Limits | None, quiet: bool, found: Found | None = None,
+                 class_made: list[results_store.ClassResults] | None = None) -> list[NotebookResult]:
     limits = limits or settings.load(course).sandbox
     refused: list[str] = []
     submissions = discover(course, assignments, students, refused)
@@ -144,8 +151,10 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
                                          quiet=quiet, force=force)
         finally:
             batch.close()
-    rebuild_class_files(course, results, refused,     # each result's file as stored: its digest, not read again
-                        {s.key: results_store.GradedFile(d) for s, d in zip(submissions, digests, strict=True)})
+    made = rebuild_class_files(course, results, refused,     # each result's file as stored: its digest, not read again
+                               {s.key: results_store.GradedFile(d) for s, d in zip(submissions, digests, strict=True)})
+    if class_made is not None:
+        class_made.append(made)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
     if stamp is not None:
         stamps.remember(course, CLASS_FILES, stamp)
@@ -594,8 +603,10 @@ def run_command(args) -> int:
     if unknown:
         return 1
     warn_if_unreleased(course, args.assignment)
+    class_made: list[results_store.ClassResults] = []
     results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,
-                        assignments=args.assignment, students=args.student, scheduler=args.scheduler)
+                        assignments=args.assignment, students=args.student, scheduler=args.scheduler,
+                        class_made=class_made)
     if not results:
         asked = " for the students or assignments asked" if args.student or args.assignment else ""
         print(f"nothing submitted{asked}: run make collect first (ZIP=<the LMS download>)", file=sys.stderr)
@@ -605,7 +616,8 @@ def run_command(args) -> int:
 
     print(report.summary(course, results))
     print(f"Student code ran in: {'no sandbox (--no-sandbox)' if args.no_sandbox else warm.status()}")
-    print_findings(course, roster_check.class_findings(course, results_store.stored_results(course)))
+    stored = class_made[0].results if class_made else results_store.stored_results(course)     # each record read once
+    print_findings(course, roster_check.class_findings(course, stored))
     for r in results:
         if not r.graded:
             print(f"Not graded: {r.student}, {r.assignment}/{r.notebook}.ipynb: {feedback.not_graded_reason(r)}",
