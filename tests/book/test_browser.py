@@ -2,6 +2,7 @@
 
 The `site` and `browser` fixtures live in conftest.py: one server and one Chromium for every browser test.
 """
+import contextlib
 import html.parser
 import json
 import typing
@@ -10,8 +11,8 @@ import urllib.request
 
 import nbformat
 import pytest
-from axe_run import SAMPLED, axe_run
-from book_pages import RAW_TEX, PageLinks, open_page, resolve, toc_files
+from axe_run import SAMPLED, axe_run, rules_tagged
+from book_pages import RAW_TEX, PageLinks, load, open_page, reader, resolve, toc_files
 
 from posenc_autograder.authoring import book_downloads
 
@@ -49,8 +50,7 @@ def axe_violations(page, rules=None, sample_code=True) -> dict:
     {rule: [the elements, as CSS selectors]}. `rules` runs only those rules. The highlighted code's contrast is
     decided by a sample of each look, with the same violations as axe's run over every span (axe_run.py;
     sample_code=False: every span)."""
-    run_only = ({"type": "rule", "values": list(rules)} if rules else
-                {"type": "tag", "values": [*WCAG_AA, "experimental"]})
+    run_only = {"type": "rule", "values": list(rules) if rules else rules_tagged(page, WCAG_AA)}
     return {v["id"]: [" ".join(map(str, n["target"])) for n in v["nodes"]] for v in axe_run(page, run_only, sample_code)
             if v["impact"] in BLOCKING and set(v["tags"]) & set(WCAG_AA)}
 
@@ -135,8 +135,16 @@ def desktop_pages(request, site, browser_with_scrollbars, pages, repo_root):
     shots.mkdir(parents=True, exist_ok=True)
     found = {}
     every = [f"{p}.html" for p in pages] + list(GENERATED_PAGES)
-    for name in every[request.param::SHARES]:
-        page, problems = open_page(browser_with_scrollbars, f"{base}/{name}")
+    with contextlib.closing(reader(browser_with_scrollbars)) as window:
+        for name in every[request.param::SHARES]:
+            found[name] = desktop_page(window, base, name, shots)
+    return found
+
+
+def desktop_page(window, base, name, shots) -> "DesktopPage":
+    """What the desktop crawl reads of one page, opened in the crawl's window."""
+    page, problems = load(window.new_page(), f"{base}/{name}")
+    try:
         scrollbar, overflowing = page.evaluate(SCROLLBAR_WIDTH), []
         if name in GENERATED_PAGES:                  # the search and index pages: axe only
             if "search" in name:
@@ -146,9 +154,9 @@ def desktop_pages(request, site, browser_with_scrollbars, pages, repo_root):
             overflowing = page.evaluate(OVERFLOWING_INLINE_MATH)
             problems = problems + page_problems(page)    # a copy: axe's own stylesheet reads are not the page's
             page.screenshot(path=str(shots / f"{name[:-len('.html')].replace('/', '__')}.png"), full_page=True)
-        found[name] = DesktopPage(problems, axe_violations(page), scrollbar, overflowing)
+        return DesktopPage(problems, axe_violations(page), scrollbar, overflowing)
+    finally:
         page.close()
-    return found
 
 
 class DesktopPage(typing.NamedTuple):
@@ -175,6 +183,22 @@ def test_the_axe_check_can_fail(site, browser, pages):
     page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('beforeend',
         '<p style="color: #bbb">faint</p><div role="list"><div>x</div></div>')""")
     assert {"color-contrast", "aria-required-children"} <= set(axe_violations(page))
+    page.close()
+
+
+def test_the_axe_check_runs_the_rules_a_run_by_tag_runs_that_can_report_wcag_2_1_aa(browser):
+    """rules_tagged names what axe runs by tag (WCAG 2.1 A/AA and experimental) less the experimental rules whose
+    findings carry no WCAG A/AA tag (the check leaves them out): the same violations, for less."""
+    page = browser.new_page()
+    page.set_content("<main><h1>A page</h1><p>text</p></main>")           # no title, no language: two violations
+    by_tag = {"type": "tag", "values": [*WCAG_AA, "experimental"]}
+    chosen = rules_tagged(page, WCAG_AA)
+    ran = page.evaluate("""runOnly => axe.run(document, {runOnly}).then(result => ["passes", "incomplete",
+        "inapplicable", "violations"].flatMap(kind => result[kind].map(rule => [rule.id, rule.tags])))""", by_tag)
+    assert sorted(chosen) == sorted(rule for rule, tags in ran if set(tags) & set(WCAG_AA))
+    assert {"label-content-name-mismatch"} <= set(chosen) < {rule for rule, _ in ran}
+    assert axe_violations(page) == {v["id"]: [" ".join(n["target"]) for n in v["nodes"]]
+                                    for v in axe_run(page, by_tag, sample_code=False)} != {}
     page.close()
 
 
@@ -222,9 +246,15 @@ def test_pages_read_at_phone_width(site, browser, pages, share):
     In the dark theme, which the axe test (light) does not see: the text contrast. (Every SHARES-th page from the
     share's first.)"""
     base, _ = site
-    faults = {}
-    for name in pages[share::SHARES]:
-        page, _ = open_page(browser, f"{base}/{name}.html", width=PHONE_WIDTH, color_scheme="dark")
+    with contextlib.closing(reader(browser, PHONE_WIDTH, "dark")) as phone:
+        faults = {name: problems for name in pages[share::SHARES] if (problems := phone_problems(phone, base, name))}
+    assert faults == {}
+
+
+def phone_problems(phone, base, name) -> list[str]:
+    """What is wrong with one page at phone width in the dark theme, opened in the phone crawl's window."""
+    page, _ = load(phone.new_page(), f"{base}/{name}.html")
+    try:
         problems = []
         scroll, inner = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
         if scroll > inner:
@@ -234,10 +264,9 @@ def test_pages_read_at_phone_width(site, browser, pages, share):
         problems += [f"hides more without showing it: {box}" for box in page.evaluate(UNMARKED_SCROLLING)]
         problems += [f"{rule}: {nodes}" for rule, nodes in
                      axe_violations(page, ["scrollable-region-focusable", "color-contrast"]).items()]
+        return problems
+    finally:
         page.close()
-        if problems:
-            faults[name] = problems
-    assert faults == {}
 
 
 def test_the_cut_off_check_can_fail(site, browser, pages):

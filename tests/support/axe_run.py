@@ -124,10 +124,24 @@ LOOK_PROPERTIES = ("color", "-webkit-text-fill-color", "-webkit-text-stroke-widt
                    "content-visibility")
 
 
+def with_axe(page) -> None:
+    if not page.evaluate("() => !!window.axe"):
+        page.evaluate(AXE_SCRIPT)
+
+
+def rules_tagged(page, tags) -> list[str]:
+    """axe's rules tagged with any of `tags`, experimental ones among them, deprecated ones not (as a run by tag
+    leaves them out): the rules that can report a violation of `tags`. (A run by tag with "experimental" added
+    also runs the experimental rules tagged with none of them, hidden-content, one of axe's costliest, and
+    focus-order-semantics, whose findings such a check leaves out.)"""
+    with_axe(page)
+    return page.evaluate("""tags => axe.getRules(tags).filter(rule => !rule.tags.includes("deprecated"))
+        .map(rule => rule.ruleId)""", list(tags))
+
+
 def axe_run(page, run_only: dict, sample_code: bool = True) -> list[dict]:
     """axe-core's violations on the page as shown now ({"type": "tag" or "rule", "values": [...]}, axe's runOnly);
     the highlighted code's contrast decided a sample of each look (sample_code=False: every span, axe alone)."""
-    if not page.evaluate("() => !!window.axe"):
-        page.evaluate(AXE_SCRIPT)
+    with_axe(page)
     script = AXE_RUN % repr(list(LOOK_PROPERTIES)).replace("'", '"')
     return page.evaluate(script, {"runOnly": run_only, "sampled": SAMPLED, "sample": sample_code})
