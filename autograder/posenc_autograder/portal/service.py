@@ -465,13 +465,15 @@ class Portal:
 
 
 def stated_points(attempt: Attempt, counts: bool, grade: late_policy.Grade | None,
-                  deadlines: late_policy.Deadlines) -> float:
+                  deadlines: late_policy.Deadlines) -> float | None:
     """The points every page states for a graded attempt (its status, its row on the assignment page, its feedback
     page's header): for the attempt that counts (`counts`), its grade (late_policy.grade_of: the gradebook's points,
     manual grades included, after the late policy); for any other, its own points less what the late policy deducts
-    from it."""
+    from it. None: not graded."""
     if counts and grade is not None:
         return grade.score
+    if attempt.score is None:
+        return None
     late = deadlines.lateness_at(attempt.student_id, attempt.assignment,
                                  attempt.uploaded_at.replace(tzinfo=dt.timezone.utc))
     return late_policy.penalised(attempt.score, late.percent) if late is not None else attempt.score
