@@ -112,3 +112,17 @@ def test_bench_waits_times_each_row_on_the_commit_before_just_before_it_times_it
     assert "| step | before (7d5152a) | now (abc1234) | goal | how |" in text
     assert "| release | 1.0 s | 2.0 s | <= 3 s | in release; before: in release |" in text
     assert "`make bench-waits BEFORE=7d5152a`" in text
+
+
+def test_a_clone_with_the_courses_venv_linked_is_seen_up_to_date_by_make(tmp_path):
+    """bench-waits' test-fast row runs in a fresh clone sharing this venv: make must not try to build the venv again
+    (it did once the stamp gained a prerequisite beside requirements.txt: the row read 0.1 s for a run of no test)."""
+    import subprocess
+
+    from posenc_autograder.devtools import bench_waits
+    clone = bench_waits.clone(ROOT, tmp_path / "clone")
+    (clone / ".venv").symlink_to((ROOT / ".venv").resolve())
+    bench_waits.keep_times(ROOT, clone)
+    planned = subprocess.run(["make", "-n", "test-fast"], cwd=clone, capture_output=True, text=True, check=True).stdout
+    assert "-m venv" not in planned and "pip install" not in planned
+    assert "pytest" in planned
