@@ -16,6 +16,7 @@ LATE_POLICY = f'[late.{ASSIGNMENT}]\nper = "day"\npenalty = 10\ncap = 50\ngrace_
 
 
 def test_the_attempt_that_counts_is_shown_with_manual_grades_comments_and_the_late_deduction(app, portal, course):
+    """On its feedback page, and with the same number on its own page and its row of the assignment page."""
     (course.root / "autograder" / "course.toml").write_text(LATE_POLICY)
     portal.set_policy(ASSIGNMENT, {"deadline": utcnow() - dt.timedelta(hours=3), "late_days": 2})
     carol = client_for(app, portal, "carol")
@@ -32,22 +33,7 @@ def test_the_attempt_that_counts_is_shown_with_manual_grades_comments_and_the_la
     assert "See me about the scaling" in page and "set by your instructor" in page
     assert f"counts as {late_policy.penalised(final, 10):g} / 42" in page and "3.0 hours after the deadline" in page
     assert "This is the attempt that counts" in page
-
-
-def test_the_attempt_page_and_the_assignment_page_state_the_number_its_feedback_page_states(app, portal, course):
-    (course.root / "autograder" / "course.toml").write_text(LATE_POLICY)
-    portal.set_policy(ASSIGNMENT, {"deadline": utcnow() - dt.timedelta(hours=3), "late_days": 2})
-    carol = client_for(app, portal, "carol")
-    assert upload(carol, notebook_bytes("late")).status_code == 303
-    assert portal.worker.run_until_idle() == 1
-    with gradebook.open_gradebook(course) as gb:                 # the instructor gives a test's points by hand
-        notebook = gb.find_submission(ASSIGNMENT, "carol").notebooks[0]
-        grade = min((g for g in notebook.grades if g.max_score), key=lambda g: g.name)
-        grade.manual_score = grade.max_score
-        gb.db.commit()
-        final = gradebook.final_scores(gb, "carol", ASSIGNMENT)[0]
-    stated = f"{late_policy.penalised(final, 10):g} / 42"
-    assert f"counts as {stated}" in carol.get("/attempts/1/feedback").text
+    stated = f"{late_policy.penalised(final, 10):g} / 42"           # the attempt's page and row state it too
     assert f"Graded: {stated}." in carol.get("/attempts/1").text
     assert carol.get("/attempts/1/status.json").json()["score"] == late_policy.penalised(final, 10)
     assert f"<td>{stated}</td>" in carol.get(f"/assignments/{ASSIGNMENT}").text
