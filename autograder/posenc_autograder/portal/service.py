@@ -259,7 +259,7 @@ class Portal:
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
                 "grade": grades.get((student, assignment)),
-                "points": {t.id: stated_points(t, t.promoted and t is counting, grades.get((student, assignment)),
+                "points": {t.id: stated_points(t, counts_now(t, counting), grades.get((student, assignment)),
                                                deadlines) for t in attempts if t.score is not None}}
 
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
@@ -313,8 +313,7 @@ class Portal:
     def _counts_now(self, attempt: Attempt, deadlines: late_policy.Deadlines) -> bool:
         """Stored as the one that counts, and still the one the record counts (a door's newer attempt, collected
         since, counts before the next store moves the gradebook to it)."""
-        return attempt.promoted and self.counting(attempt.student_id, attempt.assignment, [attempt],
-                                                  deadlines) is attempt
+        return counts_now(attempt, self.counting(attempt.student_id, attempt.assignment, [attempt], deadlines))
 
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool, dict]:
         """(result, level, inputs shown, points shown, the rest of its page: reports.feedback.render's keywords) for a
@@ -462,6 +461,11 @@ class Portal:
                              "extension": rules.stamp(extensions.get((student.id, assignment)))})
         return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}
+
+
+def counts_now(attempt: Attempt, counting: Attempt | None) -> bool:
+    """The attempt is stored as the one that counts and is the one the record counts now (`counting`)."""
+    return attempt.promoted and counting is attempt
 
 
 def stated_points(attempt: Attempt, counts: bool, grade: late_policy.Grade | None,
