@@ -23,6 +23,7 @@ from typing import Callable
 import pytest
 
 from posenc_autograder import results
+from posenc_autograder.devtools import portal_load
 from posenc_autograder.grading import execute, pipeline
 from posenc_autograder.intake.lms import blackboard, canvas, moodle, plain
 from posenc_autograder.intake.submissions import read_notebook
@@ -68,6 +69,8 @@ def scan_frames(data: bytes):
 
 
 ENTRIES = [
+    Entry("bench-portal's reading of the attempt page's status", lambda n: 'id="status"' * (n // 11),
+          lambda text: portal_load.STATUS_SHOWN.search(text)),
     Entry("records frame: unterminated escaped quotes", lambda n: frame_of(unterminated_escaped_quotes(n)),
           scan_frames),
     Entry("records frame: deep nesting", lambda n: frame_of(b"[" * n), scan_frames),

@@ -48,7 +48,7 @@ from posenc_autograder.portal.models import Attempt, Student, open_database, utc
 from posenc_autograder.portal.service import database
 
 CSRF_MARK = 'name="csrf" value="'
-STATUS_SHOWN = re.compile(r'id="status"[^>]* data-status="([a-z]+)"')        # templates/attempt.html
+STATUS_SHOWN = re.compile(r'id="status"[^>]{0,300} data-status="([a-z]+)"')   # templates/attempt.html; bounded: linear
 WAIT_SHOWN = re.compile(r"about (\d+) s to wait")
 EVENT_SOURCE_RETRY = 3.0               # seconds a browser's EventSource waits to connect again, unless told
 FINISHED = ("graded", "error")
