@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 from posenc_autograder.checks.positional_encoding import integration, learned, sinusoidal
+from posenc_autograder.checks.relative_positions import t5
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes.helpers import call_each
 from posenc_autograder.reports import feedback
@@ -138,3 +139,35 @@ def test_a_case_run_with_a_stand_in_says_so_and_names_what_it_does_not_show():
     assert re.search(r"encode_and_attend\(np\.array\(.*encoder=encoder\)", the_line(page))
     assert "The line needs <code>encoder</code>: an encoder of the grader's" in html.unescape(page)
     assert "your <code>self_attention</code> was replaced by a stand-in" in page
+
+
+def rounded_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """A realistic mistake in T5's buckets: the log-spaced bucket rounded, not truncated; on a float array its
+    buckets would be floats, so the inputs shown must be built with the dtype the grader passed."""
+    n = np.asarray(relative_position)
+    buckets = np.zeros(n.shape, dtype=n.dtype)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (n > 0) * num_buckets
+        distance = np.abs(n)
+    else:
+        distance = -np.minimum(n, 0)
+    max_exact = num_buckets // 2
+    logs = np.log(np.maximum(distance, 1) / max_exact) / np.log(max_distance / max_exact)
+    large = np.minimum(max_exact + np.round(logs * (num_buckets - max_exact)).astype(n.dtype), num_buckets - 1)
+    return buckets + np.where(distance < max_exact, distance, large)
+
+
+def test_an_integer_input_is_shown_with_its_dtype_and_its_block_builds_what_the_grader_passed():
+    """The integer positions T5's bucket test passes: the inputs block says int64 (not float64) and builds an int64
+    array, the very argument of the line that reproduces the case. Before, it said float64 and built one."""
+    test = next(t for t in t5.TESTS if t.id == "hidden_t5_relative_bucket")
+    problem = first_problem(test, rounded_buckets, VARIANT)
+    page = page_of(test, problem)
+    shown = re.findall(r"<summary>input 1: shape \((?:\d+, )*\d+,?\) (\w+), ", page)
+    assert shown == ["int64"], shown
+    block = html.unescape(re.search(r"<pre>(np\.array\([^<]*)</pre>", page).group(1))
+    built = eval(block, {"np": np})                          # noqa: S307 - the page's own text, on numpy only
+    line = the_line(page)
+    argument = eval(line.replace("t5_relative_bucket(", "(", 1), {"np": np})[0]  # noqa: S307 - the page's own line
+    assert built.dtype == argument.dtype == np.int64 and np.array_equal(built, argument)

@@ -43,19 +43,39 @@ def written(values) -> str:
     return text
 
 
-def arrays(inputs: list) -> list[dict]:
-    """A failing case's input arrays for a page: shape, the first entries, and the whole array to copy."""
+def arrays(problem: Problem) -> list[dict]:
+    """A failing case's input arrays for a page: shape, dtype, the first entries, and the whole array to copy, with
+    the dtype the lines that reproduce the case pass (an integer array written without it would be float64)."""
+    dtypes = _input_dtypes(problem)
     shown = []
-    for place, values in enumerate(inputs):
+    for place, values in enumerate(problem.inputs or []):
         if values is None:                   # an array of the case too large to show (the snippet names it)
             continue
         array = np.asarray(values, dtype=np.float64)
         flat = array.ravel()
         preview = ", ".join(f"{v:.4g}" for v in flat[:PREVIEW_ENTRIES]) + (", ..." if flat.size > PREVIEW_ENTRIES
                                                                             else "")
-        shown.append({"place": place + 1, "shape": tuple(array.shape), "preview": f"[{preview}]",
-                      "full": written(array)})
+        dtype = dtypes.get(place, "float64")
+        shown.append({"place": place + 1, "shape": tuple(array.shape), "dtype": dtype, "preview": f"[{preview}]",
+                      "full": array_text(array, dtype)})
     return shown
+
+
+def _input_dtypes(problem: Problem) -> dict[int, str]:
+    """Each input array's dtype by its place, as the reproduction's lines name it."""
+    if problem.call is None:
+        return {}
+    found: dict[int, str] = {}
+    for line in problem.call.lines:
+        values = [line.value] if isinstance(line, Setting) else \
+            [*line.args, *line.kwargs.values()] if not isinstance(line, Reading) else []
+        found.update((value.place, value.dtype) for value in values if isinstance(value, InputArray))
+    return found
+
+
+def array_text(values, dtype: str) -> str:
+    """An array as the line that builds it: its float64 entries written exactly, and its dtype when not float64."""
+    return f"np.array({written(values)})" if dtype == "float64" else f"np.array({written(values)}, dtype=np.{dtype})"
 
 
 SNIPPET_INLINE_NUMBERS = 16    # a snippet writing more numbers than this is folded, never set in the prose
@@ -103,8 +123,7 @@ class _Writer:
             return repr(value)
         if value.place < len(self.shown) and self.shown[value.place] is not None:
             self.numbers += int(np.size(self.shown[value.place]))
-            values = written(self.shown[value.place])
-            return f"np.array({values})" if value.dtype == "float64" else f"np.array({values}, dtype=np.{value.dtype})"
+            return array_text(self.shown[value.place], value.dtype)
         name = f"input{value.place + 1}"
         self.needs.setdefault(name, {"name": name, "shape": value.shape, "dtype": value.dtype, "what": None})
         return name
