@@ -155,3 +155,22 @@ def test_every_file_states_the_time_of_the_attempt_that_counts_not_the_rosters(t
     assert moodle["Jane Doe"]["Last modified (submission)"] == stated
     assert {r["student"]: r for r in _csv(course.grades_csv)}[student]["submitted_at"] == stated
     assert stated in (course.reports / "class.html").read_text()
+
+
+def test_the_same_notebook_handed_in_again_late_by_another_door_keeps_its_on_time_grade(late_class):
+    """A student whose notebook counted on time through the LMS uploads the very same file to the portal after the
+    deadline (to read its feedback there): the rule counts the on-time attempt, and every file states its time and
+    no deduction. Before, the time was the latest attempt's holding those files: late, 50% off a grade on time."""
+    from posenc_autograder.intake import attempts
+
+    course, (on_time, _, _) = late_class
+    here = course.submitted / on_time / NB
+    files = {path.name: path.read_bytes() for path in here.glob("*.ipynb")}
+    attempts.add(course, on_time, NB, "portal", "portal attempt 1", DEADLINE + dt.timedelta(days=9), files)
+    for digest in set(attempts.in_submitted(course, on_time, NB).values()):
+        attempts.scored(course, on_time, NB, digest, 4.0, 4.0)
+    assert cli.main(["feedback", "--course", str(course.root)]) == 0
+    row = {r["student"]: r for r in _csv(course.grades_csv)}[on_time]
+    assert (row["score"], row["late"], row["late_penalty_percent"]) == ("4", "no", "0"), row
+    assert row["submitted_at"] == settings.stamp(DEADLINE)
+    assert "late policy" not in (course.feedback / on_time / NB / f"{NB}.html").read_text()

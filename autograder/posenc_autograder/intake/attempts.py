@@ -256,6 +256,16 @@ def choose(attempts: list[Attempt], rule: str, late_percent: LatePercent) -> Att
                                       arrival[id(a)]))
 
 
+def holding(attempts: list[Attempt], files: dict[str, str], rule: str, late_percent: LatePercent) -> Attempt | None:
+    """Of the attempts that hold exactly `files` (what submitted/ holds), the one the rule counts: the same notebook
+    handed in on time by one door and again late by another earns the same points, so a rule that weighs points
+    counts it as handed in with the least deduction (choose's ties: on time first, then the later)."""
+    same = [a for a in attempts if a.files == files] if files else []
+    if rule == "latest" or len(same) <= 1:
+        return choose(same, "latest", late_percent)
+    return max(same, key=lambda a: (-late_percent(a), a.time, a.door == "hand"))
+
+
 def to_grade(attempts: list[Attempt], rule: str) -> Attempt | None:
     """An attempt whose points are needed before the rule can decide (oldest first), or None."""
     if rule == "latest":

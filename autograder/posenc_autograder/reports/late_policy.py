@@ -104,8 +104,8 @@ class Deadlines:
 
     def _submitted_now(self, student: str, assignment: str) -> dt.datetime | None:
         here = attempts.in_submitted(self.course, student, assignment)
-        found = next((a for a in reversed(attempts.of(self.course, student, assignment)) if here and a.files == here),
-                     None)
+        found = attempts.holding(attempts.of(self.course, student, assignment), here,
+                                 self.settings.course.counted_attempt, self.attempt_percent) if here else None
         if found is not None:
             return found.time
         person = self.people.get((student, assignment), {})
