@@ -224,3 +224,39 @@ def _run_failing(*sources: str) -> supervisor.RunOutcome:
     outcome = supervisor.run_job(cells, codec.frame({}), [], probe_files(), LIMITS)
     assert outcome.finished, (outcome.events, outcome.log_tail)
     return outcome
+
+
+FAILING_CELLS = r"""
+import contextlib, io, json
+from IPython.core import ultratb
+from posenc_autograder.probes.shell_runner import kernel_shell
+shell = kernel_shell()
+formatted = []
+verbose = ultratb.VerboseTB.structured_traceback
+ultratb.VerboseTB.structured_traceback = lambda self, *args, **kwargs: formatted.append(1) or verbose(self, *args,
+                                                                                                        **kwargs)
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    shell.run_cell("def f():\n    raise ValueError('boom')\n", store_history=True)
+    shell.run_cell("try:\n    f()\nexcept ValueError as error:\n    raise KeyError('key') from error\n",
+                   store_history=True)
+made = len(formatted)
+error = shell.last_execution_result.error_in_exec
+stock = ultratb.AutoFormattedTB(mode=shell.xmode, theme_name=shell.colors, tb_offset=1)
+stock.set_mode(mode=shell.xmode)
+lines = stock.structured_traceback(type(error), error, error.__traceback__, tb_offset=1)
+stored = shell.history_manager.exceptions[2]
+print(json.dumps({"made": made, "stored": stored == {"ename": "KeyError", "evalue": "'key'", "traceback": lines},
+                  "shown": stock.stb2text(lines) in printed.getvalue(),
+                  "kept": getattr(shell.InteractiveTB, "remembered", None)}))
+"""
+
+
+def test_a_failing_cells_traceback_is_formatted_once_and_stored_as_ipython_stores_it(tmp_path):
+    """IPython shows a failing cell's traceback and then formats the same exception again for its history; the
+    second is a copy of the first (each scans every loaded module for each frame): the lines shown and stored are a
+    stock formatter's, and the shell keeps no exception of a cell once it has run."""
+    done = subprocess.run([sys.executable, "-c", FAILING_CELLS], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"made": 1, "stored": True, "shown": True, "kept": None}, done.stdout

@@ -25,6 +25,7 @@ import types
 import warnings
 from typing import BinaryIO
 
+from IPython.core import ultratb
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.profiledir import ProfileDir
 from IPython.paths import get_ipython_dir
@@ -114,12 +115,46 @@ def error_text(error: BaseException) -> str:
 ASYNC_WORDS = ("await", "async")
 
 
+class OnceFormattedTB(ultratb.AutoFormattedTB):
+    """IPython's formatter of a cell's traceback, formatting an exception once: a shell that stores history shows a
+    failing cell's traceback, then formats the same exception again, at the same offset, for its history
+    (history_manager.exceptions). Asked again with the same exception, traceback, offset, context, mode and theme
+    right after, it gives a copy of the lines it made. Each formatting reads the cell's source and, for each frame,
+    scans every loaded module (inspect.getmodule): most of a failing cell's cost. No code of the notebook runs
+    between the two calls in Jupyter, whose shown traceback is a message, not a print."""
+
+    remembered: tuple | None = None
+
+    def structured_traceback(self, etype, evalue, etb=None, tb_offset=None, context=5):
+        call = (etype, evalue, etb, self.tb_offset if tb_offset is None else tb_offset, context, self.mode,
+                self._theme_name)
+        remembered, self.remembered = self.remembered, None
+        if remembered is not None and all(a is b for a, b in zip(remembered[0], call, strict=True)):
+            self.tb = etb[0] if isinstance(etb, tuple) else etb       # as the formatting sets it
+            return list(remembered[1])
+        lines = super().structured_traceback(etype, evalue, etb, tb_offset, context)
+        self.remembered = (call, list(lines))
+        return lines
+
+
 class KernelShell(InteractiveShell):
     """The shell as a Jupyter kernel runs cells, without the kernel: figures go to the inline backend, which
     needs no event loop; `!cmd` shell escapes are refused and do nothing, so the rest of the cell runs. Its compiler
     keeps the release's cells the warm zygote learned (known_cells)."""
 
     compiler_class = KnownCells
+
+    def init_traceback_handlers(self, custom_exceptions) -> None:
+        super().init_traceback_handlers(custom_exceptions)
+        self.InteractiveTB = OnceFormattedTB(mode=self.xmode, theme_name=self.colors, tb_offset=1)  # IPython's own
+        self.InteractiveTB.set_mode(mode=self.xmode)
+
+    def run_cell(self, *args, **kwargs):
+        try:
+            return super().run_cell(*args, **kwargs)
+        finally:
+            if isinstance(self.InteractiveTB, OnceFormattedTB):
+                self.InteractiveTB.remembered = None      # the cell's exception and its frames are not kept for it
 
     def transform_cell(self, raw_cell):
         known = self.compile.transform(raw_cell) if isinstance(self.compile, KnownCells) else None
