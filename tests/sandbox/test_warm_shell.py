@@ -260,3 +260,15 @@ def test_a_failing_cells_traceback_is_formatted_once_and_stored_as_ipython_store
                           timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"made": 1, "stored": True, "shown": True, "kept": None}, done.stdout
+
+
+def test_a_cell_that_writes_more_than_the_jobs_memory_costs_its_output_not_the_notebook():
+    """A cell printing large text in a loop (1.25 GiB in 64 KB writes, a job of 1 GiB): its output is cut at the cell's
+    cap and the next cell runs. IPython 9's shell kept a copy of every write in its history (unbounded), so the job
+    died of a MemoryError and every later cell, hidden tests included, scored nothing."""
+    limits = Limits(cell_seconds=30, notebook_seconds=90, memory_bytes=2**30)
+    cells = [{"cell_type": "code", "source": source} for source in
+             ("import sys\nfor _ in range(20_000):\n    sys.stdout.write('y' * 65536)", "print('after')")]
+    outcome = supervisor.run_job(cells, codec.frame({}), [], probe_files(), limits)
+    assert outcome.finished and outcome.events == [], (outcome.events, outcome.log_tail)
+    assert outcome.outputs[0]["truncated"] and _stdout(outcome, 1) == "after\n"

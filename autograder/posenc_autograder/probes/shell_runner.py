@@ -156,6 +156,13 @@ class KernelShell(InteractiveShell):
             if isinstance(self.InteractiveTB, OnceFormattedTB):
                 self.InteractiveTB.remembered = None      # the cell's exception and its frames are not kept for it
 
+    @contextlib.contextmanager
+    def _tee(self, channel):
+        """No copy of what a cell writes kept in the shell's history: IPython 9 keeps every write there, without
+        bound, whatever the job's streams (CappedText) keep, so a cell printing in a loop filled the job's memory
+        and the notebook died there instead of having its output cut."""
+        yield
+
     def transform_cell(self, raw_cell):
         known = self.compile.transform(raw_cell) if isinstance(self.compile, KnownCells) else None
         return known if known is not None else super().transform_cell(raw_cell)
