@@ -9,7 +9,9 @@ The grader's package puts the stand-in in place as it is imported (lazy_imports.
 command line (validate, generate_assignment, export, a Jupyter server) import jsonschema before any code of ours runs.
 So `make install` writes HOOK_FILE into the environment's site-packages: Python's site module runs its one line at
 every start, which loads this file by its path (not the package, whose __init__ sets the grader's own OpenBLAS
-threads) and puts the stand-in in place. This module imports only what a Python start has imported already; a start
+threads) and puts the stand-in in place. The path is the checkout's copy, found from the environment's prefix (the
+Makefile's environment is the checkout's .venv), not an absolute path: a clone whose .venv links to another
+checkout's environment loads its own copy. This module imports only what a Python start has imported already; a start
 that cannot read it (a sandbox that does not mount the course) goes on as before, silently.
 
     python -c 'from posenc_autograder import iri_deferral; iri_deferral.install_hook()'   # into this Python's
@@ -24,6 +26,7 @@ import types
 
 IRI_GRAMMAR = "rfc3987_syntax"
 HOOK_FILE = "posenc-defer-iri-grammar.pth"
+SOURCE = "autograder/posenc_autograder/iri_deferral.py"          # this file, in the checkout
 
 
 def defer_iri_grammar() -> None:
@@ -49,12 +52,14 @@ def _import_real(stand_in: types.ModuleType) -> types.ModuleType:
     return real
 
 
-def hook_line(source: pathlib.Path) -> str:
-    """The .pth line that loads `source` (this file) by its path and defers the grammars; any failure is silent (a
-    .pth line that raises prints a traceback at every start). Its names live in a dict of their own, not in site's."""
+def hook_line(source: str = SOURCE) -> str:
+    """The .pth line that loads `source` (this file, by its path in the checkout that holds the environment) and
+    defers the grammars; any failure is silent (a .pth line that raises prints a traceback at every start). Its names
+    live in a dict of their own, not in site's."""
     code = ("try:\n"
-            "    import importlib.util\n"
-            f"    spec = importlib.util.spec_from_file_location('_posenc_iri_deferral', {str(source)!r})\n"
+            "    import importlib.util, os, sys\n"
+            f"    path = os.path.join(os.path.dirname(sys.prefix), {source!r})\n"
+            "    spec = importlib.util.spec_from_file_location('_posenc_iri_deferral', path)\n"
             "    module = importlib.util.module_from_spec(spec)\n"
             "    spec.loader.exec_module(module)\n"
             "    module.defer_iri_grammar()\n"
@@ -64,8 +69,10 @@ def hook_line(source: pathlib.Path) -> str:
 
 
 def install_hook() -> pathlib.Path:
-    """Write the hook into the site-packages of the Python running this."""
+    """Write the hook into the site-packages of the Python running this, whose environment must lie in a checkout."""
     import sysconfig
+    if not (pathlib.Path(sys.prefix).parent / SOURCE).is_file():
+        raise SystemExit(f"{sys.prefix} is not the .venv of a checkout of the course: its hook would find no {SOURCE}")
     hook = pathlib.Path(sysconfig.get_paths()["purelib"]) / HOOK_FILE
-    hook.write_text(hook_line(pathlib.Path(__file__).resolve()))
+    hook.write_text(hook_line())
     return hook

@@ -103,8 +103,8 @@ def test_every_python_of_the_environment_defers_the_iri_grammars_until_the_forma
     """jupyter-book and nbgrader's command line import jsonschema before any code of ours: the environment's start-up
     hook (`make install`) defers the grammars there too, and the format is still checked."""
     hook = pathlib.Path(sysconfig.get_paths()["purelib"]) / iri_deferral.HOOK_FILE
-    expected = iri_deferral.hook_line(pathlib.Path(iri_deferral.__file__).resolve())
-    assert hook.exists() and hook.read_text() == expected, f"{hook} is missing or stale: run make install"
+    assert hook.exists() and hook.read_text() == iri_deferral.hook_line(), \
+        f"{hook} is missing or stale: run make install"
     script = ("import sys, nbformat, jsonschema; deferred = getattr(sys.modules['rfc3987_syntax'], '__deferred__', "
               "False); compiled = 'lark' in sys.modules; checker = jsonschema.FormatChecker(); "
               "print(deferred, compiled, checker.conforms('https://example.org/a', 'iri'), "
@@ -113,8 +113,23 @@ def test_every_python_of_the_environment_defers_the_iri_grammars_until_the_forma
     assert done.stdout.split() == ["True", "False", "True", "False", "True", "False"], done.stdout + done.stderr
 
 
+def test_the_hook_loads_the_copy_in_the_checkout_whose_environment_starts(tmp_path):
+    """A clone whose .venv is a link to another checkout's environment (as make bench-waits makes one) loads its own
+    copy, and the installing checkout its own: the hook names no checkout."""
+    for name in ("installed", "clone"):
+        source = tmp_path / name / iri_deferral.SOURCE
+        source.parent.mkdir(parents=True)
+        source.write_text(f"def defer_iri_grammar():\n    print({name!r})\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "installed" / ".venv")], check=True)
+    (tmp_path / "clone" / ".venv").symlink_to(tmp_path / "installed" / ".venv")
+    for name in ("installed", "clone"):
+        done = subprocess.run([str(tmp_path / name / ".venv" / "bin" / "python"), "-I", "-c",
+                               iri_deferral.hook_line()], capture_output=True, text=True, timeout=60)
+        assert (done.stdout, done.stderr) == (f"{name}\n", ""), name
+
+
 def test_a_start_that_cannot_read_the_hooks_file_goes_on_silently(tmp_path):
-    line = iri_deferral.hook_line(tmp_path / "absent.py")
+    line = iri_deferral.hook_line(str(tmp_path / "absent.py"))
     done = subprocess.run([sys.executable, "-c", f"{line}import sys; print('started', sys.modules.get('x'))"],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "started None\n", "")
