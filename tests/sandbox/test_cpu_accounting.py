@@ -1,5 +1,5 @@
 """`make bench` reads each job's CPU from the kernel (the job's cgroup, else the processes waited for: the warm
-sandbox's outer process waits for the job's init, which waits for the job): a
+sandbox's zygote waits for the job's init, which waits for the job): a
 sandbox's own count of the CPU it burned is never more than what the supervisor reports for it."""
 import re
 

@@ -9,7 +9,9 @@ zygote; where no zygote can run, grading falls back to bubblewrap and says so.
 The process-level scenarios run in a fresh interpreter as the user running the tests and, when that is root,
 again as an ordinary user (the venv's own interpreter, made reachable for that user: ordinary_user.reachable_as).
 """
+import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -216,6 +218,31 @@ def test_the_zygotes_own_cpu_holds_its_start_and_not_its_jobs_work():
     assert burn.cpu_seconds >= 0.5 and warm.zygote_cpu_seconds() - started < 0.25, (burn.cpu_seconds, started)
     warm.shutdown()
     assert warm.zygote_cpu_seconds() == 0.0
+
+
+def test_the_zygotes_child_is_born_the_init_of_the_jobs_namespaces():
+    """A warm job is two processes: the zygote's child is born PID 1 of its new PID namespace, in its new user
+    namespace, and forks the job (on the old code an outer process outside the namespace forked the init: a third
+    copy of the zygote a job, its page tables copied and its pages faulted)."""
+    zygote = warm.zygote_for(probe_files())
+    read, write = os.pipe()
+    try:
+        job = zygote.spawn(Limits(), write, [], inner=["/bin/sh", "-c", "echo $$; read until_closed"])
+    finally:
+        os.close(write)
+        os.close(read)
+    try:
+        assert job.log.readline() == b"2\n"
+        status = pathlib.Path(f"/proc/{job.pid}/status").read_text()
+        born = {name: os.readlink(f"/proc/{job.pid}/ns/{name}") for name in ("pid", "user")}
+        zygotes = {name: os.readlink(f"/proc/{zygote.process.pid}/ns/{name}") for name in ("pid", "user")}
+        assert re.search(r"^NSpid:\s+(\d+)\s+1$", status, re.M), status
+        assert born["pid"] != zygotes["pid"] and born["user"] != zygotes["user"]
+    finally:
+        job.kill()
+        job.wait()
+        job.close()
+    assert job.record is not None                   # reaped by the zygote, which reported it
 
 
 def test_new_probe_sources_start_a_new_zygote():

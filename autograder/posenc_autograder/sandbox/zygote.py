@@ -15,16 +15,17 @@ Otherwise its one argument is the descriptor of a SOCK_SEQPACKET socket to the g
 - each further message: a fork request (JSON limits, optional `inner` argv used by tests, optional `learn`: cells
   of the release to compile before forking, shell_runner.learn) with five
   descriptors by SCM_RIGHTS: the job's stdin, channel, log, a sync pipe and a status pipe. The zygote
-  forks the job's outer process and answers {"pid": n} with a pidfd of it. The outer process waits for a
-  byte on the sync pipe (the grader has put it into the job's cgroups by then), so everything the job
-  starts is counted and capped by them. When the zygote reaps the outer process (its pidfd readable), it
+  forks the job's init into a new user and PID namespace and answers {"pid": n} with a pidfd of it. The init
+  waits for a byte on the sync pipe (the grader has put it into the job's cgroups by then), so everything the
+  job starts is counted and capped by them. When the zygote reaps the init (its pidfd readable), it
   writes {"status", "cpu"} on the job's status pipe and closes it: end of file without that record tells
   the grader the zygote itself was lost, not that the student's code crashed.
 
-A job is three processes, as under bubblewrap: the outer process (the zygote's child, outside the PID
-namespace, waits), an init (PID 1 of the new PID namespace: builds the root, drops every privilege, reaps,
-and exits with the job) and the job itself (PID 2), so a job cannot signal its own init and everything it
-leaves running dies with the namespace when the job ends.
+A job is two processes: an init (the zygote's child, PID 1 of its new PID namespace: makes the other namespaces,
+builds the root, drops every privilege, reaps, and exits with the job) and the job itself (PID 2), so a job cannot
+signal its own init and everything it leaves running dies with the namespace when the job ends. (Bubblewrap's third
+process, outside the namespace, would be one more copy of the zygote a job: its page tables copied, its pages
+faulted.)
 """
 import ctypes
 import errno
@@ -64,10 +65,14 @@ PR_SET_SECCOMP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 
 # Elsewhere the seccomp filter has no table, so no sandbox is built (a job without one still runs this file).
 SYS_PIVOT_ROOT, SYS_CAPSET = {"x86_64": (155, 126), "aarch64": (41, 91)}.get(os.uname().machine, (-1, -1))
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine, -1)
+# clone(2) called as os.fork calls fork(): holding the interpreter's lock (PyDLL), with Python's own steps around it.
+raw_libc = ctypes.PyDLL(None, use_errno=True)
+raw_libc.syscall.restype = ctypes.c_long
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 # Inside the job: 0 stdin, 1 and 2 the log, 3 the channel. The sync pipe sits at 4 until the cgroups are joined.
 CHANNEL_FD, SYNC_FD = 3, 4
-FAILED_SETUP = 70                        # the outer process's or init's exit code when the sandbox could not be built
+FAILED_SETUP = 70                        # init's exit code when the sandbox could not be built
 MAX_MESSAGE = 1 << 20
 
 
@@ -130,15 +135,35 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _namespaces(sandbox_uid: int, kinds: int = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
-                | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP) -> None:
-    """The namespaces unshared (every one by default); the sandbox uid and gid mapped to this process's own (as
+def _namespaces(sandbox_uid: int, kinds: int) -> None:
+    """The namespaces unshared, a user namespace among them; the sandbox uid and gid mapped to this process's own (as
     bubblewrap does)."""
     uid, gid = os.geteuid(), os.getegid()
     _check(libc.unshare(kinds), "unshare")
+    _map_ids(sandbox_uid, uid, gid)
+
+
+def _map_ids(sandbox_uid: int, uid: int, gid: int) -> None:
+    """In a new user namespace: the sandbox uid and gid mapped to the creator's uid and gid outside it."""
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{sandbox_uid} {uid} 1")
     _write("/proc/self/gid_map", f"{sandbox_uid} {gid} 1")
+
+
+def fork_into_namespaces(kinds: int) -> int:
+    """os.fork(), the child born in new namespaces (`kinds`: clone's flags; a new PID namespace makes it its PID 1):
+    the interpreter's steps before and after a fork are os.fork's, in the same order. Like os.fork, it copies only
+    the calling thread (the zygote has no other)."""
+    ctypes.pythonapi.PyOS_BeforeFork()
+    pid = raw_libc.syscall(SYS_CLONE, kinds | signal.SIGCHLD, 0, 0, 0, 0)
+    error = ctypes.get_errno()
+    if pid == 0:
+        ctypes.pythonapi.PyOS_AfterFork_Child()
+    else:
+        ctypes.pythonapi.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(error, f"clone: {os.strerror(error)}")
+    return pid
 
 
 def _root(layout: dict, limits: dict) -> None:
@@ -268,30 +293,24 @@ def _init(config: dict, limits: dict, last_capability: int) -> None:
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
+# The zygote's child is born in these (fork_into_namespaces); it makes the others once it is in the job's cgroups.
+BORN_IN = CLONE_NEWUSER | CLONE_NEWPID
+MADE_BY_INIT = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+
+
 def enter(config: dict, limits: dict) -> None:
-    """In the zygote's child: wait for the cgroup join, make the namespaces, and return only in the job itself
-    (PID 2 of its namespace, sandboxed, fresh environment and random state)."""
-    if len(os.listdir("/proc/self/task")) != 1:
-        raise SandboxSetupFailed(0, "the zygote must be single-threaded to enter a user namespace")
+    """In the zygote's child, the job's init (PID 1 of its new user and PID namespaces): wait for the cgroup join,
+    map the ids, make the other namespaces, and return only in the job itself (PID 2 of its namespace, sandboxed,
+    fresh environment and random state)."""
+    if len(os.listdir("/proc/self/task")) != 1:    # a fork copies one thread: another's locks would stay held
+        raise SandboxSetupFailed(0, "the zygote must be single-threaded to fork a job's init")
     os.setsid()
     if os.read(SYNC_FD, 1) != b"1":                # the grader has put this process into the job's cgroups
         os._exit(FAILED_SETUP)
     os.close(SYNC_FD)
-    last_capability = config["last_capability"]
-    _namespaces(int(config["sandbox_uid"]))
-    alive_r, alive_w = os.pipe()
-    init = os.fork()                         # the PID namespace is its children's: init is its PID 1
-    if init:
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no process of the grader's uid may ptrace or read this one
-        os.close(alive_r)
-        for fd in (0, CHANNEL_FD):
-            os.close(fd)
-        _, status = os.waitpid(init, 0)
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    os.close(alive_w)
-    _die_with_parent(alive_r)
-    os.close(alive_r)
-    _init(config, limits, last_capability)
+    _map_ids(int(config["sandbox_uid"]), *config["zygote_ids"])
+    _check(libc.unshare(MADE_BY_INIT), "unshare")   # owned by the new user namespace, as one unshare of all makes them
+    _init(config, limits, config["last_capability"])
     os.environ.clear()
     os.environ.update(config["environment"])
     os.chdir("/tmp")
@@ -382,10 +401,10 @@ def receive(server: socket.socket):
 
 
 def child(server: socket.socket, request: dict, fds: list[int], config: dict) -> None:
-    """The zygote's child, the job's outer process: nothing of the zygote's kept, then into the sandbox."""
+    """The zygote's child, the job's init: nothing of the zygote's kept, then into the sandbox."""
     try:
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "PDEATHSIG")
-        if os.getppid() != config["zygote_pid"]:
+        if select.select([config["zygote_pidfd"]], [], [], 0)[0]:
             os._exit(FAILED_SETUP)               # the zygote died before the request took effect
         server.detach()                           # closed below: its object must not close a reused number later
         stdin, channel, log, sync, _status = fds
@@ -440,7 +459,13 @@ def serve(server: socket.socket, config: dict) -> None:
             socket.send_fds(server, [b'{"error": "a fork request carries five descriptors"}'], [])
             continue
         learn(config, request.get("learn"))
-        pid = os.fork()
+        try:
+            pid = fork_into_namespaces(BORN_IN)
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            socket.send_fds(server, [json.dumps({"error": str(exc)}).encode()], [])
+            continue
         if pid == 0:
             child(server, request, fds, config)
         pidfd = os.pidfd_open(pid)
@@ -457,8 +482,10 @@ def main() -> None:
     server = socket.socket(fileno=int(sys.argv[1]))
     message, _, _, _ = socket.recv_fds(server, 64 << 20, 0)
     config = json.loads(message)
-    config["zygote_pid"] = os.getpid()
-    # Read once here for every job: what a job's outer process and init run after the fork touches pages of this
+    # A child born in a new PID namespace sees no parent (getppid() is 0): it watches the zygote by a pidfd.
+    config["zygote_pidfd"] = os.pidfd_open(os.getpid())
+    config["zygote_ids"] = [os.geteuid(), os.getegid()]      # a child born in a new user namespace has none yet
+    # Read once here for every job: what a job's init runs after the fork touches pages of this
     # process's heap, each a page fault (pathlib and text files touched ~200 a job).
     config["seccomp_program"] = bytes.fromhex(config["seccomp"])
     config["last_capability"] = _last_capability()
