@@ -19,7 +19,7 @@ from posenc_autograder.intake import roster
 from posenc_autograder.records import results_store
 from posenc_autograder.reports import dashboard, late_policy
 from posenc_autograder.reports import run_report as report
-from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 SWAPPED = "sin and cos are swapped: even columns should hold sin, odd columns cos"
@@ -276,6 +276,18 @@ def test_a_test_explained_by_another_tests_cause_is_not_listed_again():
         (SWAPPED, 3, ["hidden_contracts", "hidden_pe_values"])]
     assert mistakes[0].tests == {"hidden_pe_values": 12.0, "hidden_contracts": 1.5}     # each student's test once
 
+
+
+def test_the_tests_a_stopped_notebook_left_unrun_are_one_row():
+    """A notebook whose process died in a cell of its own: every hidden test after it has no answer, for one reason;
+    one row holds them all, not a "failed without a named cause" row per test."""
+    why = "not run: the notebook was stopped in cell 6 (the one starting `import sys`) (see the notes above)"
+    tests = [GradedTest(cell, cell, True, 0.0, 2.0, [Problem(why, kind=ProblemKind.NOT_RUN)])
+             for cell in ("hidden_pe_values", "hidden_dot_product", "hidden_encoding_statistics")]
+    mistakes, stubs = dashboard.grouped_mistakes([NotebookResult("ann", "positional_encoding", "positional_encoding",
+                                                                 True, tests, [])])
+    assert [(row.label, sorted(row.tests)) for row in mistakes] == [
+        (why, ["hidden_dot_product", "hidden_encoding_statistics", "hidden_pe_values"])] and not stubs
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -145,10 +145,12 @@ NOT_ATTEMPTED = ("template stub", "NotImplementedError")     # what a probe says
 
 
 def likely_cause(problem) -> str | None:
-    """The diagnosed cause of a problem: Problem.cause, or, for a result stored before problems carried their
-    cause, the text's "Likely cause: ..."."""
+    """The diagnosed cause of a problem: Problem.cause; for a test that produced no answer, why (its text); or, for a
+    result stored before problems carried their cause, the text's "Likely cause: ..."."""
     cause = problem.cause
-    if cause is None and "Likely cause: " in problem.text:
+    if cause is None and problem.kind == ProblemKind.NOT_RUN:
+        cause = problem.text            # why no answer came (the notebook stopped in a cell): one cause, every test
+    elif cause is None and "Likely cause: " in problem.text:
         cause = problem.text.split("Likely cause: ", 1)[1]
     return cause.strip().rstrip(".") if cause else None
 
