@@ -7,6 +7,8 @@ import re
 import numpy as np
 
 from posenc_autograder.checks.positional_encoding import integration, learned, sinusoidal
+from posenc_autograder.checks import REGISTRY
+from posenc_autograder.checks.context_extension import reference as context_reference
 from posenc_autograder.checks.relative_positions import t5
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes.helpers import call_each
@@ -171,3 +173,28 @@ def test_an_integer_input_is_shown_with_its_dtype_and_its_block_builds_what_the_
     line = the_line(page)
     argument = eval(line.replace("t5_relative_bucket(", "(", 1), {"np": np})[0]  # noqa: S307 - the page's own line
     assert built.dtype == argument.dtype == np.int64 and np.array_equal(built, argument)
+
+
+def interpolated_in_place(positions, train_len, target_len):
+    """A realistic mistake: the caller's positions scaled in place."""
+    positions = np.asarray(positions, dtype=np.float64)
+    positions *= train_len / target_len
+    return positions
+
+
+def test_a_cases_fixed_inputs_are_not_said_to_be_drawn_for_the_student_alone():
+    """The contracts case of interpolated_positions passes the same positions to every student (only random values
+    vary): two students' pages show the same array, and neither says it was drawn for them alone."""
+    test = REGISTRY["hidden_context_extension_contracts"]
+    namespace = {name: getattr(context_reference, name) for name in dir(context_reference) if not name.startswith("_")}
+    namespace["interpolated_positions"] = interpolated_in_place
+    pages = []
+    for variant in (VARIANT, VARIANT + 1):
+        [problem] = test.verdict(record_in_process(test.task_entry(variant), namespace), variant,
+                                 {name: True for name in test.subjects})
+        assert problem.inputs == [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]              # the same for both students
+        pages.append(page_of(test, problem))
+    for page in pages:
+        assert "<summary>input 1: shape (6,) float64, [0, 1, 2, 3, ...]</summary>" in page
+        assert "drawn for you alone:" not in page
+        assert "Your inputs for this case (its random values are drawn for you alone):" in page
