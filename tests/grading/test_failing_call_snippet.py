@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 
-from posenc_autograder.checks.positional_encoding import integration, learned, sinusoidal
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.context_extension import reference as context_reference
+from posenc_autograder.checks.positional_encoding import integration, learned, sinusoidal
 from posenc_autograder.checks.relative_positions import t5
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes.helpers import call_each
