@@ -56,6 +56,7 @@ class ZygoteGone(RuntimeError):
 class FreshProcess:
     """A job started as a new process (bubblewrap, or plain without isolation), watched and reaped here."""
     lost = False
+    holds_probes = False      # a fresh interpreter: its payload carries the probe sources
 
     def __init__(self, command, env, limits: Limits, cgroups, seccomp: bytes | None, channel_w: int):
         """command(seccomp_fd) -> argv; env None: bubblewrap sets it."""

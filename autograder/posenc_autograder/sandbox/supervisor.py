@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import json
 import os
 import select
@@ -19,7 +20,7 @@ import selectors
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from posenc_autograder.probes import codec
 from posenc_autograder.sandbox.cgroups import cgroup_cpu_seconds, kill_cgroup, make_cgroups, remove_cgroups
@@ -57,8 +58,8 @@ class RunOutcome:
 class Attempt:
     """One run of the notebook, watched: the clocks, the channel and the process are the supervisor's."""
 
-    def __init__(self, launch, payload: bytes, code_cells: list[int], skip: list[int], limits: Limits,
-                 reader: ChannelReader, results: dict, outputs: dict, decode=None):
+    def __init__(self, launch, payload: Callable[[bool], bytes], code_cells: list[int], skip: list[int],
+                 limits: Limits, reader: ChannelReader, results: dict, outputs: dict, decode=None):
         self.launch, self.payload, self.limits, self.decode = launch, payload, limits, decode
         self.expected = [i for i in code_cells if i not in set(skip)]
         self.reader, self.results, self.outputs = reader, results, outputs
@@ -110,7 +111,8 @@ class Attempt:
             return "lost", None
         finally:
             os.close(channel_w)
-        feeder = threading.Thread(target=_feed, args=(process.stdin, self.payload), daemon=True)
+        payload = self.payload(process.holds_probes)
+        feeder = threading.Thread(target=_feed, args=(process.stdin, payload), daemon=True)
         feeder.start()
         try:
             ending, cell = self._watch(process, channel_r, deadline, tasks)
@@ -266,7 +268,8 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
         with _scratch_dirs(isolate) as (work, home):
             start = launcher(limits, isolate, work, home, probe_files,
                              [notebook_cells[i]["source"] for i in release_cells if 0 <= i < len(notebook_cells)])
-            payload = _payload(notebook_cells, probe_files, limits, [], task_frame)
+            payload = functools.cache(lambda holds_probes: _payload(
+                notebook_cells, None if holds_probes else probe_files, limits, [], task_frame))
             while True:
                 attempt = Attempt(start, payload, code_cells, [], limits, reader, results, outputs, decode)
                 kept, attempt_started = (dict(results), dict(outputs)), time.monotonic()
@@ -293,11 +296,13 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                       log.decode("utf-8", "replace"), results, outputs, cpu)
 
 
-def _payload(notebook_cells: list[dict], probe_files: dict[str, str], limits: Limits, skip: list[int],
+def _payload(notebook_cells: list[dict], probe_files: dict[str, str] | None, limits: Limits, skip: list[int],
              task_frame: bytes) -> bytes:
-    """The job's standard input: its JSON header's length, the header, the task frame."""
-    header = json.dumps({"cells": notebook_cells, "probe_files": probe_files, "limits": limits.for_runner(),
-                         "skip": skip}).encode()
+    """The job's standard input: its JSON header's length, the header, the task frame. probe_files: the probe
+    sources, for a job that has not loaded them (None: a warm zygote's job, whose zygote holds them; 100 kB of
+    escaped source text the job would parse and drop)."""
+    shipped = {} if probe_files is None else {"probe_files": probe_files}
+    header = json.dumps({"cells": notebook_cells, **shipped, "limits": limits.for_runner(), "skip": skip}).encode()
     return b"".join([len(header).to_bytes(HEADER_LENGTH_BYTES, "little"), header, task_frame])
 
 

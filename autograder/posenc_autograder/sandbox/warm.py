@@ -110,6 +110,7 @@ class WarmJob:
     log: io.FileIO
     record: dict | None = None
     ended: bool = False
+    holds_probes = True       # its zygote imported them: its payload carries no probe source
 
     @property
     def lost(self) -> bool:

@@ -358,8 +358,7 @@ def run_job(config: dict, inner) -> None:
     """In the sandboxed job: the test's command, or the shell runner on the payload from standard input."""
     if inner:
         os.execv(inner[0], inner)
-    payload = read_payload(config)
-    payload.pop("probe_files")                # the zygote's own: the grader restarts it when they change
+    payload = read_payload(config)            # no probe source: the zygote's own (the grader restarts it on a change)
     sys.modules[f"{config['probe_package']}.shell_runner"].main(payload, sys.stdin.buffer, SHELL)
 
 
