@@ -21,7 +21,8 @@ import threading
 import time
 from collections.abc import Collection
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import and_, bindparam, exists, func, or_, select, update
+from sqlalchemy.orm import aliased
 
 from posenc_autograder.portal.models import WAITING, Attempt, Status, utcnow
 from posenc_autograder.settings import Sharing
@@ -89,8 +90,7 @@ def claim(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1, claimer: str 
     now. A job whose short run was stopped (`full_run`) runs only when no other student's job waits, and never on
     the last free slot of several (`slots`: the sandboxes), so a long run cannot hold them all."""
     while True:
-        order = fair_order(db, window)
-        job = next((j for j in order if may_start(db, j, order, slots)), None)
+        job = next_job(db, window, slots)
         if job is None:
             return None
         taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == Status.QUEUED)
@@ -99,6 +99,32 @@ def claim(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1, claimer: str 
         db.commit()
         if taken:
             return job
+
+
+def next_job(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1) -> int | None:
+    """The first job of the fair order that may start now (may_start), without computing the whole order when it
+    need not be: no job ranks below a student's first waiting job who has used no sandbox time in the window and
+    runs nothing (rank 0: a charge is never negative and a typical job takes some time), and of those, upload order
+    decides; a full run before it in the order is another student's, so it may not start. One indexed query that
+    stops at its first row in a rush of first uploads, where the whole order read every waiting job and its
+    student's time at every claim. Only when no job ranks 0 is the order computed as the status pages show it."""
+    if mean_job_seconds(db) > 0:
+        first = db.execute(FIRST_UNUSED, {"since": utcnow() - window}).scalar()
+        if first is not None:
+            return first
+    order = fair_order(db, window)
+    return next((j for j in order if may_start(db, j, order, slots)), None)
+
+
+_OTHER = aliased(Attempt)
+FIRST_UNUSED = (select(Attempt.id)
+                .where(Attempt.status == Status.QUEUED, Attempt.full_run.is_not(True),
+                       ~exists().where(_OTHER.student_id == Attempt.student_id,
+                                       or_(_OTHER.status == Status.RUNNING,
+                                           and_(_OTHER.status == Status.QUEUED, _OTHER.id < Attempt.id))),
+                       ~exists().where(_OTHER.student_id == Attempt.student_id,
+                                       _OTHER.uploaded_at >= bindparam("since"), _OTHER.grading_seconds > 0))
+                .order_by(Attempt.id).limit(1))          # built once
 
 
 def may_start(db, job: int, order: list[int], slots: int) -> bool:

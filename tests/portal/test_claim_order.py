@@ -1,0 +1,110 @@
+"""A claim takes the first job of the queue's fair order that may start (queue.fair_order, the order the status
+pages show, and queue.may_start), without reading every waiting job when it need not: the same job in every state a
+queue can be in, and in a rush of first uploads one query that stops at its first row."""
+import datetime as dt
+import random
+
+import pytest
+from sqlalchemy import delete, select, update
+
+from posenc_autograder.portal import queue
+from posenc_autograder.portal.models import Attempt, Status, Student, open_database, utcnow
+
+WINDOW = dt.timedelta(minutes=60)
+
+
+@pytest.fixture
+def sessions():
+    return open_database("sqlite://")            # in memory: one connection, nothing written to disk
+
+
+def first_that_may_start(db, slots: int) -> int | None:
+    """The claim's job by its definition: the fair order, then the first job of it that may start."""
+    order = queue.fair_order(db, WINDOW)
+    return next((job for job in order if queue.may_start(db, job, order, slots)), None)
+
+
+def random_queue(db, rng: random.Random) -> None:
+    """Students with graded attempts in and out of the window (some charged nothing), running jobs (some in full),
+    queued jobs (some stopped short, so in full next), and recent jobs whose typical time may be 0 or unknown."""
+    now = utcnow()
+    students = [f"s{n}" for n in range(rng.randint(1, 7))]
+    db.add_all(Student(id=name, name=name) for name in students)
+    typical = rng.choice([0.0, 0.5, 5.0, None])
+    number = 0
+    for _ in range(rng.randint(0, 14)):
+        number += 1
+        status = rng.choice([Status.QUEUED] * 4 + [Status.RUNNING, Status.GRADED, Status.GRADED, Status.ERROR])
+        uploaded = now - rng.choice([dt.timedelta(minutes=5), dt.timedelta(minutes=30), dt.timedelta(hours=3)])
+        started = now - dt.timedelta(seconds=rng.choice([0.0, 1.0, 20.0])) if status != Status.QUEUED else None
+        finished = None
+        if status in (Status.GRADED, Status.ERROR):
+            started = now - dt.timedelta(minutes=1)
+            finished = started + dt.timedelta(seconds=typical) if typical is not None else None
+        charged = rng.choice([0.0, 0.0, 0.4, 3.0, None]) if status != Status.RUNNING else 0.0
+        db.add(Attempt(student_id=rng.choice(students), assignment=rng.choice(["a", "b"]), notebook="n",
+                       number=number, sha256=f"{number:064x}", size=1, uploaded_at=uploaded, status=status,
+                       started_at=started, finished_at=finished, runs=1, grading_seconds=charged,
+                       full_run=rng.random() < 0.2, claimed_by="slot" if status == Status.RUNNING else None))
+    db.commit()
+
+
+def test_a_claim_takes_the_first_job_of_the_fair_order_that_may_start(sessions):
+    for seed in range(30):
+        rng = random.Random(seed)
+        slots = rng.choice([1, 2, 3])
+        with sessions() as db:
+            db.execute(delete(Attempt))
+            db.execute(delete(Student))
+            random_queue(db, rng)
+            while True:                              # claimed one by one until none may start: the same each time
+                expected = first_that_may_start(db, slots)
+                assert queue.next_job(db, WINDOW, slots) == expected, f"seed {seed}"
+                if expected is None:
+                    break
+                db.execute(update(Attempt).where(Attempt.id == expected)
+                           .values(status=Status.RUNNING, started_at=utcnow(), runs=Attempt.runs + 1))
+                db.commit()
+
+
+def test_in_a_rush_of_first_uploads_a_claim_reads_no_order(sessions, monkeypatch):
+    """Fails on the old claim: it computed the whole order (every waiting job, its student's time) each time."""
+    now = utcnow()
+
+    def attempt(student, number, status, charged=0.0, full_run=False):
+        started = now - dt.timedelta(seconds=5) if status != Status.QUEUED else None
+        return Attempt(student_id=student, assignment="a", notebook="n", number=number, sha256=f"{number:064x}",
+                       size=1, uploaded_at=now, status=status, started_at=started,
+                       finished_at=now if status == Status.GRADED else None, runs=1, grading_seconds=charged,
+                       full_run=full_run)
+    with sessions() as db:
+        db.add_all(Student(id=f"s{n}", name="") for n in range(303))
+        db.add_all([attempt("s0", 1, Status.GRADED, 4.0), attempt("s0", 2, Status.QUEUED),     # used time
+                    attempt("s1", 3, Status.QUEUED, full_run=True),                            # in full: later
+                    attempt("s2", 4, Status.RUNNING), attempt("s2", 5, Status.QUEUED)])         # running
+        db.add_all(attempt(f"s{n}", 10 + n, Status.QUEUED) for n in range(3, 303))
+        db.commit()
+        expected = first_that_may_start(db, 2)
+        assert expected == db.execute(select(Attempt.id).where(Attempt.student_id == "s3")).scalar_one()
+
+        def no_order(*args, **kwargs):
+            raise AssertionError("the whole order computed for a claim")
+        monkeypatch.setattr(queue, "fair_order", no_order)
+        assert queue.claim(db, WINDOW, slots=2) == expected
+
+
+def test_when_jobs_take_no_time_a_students_second_job_ranks_with_first_jobs(sessions):
+    """With a typical job time of 0 a second job is charged nothing for the first: of alice's first (in full, so not
+    while bob waits) and second and bob's first, all ranked 0, her second goes first by upload order."""
+    now = utcnow()
+    with sessions() as db:
+        db.add_all([Student(id="alice", name=""), Student(id="bob", name="")])
+        db.add(Attempt(student_id="bob", assignment="b", notebook="n", number=1, sha256="0" * 64, size=1,
+                       uploaded_at=now, status=Status.GRADED, started_at=now, finished_at=now, runs=1))
+        jobs = [Attempt(student_id=student, assignment="a", notebook="n", number=number, sha256=f"{number:064x}",
+                        size=1, uploaded_at=now, status=Status.QUEUED, runs=0, full_run=full_run)
+                for student, number, full_run in (("alice", 1, True), ("alice", 2, False), ("bob", 3, False))]
+        db.add_all(jobs)
+        db.commit()
+        assert queue.mean_job_seconds(db) == 0.0
+        assert queue.next_job(db, WINDOW, 2) == first_that_may_start(db, 2) == jobs[1].id
