@@ -74,6 +74,8 @@ DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 CHANNEL_FD, SYNC_FD = 3, 4
 FAILED_SETUP = 70                        # init's exit code when the sandbox could not be built
 MAX_MESSAGE = 1 << 20
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3                 # mallopt's parameters
+HEAP_BLOCK_BYTES = 32 << 20                                 # glibc's largest dynamic mmap threshold
 
 
 class SandboxSetupFailed(OSError):
@@ -259,6 +261,16 @@ def _die_with_parent(alive_fd: int) -> None:
         os._exit(FAILED_SETUP)
 
 
+def heap_kept() -> None:
+    """malloc's thresholds set where glibc moves them itself once a block of 32 MB has been freed (blocks under 32 MB
+    from the heap, up to 64 MB of free heap kept), from the start: a job's arrays of a few MB then reuse freed heap
+    instead of each being mapped afresh, page-faulted and zeroed page by page, then unmapped (glibc raises its
+    threshold only to each block freed so far, so arrays that grow are mapped anew every time). Set in the zygote,
+    whose jobs inherit it, and in a fresh interpreter's job: the same heap either way."""
+    libc.mallopt(M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)
+    libc.mallopt(M_TRIM_THRESHOLD, 2 * HEAP_BLOCK_BYTES)
+
+
 def reseed() -> None:
     """Fresh random state in the job: a fork copies the zygote's, which every job would otherwise share."""
     import numpy.random  # the zygote's own import (main): nothing is loaded here
@@ -369,6 +381,7 @@ def one_job(config: dict) -> None:
         _harden_under_bubblewrap(config["seccomp_fd"])
     if config.get("inner"):
         os.execv(config["inner"][0], config["inner"])
+    heap_kept()
     payload = read_payload(config)
     sys.meta_path.insert(0, ShippedProbes(config["probe_package"], payload.pop("probe_files")))
     importlib.import_module(f"{config['probe_package']}.shell_runner").main(payload, sys.stdin.buffer)
@@ -488,6 +501,7 @@ def main() -> None:
     # process's heap, each a page fault (pathlib and text files touched ~200 a job).
     config["seccomp_program"] = bytes.fromhex(config["seccomp"])
     config["last_capability"] = _last_capability()
+    heap_kept()
     sys.meta_path.insert(0, ShippedProbes(config["probe_package"], config.pop("probe_files")))
     # Imported once, here, for every job; not at the top: a one-job run imports what its runner needs, and the
     # check that a sandbox starts at all (one_job with `inner`) must not depend on numpy being reachable.
