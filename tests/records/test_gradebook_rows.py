@@ -206,6 +206,30 @@ def test_a_notebooks_comments_are_found_by_its_cells_on_a_postgresql_gradebook_w
     assert cells < len(students) and read <= cells, (read, cells)
 
 
+def test_a_students_final_scores_are_nbgraders_found_by_the_cells_not_by_reading_the_class(two_courses):
+    """The portal reads a student's final scores on every page: each grade is looked up by (cell, submitted
+    notebook), never by reading the class's grades (nbgrader's SubmittedAssignment.score reaches them by the
+    submitted notebook alone, which no index holds: SQLite made an index of every grade of the class at each read),
+    and the scores are nbgrader's, manual grades and extra credit included."""
+    course, _ = two_courses
+    with gradebook.open_gradebook(course) as gb:
+        graded_by_hand(gb, graded_cells(), manual_score=0.25, extra_credit=1.0)
+        for seed, student in enumerate(("ben", "cat"), 1):
+            gradebook.record_scores(gb, student, ASSIGNMENT, NOTEBOOK, scores_for(graded_cells(), seed), WHEN)
+        nbgraders = {(student, ASSIGNMENT): scores for student, scores in
+                     gradebook.class_final_scores(gb, ASSIGNMENT).items()}
+        read = {student: gradebook.session_final_scores(gb.db, student) for student in ("ann", "ben", "cat", "dan")}
+        everyone = gradebook.session_final_scores(gb.db)
+    assert len(set(nbgraders.values())) == 3
+    assert everyone == nbgraders and read["dan"] == {}
+    assert {key: value for found in read.values() for key, value in found.items()} == nbgraders
+    statement = gradebook.STUDENTS_FINAL_SCORES.params(student="ben").compile(compile_kwargs={"literal_binds": True})
+    with sqlite3.connect(course.path(GRADEBOOK)) as db:
+        plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {statement}")]
+    scanned = {step.split()[1] for step in plan if step.startswith("SCAN ")}
+    assert not scanned & {"grade", "submitted_notebook"} and not any("grade USING AUTOMATIC" in s for s in plan), plan
+
+
 def rows_read(node: dict):
     """The rows each step of an EXPLAIN ANALYZE plan (PostgreSQL's JSON) produced, over all its loops."""
     yield node["Actual Rows"] * node["Actual Loops"]
