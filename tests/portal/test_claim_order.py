@@ -108,3 +108,39 @@ def test_when_jobs_take_no_time_a_students_second_job_ranks_with_first_jobs(sess
         db.commit()
         assert queue.mean_job_seconds(db) == 0.0
         assert queue.next_job(db, WINDOW, 2) == first_that_may_start(db, 2) == jobs[1].id
+
+
+def vm_steps(db, ask) -> int:
+    """SQLite's virtual machine steps (in hundreds) that `ask` takes: the work its queries do in the database."""
+    steps = [0]
+
+    def count():
+        steps[0] += 1
+        return 0
+    raw = db.connection().connection.driver_connection
+    raw.set_progress_handler(count, 100)
+    try:
+        ask()
+    finally:
+        raw.set_progress_handler(None, 100)
+    return steps[0]
+
+
+def test_whether_another_student_waits_is_answered_without_reading_the_whole_queue(sessions):
+    """Fails on the old code: it counted every other student's waiting job (a short run is asked about each job)."""
+    now = utcnow()
+    with sessions() as db:
+        def queued(count: int) -> int:
+            db.execute(update(Attempt).values(status=Status.GRADED))          # the queue before: graded
+            db.add_all(Student(id=f"q{count}-{n}", name="") for n in range(count))
+            jobs = [Attempt(student_id=f"q{count}-{n}", assignment="a", notebook="n", number=1, sha256="0" * 64,
+                            size=1, uploaded_at=now, status=Status.QUEUED, runs=0) for n in range(count)]
+            db.add_all(jobs)
+            db.commit()
+            return jobs[0].id
+        job = queued(10)
+        few = vm_steps(db, lambda: queue.others_waiting(db, job))
+        job = queued(2000)
+        many = vm_steps(db, lambda: queue.others_waiting(db, job))
+        assert queue.others_waiting(db, queued(1)) is False
+        assert many <= few + 2

@@ -139,10 +139,14 @@ def may_start(db, job: int, order: list[int], slots: int) -> bool:
 
 
 def others_waiting(db, attempt_id: int) -> bool:
-    """Does another student's job wait now (then a job's run is short, `rush_notebook_seconds`)?"""
+    """Does another student's job wait now (then a job's run is short, `rush_notebook_seconds`)? The first such job
+    answers: counting them all read the whole queue for every job run in a rush."""
     student = db.get(Attempt, attempt_id).student_id
-    return db.execute(select(func.count()).select_from(Attempt).where(
-        Attempt.status == Status.QUEUED, Attempt.student_id != student)).scalar_one() > 0
+    return db.execute(ANOTHER_WAITING, {"student": student}).first() is not None
+
+
+ANOTHER_WAITING = select(Attempt.id).where(Attempt.status == Status.QUEUED,
+                                           Attempt.student_id != bindparam("student")).limit(1)     # built once
 
 
 def charge(db, attempt_id: int, now: dt.datetime | None = None) -> None:
