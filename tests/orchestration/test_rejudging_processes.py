@@ -3,6 +3,7 @@
 stored is byte for byte what one process stores (results, autograded notebooks, feedback pages, integrity evidence,
 kept records, attempts, the gradebook's rows), and a process that dies loses nothing: the run re-judges its notebooks
 itself."""
+import copy
 import os
 import pathlib
 import shutil
@@ -117,4 +118,101 @@ def test_a_process_that_dies_loses_nothing(graded_class, tmp_path, monkeypatch, 
     where = _where(tmp_path / "died.log")
     assert "run" in where["ben"] and "process" in where["ann"]     # the run re-judged the dead process's notebook
     assert [r.to_json() for r in survived] == [r.to_json() for r in results]
+    assert _stored(course) == alone
+
+
+def _made_where(monkeypatch, log: pathlib.Path):
+    """Each feedback page rendered and each autograded notebook built, logged with the process that did it."""
+    from posenc_autograder.records import nbgrader_files
+    from posenc_autograder.reports import feedback
+
+    run = os.getpid()
+
+    def logging(module, name):
+        real = getattr(module, name)
+
+        def logged(*args, **kwargs):
+            with open(log, "a") as out:
+                out.write(f"{name} {'run' if os.getpid() == run else 'process'}\n")
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, logged)
+
+    logging(feedback, "render")
+    logging(nbgrader_files, "autograded_notebook")
+
+
+def test_the_processes_make_the_pages_and_autograded_notebooks_the_run_stores(graded_class, tmp_path, monkeypatch):
+    """The run writes what the processes made of each notebook (its autograded notebook and feedback page, from the
+    result as the run settles it and the gradebook's automatic points): it renders none itself, and stores what
+    one process stores. (The old code: the run made all eight.)"""
+    course, again = graded_class
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    alone = _stored(course)
+
+    monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
+    _made_where(monkeypatch, tmp_path / "made.log")
+    grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS, quiet=True)
+    made = (tmp_path / "made.log").read_text().split("\n")
+    assert sorted(set(made) - {""}) == ["autograded_notebook process", "render process"]
+    assert made.count("render process") == len(STUDENTS)
+    assert _stored(course) == alone
+
+
+def test_a_manual_grade_and_a_comment_are_on_the_page_the_run_renders_itself(graded_class, tmp_path, monkeypatch):
+    """A notebook whose gradebook holds more than its automatic points (an instructor's score or comment) has its page
+    rendered by the run, from the gradebook, as one process renders it; the others' pages are the processes'."""
+    from posenc_autograder.records import gradebook
+
+    course, again = graded_class
+
+    def by_hand(course):
+        with gradebook.open_gradebook(course) as gb:
+            gb.find_grade(TEST, NOTEBOOK, NOTEBOOK, "ann").manual_score = 1.5
+            gb.db.commit()
+        with sqlite3.connect(course.path(GRADEBOOK)) as db:
+            comment = db.execute("SELECT comment.id FROM comment JOIN submitted_notebook ON comment.notebook_id = "
+                                 "submitted_notebook.id JOIN submitted_assignment ON submitted_notebook.assignment_id "
+                                 "= submitted_assignment.id WHERE submitted_assignment.student_id = 'cat' "
+                                 "ORDER BY comment.id LIMIT 1").fetchone()[0]
+            db.execute("UPDATE comment SET manual_comment = 'See me about the scaling' WHERE id = ?", (comment,))
+        return course
+
+    grade.grade_all(by_hand(course), jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    alone = _stored(course)
+    page = "autograder/feedback/{}/positional_encoding/" + f"{NOTEBOOK}.html"
+    assert b"set by your instructor" in alone[page.format("ann")]
+    assert b"See me about the scaling" in alone[page.format("cat")]
+
+    monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
+    _made_where(monkeypatch, tmp_path / "made.log")
+    grade.grade_all(by_hand(again()), jobs=2, isolate=False, limits=LIMITS, quiet=True)
+    made = (tmp_path / "made.log").read_text().split("\n")
+    assert made.count("render run") == 2 and made.count("render process") == len(STUDENTS)
+    assert _stored(course) == alone
+
+
+def test_what_a_process_made_from_another_result_is_not_written(graded_class, monkeypatch):
+    """A notebook whose result as the run settles it is not the one a process made its files from: the run builds
+    its autograded notebook and page itself, from the notebook the process sent, as one process does."""
+    import dataclasses
+
+    from posenc_autograder.records import graded
+    from posenc_autograder.results import Note, NoteKind
+
+    course, again = graded_class
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    alone = _stored(course)
+
+    real = graded.made_ahead
+
+    def from_another_result(*args, **kwargs):
+        made = real(*args, **kwargs)
+        other = copy.deepcopy(made.result)
+        other.notes.append(Note(NoteKind.ASSEMBLY, "not what the run settles"))
+        return dataclasses.replace(made, result=other, autograded="{}", page=dataclasses.replace(
+            made.page, stored=dataclasses.replace(made.page.stored, result=other), text="not the page"))
+
+    monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
+    monkeypatch.setattr(graded, "made_ahead", from_another_result)
+    grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS, quiet=True)
     assert _stored(course) == alone

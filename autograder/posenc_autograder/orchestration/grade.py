@@ -35,6 +35,7 @@ from posenc_autograder.settings import Limits
 
 if TYPE_CHECKING:
     from posenc_autograder.orchestration.ahead import Ahead
+    from posenc_autograder.records import graded
     from posenc_autograder.records.kept_records import Recalled
 
 # The gradebook (nbgrader, SQLAlchemy), the reports and the release check (nbgrader's preprocessors) are
@@ -226,7 +227,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     how = RegradeNote()
     # once a run: the grading code is what it is for the whole run
     judge_code, inputs_code = regrade.judge_digest(), regrade.inputs_digest()
-    ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs) \
+    ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs, fingerprints, page) \
         if not force and not scheduler else None
 
     def stored_rejudged(sub: Submission, digest: str | None, rejudged: Rejudged) -> str | None:
@@ -361,6 +362,7 @@ class Rejudged:
     previous: dict | None = None      # its stored record, as read for the re-judge
     notes: list = dataclasses.field(default_factory=list)      # the submission's notes after prepare (assembly's)
     costs: dict[str, float] = dataclasses.field(default_factory=dict)   # CPU seconds per phase, in another process
+    made: graded.MadeAhead | None = None      # what storing it writes, made by that process (graded.made_ahead)
 
 
 def _rejudge(course, sub: Submission, digest: str | None, task: Prepared, digests: JobDigests,
@@ -413,16 +415,19 @@ def _store_rejudged(course, gb, sub: Submission, digest: str | None, rejudged: R
         return f"its kept record could not be judged again ({type(exc).__name__})"
     with costs.timed("store"):
         return graded.settle(course, gb, sub, rejudged.result, digest, fingerprint, page, rejudged.autograded,
-                             kept=kept, previous=rejudged.previous, how=rejudged.how), rejudged.how
+                             kept=kept, previous=rejudged.previous, how=rejudged.how, made=rejudged.made), rejudged.how
 
 
 AHEAD_FROM = 24              # notebooks to grade from which re-judging is spread over processes (a fork costs ~10 ms)
 
 
-def _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs) -> Ahead[Rejudged] | None:
-    """Processes (one per job slot) that re-judge the notebooks to grade ahead of the run, without storing; None when
-    there are too few notebooks or one core. A notebook they cannot re-judge is done by the run, as with no process."""
+def _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs, fingerprints,
+                     page) -> Ahead[Rejudged] | None:
+    """Processes (one per job slot) that re-judge the notebooks to grade ahead of the run, without storing, and make
+    what storing one writes of it (graded.made_ahead); None when there are too few notebooks or one core. A notebook
+    they cannot re-judge is done by the run, as with no process."""
     from posenc_autograder.orchestration.ahead import Ahead
+    from posenc_autograder.records import graded
 
     todo = [index for index, (_, _, stored, _) in enumerate(planned) if stored is None]
     if jobs < 2 or len(todo) < AHEAD_FROM:
@@ -443,6 +448,13 @@ def _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, 
         found = _rejudge(course, sub, digest, prepared, digests, previous, limits)
         if not isinstance(found, Rejudged):
             return None
+        with costs.timed("store"):
+            try:
+                found.made = graded.made_ahead(course, sub, found.result, digest, fingerprints[sub.assignment],
+                                               previous, page, found.autograded, found.how)
+                found.autograded = None           # the run reads it from what was made, if it needs it
+            except Exception:  # noqa: BLE001 - the run makes them as it stores
+                found.made = None
         found.notes, found.costs = list(sub.notes), costs.taken()
         found.previous = None                         # the run holds it (planned): not sent back
         return found

@@ -9,11 +9,13 @@ scores share one commit, and their result records are written after it (still la
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 import pathlib
+import pickle
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from posenc_autograder.course import Course
 from posenc_autograder.grading.pipeline import grader_error, released
@@ -36,7 +38,55 @@ class Stored:
     comments: list[tuple[str, str]]              # (cell, text) written in formgrader
 
 
-Page = Callable[[Stored], object]                # writes the notebook's feedback page (reports.feedback.page_writer)
+class Page(Protocol):
+    """Writes a stored notebook's feedback page (reports.feedback.PageWriter)."""
+
+    def __call__(self, stored: Stored) -> object: ...
+
+    def ahead(self, stored: Stored) -> Any:
+        """The page rendered, not written."""
+
+    def write_ahead(self, made: Any, stored: Stored) -> object:
+        """made (ahead's) written where it was made from this very stored notebook, else the page written now."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MadeAhead:
+    """A re-judged notebook's autograded notebook and feedback page, made by a process re-judging ahead of the run
+    (made_ahead) from the result as store settles it and the gradebook's points as store records them (no manual
+    grade, no comment): store writes each where it finds what it was made from, and makes its own elsewhere."""
+    result: NotebookResult
+    autograded: str                   # the autograded notebook's text (nbgrader_files.notebook_text)
+    page: Any                         # the page's (Page.ahead)
+    executed: bytes                   # the notebook it was built from, pickled: read back only where it is not used
+
+    def executed_notebook(self) -> str | NotebookNode | None:
+        """Pickled by made_ahead, in a process forked from this one."""
+        found: str | NotebookNode | None = pickle.loads(self.executed)
+        return found
+
+
+def made_ahead(course: Course, sub: Submission, result: NotebookResult, digest: str | None, fingerprint: str,
+               previous: dict[str, Any] | None, page: Page, executed_notebook: str | NotebookNode | None,
+               how: HowRegraded) -> MadeAhead:
+    """What store will write of `result` unless the gradebook holds more than its automatic points (`result` is left
+    as it is: store settles its own)."""
+    result = settled(copy.deepcopy(result), previous, digest, fingerprint, how)
+    release = released(course, sub.assignment, sub.notebook)
+    autograded = nbgrader_files.notebook_text(nbgrader_files.autograded_notebook(executed_notebook, release, result))
+    scores = {t.cell_id: (float(t.points), False) for t in result.tests}
+    return MadeAhead(result, autograded, page.ahead(Stored(result, scores, [])), pickle.dumps(executed_notebook))
+
+
+def settled(result: NotebookResult, previous: dict[str, Any] | None, digest: str | None, fingerprint: str,
+            how: HowRegraded) -> NotebookResult:
+    """The result as stored: scores kept from the last grading of the same file and grader, and what a regrade
+    moved said."""
+    result = keep_higher_scores(result, previous, digest, fingerprint)
+    change = regrade_changes(result, previous, fingerprint, digest, how)
+    if change:
+        result.notes.append(change)
+    return result
 
 
 BATCH_NOTEBOOKS = 64          # notebooks whose scores share a commit, at most
@@ -136,14 +186,12 @@ class Batch:
 def store(course: Course, gb: Gradebook | Batch, sub: Submission, result: NotebookResult, digest: str | None,
           fingerprint: str, previous: dict[str, Any] | None, page: Page,
           executed_notebook: str | NotebookNode | None = None, kept: str | None = None,
-          how: HowRegraded = RUN_AGAIN) -> NotebookResult:
+          how: HowRegraded = RUN_AGAIN, made: MadeAhead | None = None) -> NotebookResult:
     """Store one result everywhere it belongs (`gb`: the gradebook, or a run's Batch of it; `previous`: the record
     stored before, results_store.load; `kept`: the sha256 of what was kept of its run for a regrade,
-    records/kept_records.py; `how`: how the result was made)."""
-    result = keep_higher_scores(result, previous, digest, fingerprint)
-    change = regrade_changes(result, previous, fingerprint, digest, how)
-    if change:
-        result.notes.append(change)
+    records/kept_records.py; `how`: how the result was made; `made`: what another process made of it ahead, which
+    holds the executed notebook then)."""
+    result = settled(result, previous, digest, fingerprint, how)
     if previous is not None:
         results_store.forget(course, *sub.key)
     when = nbgrader_files.submission_time(course, sub.student, sub.assignment)
@@ -158,11 +206,19 @@ def store(course: Course, gb: Gradebook | Batch, sub: Submission, result: Notebo
     elif digest:
         attempts.scored(course, sub.student, sub.assignment, digest, result.score, result.max_score)
     nbgrader_files.place_beside(course, sub.student, sub.assignment, when)
-    release = released(course, sub.assignment, sub.notebook)             # shared: only read here
-    nbgrader_files.write_notebook(nbgrader_files.autograded_notebook(executed_notebook, release, result),
-                                  course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    target = course.autograded / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
+    if made is not None and made.result == result:
+        target.write_text(made.autograded, encoding="utf-8")
+    else:
+        release = released(course, sub.assignment, sub.notebook)             # shared: only read here
+        executed = made.executed_notebook() if made is not None else executed_notebook
+        nbgrader_files.write_notebook(nbgrader_files.autograded_notebook(executed, release, result), target)
     key = (sub.student, sub.assignment, sub.notebook)
-    page(Stored(result, scores, gb.comments(*key) if isinstance(gb, Batch) else gradebook.comments(book, *key)))
+    stored = Stored(result, scores, gb.comments(*key) if isinstance(gb, Batch) else gradebook.comments(book, *key))
+    if made is not None:
+        page.write_ahead(made.page, stored)
+    else:
+        page(stored)
     if isinstance(gb, Batch):
         gb.then_record(lambda: results_store.save(course, result, digest, fingerprint, kept))
     else:
@@ -175,7 +231,8 @@ UNREAD = object()              # settle's `previous` when the caller has not rea
 
 def settle(course: Course, gb: Gradebook | Batch, sub: Submission, result: NotebookResult, digest: str | None,
            fingerprint: str, page: Page, executed_notebook: str | NotebookNode | None = None, kept: str | None = None,
-           previous: dict[str, Any] | None | object = UNREAD, how: HowRegraded = RUN_AGAIN) -> NotebookResult:
+           previous: dict[str, Any] | None | object = UNREAD, how: HowRegraded = RUN_AGAIN,
+           made: MadeAhead | None = None) -> NotebookResult:
     """Store one submission's result. An unexpected error costs that submission only: it is stored as 'not graded'
     with the reason (feedback included), and the run goes on. previous: the stored record, when the caller has read
     it already."""
@@ -183,7 +240,7 @@ def settle(course: Course, gb: Gradebook | Batch, sub: Submission, result: Noteb
         previous = results_store.load(results_store.path(course, *sub.key))       # both attempts compare with it
     assert previous is None or isinstance(previous, dict)
     try:
-        return store(course, gb, sub, result, digest, fingerprint, previous, page, executed_notebook, kept, how)
+        return store(course, gb, sub, result, digest, fingerprint, previous, page, executed_notebook, kept, how, made)
     except Exception as exc:  # noqa: BLE001 - one notebook never stops the others
         failed = grader_error(course, sub, exc)
         try:

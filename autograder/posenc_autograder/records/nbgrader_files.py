@@ -171,9 +171,14 @@ def write_notebook(nb: nbformat.NotebookNode, target: pathlib.Path) -> None:
     """The autograded notebook stored as nbformat.write stores it for every reader (its transient fields left out),
     without what cost a re-judged notebook most of its storing and changes nothing read back: nbformat's validation,
     which only logs, and its indented form, which goes through Python's slow encoder (compact: the C one)."""
+    target.write_text(notebook_text(nb), encoding="utf-8")
+
+
+def notebook_text(nb: nbformat.NotebookNode) -> str:
+    """What write_notebook writes of nb."""
     cells = [{**c, "metadata": _without(c.get("metadata", {}), ("trusted",))} for c in nb.cells]
     stored = {**nb, "metadata": _without(nb.get("metadata", {}), TRANSIENT), "cells": cells}
-    target.write_text(json.dumps(stored, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    return json.dumps(stored, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def _without(metadata: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:

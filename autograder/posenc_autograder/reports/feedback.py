@@ -6,9 +6,10 @@ Points come from the gradebook when it has them, so a grade changed by hand in f
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
@@ -72,19 +73,51 @@ def path(feedback_root: pathlib.Path, result: NotebookResult) -> pathlib.Path:
 
 def write(result: NotebookResult, feedback_root: pathlib.Path, scores=None, late=None, comments=(),
           counted: str | None = None) -> pathlib.Path:
-    page = path(feedback_root, result)
+    return _written(path(feedback_root, result), render(result, scores, late, comments=comments, counted=counted))
+
+
+def _written(page: pathlib.Path, text: str) -> pathlib.Path:
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render(result, scores, late, comments=comments, counted=counted))
+    page.write_text(text)
     return page
 
 
-def page_writer(course: Course, deadlines: late_policy.Deadlines) -> Callable[[graded.Stored], pathlib.Path]:
-    """What writes a stored notebook's page (records.graded's `page`): the gradebook's points and comments, the late
-    policy of `deadlines` (one for a run: the roster and the portal's dates are read once) and the counting rule."""
-    counted = attempts.RULES[settings.load(course).course.counted_attempt]
+@dataclasses.dataclass(frozen=True)
+class Made:
+    """A page rendered without writing it (PageWriter.ahead), with all it was rendered from."""
+    stored: graded.Stored
+    late: late_policy.Lateness | None
+    text: str
 
-    def write_page(stored: graded.Stored) -> pathlib.Path:
+
+class PageWriter:
+    """What writes a stored notebook's page (records.graded's `page`): the gradebook's points and comments, the late
+    policy of `deadlines` (one for a run: the roster and the portal's dates are read once) and the counting rule.
+    A page can be rendered ahead (by a process re-judging ahead of a run) and written later, where what it was
+    rendered from is what the page is written from then."""
+
+    def __init__(self, course: Course, deadlines: late_policy.Deadlines):
+        self.feedback, self.deadlines = course.feedback, deadlines
+        self.counted = attempts.RULES[settings.load(course).course.counted_attempt]
+
+    def _late(self, result: NotebookResult) -> late_policy.Lateness | None:
+        return self.deadlines.lateness(result.student, result.assignment)
+
+    def __call__(self, stored: graded.Stored) -> pathlib.Path:
         result = stored.result
-        return write(result, course.feedback, stored.scores, deadlines.lateness(result.student, result.assignment),
-                     stored.comments, counted)
-    return write_page
+        return write(result, self.feedback, stored.scores, self._late(result), stored.comments, self.counted)
+
+    def ahead(self, stored: graded.Stored) -> Made:
+        late = self._late(stored.result)
+        return Made(stored, late, render(stored.result, stored.scores, late, comments=stored.comments,
+                                         counted=self.counted))
+
+    def write_ahead(self, made: Made, stored: graded.Stored) -> pathlib.Path:
+        """made's page, when made from this very stored notebook and lateness; else the page rendered now."""
+        if made.stored != stored or made.late != self._late(stored.result):
+            return self(stored)
+        return _written(path(self.feedback, stored.result), made.text)
+
+
+def page_writer(course: Course, deadlines: late_policy.Deadlines) -> PageWriter:
+    return PageWriter(course, deadlines)
