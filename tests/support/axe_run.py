@@ -15,10 +15,15 @@ ratio, provided that what lies under and over each is its ancestors alone: each 
 ancestor (so each ancestor is in its stack, and no overflow clips it) and no other element's box meets it, but for
 what axe leaves out of its stacks (the folded content of a closed <details>) and tokens of the same block without a
 background (no overlay, no copy button, no token with a background of its own meets it; a span that does, or that is
-folded itself, is evaluated by axe as before). So if the sample of a look passes with a measured ratio, none of the
-others can be a violation: each either measures that same passing ratio, or stops earlier with "not applicable" or
-"needs review", which are not violations. A span with no text axe checks (whitespace, punctuation) is not
-applicable whatever its look.
+folded itself, is evaluated by axe as before). A code block that scrolls (axe.utils.getScroll) is a region of its
+own in axe's grid: what lies under and over one of its spans is what of the block meets the span's centre, then what
+lies at the block's centre, the same for every span of the block. So a span scrolled out of the block's view (at
+phone width, most of a long line) is decided as a span of the same look in the same block that shows, when its text
+is not cut by an overflow: hidden box (axe clips text by those alone) and nothing of the block with a background
+meets it; else axe evaluates it. So if the sample of a look passes with a measured ratio, none of the others can be
+a violation: each either measures that same passing ratio, or stops earlier with "not applicable" or "needs review",
+which are not violations. A span with no text axe checks (whitespace, punctuation) is not applicable whatever its
+look.
 
 So the run below reports exactly what axe's run over every element reports:
   - one run of every rule asked for, colour-contrast leaving out the spans marked SAMPLED: all of a look's spans
@@ -27,7 +32,8 @@ So the run below reports exactly what axe's run over every element reports:
   - else (a violation anywhere, or a sample that was not measured or did not pass): axe's own run over every
     element, whose violations, with their selectors, are returned as they are.
 tests/book/test_browser.py's test_the_sampled_contrast_check_reports_what_a_full_run_reports compares the two on
-pages made faulty the ways the sampling could miss: a token class made faint, one span's colour, an overlay.
+pages made faulty the ways the sampling could miss: a token class made faint, one span's colour, an overlay;
+the last two on a span scrolled out of view too.
 """
 import pathlib
 
@@ -65,6 +71,7 @@ AXE_RUN = """async ({runOnly, sampled, sample}) => {
         const PROPERTIES = %s;
         const looks = new Map();
         const chain = new Map();
+        const inBlock = new Map();
         const styleOf = element => {
             if (!chain.has(element)) {
                 const style = getComputedStyle(element);
@@ -100,20 +107,41 @@ AXE_RUN = """async ({runOnly, sampled, sample}) => {
             }
             const others = everything.filter(([e, r]) => meets(r, frame) && !e.contains(pre)
                 && (!pre.contains(e) || background(e))).map(([e, r]) => [e, r]);
+            // A block that scrolls is a region of its own to axe: what lies under and over a span of it is what of
+            // the block meets the span's centre, then what lies at the block's centre, the same for all its spans.
+            const scrolls = axe.utils.getScroll(pre);
+            const shown = new Set();
+            const hidden = [];
             for (const span of pre.children) {
                 if (span.children.length) continue;
                 const text = axe.commons.text.sanitize(span.textContent);
                 const real = axe.commons.text.removeUnicode(text, {emoji: true, nonBmp: false, punctuations: true});
                 if (!real) { span.setAttribute(mark, ""); continue; }     // not applicable, whatever its look
                 const rects = [...span.getClientRects()];
-                if (!rects.length || !rects.every(r => inside(r, box))
-                    || others.some(([e, r]) => rects.some(s => meets(s, r)))) continue;       // evaluated alone
+                if (!rects.length) continue;                                                 // evaluated alone
                 const look = styleOf(span) + (text.length === 1 ? "|one" : "|more");
-                if (!looks.has(look)) looks.set(look, []);
-                looks.get(look).push(span);
+                if (rects.every(r => inside(r, box)) && !others.some(([e, r]) => rects.some(s => meets(s, r)))) {
+                    if (!looks.has(look)) looks.set(look, []);
+                    looks.get(look).push(span);
+                    shown.add(look);
+                } else if (scrolls) hidden.push([span, rects, look]);
             }
+            for (const [span, rects, look] of hidden)           // scrolled out of view: decided as a shown span
+                if (shown.has(look) && unclipped(span, rects) && !within(pre).some(([e, r]) => e !== span
+                    && background(e) && rects.some(s => meets(s, r)))) looks.get(look).push(span);
         }
         return looks;
+
+        function unclipped(span, rects) {       // no text rect cut by an overflow: hidden box (axe clips by those)
+            for (let a = span; a; a = a.parentElement)
+                if (getComputedStyle(a).overflow === "hidden"
+                    && !rects.every(r => inside(r, a.getBoundingClientRect()))) return false;
+            return true;
+        }
+        function within(pre) {
+            if (!inBlock.has(pre)) inBlock.set(pre, everything.filter(([e]) => e !== pre && pre.contains(e)));
+            return inBlock.get(pre);
+        }
     }
 }"""
 # What axe reads of a span and of each of its ancestors to decide its contrast (see above), as computed styles.
