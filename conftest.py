@@ -15,6 +15,7 @@ import json
 import os
 import pathlib
 import re
+import tempfile
 import time
 
 import pytest
@@ -118,6 +119,8 @@ ROOT = pathlib.Path(__file__).resolve().parent
 RUN_RECORDS = ROOT / ".pytest_cache" / "posenc-runs"
 STARTED = pytest.StashKey[tuple]()
 DURATIONS = "posenc-durations"
+MEMORY_FOLDER = "/dev/shm"                  # Linux's in-memory filesystem (tmpfs)
+MEMORY_FREE_BYTES = 2 * 2**30
 
 
 def pytest_collection_modifyitems(config, items):
@@ -225,9 +228,31 @@ def pytest_sessionstart(session):
 
 
 def pytest_configure(config):
-    """The process that runs the session (not an xdist worker) times each test as its reports reach it."""
+    """The process that runs the session (not an xdist worker) times each test as its reports reach it, and puts the
+    run's temporary folders in memory when it may (temporary_folder_in_memory)."""
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(run_order.Durations(), DURATIONS)
+        temporary_folder_in_memory(config)
+
+
+def temporary_folder_in_memory(config, memory: str = MEMORY_FOLDER) -> bool:
+    """TMPDIR (hence tmp_path and every tempfile, in the workers and whatever they start) on the machine's in-memory
+    filesystem, for a run that leaves out the slow tests and names no folder of its own (TMPDIR, --basetemp): the
+    tests' SQLite databases sync to disk at every commit (test_access alone made 612 syncs) and their courses are
+    copied and removed, waits no test here is about. A run with the slow tests keeps the disk: the sandbox's attack
+    notebooks look for the course's files under /tmp from inside the sandbox. Not a folder that refuses programs
+    (noexec) or has less than MEMORY_FREE_BYTES free."""
+    if "TMPDIR" in os.environ or config.option.basetemp or not leaves_out_slow(config):
+        return False
+    try:
+        found = os.statvfs(memory)
+    except OSError:
+        return False
+    if found.f_flag & (os.ST_NOEXEC | os.ST_RDONLY) or found.f_bavail * found.f_frsize < MEMORY_FREE_BYTES:
+        return False
+    os.environ["TMPDIR"] = memory
+    tempfile.tempdir = None                   # worked out again from TMPDIR at its next use
+    return True
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -59,3 +59,48 @@ def test_a_run_leaving_out_every_slow_test_skips_only_the_folders_of_slow_tests(
     assert leaves_out(test_fast) and leaves_out("not slow") and leaves_out("hub and not slow")
     for keeps in ("", "slow", "not book", "slow or hub", "not slow or hub", "not (slow and browser)"):
         assert not leaves_out(keeps), keeps
+
+
+def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(tmp_path, monkeypatch):
+    """make test-fast's TMPDIR is the in-memory folder; a run with the slow tests (the sandbox's attack notebooks
+    look for the course under /tmp), one that names its own folder, or a folder that refuses programs keeps the disk."""
+    import configparser
+    import importlib.util
+    import os
+    import re
+    import subprocess
+    import tempfile
+    import types
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    markers = [line for line in ini["pytest"]["markers"].splitlines() if line.strip()]
+    test_fast = re.search(r'^test-fast:.*?-m "([^"]+)"', (ROOT / "Makefile").read_text(), re.M | re.S).group(1)
+
+    before = tempfile.gettempdir()
+
+    def in_memory(expression: str, basetemp=None, memory=str(tmp_path)) -> bool:
+        monkeypatch.delenv("TMPDIR", raising=False)
+        monkeypatch.setattr(tempfile, "tempdir", before)
+        config = types.SimpleNamespace(option=types.SimpleNamespace(markexpr=expression, basetemp=basetemp),
+                                       getini=lambda name: markers if name == "markers" else None)
+        monkeypatch.setattr(root_conftest, "MEMORY_FREE_BYTES", 0)
+        moved = root_conftest.temporary_folder_in_memory(config, memory)
+        assert (os.environ.get("TMPDIR"), tempfile.gettempdir()) == ((memory, memory) if moved else (None, before))
+        return moved
+    assert in_memory(test_fast)
+    assert not in_memory("") and not in_memory(test_fast, basetemp=str(tmp_path / "own"))
+    assert not in_memory(test_fast, memory=str(tmp_path / "absent"))
+    monkeypatch.setenv("TMPDIR", "/var/tmp")
+    config = types.SimpleNamespace(option=types.SimpleNamespace(markexpr=test_fast, basetemp=None),
+                                   getini=lambda name: markers if name == "markers" else None)
+    assert not root_conftest.temporary_folder_in_memory(config, str(tmp_path)) and os.environ["TMPDIR"] == "/var/tmp"
+    noexec = tmp_path / "noexec"
+    noexec.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,size=1m", "tmpfs", str(noexec)]).returncode == 0:
+        try:
+            assert not in_memory(test_fast, memory=str(noexec))
+        finally:
+            subprocess.run(["umount", str(noexec)], check=True)
