@@ -19,6 +19,7 @@ import nbformat
 from notebook_tools import ROOT
 
 from posenc_autograder import settings
+from posenc_autograder.authoring import generation
 from posenc_autograder.checks import REGISTRY, total_points
 from posenc_autograder.course import GRADEBOOK, Course
 from posenc_autograder.devtools import bench
@@ -161,14 +162,18 @@ EXPECTED = {
 
 def make_course(tmp: pathlib.Path, registered: bool = True) -> pathlib.Path:
     """A throwaway course directory: the repository's notebooks and config, and a gradebook where every
-    assignment is registered, as after `make release` (registered=False: no gradebook yet)."""
+    assignment is registered, as after `make release`, with the generated assignments that release keeps (a check of
+    exercises/ against solutions/, as make grade's, reads them instead of running nbgrader again); registered=False:
+    no gradebook and nothing kept yet."""
     for folder in ("solutions", "exercises"):
         shutil.copytree(ROOT / folder, tmp / folder)
     (tmp / "autograder").mkdir()
     shutil.copy(ROOT / "autograder" / "nbgrader_config.py", tmp / "autograder")
     shutil.copy(ROOT / "nbgrader_config.py", tmp)          # nbgrader started from the root finds autograder/
     if registered:
-        shutil.copy(registered_gradebook(), tmp / GRADEBOOK)
+        kept = registered_gradebook()
+        shutil.copy(kept, tmp / GRADEBOOK)
+        shutil.copytree(kept.parent / generation.KEPT, Course(tmp).work / generation.KEPT)
     return tmp
 
 
@@ -203,9 +208,10 @@ def _registration_key() -> str:
 def registered_gradebook() -> pathlib.Path:
     """A gradebook with every assignment registered: registering (nbgrader's alembic and generate_assignment)
     takes about 10 s, which each fresh course would pay again. Made once and kept in the git-ignored
-    .pytest_cache under the key of what it depends on, so a rerun of `make test-fast` does not pay it."""
+    .pytest_cache under the key of what it depends on, so a rerun of `make test-fast` does not pay it; beside it,
+    the generated assignments registering kept (generation.KEPT: each entry is recalled only under its own digest)."""
     kept = ROOT / ".pytest_cache" / "posenc-gradebook" / _registration_key() / "gradebook.db"
-    if kept.is_file():
+    if kept.is_file() and (kept.parent / generation.KEPT).is_dir():
         return kept
     folder = pathlib.Path(tempfile.mkdtemp(prefix="posenc-gradebook-"))
     atexit.register(shutil.rmtree, folder, True)
@@ -213,6 +219,12 @@ def registered_gradebook() -> pathlib.Path:
     for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
         gradebook.register(course, release.name)
     kept.parent.mkdir(parents=True, exist_ok=True)
+    partial_entries = kept.parent / f"{generation.KEPT}.{os.getpid()}.partial"
+    shutil.copytree(course.work / generation.KEPT, partial_entries)
+    try:
+        partial_entries.rename(kept.parent / generation.KEPT)     # whole or absent; another worker's may be there
+    except OSError:
+        shutil.rmtree(partial_entries, ignore_errors=True)
     partial = kept.with_suffix(f".{os.getpid()}.partial")       # two test workers may make it at once
     shutil.copy(course.root / GRADEBOOK, partial)
     partial.replace(kept)                      # whole or absent, whoever reads it
