@@ -169,7 +169,7 @@ def test_a_notebooks_grades_and_comments_are_found_by_its_cells_not_by_reading_t
     with sqlite3.connect(course.path(GRADEBOOK)) as db:
         submission = db.execute("SELECT id FROM submitted_assignment WHERE student_id = 'ben'").fetchone()[0]
         given = {"submission": submission, "notebook": NOTEBOOK, "assignment": ASSIGNMENT, "student": "ben"}
-        for statement in (gradebook.NOTEBOOK_GRADES, gradebook.COMMENTS):
+        for statement in (gradebook.NOTEBOOK_GRADES, gradebook.COMMENTS, gradebook.NOTEBOOK_SCORES):
             plan = " / ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {statement.text}", given))
             assert "SCAN grade" not in plan and "SCAN comment" not in plan, plan
         grades = db.execute(gradebook.NOTEBOOK_GRADES.text, given).fetchall()
@@ -220,6 +220,9 @@ def test_a_students_final_scores_are_nbgraders_found_by_the_cells_not_by_reading
                      gradebook.class_final_scores(gb, ASSIGNMENT).items()}
         read = {student: gradebook.session_final_scores(gb.db, student) for student in ("ann", "ben", "cat", "dan")}
         everyone = gradebook.session_final_scores(gb.db)
+        for student in ("ann", "ben"):                            # and a notebook's cells, as the feedback page
+            assert gradebook.session_cell_scores(gb.db, student, ASSIGNMENT, NOTEBOOK) == gradebook.class_cell_scores(
+                gb, ASSIGNMENT, student)[student, NOTEBOOK]
     assert len(set(nbgraders.values())) == 3
     assert everyone == nbgraders and read["dan"] == {}
     assert {key: value for found in read.values() for key, value in found.items()} == nbgraders
