@@ -5,6 +5,7 @@ upload's check must not build the notebook grading builds, and a feedback page m
 import copy
 import datetime as dt
 import json
+import re
 from dataclasses import replace
 
 import nbformat
@@ -261,3 +262,17 @@ def test_a_pooled_connection_is_pinged_only_after_it_has_been_idle_and_replaced_
         raise engine.dialect.loaded_dbapi.OperationalError("server closed the connection")
     monkeypatch.setattr(engine.dialect, "do_ping", dead)
     assert used() is not first                                                # replaced before anyone used it
+
+
+def test_a_pages_static_files_are_kept_by_the_browser_for_a_while_and_its_pages_are_not(app, portal):
+    """The static files every page links (style, script, icon) may be kept by a browser for a while: every response
+    was no-store, so a browser fetched all three again with every page. Every page stays no-store."""
+    alice = client_for(app, portal, "alice")
+    page = alice.get("/")
+    assert page.headers["cache-control"] == "no-store"
+    links = re.findall(r'(?:href|src)="(/static/[^"]+)"', page.text)
+    assert len(links) == 3, links
+    for link in links:
+        kept = alice.get(link)
+        assert kept.status_code == 200 and kept.headers["cache-control"] == pages.STATIC_KEPT
+        assert kept.content == (pages.STATIC / link.removeprefix("/static/")).read_bytes()

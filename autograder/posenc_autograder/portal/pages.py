@@ -21,6 +21,12 @@ ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "template
                                  undefined=jinja2.StrictUndefined)
 ENVIRONMENT.filters["stamp"] = rules.stamp
 
+
+# The static files (style, script, icon: the same for everyone) may be kept by a browser for a while, instead of being
+# fetched again with every page (no-store, as every page is): after a portal's upgrade, a browser may use the old ones
+# this long.
+STATIC_KEPT = "public, max-age=300"
+
 PORTAL_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 

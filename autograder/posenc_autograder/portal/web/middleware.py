@@ -15,6 +15,7 @@ FORM_BYTES = 64_000                           # any request but an upload
 ENVELOPE_BYTES = 64_000                               # the multipart envelope around an uploaded notebook
 UPLOAD_BYTES = uploads.MAX_UPLOAD_BYTES + ENVELOPE_BYTES   # the default course's; Guard is given its course's
 UPLOAD_SUFFIX = "/upload"
+STATIC_PREFIX = "/static/"                    # routes.py mounts the static files there
 BODY_IDLE_SECONDS = 30.0             # a request body that stalls this long is cut off (slow clients)
 BODY_SECONDS = {True: 600.0, False: 30.0}       # a whole body, upload or not (20 MB at 0.3 MB/s fits)
 REFUSED_BODY_BYTES = 100_000_000     # a body refused on its length is received and dropped up to this size
@@ -43,12 +44,16 @@ class Guard:
         uploading = scope["path"].endswith(UPLOAD_SUFFIX)
         limit = self.upload_bytes + ENVELOPE_BYTES if uploading else FORM_BYTES
         started = False
+        static = scope["path"].startswith(STATIC_PREFIX)
 
         async def with_headers(message):
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                message = {**message, "headers": secure_headers(message.get("headers", []), self.frame_ancestors())}
+                headers = message.get("headers", [])
+                if static and message["status"] in (200, 304):
+                    headers = [*headers, (b"cache-control", pages.STATIC_KEPT.encode())]
+                message = {**message, "headers": secure_headers(headers, self.frame_ancestors())}
             await send(message)
 
         declared = dict(scope["headers"]).get(b"content-length")
