@@ -1,10 +1,35 @@
 """tests/ mirrors the grader package: every stage (a folder of posenc_autograder) has a folder of tests of its own,
 so a newcomer finds a stage's tests where its code is (tests/<stage>/), beside the suites that cross stages."""
+import configparser
+import importlib.util
 import pathlib
+import re
+import types
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "autograder" / "posenc_autograder"
 ACROSS_STAGES = {"architecture", "book", "end_to_end", "support"}     # folders of tests/ that are no stage's
+
+
+def root_conftest():
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_config(expression: str, basetemp=None):
+    """What the root conftest reads of a run: its -m expression, --basetemp and pytest.ini's markers."""
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    markers = [line for line in ini["pytest"]["markers"].splitlines() if line.strip()]
+    return types.SimpleNamespace(option=types.SimpleNamespace(markexpr=expression, basetemp=basetemp),
+                                 getini=lambda name: markers if name == "markers" else None)
+
+
+def fast_run_expression() -> str:
+    """make test-fast's -m expression, read from the Makefile."""
+    return re.search(r'^test-fast:.*?-m "([^"]+)"', (ROOT / "Makefile").read_text(), re.M | re.S).group(1)
 
 
 def stages() -> set[str]:
@@ -24,12 +49,8 @@ def test_every_folder_of_tests_is_a_stage_or_says_why_not():
 def test_each_test_the_root_conftest_names_still_exists():
     """conftest.SLOW_TESTS names tests by node id (or its prefix): a renamed or moved one would silently come back
     into test-fast; so does WHY_SLOW, whose reason would silently leave the slowest tests' list."""
-    import importlib.util
-    import re
-    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
-    root_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root_conftest)
-    for node in [*root_conftest.SLOW_TESTS, *root_conftest.WHY_SLOW]:
+    conftest = root_conftest()
+    for node in [*conftest.SLOW_TESTS, *conftest.WHY_SLOW]:
         path, _, name = node.partition("::")
         name, _, parameters = name.partition("[")
         source = (ROOT / path).read_text()
@@ -40,22 +61,11 @@ def test_each_test_the_root_conftest_names_still_exists():
 def test_a_run_leaving_out_every_slow_test_skips_only_the_folders_of_slow_tests():
     """conftest.leaves_out_slow decides whether tests/end_to_end/ is imported at all: only when the -m expression
     (make test-fast's, read from the Makefile) is false for every test marked slow, whatever else it is marked."""
-    import configparser
-    import importlib.util
-    import re
-    import types
-    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
-    root_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root_conftest)
-    ini = configparser.ConfigParser()
-    ini.read(ROOT / "pytest.ini")
-    markers = [line for line in ini["pytest"]["markers"].splitlines() if line.strip()]
+    conftest = root_conftest()
 
     def leaves_out(expression: str) -> bool:
-        config = types.SimpleNamespace(option=types.SimpleNamespace(markexpr=expression),
-                                       getini=lambda name: markers if name == "markers" else None)
-        return root_conftest.leaves_out_slow(config)
-    test_fast = re.search(r'^test-fast:.*?-m "([^"]+)"', (ROOT / "Makefile").read_text(), re.M | re.S).group(1)
+        return conftest.leaves_out_slow(run_config(expression))
+    test_fast = fast_run_expression()
     assert leaves_out(test_fast) and leaves_out("not slow") and leaves_out("hub and not slow")
     for keeps in ("", "slow", "not book", "slow or hub", "not slow or hub", "not (slow and browser)"):
         assert not leaves_out(keeps), keeps
@@ -64,39 +74,27 @@ def test_a_run_leaving_out_every_slow_test_skips_only_the_folders_of_slow_tests(
 def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(tmp_path, monkeypatch):
     """make test-fast's TMPDIR is the in-memory folder; a run with the slow tests (the sandbox's attack notebooks
     look for the course under /tmp), one that names its own folder, or a folder that refuses programs keeps the disk."""
-    import configparser
-    import importlib.util
     import os
-    import re
     import subprocess
     import tempfile
-    import types
-    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
-    root_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root_conftest)
-    ini = configparser.ConfigParser()
-    ini.read(ROOT / "pytest.ini")
-    markers = [line for line in ini["pytest"]["markers"].splitlines() if line.strip()]
-    test_fast = re.search(r'^test-fast:.*?-m "([^"]+)"', (ROOT / "Makefile").read_text(), re.M | re.S).group(1)
+    conftest = root_conftest()
+    test_fast = fast_run_expression()
 
     before = tempfile.gettempdir()
 
     def in_memory(expression: str, basetemp=None, memory=str(tmp_path)) -> bool:
         monkeypatch.delenv("TMPDIR", raising=False)
         monkeypatch.setattr(tempfile, "tempdir", before)
-        config = types.SimpleNamespace(option=types.SimpleNamespace(markexpr=expression, basetemp=basetemp),
-                                       getini=lambda name: markers if name == "markers" else None)
-        monkeypatch.setattr(root_conftest, "MEMORY_FREE_BYTES", 0)
-        moved = root_conftest.temporary_folder_in_memory(config, memory)
+        monkeypatch.setattr(conftest, "MEMORY_FREE_BYTES", 0)
+        moved = conftest.temporary_folder_in_memory(run_config(expression, basetemp), memory)
         assert (os.environ.get("TMPDIR"), tempfile.gettempdir()) == ((memory, memory) if moved else (None, before))
         return moved
     assert in_memory(test_fast)
     assert not in_memory("") and not in_memory(test_fast, basetemp=str(tmp_path / "own"))
     assert not in_memory(test_fast, memory=str(tmp_path / "absent"))
     monkeypatch.setenv("TMPDIR", "/var/tmp")
-    config = types.SimpleNamespace(option=types.SimpleNamespace(markexpr=test_fast, basetemp=None),
-                                   getini=lambda name: markers if name == "markers" else None)
-    assert not root_conftest.temporary_folder_in_memory(config, str(tmp_path)) and os.environ["TMPDIR"] == "/var/tmp"
+    assert not conftest.temporary_folder_in_memory(run_config(test_fast), str(tmp_path))
+    assert os.environ["TMPDIR"] == "/var/tmp"
     noexec = tmp_path / "noexec"
     noexec.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,size=1m", "tmpfs", str(noexec)]).returncode == 0:
