@@ -90,6 +90,9 @@ WHY_SLOW = {
     "tests/end_to_end/test_every_door.py::": "one class through every door (LMS zip, portal, exchange) and every page",
     "tests/end_to_end/test_new_assignment.py::": "a fourth assignment discovered, released and graded from nothing",
     "tests/end_to_end/test_wheel.py::": "its setup builds the grader's wheel and installs it in a fresh environment",
+    "tests/devtools/test_stopped_bench.py::test_a_terminated_portal_bench": "a real portal bench started (its scratch "
+    "course copied and released, its portal and grading processes up) and stopped by SIGTERM: what it must leave "
+    "behind is a real run's process tree",
     "tests/end_to_end/test_nbgrader_tools.py::": "nbgrader's own commands on a graded class",
     "tests/end_to_end/test_scale.py::": "a class graded on PostgreSQL and a dask cluster",
     "tests/end_to_end/test_formgrader.py::": "nbgrader's formgrader started and read in Chromium",
