@@ -8,6 +8,7 @@ import os
 import pathlib
 import shutil
 import sqlite3
+import time
 
 import pytest
 from fixture_submissions import NOTEBOOK, course_with_solvers, set_released_points
@@ -65,18 +66,27 @@ def graded_class(graded_once):
     return again(), again
 
 
-def _prepared_where(monkeypatch, log: pathlib.Path, dies: str | None = None):
-    """Each notebook's prepare logged with the process that did it; `dies`: that student's kills its process."""
+def _prepared_where(monkeypatch, log: pathlib.Path, dies: str | None = None, after: str | None = None):
+    """Each notebook's prepare logged with the process that did it; `dies`: that student's kills its process, once
+    `after`'s notebook was begun by a process (a pool broken before that leaves it to the run: a race under load)."""
     real, run = grade.prepare_run, os.getpid()
 
     def logged(course, sub, *args, **kwargs):
         if sub.student == dies and os.getpid() != run:
+            _wait_for(log, f"{after} process")
             os._exit(9)                               # the process dies mid-notebook, nothing said
         with open(log, "a") as out:
             out.write(f"{sub.student} {'run' if os.getpid() == run else 'process'}\n")
         return real(course, sub, *args, **kwargs)
 
     monkeypatch.setattr(grade, "prepare_run", logged)
+
+
+def _wait_for(log: pathlib.Path, line: str, seconds: float = 120) -> None:
+    """Until the log holds this line (a bounded wait: past it, the test's own assertion says what is missing)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and line not in (log.read_text().splitlines() if log.is_file() else []):
+        time.sleep(0.01)
 
 
 def _where(log: pathlib.Path) -> dict[str, set[str]]:
@@ -112,7 +122,7 @@ def test_a_process_that_dies_loses_nothing(graded_class, tmp_path, monkeypatch, 
     alone = _stored(course)
 
     monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
-    _prepared_where(monkeypatch, tmp_path / "died.log", dies="ben")
+    _prepared_where(monkeypatch, tmp_path / "died.log", dies="ben", after="ann")
     survived = grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS)
     assert "4 notebooks re-judged from their kept records" in capsys.readouterr().err   # none run again
     where = _where(tmp_path / "died.log")
