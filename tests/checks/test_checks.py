@@ -370,6 +370,25 @@ def test_a_failed_contract_names_its_own_cause_or_the_one_its_value_tests_found(
     assert raised[0].cause.startswith("ValueError: matmul")
 
 
+def test_the_integer_contract_says_what_it_accepts():
+    """A count promised as an integer passes as a Python int or a numpy integer (the self-check accepts both too), so
+    no word a student reads (the test's title, its spec bullet, a failure's sentence, the notebook's own words) asks
+    for 'a Python int'; a float fails, told it is not an integer. Before, all of them said 'a Python int'."""
+    import nbformat
+
+    from posenc_autograder.authoring.spec_bullets import all_spec_bullets
+    from posenc_autograder.checks.contracts import kind_problem
+    from posenc_autograder.checks.manifest import INT
+    assert kind_problem({"type": "int"}, INT, "count") is None and kind_problem({"type": "int64"}, INT, "count") is None
+    assert "expected an integer (int(...))" in str(kind_problem({"type": "float64", "float": True}, INT, "count"))
+    test = REGISTRY["hidden_relative_positions_contracts"]
+    notebook = nbformat.read(solution_notebook("relative_positions"), as_version=4)
+    words = [test.title, *(all_spec_bullets()[bullet][1] for bullet in test.bullets),
+             " ".join(" ".join(cell.source for cell in notebook.cells).split()),
+             str(kind_problem({"type": "str"}, INT, "count"))]
+    assert not [w[:80] for w in words if "Python int" in w or "Python `int`" in w]
+
+
 def test_rows_apart_block_by_block_is_the_whole_distance_matrix_s_verdict():
     from posenc_autograder.checks.positional_encoding import reference, sinusoidal
     base = reference.sinusoidal_positional_encoding(1000, 12)

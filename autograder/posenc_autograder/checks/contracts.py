@@ -83,7 +83,7 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
                                cause=f"returns {describe_kind(kind)} where a dict is promised")
         return next((p for p in (kind_problem(items[key], expected, f"{what}['{key}']")
                                  for key, expected in promised.items() if key in items) if p), None)
-    expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool", INT: "a Python int (int(...))",
+    expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool", INT: "an integer (int(...))",
                 INT_ARRAY: "an integer numpy ndarray (np.int64)"}.get(promised, "a float64 numpy ndarray")
     cause = None
     if promised == ARRAY and kind.get("type") == "ndarray":

@@ -146,10 +146,10 @@ MISTAKES = [
     Mistake("analysis: distances counted", "def t5_buckets_used(q_len, k_len, bidirectional=True, num_buckets=32, "
                                            "max_distance=128):\n    return q_len + k_len - 1\n",
             "hidden_t5_buckets_used", "number of distinct distances", points_lost=1.5),
-    Mistake("analysis: a numpy integer", "_used = t5_buckets_used\n"
+    Mistake("analysis: a float count", "_used = t5_buckets_used\n"
                                          "def t5_buckets_used(*args, **kwargs):\n"
                                          "    return np.float64(_used(*args, **kwargs))\n",
-            "hidden_relative_positions_contracts", "expected a Python int", points_lost=0.5),
+            "hidden_relative_positions_contracts", "expected an integer", points_lost=0.5),
 ]
 
 UNFINISHED = [

@@ -24,7 +24,7 @@ SPEC_BULLETS = {
     "relpos.xl_shift": (SECTION, "The relative shift aligns distances with keys, with memory; 0 after the query"),
     "relpos.xl_logits": (SECTION, "Transformer-XL's logits with u and v match the direct four-term sum"),
     "relpos.analysis": (SECTION, "How many buckets a layer uses, for several lengths and settings"),
-    "relpos.types": (SECTION, "Integer indices and buckets, float64 arrays, a Python int; arguments unchanged"),
+    "relpos.types": (SECTION, "Integer indices and buckets, float64 arrays, an integer count; arguments unchanged"),
 }
 
 SHAW = (4, 6, 2)                 # the contracts test's q_len, k_len, max_distance

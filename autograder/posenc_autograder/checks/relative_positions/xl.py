@@ -108,6 +108,6 @@ TESTS = [
                inputs=_logits_inputs, probe=call_each, judge=_judge_logits),
     contracts_test(ASSIGNMENT, FUNCTIONS, id="hidden_relative_positions_contracts", bullets=("relpos.types",), points=2,
                    answer_cell="analysis",
-                   title="return types and dtypes (integer arrays for indices and buckets, float64 arrays, a Python "
-                         "int), and the caller's arrays left unchanged, for each function that passes its own tests"),
+                   title="return types and dtypes (integer arrays for indices and buckets, float64 arrays, an integer "
+                         "count), and the caller's arrays left unchanged, for each function that passes its own tests"),
 ]
