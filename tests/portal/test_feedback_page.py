@@ -62,3 +62,22 @@ def test_an_attempt_stored_as_counting_is_not_shown_as_counting_once_another_doo
     attempts.add(course, "eve", ASSIGNMENT, "lms", "a Canvas zip", utcnow().replace(tzinfo=dt.timezone.utc)
                  + dt.timedelta(minutes=1), {"positional_encoding.ipynb": notebook_bytes("lms")})
     assert "This is the attempt that counts" not in eve.get("/attempts/1/feedback").text    # before any store
+
+
+def test_an_attempt_handed_in_through_the_lms_is_on_the_assignment_page_not_said_to_be_none(app, portal, course):
+    """A student whose one attempt came in through a Canvas zip and was graded: the page shows its grade, and says
+    what was uploaded here (none, the limits here count only uploads here) and the attempt handed in another way,
+    tagged as the one that counts once scores show. Before, it said '0 used' and 'No attempts yet.' beside the
+    grade."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
+    portal.set_policy(ASSIGNMENT, {"max_attempts": 3, "feedback_before": "full"})
+    fay = client_for(app, portal, "fay")
+    recorded = attempts.add(course, "fay", ASSIGNMENT, "lms", "Canvas submission 93",
+                            dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.timezone.utc),
+                            {"positional_encoding.ipynb": notebook_bytes("lms")})
+    attempts.place(course, recorded)
+    page = fay.get(f"/assignments/{ASSIGNMENT}").text
+    assert "0 used" not in page and "No attempts yet" not in page
+    assert "0 uploaded here, 3 left; 1 handed in another way, which the limits here do not count" in page
+    assert "an LMS download (Canvas submission 93)" in page and "2026-11-20 09:30 UTC" in page
+    assert '<span class="tag">counts</span>' in page

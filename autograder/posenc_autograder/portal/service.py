@@ -26,7 +26,7 @@ from posenc_autograder.portal.grading_processes import GradingProcesses
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
 from posenc_autograder.portal.watch import StatusWatch
-from posenc_autograder.portal.worker import Worker, counted_in_record, portal_attempt
+from posenc_autograder.portal.worker import PORTAL_DOORS, Worker, counted_among, counted_in_record, portal_attempt
 from posenc_autograder.records import gradebook, portal_dates
 from posenc_autograder.reports import late_policy
 from posenc_autograder.results import NotebookResult
@@ -249,7 +249,9 @@ class Portal:
                          grades: dict[tuple[str, str], late_policy.Grade]) -> dict:
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
-        counting = self.counting(student, assignment, attempts, deadlines)
+        record = record_of_attempts.of(self.course, student, assignment)          # every door's, read once here
+        counted = counted_among(self.course, record, deadlines)
+        counting = portal_attempt(counted, attempts)
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
                 "counted_rule": record_of_attempts.RULES[policy.counts],
                 "deadline": rules.deadline(policy, extension),
@@ -258,6 +260,7 @@ class Portal:
                 "decision": rules.may_upload(policy, extension, attempts, now, waiting),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
+                "elsewhere": handed_in_elsewhere(record, counted),
                 "grade": grades.get((student, assignment)),
                 "points": {t.id: stated_points(t, counts_now(t, counting), grades.get((student, assignment)),
                                                deadlines) for t in attempts if t.score is not None}}
@@ -461,6 +464,14 @@ class Portal:
                              "extension": rules.stamp(extensions.get((student.id, assignment)))})
         return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}
+
+
+def handed_in_elsewhere(record: list[record_of_attempts.Attempt],
+                        counted: record_of_attempts.Attempt | None) -> list[dict]:
+    """The student's attempts by the doors the portal does not grade (an LMS download, nbgrader's exchange, a file
+    placed by hand), oldest first: the student's attempts too, though the portal's limits count its uploads only."""
+    return [{"door": a.door_name, "source": a.source, "at": a.time.astimezone(dt.timezone.utc).replace(tzinfo=None),
+             "counts": a is counted} for a in record if a.door not in PORTAL_DOORS]
 
 
 def counts_now(attempt: Attempt, counting: Attempt | None) -> bool:

@@ -616,8 +616,13 @@ class StoreLock:
 def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:
     """The attempt that counts among every door's ([course] counted_attempt over the record of attempts; `deadlines`:
     reports.late_policy.Deadlines)."""
-    return record_of_attempts.choose(record_of_attempts.of(course, student, assignment),
-                                     settings.load(course).course.counted_attempt, deadlines.attempt_percent)
+    return counted_among(course, record_of_attempts.of(course, student, assignment), deadlines)
+
+
+def counted_among(course: Course, record: list[record_of_attempts.Attempt],
+                  deadlines) -> record_of_attempts.Attempt | None:
+    """counted_in_record of the student's record of attempts, as the caller has read it."""
+    return record_of_attempts.choose(record, settings.load(course).course.counted_attempt, deadlines.attempt_percent)
 
 
 def portal_attempt(counted: record_of_attempts.Attempt | None, attempts: list[Attempt]) -> Attempt | None:
