@@ -174,3 +174,38 @@ def test_the_same_notebook_handed_in_again_late_by_another_door_keeps_its_on_tim
     assert (row["score"], row["late"], row["late_penalty_percent"]) == ("4", "no", "0"), row
     assert row["submitted_at"] == settings.stamp(DEADLINE)
     assert "late policy" not in (course.feedback / on_time / NB / f"{NB}.html").read_text()
+
+
+def test_under_latest_the_same_notebook_handed_in_again_late_by_another_door_is_stated_late_everywhere(tmp_path):
+    """counted_attempt "latest": a notebook collected from Canvas on time and graded, then the very same file uploaded
+    to the portal 2 days after the deadline: the latest attempt counts, late. make grade stores it again at that
+    time, so timestamp.txt, the gradebook's time (formgrader's), autograded/'s, grades.csv and the page all state it.
+    Before, make grade found the file unchanged and stored nothing again: timestamp.txt kept the Canvas time."""
+    import nbformat
+    from fixture_submissions import solved_notebook
+
+    from posenc_autograder.intake import attempts
+    from posenc_autograder.orchestration.grade import grade_all
+    from posenc_autograder.settings import Limits
+
+    course = Course(make_course(tmp_path / "course"))
+    course.path(settings.SETTINGS_FILE).write_text(
+        f'[course]\ncounted_attempt = "latest"\n[late.{NB}]\ndeadline = "{DEADLINE.isoformat()}"\nper = "day"\n'
+        f'penalty = 10\ncap = 50\n')
+    files = {f"{NB}.ipynb": nbformat.writes(solved_notebook()).encode()}
+    attempts.place(course, attempts.add(course, "ann", NB, "lms", "Canvas submission 93",
+                                        DEADLINE - dt.timedelta(days=1), files))
+    limits = Limits(cell_seconds=20, notebook_seconds=60)
+    [first] = grade_all(course, jobs=1, isolate=False, limits=limits, quiet=True)
+    late = DEADLINE + dt.timedelta(days=2)
+    attempts.add(course, "ann", NB, "portal", "portal attempt 1", late, files)
+    grade_all(course, jobs=1, isolate=False, limits=limits, quiet=True)
+    utc = late.astimezone(UTC).replace(tzinfo=None)
+    assert attempts.stated_time(course.submitted / "ann" / NB) == utc
+    assert attempts.stated_time(course.autograded / "ann" / NB) == utc
+    with gradebook.open_gradebook(course) as gb:
+        assert gb.find_submission(NB, "ann").timestamp == utc
+    row = {r["student"]: r for r in _csv(course.grades_csv)}["ann"]
+    assert (row["late"], row["late_penalty_percent"], row["submitted_at"]) == ("yes", "20", settings.stamp(late))
+    assert "deducts 20% of the score" in (course.feedback / "ann" / NB / f"{NB}.html").read_text()
+    assert first.score > 0

@@ -292,21 +292,56 @@ def in_submitted(course: Course, student: str, assignment: str) -> dict[str, str
 
 def place(course: Course, attempt: Attempt, here: dict[str, str] | None = None) -> bool:
     """Put the attempt's files in submitted/<student>/<assignment>/ (what make grade and nbgrader grade), with
-    nbgrader's timestamp.txt; the other notebooks there go (each is kept in the record). False: already there.
+    nbgrader's timestamp.txt; the other notebooks there go (each is kept in the record). False: already there, at
+    the attempt's time.
     here: in_submitted's answer for that folder, when the caller has just read it."""
     target = course.submitted / attempt.student / attempt.assignment
     if target.resolve().parent.parent != course.submitted.resolve():
         raise ValueError(f"'{attempt.student}' would be stored outside {course.submitted}")
     if (in_submitted(course, attempt.student, attempt.assignment) if here is None else here) == attempt.files:
-        return False
+        return _restate_time(target, attempt)
     target.mkdir(parents=True, exist_ok=True)
     for old in target.glob("*.ipynb"):
         old.unlink()
     for name, path in files_of(course, attempt).items():
         _write_new(target / name, path.read_bytes())
-    when = attempt.time.astimezone(dt.timezone.utc)
+    _write_new(target / TIMESTAMP, _utc(attempt.time).strftime(TIMESTAMP_FORMAT).encode())
+    return True
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    """A time as nbgrader's timestamp.txt states it: UTC, no zone."""
+    return when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def stated_time(folder: pathlib.Path) -> dt.datetime | None:
+    """The UTC time folder/timestamp.txt states in nbgrader's format (None: none, another format, or not a regular
+    file: a link or a FIFO is never followed or waited on)."""
+    try:
+        text = read_bytes_safely(folder / TIMESTAMP, 200).decode("utf-8", "replace").strip()
+        return dt.datetime.strptime(text, TIMESTAMP_FORMAT)
+    except (UnreadableNotebook, OSError, ValueError):
+        return None
+
+
+def _restate_time(target: pathlib.Path, attempt: Attempt) -> bool:
+    """The attempt's files are in submitted/ already, maybe handed in by another door at another time: its
+    timestamp.txt states this attempt's time (to the second, as the record keeps it), the one the late policy reads
+    (late_policy.Deadlines.submitted). True: rewritten. A timestamp.txt in another format or zone is left as it is."""
+    stated = stated_time(target)
+    when = _utc(attempt.time)
+    if stated is None or stated.replace(microsecond=0) == when.replace(microsecond=0):
+        return False
     _write_new(target / TIMESTAMP, when.strftime(TIMESTAMP_FORMAT).encode())
     return True
+
+
+def time_restated(course: Course, student: str, assignment: str) -> bool:
+    """submitted/'s timestamp.txt states another time than the one written beside the notebook's graded copy when it
+    was stored (autograded/'s): the stored notebook is stored again (its gradebook time, its page's lateness). Either
+    missing or in another format: False."""
+    stored = stated_time(course.autograded / student / assignment)
+    return stored is not None and stated_time(course.submitted / student / assignment) not in (None, stored)
 
 
 def record_hand_placed(course: Course, student: str, assignment: str, here: dict[str, str] | None = None,
@@ -318,10 +353,10 @@ def record_hand_placed(course: Course, student: str, assignment: str, here: dict
     if not files or any(a.files == files for a in (of(course, student, assignment) if recorded is None else recorded)):
         return None
     where = course.submitted / student / assignment
-    try:
-        text = read_bytes_safely(where / TIMESTAMP, 200).decode("utf-8", "replace").strip()
-        when = dt.datetime.strptime(text, TIMESTAMP_FORMAT).replace(tzinfo=dt.timezone.utc)
-    except (UnreadableNotebook, OSError, ValueError):
+    stated = stated_time(where)
+    if stated is not None:
+        when = stated.replace(tzinfo=dt.timezone.utc)
+    else:
         newest = max((where / name).lstat().st_mtime for name in files)
         when = dt.datetime.fromtimestamp(newest, dt.timezone.utc)
     try:

@@ -121,7 +121,9 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
     # another process is compared with the record as read here; --force reads none here).
     records: list[Any] = [UNREAD if force else results_store.load(results_store.path(course, *sub.key))
                           for sub in submissions]
-    kept = [None if record is UNREAD else _unchanged(record, digest, fingerprints[sub.assignment])
+    # A file handed in again by another door, whose attempt counts, is stored again at that attempt's time.
+    kept = [None if record is UNREAD or attempts.time_restated(course, sub.student, sub.assignment)
+            else _unchanged(record, digest, fingerprints[sub.assignment])
             for sub, digest, record in zip(submissions, digests, records, strict=True)]
     unchanged = [result is not None for result in kept]
     for sub, digest, result in zip(submissions, digests, kept, strict=True):
