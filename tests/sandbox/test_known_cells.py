@@ -65,3 +65,22 @@ def test_only_the_releases_own_cells_are_sent_to_the_zygote():
                                                 nbformat.v4.new_markdown_cell("import numpy as np"),
                                                 nbformat.v4.new_code_cell("import numpy as np ")])
     assert release_cells(release, assembled) == (0,)
+
+
+COUNT_READINGS = ("import stack_data\nread = []\nreading = stack_data.Source.__init__\n"
+                  "def counted(self, filename, lines):\n    read.append(filename)\n    reading(self, filename, lines)\n"
+                  "stack_data.Source.__init__ = counted")
+
+
+def test_a_traceback_through_release_cells_reads_none_of_them_again_in_a_warm_job(monkeypatch):
+    """A failing cell's traceback through the release's cells (a call into a learned helper) takes stack_data's reading
+    of them from the zygote, named after the job's cells, instead of parsing and tokenising them again: the same text
+    as a fresh interpreter's, which reads both."""
+    cells = [COUNT_READINGS, CELLS[1], CELLS[2], "print(read)"]
+    warm_outputs = _outputs(cells, [1, 2])
+    assert warm.status().startswith("a warm interpreter"), warm.status()
+    assert warm_outputs[3][0]["text"] == "[]\n"
+    monkeypatch.setenv(warm.SWITCH, "0")
+    fresh_outputs = _outputs(cells, [1, 2])
+    assert fresh_outputs[3][0]["text"].count("<ipython-input-") == 2
+    assert warm_outputs[2] == fresh_outputs[2] and "----> 3     raise" in warm_outputs[2][0]["text"]
