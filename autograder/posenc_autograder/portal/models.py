@@ -143,7 +143,7 @@ class Attempt(Base):
     late: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(8), default=Status.QUEUED.value, index=True)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, index=True)   # the recent jobs' times (queue)
     runs: Mapped[int] = mapped_column(Integer, default=0)          # times a worker started it (restarts show here)
     score: Mapped[float | None] = mapped_column(Float)
     max_score: Mapped[float | None] = mapped_column(Float)
@@ -170,8 +170,8 @@ class SchemaVersion(Base):
 
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
 # 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py);
-# 7: lti_line_item.line_items; 8: attempt.claimed_by
-SCHEMA_VERSION = 8
+# 7: lti_line_item.line_items; 8: attempt.claimed_by; 9: an index on attempt.finished_at
+SCHEMA_VERSION = 9
 
 
 # Connections kept open: one per thread that may hold one at once (Starlette's thread pool, 40 by default, and the
@@ -245,8 +245,8 @@ def up_to_date(engine) -> bool:
 
 def migrate(engine) -> int:
     """Bring the portal's tables of an older database up to SCHEMA_VERSION: every column the models have and
-    the table lacks is added, with its default for the rows already there (so a new column needs no
-    hand-written step); returns the version found."""
+    the table lacks is added, with its default for the rows already there, and every index it lacks is made (so a
+    new column or index needs no hand-written step); returns the version found."""
     with engine.begin() as connection:
         found = connection.execute(select(SchemaVersion.version)).scalar_one_or_none()
         if found is not None and found >= SCHEMA_VERSION:
@@ -257,6 +257,10 @@ def migrate(engine) -> int:
             for column in table.columns:
                 if column.name not in present:
                     connection.execute(text(add_column(table.name, column, connection.dialect)))
+            indexed = {index["name"] for index in inspector.get_indexes(table.name)}
+            for index in table.indexes:
+                if index.name not in indexed:
+                    index.create(connection)
         connection.execute(delete(SchemaVersion))
         connection.execute(insert(SchemaVersion).values(id=1, version=SCHEMA_VERSION))
         return found or 1
