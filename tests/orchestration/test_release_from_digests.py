@@ -25,8 +25,10 @@ CHANGED = "rope_alibi"             # the assignment each test changes; the other
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
-    """A course released once, with its gradebook and kept entries."""
-    course = Course(make_course(tmp_path_factory.mktemp("released") / "course", registered=False))
+    """A course released once, with its gradebook and kept entries: released from the registered test course, whose
+    kept generations the release recalls by digest as a second release does (nbgrader generating from nothing is
+    the first registration's test below; a whole first release, tests/authoring/test_release.py's)."""
+    course = Course(make_course(tmp_path_factory.mktemp("released") / "course"))
     shutil.copy(ROOT / "autograder" / "test_plan.csv", course.path("autograder/test_plan.csv"))
     assert cli.main(["release", "--course", str(course.root)]) == 0
     return course
