@@ -159,3 +159,21 @@ def test_collect_reads_each_lms_time_in_its_zone_and_keeps_another_doors_file(co
                           when=(2026, 11, 25, 0, 0, 0))
     assert collect(course, blackboard, NB, out=io.StringIO()) == 0
     assert roster_rows(course)["kim"]["submitted_at"] == "2026-11-22T22:30:00+00:00"         # its name's time, Berlin
+
+
+def test_the_same_file_handed_in_again_by_one_door_after_another_is_the_latest_attempt(course):
+    """A student hands in X, then Y, then X again through Canvas: the record keeps the third as an attempt of its
+    own, so "latest" counts X at its last time (before, X was one attempt at its first time and Y counted, while
+    Canvas showed X). The same file again with nothing in between is still one attempt, at its first time, and
+    collecting the same download again adds nothing."""
+    day = dt.timedelta(days=1)
+    x, y = {"a.ipynb": b"X"}, {"a.ipynb": b"Y"}
+    first = attempts.add(course, "eve", "a", "lms", "canvas 1", T0, x)
+    assert attempts.add(course, "eve", "a", "lms", "canvas 1 again", T0 + day / 2, x) == first
+    attempts.add(course, "eve", "a", "lms", "canvas 2", T0 + day, y)
+    again = attempts.add(course, "eve", "a", "lms", "canvas 3", T0 + 2 * day, x)
+    assert attempts.add(course, "eve", "a", "lms", "canvas 3", T0 + 2 * day, x) == again
+    recorded = attempts.of(course, "eve", "a")
+    assert [a.source for a in recorded] == ["canvas 1", "canvas 2", "canvas 3"]
+    assert attempts.choose(recorded, "latest", lambda a: 0.0) == again
+    assert attempts.files_of(course, again)["a.ipynb"].read_bytes() == b"X"

@@ -169,7 +169,9 @@ def _save(where: pathlib.Path, attempts: list[Attempt], sync: bool = True) -> pa
 def add(course: Course, student: str, assignment: str, door: str, source: str, received_at: dt.datetime,
         files: dict[str, bytes]) -> Attempt:
     """Keep one attempt (its files and its row); the same files again by the same door are the same attempt (the
-    first time it was received is kept). Returns the attempt as recorded, with any points its files have."""
+    first time it was received is kept), unless the door brought other files in between: a student who handed in X,
+    then Y, then X again by one door last handed in X, which "latest" counts. Returns the attempt as recorded, with
+    any points its files have."""
     if door not in DOORS:
         raise ValueError(f"unknown door {door!r} (known: {', '.join(DOORS)})")
     if received_at.tzinfo is None:
@@ -182,7 +184,7 @@ def add(course: Course, student: str, assignment: str, door: str, source: str, r
         known_scores = {d: s for a in attempts for d, s in a.scores.items()}
         attempt = Attempt(student, assignment, door, source, settings.stamp(received_at), digests,
                           {d: known_scores[d] for d in digests.values() if d in known_scores})
-        same = next((a for a in attempts if a.key == attempt.key), None)
+        same = _same_attempt(attempts, attempt)
         if same is not None:
             return same
         kept = where / attempt.key
@@ -193,6 +195,18 @@ def add(course: Course, student: str, assignment: str, door: str, source: str, r
             _write_new(kept / name, data)
         _save(where, [*attempts, attempt])
         return attempt
+
+
+def _same_attempt(attempts: list[Attempt], new: Attempt) -> Attempt | None:
+    """The recorded attempt `new` is (None: a new one): one of its door's with the same files, received at the same
+    time, or the latest received before it, when nothing else came by that door in between."""
+    same = [a for a in attempts if a.key == new.key]
+    at_once = next((a for a in same if a.time == new.time), None)
+    if at_once is not None or not same:
+        return at_once
+    before = [a for a in attempts if a.door == new.door and a.time < new.time]
+    newest = max(before, key=lambda a: a.time, default=None)
+    return newest if newest is not None and newest.key == new.key else None
 
 
 def of(course: Course, student: str, assignment: str) -> list[Attempt]:

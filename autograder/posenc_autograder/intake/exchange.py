@@ -171,10 +171,10 @@ def record(course: Course, assignment: str, submissions: list[Submission]) -> di
     rows = roster.load(course)
     new: dict[str, list[attempts.Attempt]] = {}
     for sub in submissions:
-        before = {a.key for a in attempts.of(course, sub.student, assignment)}
+        before = {(a.key, a.received_at) for a in attempts.of(course, sub.student, assignment)}
         attempt = attempts.add(course, sub.student, assignment, DOOR, f"nbgrader exchange submission of {sub.stated}",
                                sub.time, sub.files)
-        if attempt.key not in before:
+        if (attempt.key, attempt.received_at) not in before:
             new.setdefault(sub.student, []).append(attempt)
         if sub.secret:
             _place_secret(course, sub.student, assignment, sub.secret)
