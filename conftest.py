@@ -72,7 +72,7 @@ WHY_SLOW = {
     "tests/book/test_pdf.py: the single-page build reads and executes nothing again (the html build's environment and "
     "execution cache: 0 changed) but starts Sphinx, assembles every page into one and writes it, its code highlighted "
     "again (~19 CPU-s at load 16); then Chromium lays out and prints the whole book",
-    "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (pypdf)",
+    "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (PDFium)",
     "tests/book/test_browser.py::test_the_sampled_contrast_check_reports_what_a_full_run_reports": "axe's "
     "colour-contrast over every code span of a chapter, once for each fault the sampling could miss (the proof that "
     "the crawls' sampled check sees what the full one sees)",
