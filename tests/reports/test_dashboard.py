@@ -392,3 +392,21 @@ def test_chart_words_are_escaped():
     svg = dashboard.pass_rate_chart(hostile).svg
     assert "<script" not in svg and "<img" not in svg
     assert HOSTILE in [word for *_, word in drawn(svg)["words"]] + [b[0].split(": ")[0] for b in drawn(svg)["bars"]]
+
+
+def test_a_contracts_test_a_stubbed_notebook_failed_is_shared_among_the_parts_not_attempted():
+    """A notebook whose Part 1 (relative_position_index) and analysis (t5_buckets_used) are the template's stubs loses
+    the contracts test's points for both: the rows of parts not attempted share them, a case each, instead of the
+    contracts test's own answer cell ('analysis') being said to have cost them all."""
+    def stub(function):
+        return Problem(f"{function}(4, 6) raised NotImplementedError: the function is still the template stub",
+                       error="NotImplementedError")
+    tests = [GradedTest("hidden_relative_position_index", "i", True, 0.0, 2.0, [stub("relative_position_index")]),
+             GradedTest("hidden_t5_buckets_used", "u", True, 0.0, 1.0, [stub("t5_buckets_used")]),
+             GradedTest("hidden_relative_positions_contracts", "c", True, 1.0, 2.0,
+                        [stub("relative_position_index"), stub("t5_buckets_used")])]
+    _, stubs = dashboard.grouped_mistakes([NotebookResult("lee", "relative_positions", "relative_positions", True,
+                                                          tests, [])])
+    assert {row.label: row.tests for row in stubs} == {
+        "shaw": {"hidden_relative_position_index": 2.0, "hidden_relative_positions_contracts": 0.5},
+        "analysis": {"hidden_t5_buckets_used": 1.0, "hidden_relative_positions_contracts": 0.5}}

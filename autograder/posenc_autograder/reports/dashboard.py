@@ -169,18 +169,38 @@ class MistakeRow:
     tests: dict[str, float] = dataclasses.field(default_factory=dict)     # cell id -> points it cost the class
     counted: set = dataclasses.field(default_factory=set)                 # (student, cell id) already added
 
-    def add(self, result: NotebookResult, test: GradedTest) -> None:
+    def add(self, result: NotebookResult, test: GradedTest, share: float = 1.0) -> None:
+        """`share`: the part of the test's lost points this row's mistake cost."""
         if result not in self.results:
             self.results.append(result)
         if (result.student, test.cell_id) not in self.counted:
             self.counted.add((result.student, test.cell_id))
-            self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + test.max_points - test.points
+            self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + share * (test.max_points - test.points)
 
 
 def _subjects(cell_id: str) -> set[str]:
     """The functions a hidden test judges (a contracts test judges them all)."""
     test = REGISTRY.get(cell_id)
     return set(test.subjects) if test is not None else set()
+
+
+def _part(cell_id: str) -> str:
+    return REGISTRY[cell_id].answer_cell if cell_id in REGISTRY else cell_id
+
+
+def _stub_shares(test: GradedTest, stubbed: list[GradedTest]) -> dict[str, float]:
+    """part -> its share of a stubbed test's lost points: a test of several functions (the contracts test) is
+    shared among the parts whose own stubbed tests judge its functions, by how many of them each holds (a case
+    each); any other test, or one no other stubbed test explains, is its answer cell's."""
+    subjects = _subjects(test.cell_id)
+    holders: dict[str, str] = {}
+    for other in sorted((o for o in stubbed if o is not test), key=lambda o: len(_subjects(o.cell_id))):
+        for function in sorted(_subjects(other.cell_id) & subjects):
+            holders.setdefault(function, _part(other.cell_id))
+    counts = collections.Counter(holders.values())
+    if len(subjects) <= 1 or not counts:
+        return {_part(test.cell_id): 1.0}
+    return {part: count / sum(counts.values()) for part, count in counts.items()}
 
 
 def _rank(problem) -> int:
@@ -212,13 +232,16 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
     for r in results:
         failed = [t for t in r.tests if r.graded and t.hidden and not t.passed]
         named: dict[str, dict[str | None, Problem]] = {}          # cell id -> {cause: example problem}
+        stubbed: list[tuple[GradedTest, Problem]] = []
         for t in failed:
             examples = [p for p in t.problems if p.kind != ProblemKind.MORE] or t.problems
             if all(_not_attempted(p) for p in examples):
-                part = REGISTRY[t.cell_id].answer_cell if t.cell_id in REGISTRY else t.cell_id
-                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, examples[0].text)).add(r, t)
+                stubbed.append((t, examples[0]))
                 continue
             named[t.cell_id] = {likely_cause(p): p for p in examples if likely_cause(p)} or {None: examples[0]}
+        for t, example in stubbed:
+            for part, share in _stub_shares(t, [s for s, _ in stubbed]).items():
+                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, example.text)).add(r, t, share)
         for cell_id, found in named.items():
             test = next(t for t in failed if t.cell_id == cell_id)
             related = [other for other in named if other != cell_id and _subjects(other) & _subjects(cell_id)]
