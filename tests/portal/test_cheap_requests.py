@@ -17,6 +17,7 @@ from sqlalchemy.pool import QueuePool
 from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake import submissions
 from posenc_autograder.portal import auth, models, pages, queue, service
 from posenc_autograder.portal.models import Attempt, Status, utcnow
@@ -179,6 +180,28 @@ def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(a
     opened.clear()
     answer = json.loads(alice.get(f"/attempts/{job}/status.json?since={Status.QUEUED}").text)    # changed: at once
     assert answer["status"] == Status.GRADED and len(opened) == 2
+
+
+def test_a_graded_status_reads_the_late_policy_once(app, portal, statements, monkeypatch):
+    """A graded attempt's status states its points by one late policy: the student's record of attempts read once,
+    their extension with the portal's dates, and the points those of the assignment page (fails on the old code: the
+    record read twice, for the attempt that counts and for its submission time, and the extension read apart from
+    the portal's dates)."""
+    now = utcnow()
+    set_policy(portal, deadline=now - dt.timedelta(hours=1), grace_minutes=0, late_days=3, feedback_before="full")
+    alice = client_for(app, portal, "alice")
+    job = upload(alice, notebook_bytes("alice")).headers["location"].split("?")[0].rsplit("/", 1)[1]
+    assert portal.worker.run_until_idle() == 1
+    assert portal.set_extension("alice", ASSIGNMENT, now - dt.timedelta(minutes=30))      # still late, extended
+    reads, real = [], record_of_attempts.of
+    monkeypatch.setattr(record_of_attempts, "of", lambda *key: reads.append(key) or real(*key))
+    statements.clear()
+    answer = json.loads(alice.get(f"/attempts/{job}/status.json").text)
+    assert len(reads) == 1
+    assert sum("FROM portal_extension" in statement for statement in statements) == 1
+    view = portal.assignment_view("alice", ASSIGNMENT)
+    assert view["grade"].late and view["extended"]
+    assert (answer["status"], answer["score"]) == (Status.GRADED, view["points"][int(job)])
 
 
 def test_the_home_page_reads_the_students_rules_attempts_and_grades_once_for_every_assignment(app, portal, statements):

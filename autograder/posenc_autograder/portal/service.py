@@ -201,7 +201,13 @@ class Portal:
         """extension_for from the student's saved row (None: none saved), read by the caller."""
         mine = portal_dates.PortalDates({}, {(student, assignment): portal_dates.aware(saved.deadline)}
                                         if saved is not None else {})
-        deadline, extended = late_policy.Deadlines(self.course, mine).deadline(student, assignment)
+        return self._extension_in(late_policy.Deadlines(self.course, mine), student, assignment, saved)
+
+    @staticmethod
+    def _extension_in(deadlines: late_policy.Deadlines, student: str, assignment: str,
+                      saved: Extension | None = None) -> Extension | None:
+        """extension_for by a late policy the caller holds (`saved`: the student's saved row, if read)."""
+        deadline, extended = deadlines.deadline(student, assignment)
         if not extended:
             return None
         naive = deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)                # stored naive UTC
@@ -301,17 +307,24 @@ class Portal:
 
     def _status(self, db, attempt: Attempt) -> dict:
         ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
-        shown = attempt.status == Status.GRADED and rules.scores_visible(
-            *self.dates_for(db, attempt.student_id, attempt.assignment), self.now())
-        if shown:
-            deadlines = late_policy.Deadlines(self.course, connection=db, student=attempt.student_id)
-            counts = self._counts_now(attempt, deadlines)
-            grade = self.grades(db, attempt.student_id, deadlines).get((attempt.student_id, attempt.assignment))
-            score = stated_points(attempt, counts, grade, deadlines)
+        shown, score = self._points_shown(db, attempt) if attempt.status == Status.GRADED else (False, None)
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
-                "score": score if shown else None, "max_score": attempt.max_score if shown else None,
+                "score": score, "max_score": attempt.max_score if shown else None,
                 "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
+
+    def _points_shown(self, db, attempt: Attempt) -> tuple[bool, float | None]:
+        """(whether the policy shows a graded attempt's points now, the points stated), by one late policy: the
+        student's dates read once, their record of attempts once (one look: settled), and only this assignment's
+        grade computed (a status is asked for again and again)."""
+        student, assignment = attempt.student_id, attempt.assignment
+        deadlines = late_policy.Deadlines(self.course, connection=db, student=student, settled=True)
+        extension = self._extension_in(deadlines, student, assignment)
+        if not rules.scores_visible(self.worker.policy_for(db, assignment), extension, self.now()):
+            return False, None
+        final = gradebook.session_final_scores(db, student).get((student, assignment))
+        grade = late_policy.grade_of(deadlines, student, assignment, final) if final is not None else None
+        return True, stated_points(attempt, self._counts_now(attempt, deadlines), grade, deadlines)
 
     def _counts_now(self, attempt: Attempt, deadlines: late_policy.Deadlines) -> bool:
         """Stored as the one that counts, and still the one the record counts (a door's newer attempt, collected

@@ -616,7 +616,7 @@ class StoreLock:
 def counted_in_record(course: Course, student: str, assignment: str, deadlines) -> record_of_attempts.Attempt | None:
     """The attempt that counts among every door's ([course] counted_attempt over the record of attempts; `deadlines`:
     reports.late_policy.Deadlines)."""
-    return counted_among(course, record_of_attempts.of(course, student, assignment), deadlines)
+    return counted_among(course, deadlines.recorded(student, assignment), deadlines)
 
 
 def counted_among(course: Course, record: list[record_of_attempts.Attempt],

@@ -58,6 +58,7 @@ class Deadlines:
         self.course = course
         self.settings = settings.load(course)
         self._submitted: dict[tuple[str, str], dt.datetime | None] | None = {} if settled else None
+        self._recorded: dict[tuple[str, str], list[attempts.Attempt]] | None = {} if settled else None
         self._connection, self._student = connection, student
         if portal is not None:
             self.__dict__["portal"] = portal
@@ -104,12 +105,20 @@ class Deadlines:
 
     def _submitted_now(self, student: str, assignment: str) -> dt.datetime | None:
         here = attempts.in_submitted(self.course, student, assignment)
-        found = attempts.holding(attempts.of(self.course, student, assignment), here,
+        found = attempts.holding(self.recorded(student, assignment), here,
                                  self.settings.course.counted_attempt, self.attempt_percent) if here else None
         if found is not None:
             return found.time
         person = self.people.get((student, assignment), {})
         return self._time(person.get("submitted_at", ""), f"{roster.ROSTER_FILE} submitted_at of {student}")
+
+    def recorded(self, student: str, assignment: str) -> list[attempts.Attempt]:
+        """The student's record of attempts (intake/attempts.py), read once per folder when settled."""
+        if self._recorded is None:
+            return attempts.of(self.course, student, assignment)
+        if (student, assignment) not in self._recorded:
+            self._recorded[student, assignment] = attempts.of(self.course, student, assignment)
+        return self._recorded[student, assignment]
 
     def submitted_stamp(self, student: str, assignment: str) -> str:
         """The submission time as every file states it (grades.csv, the LMS files, the dashboard): the record's, with
