@@ -1,5 +1,6 @@
 """A course with a portal whose grading is a stand-in (no sandbox: these tests are about the portal's rules),
 and signed-in test clients. The browser test (tests/end_to_end/test_portal_browser.py) grades for real."""
+import functools
 import hashlib
 import pathlib
 import re
@@ -39,13 +40,19 @@ class CountingExecute:
         return Execution(task.key, {}, [], {}, 0.01)
 
 
+@functools.cache
+def released_notebook() -> nbformat.NotebookNode:
+    """The released notebook, read once a worker (notebook_bytes adds its cell to a copy of the list of cells)."""
+    return nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+
+
 def notebook_bytes(marker: str = "") -> bytes:
     """The released notebook, made distinct by a marker cell (so each is a new attempt)."""
-    nb = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    nb = nbformat.NotebookNode(released_notebook())
     if marker:
         cell = nbformat.v4.new_code_cell(f"# {marker}")
         cell.id = "m" + hashlib.sha256(marker.encode()).hexdigest()[:12]      # the same bytes for the same marker
-        nb.cells.append(cell)
+        nb.cells = [*nb.cells, cell]
     return nbformat.writes(nb).encode()
 
 
