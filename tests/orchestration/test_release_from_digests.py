@@ -151,3 +151,49 @@ def test_the_first_registration_on_a_course_never_released_runs_no_subprocess(tm
     monkeypatch.setattr(os, "posix_spawn", refuse)
     gradebook.register(course, CHANGED)
     assert generating == [CHANGED] and gradebook.is_registered(course, CHANGED)
+
+
+@pytest.fixture
+def converting(monkeypatch):
+    """The assignments nbgrader's converter made (not re-weighed), in order."""
+    made = []
+    real = generation._converted
+
+    def spy(assignment, *args, **kwargs):
+        made.append(assignment)
+        return real(assignment, *args, **kwargs)
+
+    monkeypatch.setattr(generation, "_converted", spy)
+    return made
+
+
+def test_a_points_change_is_reweighed_byte_for_byte_as_nbgrader_generates_it(course, converting, monkeypatch,
+                                                                              tmp_path, capsys):
+    """Only points changed: the kept entry is re-weighed (points, title line, nbgrader's checksums), nbgrader's
+    converter does not run, and what is made (the released files, the gradebook's definitions) is byte for byte
+    what nbgrader's generate_assignment makes of the new sources. (The old code ran the converter.)"""
+    tests = hidden_tests(CHANGED)
+    changed = dataclasses.replace(tests[0], points=tests[0].points + 1)
+    monkeypatch.setattr(release, "hidden_tests", lambda a: [changed, *tests[1:]] if a == CHANGED else hidden_tests(a))
+    said = _release(course, capsys)
+    assert converting == []
+    assert f"gradebook: {CHANGED}/{CHANGED}: {changed.id} {tests[0].points:g} → {changed.points:g} points" in said
+    converted = generation._converted(CHANGED, course.root, generation.course_config(course), tmp_path)
+    reweighed = generation.generated(course, CHANGED)
+    assert converting == [CHANGED]                     # the one just asked for, to compare with
+    assert reweighed.files == converted.files and converted.same_as(course.path(f"exercises/{CHANGED}"))
+    assert {n: d.as_json() for n, d in reweighed.definitions.items()} == \
+        {n: d.as_json() for n, d in converted.definitions.items()}
+    assert f"({changed.points:g} points".encode() in converted.files[f"{CHANGED}.ipynb"]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda cells: cells[0].update(source=cells[0]["source"] + ["\nmore"]),
+    lambda cells: cells.pop(),
+], ids=["another cell's text", "a cell removed"])
+def test_a_source_changed_beyond_points_is_not_reweighed(edit):
+    notebook = json.loads(generation._read(ROOT / "solutions" / CHANGED / f"{CHANGED}.ipynb"))
+    edited = json.loads(json.dumps(notebook))
+    edit(edited["cells"])
+    assert generation._reweighed_cells(notebook, notebook) == []
+    assert generation._reweighed_cells(notebook, edited) is None
