@@ -20,6 +20,7 @@ from test_unreadable_frames import WRITE
 
 import posenc_autograder
 from posenc_autograder.probes import codec
+from posenc_autograder.sandbox.supervisor import LOG_BUDGET_BYTES
 
 FRAMES = {"cell_seconds": 10, "notebook_seconds": 60}
 FLOOD_MIB = 32                  # test_log_flood's flood, smaller: 32 times the log's budget still
@@ -43,8 +44,8 @@ from posenc_autograder.probes import codec
 from posenc_autograder.sandbox import supervisor, warm
 from posenc_autograder.settings import Limits
 
-def read_so_far():
-    return int(next(line.split()[1] for line in pathlib.Path("/proc/self/io").read_text().splitlines()
+def read_so_far():     # this thread's: the process's count adds what its waited-for children read
+    return int(next(line.split()[1] for line in pathlib.Path("/proc/thread-self/io").read_text().splitlines()
                     if line.startswith("rchar:")))
 
 found = {}
@@ -55,7 +56,7 @@ for name, (cells, limits) in SCENARIOS.items():
     printed = {str(cell): "".join(o.get("text", "") for o in record["outputs"])
                for cell, record in outcome.outputs.items()}
     found[name] = {"finished": outcome.finished, "events": outcome.events, "printed": printed, "runs": outcome.runs,
-                   "read": read_so_far() - before}
+                   "read": read_so_far() - before, "log_bytes": outcome.log_bytes}
 found["sandbox"] = warm.status()
 print(json.dumps(found))
 '''
@@ -102,6 +103,7 @@ def test_a_log_flood_is_drained_unread(graded_by_an_ordinary_user):
     found = graded_by_an_ordinary_user["log_flood"]
     assert found["finished"] and "flood over" in found["printed"]["0"], found
     assert found["read"] < (FLOOD_MIB << 20) // 8, found
+    assert found["log_bytes"] == LOG_BUDGET_BYTES, found
 
 
 @pytest.mark.slow

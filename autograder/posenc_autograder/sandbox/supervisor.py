@@ -52,6 +52,7 @@ class RunOutcome:
     outputs: dict[int, dict]           # cell index -> sanitised outputs of the last attempt that ran it
     cpu_seconds: float = 0.0           # the sandboxes' CPU (user + system), every attempt, as the kernel counted it
     runs: int = 1                      # times the notebook was run: once (a job lost with its zygote not counted)
+    log_bytes: int = 0                 # of the job's log read here (each attempt's at most LOG_BUDGET_BYTES)
 
 
 
@@ -144,7 +145,8 @@ class Attempt:
                     selector.unregister(key.fileobj)          # from now on drained on the clock, below
                     self.draining = key.fd
                     continue
-                data = os.read(key.fd, CHANNEL_READ_BYTES if key.data == "channel" else LOG_READ_BYTES)
+                data = os.read(key.fd, CHANNEL_READ_BYTES if key.data == "channel"
+                               else min(LOG_READ_BYTES, LOG_BUDGET_BYTES - self.log_read))   # never past the budget
                 if not data:
                     selector.unregister(key.fileobj)
                 elif key.data == "log":
@@ -263,7 +265,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
     tasks = set(task_ids)
     results, outputs, reader = {}, {}, ChannelReader(limits)
     groups = make_cgroups(limits)
-    cpu, lost = 0.0, 0
+    cpu, lost, log_bytes = 0.0, 0, 0
     try:
         with _scratch_dirs(isolate) as (work, home):
             start = launcher(limits, isolate, work, home, probe_files,
@@ -275,6 +277,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
                 kept, attempt_started = (dict(results), dict(outputs)), time.monotonic()
                 ending, cell = attempt.run(deadline, tasks, groups)
                 cpu += attempt.cpu_seconds
+                log_bytes += attempt.log_read
                 if ending != "lost":
                     break
                 # The zygote died under the job: nothing the student did. Forget what the attempt sent, give its
@@ -293,7 +296,7 @@ def run_job(notebook_cells: list[dict], task_frame: bytes, task_ids, probe_files
         remove_cgroups(groups)
     log = bytes(attempt.log) if attempt.current is None else b""
     return RunOutcome(_events(attempt, ending, cell, limits), ending == "finished", time.monotonic() - started,
-                      log.decode("utf-8", "replace"), results, outputs, cpu)
+                      log.decode("utf-8", "replace"), results, outputs, cpu, log_bytes=log_bytes)
 
 
 def _payload(notebook_cells: list[dict], probe_files: dict[str, str] | None, limits: Limits, skip: list[int],
