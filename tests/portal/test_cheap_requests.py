@@ -299,3 +299,50 @@ def test_a_pages_static_files_are_kept_by_the_browser_for_a_while_and_its_pages_
         kept = alice.get(link)
         assert kept.status_code == 200 and kept.headers["cache-control"] == pages.STATIC_KEPT
         assert kept.content == (pages.STATIC / link.removeprefix("/static/")).read_bytes()
+
+
+def test_a_postgresql_session_begins_its_transaction_at_its_first_write_and_keeps_it_whole(postgres_url):
+    """On PostgreSQL a session's plain reads run on their own until its first write (or locking read), which
+    begins the one transaction of everything after it: psycopg2 sent BEGIN before every session's first read and
+    ROLLBACK at its end, two round trips more for each session that only reads (fails on the old code: a read
+    left a transaction open)."""
+    from psycopg2.extensions import TRANSACTION_STATUS_IDLE, TRANSACTION_STATUS_INTRANS
+    from sqlalchemy import select
+    from sqlalchemy.exc import IntegrityError
+    sessions = models.open_database(postgres_url)
+    with sessions() as db:
+        db.add(models.Student(id="alice"))
+        db.commit()
+
+    def status(db) -> int:
+        return db.connection().connection.dbapi_connection.get_transaction_status()
+    with sessions() as db:
+        assert db.get(models.Student, "alice") is not None
+        assert status(db) == TRANSACTION_STATUS_IDLE                      # a read alone: no transaction
+        db.add(models.Student(id="bob"))
+        db.flush()
+        assert status(db) == TRANSACTION_STATUS_INTRANS
+        db.add(models.Student(id="alice"))
+        with pytest.raises(IntegrityError):
+            db.flush()
+    with sessions() as db:
+        assert set(db.scalars(select(models.Student.id))) == {"alice"}    # bob went with the failed write
+        assert status(db) == TRANSACTION_STATUS_IDLE
+        db.execute(select(models.Student).with_for_update()).all()
+        assert status(db) == TRANSACTION_STATUS_INTRANS                   # a lock is held by a transaction
+    sessions.kw["bind"].dispose()
+
+
+@pytest.mark.parametrize(("statement", "alone"), [
+    ("SELECT portal_attempt.id FROM portal_attempt WHERE status = %(s)s", True),
+    ("\n  select 1", True),
+    ("SELECT id FROM portal_attempt FOR UPDATE", False),
+    ("SELECT id FROM portal_attempt\nFOR  NO KEY UPDATE SKIP LOCKED", False),
+    ("SELECT id FROM portal_attempt FOR SHARE", False),
+    ("UPDATE portal_attempt SET runs = 1", False),
+    ("INSERT INTO portal_student (id) VALUES ('a')", False),
+    ("WITH gone AS (DELETE FROM portal_session RETURNING id) SELECT count(*) FROM gone", False),
+    ("SELECTED", False),
+])
+def test_only_a_plain_select_runs_outside_the_transaction(statement, alone):
+    assert bool(models.ONLY_READS.match(statement)) is alone

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import re
 import time
 import typing
 
@@ -196,7 +197,32 @@ def engine_for(url: str):
         return engine
     engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
     ping_when_idle(engine)
+    if engine.dialect.driver == "psycopg2":
+        begin_at_first_write(engine)
     return engine
+
+
+# A statement that only reads: a SELECT taking no row lock. Anything else (a write, DDL, a locking read, a WITH
+# that might write) starts the transaction.
+ONLY_READS = re.compile(r"\s*SELECT\b(?!.*\bFOR\s+(UPDATE|SHARE|NO\s+KEY|KEY)\b)", re.IGNORECASE | re.DOTALL)
+
+
+def begin_at_first_write(engine) -> None:
+    """PostgreSQL: a session's transaction begins at its first statement that writes (or locks rows), and the
+    plain reads before it run on their own. psycopg2 otherwise sends BEGIN before a session's first read and
+    ROLLBACK at its end, two more round trips (and the server's work for each) for every session that only reads,
+    most of a rush's. The same results at PostgreSQL's READ COMMITTED, where each statement of a transaction reads
+    its own snapshot and a plain read holds no lock: everything from the first write on is one transaction, as
+    before, committed or rolled back whole."""
+    @event.listens_for(engine, "checkout")
+    def _reads_alone(dbapi_connection, record, proxy) -> None:
+        if not dbapi_connection.get_transaction_status():            # TRANSACTION_STATUS_IDLE: none open
+            dbapi_connection.autocommit = True
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _begin_at_write(connection, cursor, statement, parameters, context, executemany) -> None:
+        if cursor.connection.autocommit and not ONLY_READS.match(statement):
+            cursor.connection.autocommit = False          # psycopg2 sends BEGIN before this statement
 
 
 # A pooled connection idle this long is pinged before use (the server may have closed it: a restart, an idle
