@@ -204,6 +204,21 @@ def test_a_graded_status_reads_the_late_policy_once(app, portal, statements, mon
     assert (answer["status"], answer["score"]) == (Status.GRADED, view["points"][int(job)])
 
 
+def test_an_assignment_page_reads_the_record_of_attempts_once(app, portal, monkeypatch):
+    """The page's late policy and the attempt it tags as counting read the record of attempts from one look (fails on
+    the old code: read again for whether the grade's attempt was late)."""
+    set_policy(portal, deadline=utcnow() - dt.timedelta(hours=1), grace_minutes=0, late_days=3,
+               feedback_before="full")
+    alice = client_for(app, portal, "alice")
+    assert upload(alice, notebook_bytes("alice")).status_code == 303
+    assert portal.worker.run_until_idle() == 1
+    reads, real = [], record_of_attempts.of
+    monkeypatch.setattr(record_of_attempts, "of", lambda *key: reads.append(key) or real(*key))
+    view = portal.assignment_view("alice", ASSIGNMENT)
+    assert len(reads) == 1
+    assert view["grade"].late and view["counting"] is not None
+
+
 def test_the_home_page_reads_the_students_rules_attempts_and_grades_once_for_every_assignment(app, portal, statements):
     """The home page shows every assignment: as many statements as one assignment's page, not one set per assignment
     (fails on the old code: four times as many), and each assignment shown as its own page shows it."""

@@ -244,7 +244,7 @@ class Portal:
         attempts: dict[str, list[Attempt]] = {a: [] for a in assignments}
         for attempt in db.execute(STUDENTS_ATTEMPTS, these).scalars():
             attempts[attempt.assignment].append(attempt)
-        deadlines = late_policy.Deadlines(self.course, connection=db, student=student)
+        deadlines = late_policy.Deadlines(self.course, connection=db, student=student, settled=True)   # one look
         waiting, grades = queue.waiting_jobs(db, student), self.grades(db, student, deadlines)
         return [self._assignment_view(student, a, self.worker.policy_of(saved_policies.get(a), a),
                                       self._extension_of(saved_extensions.get(a), student, a), attempts[a],
@@ -255,7 +255,7 @@ class Portal:
                          grades: dict[tuple[str, str], late_policy.Grade]) -> dict:
         now = self.now()
         level = rules.feedback_level(policy, extension, now)
-        record = record_of_attempts.of(self.course, student, assignment)          # every door's, read once here
+        record = deadlines.recorded(student, assignment)             # every door's, read once for the page
         counted = counted_among(self.course, record, deadlines)
         counting = portal_attempt(counted, attempts)
         return {"name": assignment, "policy": policy, "sharing": self.worker.sharing,
