@@ -5,7 +5,7 @@ import re
 
 import nbformat
 import pytest
-from fixture_submissions import EXPECTED, FULL, build, make_course, solved_notebook
+from fixture_submissions import EXPECTED, FULL, SLOW_CELL_SECONDS, SLOW_CELLS, build, make_course, solved_notebook
 from notebook_tools import ROOT
 
 from posenc_autograder.checks import total_points
@@ -14,9 +14,12 @@ from posenc_autograder.grading.regrade import keep_higher_scores
 from posenc_autograder.orchestration.grade import grade_all
 from posenc_autograder.records import gradebook
 from posenc_autograder.results import GradedTest, NotebookResult
+from posenc_autograder.sandbox.supervisor import CLOCK_SLACK_SECONDS
 from posenc_autograder.settings import Limits
 
-LIMITS = Limits(cell_seconds=8, notebook_seconds=30)
+# Short limits, as the slow and infinite notebooks wait them out: the slow one's cells each stay a second and more
+# under the cell limit, and together run past the notebook limit by three seconds.
+LIMITS = Limits(cell_seconds=5, notebook_seconds=15)
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +29,11 @@ def graded_class(tmp_path_factory):
     build(course.submitted)
     results = grade_all(course, jobs=2, limits=LIMITS, quiet=True)
     return course, {r.student: r for r in results}
+
+
+def test_the_slow_notebook_is_slow_by_its_whole_not_by_a_cell():
+    assert SLOW_CELL_SECONDS + 1 <= LIMITS.cell_seconds - CLOCK_SLACK_SECONDS
+    assert SLOW_CELL_SECONDS * SLOW_CELLS >= LIMITS.notebook_seconds + 3
 
 
 def test_every_fixture_gets_its_exact_outcome(graded_class):

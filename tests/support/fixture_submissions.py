@@ -29,6 +29,8 @@ ASSIGNMENT = NOTEBOOK = "positional_encoding"
 FULL = total_points(ASSIGNMENT)
 DOT = REGISTRY["hidden_dot_product"].points                     # the test that calls dot_product_distance
 CONTRACT = 0.5     # one to three functions' cases of the 12 in hidden_contracts (2 points, prorated to half points)
+# slow_notebook: cells of this many seconds each, short so that the limits a test grades it under wait little
+SLOW_CELL_SECONDS, SLOW_CELLS = 3, 6
 
 
 def points_after(grade_id: str) -> float:
@@ -98,7 +100,8 @@ def build(submitted: pathlib.Path) -> None:
         "infinite_loop": _with_answer(solved, "dot_product_and_statistics",
                                       lambda s: s.replace('    return pe @ pe.T', '    while True:\n        pass')),
         # Every cell stays under the per-cell timeout; together they exceed the whole-notebook limit.
-        "slow_notebook": _insert_after(solved, "imports", *["import time\ntime.sleep(6)"] * 6),
+        "slow_notebook": _insert_after(solved, "imports",
+                                       *[f"import time\ntime.sleep({SLOW_CELL_SECONDS})"] * SLOW_CELLS),
         "output_flood": _insert_after(solved, "imports", "print('x' * 10_000_000)\nfor _ in range(20000):\n"
                                                          "    print('flood line')"),
         "memory_hog": _with_answer(solved, "dot_product_and_statistics",
