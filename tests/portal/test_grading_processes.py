@@ -10,6 +10,7 @@ import time
 import httpx
 import psutil
 import pytest
+import timed_sandbox
 from fixture_submissions import ASSIGNMENT
 from test_robustness import wait_until_settled
 
@@ -197,3 +198,24 @@ def test_a_large_file_waits_for_its_own_turn_never_the_usual_notebooks(app, port
     alice, bob = client_for(app, portal, "alice"), client_for(app, portal, "bob")
     assert upload(alice, large).status_code == 503                 # told when to upload again, no attempt used
     assert upload(bob, usual).status_code == 303                   # the usual notebook is checked meanwhile
+
+
+
+def test_a_grading_process_is_started_without_importing_the_grading_side_again(course):
+    """Each grading process (and each one replacing a dead one) is forked from a server that imported the grading side
+    once: it runs its first job having used less CPU than that import costs on its own (a spawned interpreter imported
+    it all for each process, 20 s at load 13 on 2 cores, before a dead one's replacement graded anything)."""
+    imported = subprocess.run([sys.executable, "-c", "import time, posenc_autograder.portal.grading_processes; "
+                               "print(time.process_time())"], capture_output=True, text=True, check=True)
+    portal = Portal(course, jobs=1, worker_options={"execute": timed_sandbox.graded_with_its_cpu}, register=False,
+                    processes=True)
+    alice = client_for(create_app(portal, start_worker=False), portal, "alice")
+    assert upload(alice, notebook_bytes("honest")).status_code == 303
+    portal.start()
+    try:
+        assert wait_until_settled(portal, 1, seconds=120)[1] == ("graded", 1)
+    finally:
+        portal.stop()
+    executed = (course.root / "autograder" / "uploads" / "alice" / ASSIGNMENT / "attempt-1.executed.ipynb").read_text()
+    used = timed_sandbox.cpu_of(executed)
+    assert used < float(imported.stdout) / 2, (used, imported.stdout)   # old code: the import and then some

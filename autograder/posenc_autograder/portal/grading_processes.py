@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 from multiprocessing.connection import Connection, wait
@@ -29,7 +30,13 @@ from posenc_autograder.portal.worker import SUPERVISE_SECONDS, Execute, Worker, 
 from posenc_autograder.settings import Limits
 
 STOP_SECONDS = 30.0                  # a process finishing its job on stop, at most; then it is ended
-CONTEXT = multiprocessing.get_context("spawn")   # a fresh interpreter: never a fork of the web process's threads
+# Each grading process is forked from a server process of its own (never from the web process and its threads),
+# which imports the grading side once: a spawned interpreter imported it for each process, ~2.5 CPU-s (20 s at load
+# 13 on 2 cores), so a grading process that died was replaced only that much later.
+CONTEXT = multiprocessing.get_context("forkserver")
+# This module (the worker, the pipeline, the gradebook, the sandbox's side) and what each job imports when it first
+# stores (the feedback page).
+PRELOADED = [__name__, "posenc_autograder.reports.feedback"]
 log = logging.getLogger(__name__)
 
 
@@ -56,9 +63,10 @@ class GradingProcesses:
         ours, theirs = CONTEXT.Pipe()
         worker = self.worker
         worker.claimers[slot] = new_claimer(slot)   # this process's claims: what is put back when it ends
+        CONTEXT.set_forkserver_preload(PRELOADED)   # read when the server starts (the first process), then kept
         process = CONTEXT.Process(target=grade_in_process, name=f"portal-grader-{slot}", daemon=True,
                                   args=(worker.course, worker.jobs, worker.limits, worker.execute, self.scheduler,
-                                        slot, worker.claimers[slot], theirs))
+                                        slot, worker.claimers[slot], theirs, dict(os.environ)))
         process.start()
         theirs.close()                               # the child's end: EOF here once the child has gone
         with self.pipes_lock:
@@ -147,10 +155,13 @@ class Broadcast:
 
 
 def grade_in_process(course: Course, jobs: int, limits: Limits, execute: Execute, scheduler: str | None, slot: int,
-                     claimer: str, pipe: Connection) -> None:
+                     claimer: str, pipe: Connection, environment: dict[str, str]) -> None:
     """A grading process: the Worker's loop on one slot, claiming as `claimer`, its reports sent to the web process.
     `execute`: the web process's Worker's (a function this process can import: the sandbox's execute_task unless a
-    test's), or a Dask client of its own on `scheduler`."""
+    test's), or a Dask client of its own on `scheduler`. `environment`: the web process's when it started this one
+    (the server it is forked from holds the one of its own start)."""
+    os.environ.clear()
+    os.environ.update(environment)
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C reaches the whole group: the web process stops us
     worker = Worker(course, open_database(course.gradebook_url), jobs, limits,
                     dask_execute(scheduler) if scheduler else execute)
