@@ -6,13 +6,13 @@ import json
 import re
 
 from fixture_submissions import ASSIGNMENT
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine
 
 from conftest import client_for, csrf_of, notebook_bytes, upload
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue
-from posenc_autograder.portal.models import SCHEMA_VERSION, Policy, open_database
+from posenc_autograder.portal.models import SCHEMA_VERSION, Attempt, Policy, open_database
 
 
 def test_a_classmate_waits_behind_one_job_of_a_student_who_uploaded_eight(app, portal):
@@ -91,6 +91,37 @@ def test_a_database_of_the_first_schema_gains_the_new_columns_with_their_default
         assert (kept.notebook_seconds, kept.max_queued) == (rules.defaults("pe").notebook_seconds,
                                                             rules.defaults("pe").max_queued)
         assert db.execute(text("SELECT version FROM portal_schema")).scalar_one() == SCHEMA_VERSION
+    open_database(url)                                       # again: nothing left to do, nothing fails
+
+
+OLD_ATTEMPT_TABLE = """CREATE TABLE portal_attempt (id INTEGER PRIMARY KEY, student_id VARCHAR(64)
+    REFERENCES portal_student (id) ON DELETE CASCADE, assignment VARCHAR(64), notebook VARCHAR(64), number INTEGER,
+    sha256 VARCHAR(64), size INTEGER, uploaded_at DATETIME, late BOOLEAN, status VARCHAR(8), started_at DATETIME,
+    finished_at DATETIME, runs INTEGER, score FLOAT, max_score FLOAT, result_json TEXT, promoted BOOLEAN,
+    UNIQUE (student_id, assignment, sha256), UNIQUE (student_id, assignment, number))"""
+
+
+def test_a_database_whose_attempts_held_a_file_once_takes_the_same_file_again_and_keeps_its_rows(tmp_path):
+    """Schema 10: a file uploaded again after another is a new row; an older table (the file unique) is made again
+    with its rows, its other columns added with their defaults and its indexes made."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with create_engine(url).begin() as connection:
+        connection.execute(text("CREATE TABLE portal_student (id VARCHAR(64) PRIMARY KEY, name VARCHAR(200))"))
+        connection.execute(text(OLD_ATTEMPT_TABLE))
+        connection.execute(text("INSERT INTO portal_student VALUES ('alice', 'Alice')"))
+        connection.execute(text("INSERT INTO portal_attempt (id, student_id, assignment, notebook, number, sha256, "
+                                "size, uploaded_at, late, status, runs, promoted) VALUES (7, 'alice', 'pe', 'pe', 1, "
+                                "'x', 1, '2026-11-20 09:30:00', 0, 'graded', 1, 1)"))
+    sessions = open_database(url)
+    with sessions() as db:
+        kept = db.get(Attempt, 7)
+        assert (kept.sha256, kept.door, kept.grading_seconds, kept.promoted) == ("x", "portal", 0.0, True)
+        db.add(Attempt(student_id="alice", assignment="pe", notebook="pe", number=3, sha256="x", size=1,
+                       uploaded_at=kept.uploaded_at, status="queued"))
+        db.commit()
+        assert db.execute(text("SELECT count(*) FROM portal_attempt WHERE sha256 = 'x'")).scalar_one() == 2
+    indexes = {index["name"] for index in inspect(create_engine(url)).get_indexes("portal_attempt")}
+    assert {"ix_portal_attempt_file", "ix_portal_attempt_status", "ix_portal_attempt_finished_at"} <= indexes
     open_database(url)                                       # again: nothing left to do, nothing fails
 
 

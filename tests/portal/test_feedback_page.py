@@ -81,3 +81,39 @@ def test_an_attempt_handed_in_through_the_lms_is_on_the_assignment_page_not_said
     assert "0 uploaded here, 3 left; 1 handed in another way, which the limits here do not count" in page
     assert "an LMS download (Canvas submission 93)" in page and "2026-11-20 09:30 UTC" in page
     assert '<span class="tag">counts</span>' in page
+
+
+def test_a_file_uploaded_again_after_another_is_a_new_attempt_that_counts_at_its_own_time(app, portal, course):
+    """X, then Y, then X again: under 'latest' the third upload is an attempt of its own and counts, late at its own
+    time, as an LMS door's X, Y, X does (intake/attempts.py's one rule); X once more right after is that attempt.
+    Its page, its feedback, the assignment and home pages, the grade and the class's report agree. The old portal
+    answered 'not counted again' (attempt 1) and kept Y counting, on time."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n' + LATE_POLICY)
+    portal.set_policy(ASSIGNMENT, {"deadline": utcnow() + dt.timedelta(hours=1), "late_days": 2,
+                                   "feedback_before": "full", "max_attempts": 4})
+    gil = client_for(app, portal, "gil")
+    x, y = notebook_bytes("x"), notebook_bytes("y")
+    assert [upload(gil, x).headers["location"], upload(gil, y).headers["location"]] == ["/attempts/1", "/attempts/2"]
+    assert portal.worker.run_until_idle() == 2
+    portal.now = lambda: utcnow() + dt.timedelta(hours=2)                    # an hour after the deadline
+    assert upload(gil, x).headers["location"] == "/attempts/3"
+    again = upload(gil, x)                                                   # nothing in between: the same attempt
+    assert again.headers["location"] == "/attempts/3?again=1"
+    notice = gil.get(again.headers["location"]).text
+    assert "This file is the one you last uploaded, attempt 3" in notice and "not counted again" not in notice
+    assert portal.worker.run_until_idle() == 1
+    assert [a.source for a in attempts.of(course, "gil", ASSIGNMENT)] == [f"portal attempt {n}" for n in (1, 2, 3)]
+    assert "This is the attempt that counts" in gil.get("/attempts/3/feedback").text
+    assert "This is the attempt that counts" not in gil.get("/attempts/2/feedback").text
+    assert "1.0 hours after the deadline" in gil.get("/attempts/3/feedback").text
+    assert 'class="tag late">late' in gil.get("/attempts/3").text
+    page = gil.get(f"/assignments/{ASSIGNMENT}").text
+    assert "3 uploaded here, 1 left" in page                                 # the limits count the third upload
+    assert page.count('<span class="tag">counts</span>') == 1 and '<td>3 <span class="tag">counts</span></td>' in page
+    home = gil.get("/").text
+    assert "3 used, 1 left" in home and "(late: −10%)" in home
+    with portal.sessions() as db:
+        grade = portal.grades(db, "gil")[("gil", ASSIGNMENT)]
+    assert grade.late                                                        # grades.csv's lateness: attempt 3's
+    [report] = [r for r in portal.progress()["rows"] if (r["student"], r["assignment"]) == ("gil", ASSIGNMENT)]
+    assert report["attempts"] == 3 and report["late"]

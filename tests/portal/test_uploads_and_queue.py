@@ -70,7 +70,7 @@ def test_same_file_twice_is_one_attempt(alice, portal):
     first, second = upload(alice, data), upload(alice, data)
     assert first.headers["location"] == "/attempts/1" and second.headers["location"] == "/attempts/1?again=1"
     assert attempts_in(portal) == 1
-    assert "not counted again" in alice.get(second.headers["location"]).text
+    assert "This file is the one you last uploaded, attempt 1" in alice.get(second.headers["location"]).text
 
 
 def test_upload_is_on_disk_and_committed_before_the_answer(alice, portal):

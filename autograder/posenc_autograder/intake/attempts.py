@@ -199,14 +199,20 @@ def add(course: Course, student: str, assignment: str, door: str, source: str, r
 
 def _same_attempt(attempts: list[Attempt], new: Attempt) -> Attempt | None:
     """The recorded attempt `new` is (None: a new one): one of its door's with the same files, received at the same
-    time, or the latest received before it, when nothing else came by that door in between."""
-    same = [a for a in attempts if a.key == new.key]
-    at_once = next((a for a in same if a.time == new.time), None)
-    if at_once is not None or not same:
+    time, or else handed_in_again among those received before it."""
+    at_once = next((a for a in attempts if a.key == new.key and a.time == new.time), None)
+    if at_once is not None:
         return at_once
-    before = [a for a in attempts if a.door == new.door and a.time < new.time]
-    newest = max(before, key=lambda a: a.time, default=None)
-    return newest if newest is not None and newest.key == new.key else None
+    return handed_in_again(sorted((a for a in attempts if a.time < new.time), key=lambda a: a.time), new)
+
+
+def handed_in_again(earlier: list[Attempt], new: Attempt) -> Attempt | None:
+    """The attempt `new` repeats (None: it is one of its own): the latest of its door's `earlier` attempts (oldest
+    first), when it holds the same files. The one rule of every door (the portal asks it of each upload): the same
+    file again with nothing else by that door in between is one attempt at its first time; after another file, it is
+    handed in again, at its new time."""
+    mine = [a for a in earlier if a.door == new.door]
+    return mine[-1] if mine and mine[-1].key == new.key else None
 
 
 def of(course: Course, student: str, assignment: str) -> list[Attempt]:

@@ -17,7 +17,9 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
+    MetaData,
     String,
     Text,
     UniqueConstraint,
@@ -32,6 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.schema import CreateTable
 
 from posenc_autograder.records import portal_dates
 from posenc_autograder.settings import PortalDefaults, rule_of
@@ -128,11 +131,12 @@ FINISHED = (Status.GRADED, Status.ERROR)
 class Attempt(Base):
     """One accepted upload: its file, its place in the queue and, once graded, its result.
 
-    The queue is this table (status queued → running → graded | error), so a restart loses nothing;
-    (student, assignment, sha256) is unique, so the same file uploaded twice is one attempt."""
+    The queue is this table (status queued → running → graded | error), so a restart loses nothing. A file may be
+    in more than one row: uploaded again after another file, it is an attempt of its own (intake/attempts.py's rule:
+    Service.accept_upload asks it)."""
     __tablename__ = "portal_attempt"
-    __table_args__ = (UniqueConstraint("student_id", "assignment", "sha256"),
-                      UniqueConstraint("student_id", "assignment", "number"))
+    __table_args__ = (UniqueConstraint("student_id", "assignment", "number"),
+                      Index("ix_portal_attempt_file", "student_id", "assignment", "sha256"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     student_id: Mapped[str] = mapped_column(ForeignKey("portal_student.id", ondelete="CASCADE"), index=True)
     assignment: Mapped[str] = mapped_column(ID)
@@ -171,8 +175,10 @@ class SchemaVersion(Base):
 
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
 # 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py);
-# 7: lti_line_item.line_items; 8: attempt.claimed_by; 9: an index on attempt.finished_at
-SCHEMA_VERSION = 9
+# 7: lti_line_item.line_items; 8: attempt.claimed_by; 9: an index on attempt.finished_at; 10: attempt's (student,
+# assignment, sha256) no longer unique (UNIQUE_DROPPED), an index instead
+SCHEMA_VERSION = 10
+UNIQUE_DROPPED = {"portal_attempt": ("student_id", "assignment", "sha256")}     # table: the columns once unique
 
 
 # Connections kept open: one per thread that may hold one at once (Starlette's thread pool, 40 by default, and the
@@ -283,6 +289,10 @@ def migrate(engine) -> int:
             for column in table.columns:
                 if column.name not in present:
                     connection.execute(text(add_column(table.name, column, connection.dialect)))
+        for name, columns in UNIQUE_DROPPED.items():          # every column there: the rows copy whole
+            drop_unique(connection, Base.metadata.tables[name], columns)
+        inspector = inspect(connection)
+        for table in Base.metadata.sorted_tables:
             indexed = {index["name"] for index in inspector.get_indexes(table.name)}
             for index in table.indexes:
                 if index.name not in indexed:
@@ -290,6 +300,31 @@ def migrate(engine) -> int:
         connection.execute(delete(SchemaVersion))
         connection.execute(insert(SchemaVersion).values(id=1, version=SCHEMA_VERSION))
         return found or 1
+
+
+def drop_unique(connection, table, columns: tuple[str, ...]) -> None:
+    """The table's unique constraint on `columns`, gone if there. SQLite cannot drop one (it is part of the table):
+    the table is made again from the model under a scratch name, its rows copied, the old one dropped and the new
+    one renamed (migrate then makes its indexes)."""
+    inspector = inspect(connection)
+    if table.name not in inspector.get_table_names():
+        return
+    found = [u for u in inspector.get_unique_constraints(table.name) if tuple(u["column_names"]) == columns]
+    if not found:
+        return
+    if connection.dialect.name != "sqlite":
+        for unique in found:
+            connection.execute(text(f'ALTER TABLE {table.name} DROP CONSTRAINT "{unique["name"]}"'))
+        return
+    copies = MetaData()
+    for key in table.foreign_keys:                            # the tables it refers to, for its DDL's references
+        key.column.table.to_metadata(copies)
+    scratch = table.to_metadata(copies, name=f"{table.name}_new")
+    connection.execute(CreateTable(scratch))                  # the table alone: its index names are the old one's
+    kept = ", ".join(column.name for column in table.columns)
+    connection.execute(text(f"INSERT INTO {scratch.name} ({kept}) SELECT {kept} FROM {table.name}"))
+    connection.execute(text(f"DROP TABLE {table.name}"))
+    connection.execute(text(f"ALTER TABLE {scratch.name} RENAME TO {table.name}"))
 
 
 def add_column(table: str, column, dialect) -> str:

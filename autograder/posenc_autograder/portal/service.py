@@ -26,7 +26,14 @@ from posenc_autograder.portal.grading_processes import GradingProcesses
 from posenc_autograder.portal.lti.service import LtiTool
 from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
 from posenc_autograder.portal.watch import StatusWatch
-from posenc_autograder.portal.worker import PORTAL_DOORS, Worker, counted_among, counted_in_record, portal_attempt
+from posenc_autograder.portal.worker import (
+    PORTAL_DOORS,
+    Worker,
+    as_recorded,
+    counted_among,
+    counted_in_record,
+    portal_attempt,
+)
 from posenc_autograder.records import gradebook, portal_dates
 from posenc_autograder.reports import late_policy
 from posenc_autograder.results import NotebookResult
@@ -381,12 +388,11 @@ class Portal:
                                   f"{', '.join(n + '.ipynb' for n in self.course.notebooks(assignment))}")
         digest = hashlib.sha256(data).hexdigest()
         with self._one_upload_at_a_time(student), self.sessions() as db:
-            same = db.execute(select(Attempt.id).where(Attempt.student_id == student, Attempt.assignment ==
-                                                       assignment, Attempt.sha256 == digest)).scalar_one_or_none()
-            if same is not None:
-                return "again", same
             policy, extension, attempts = self.rules_for(db, student, assignment)
             now = self.now()
+            same = same_upload(attempts, door, notebook, digest, now)
+            if same is not None:
+                return "again", same.id
             decision = rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student))
             if not decision.allowed:
                 return "refused", decision.reason
@@ -477,6 +483,18 @@ class Portal:
                              "extension": rules.stamp(extensions.get((student.id, assignment)))})
         return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}
+
+
+def same_upload(attempts: list[Attempt], door: str, notebook: str, digest: str, now: dt.datetime) -> Attempt | None:
+    """The student's portal attempt (`attempts`, in the order uploaded) this upload is, by the record's rule for every
+    door (attempts.handed_in_again), or None: a new attempt."""
+    if not attempts:
+        return None
+    recorded = [as_recorded(attempt) for attempt in attempts]
+    new = record_of_attempts.Attempt(attempts[0].student_id, attempts[0].assignment, door, "",
+                                     settings.stamp(now.replace(tzinfo=dt.timezone.utc)), {f"{notebook}.ipynb": digest})
+    same = record_of_attempts.handed_in_again(recorded, new)
+    return None if same is None else attempts[recorded.index(same)]
 
 
 def handed_in_elsewhere(record: list[record_of_attempts.Attempt],

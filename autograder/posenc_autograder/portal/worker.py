@@ -462,10 +462,9 @@ class Worker:
     def record(self, attempt: Attempt) -> record_of_attempts.Attempt:
         """The attempt in the record of every door's attempts (intake/attempts.py), with its points once graded."""
         source = uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256)
-        recorded = record_of_attempts.add(self.course, attempt.student_id, attempt.assignment,
-                                          attempt.door or "portal", f"portal attempt {attempt.number}",
-                                          attempt.uploaded_at.replace(tzinfo=dt.timezone.utc),
-                                          {f"{attempt.notebook}.ipynb": source.read_bytes()})
+        stated = as_recorded(attempt)
+        recorded = record_of_attempts.add(self.course, stated.student, stated.assignment, stated.door, stated.source,
+                                          stated.time, {name: source.read_bytes() for name in stated.files})
         if attempt.status == Status.GRADED and attempt.score is not None and attempt.max_score is not None:
             record_of_attempts.scored(self.course, attempt.student_id, attempt.assignment, attempt.sha256,
                                       attempt.score, attempt.max_score)
@@ -479,9 +478,9 @@ class Worker:
 
         with self.store_lock, self.sessions() as db:
             deadlines = late_policy.Deadlines(self.course, connection=db, student=student)  # one for this store
-            attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student,
-                                                             Attempt.assignment == assignment)).scalars())
-            recorded = {a.id: self.record(a) for a in attempts if a.status == Status.GRADED}
+            attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
+                                                             assignment).order_by(Attempt.number)).scalars())
+            recorded = {a.id: self.record(a) for a in attempts if a.status == Status.GRADED}    # in upload order
             counted = counted_in_record(self.course, student, assignment, deadlines)
             chosen = portal_attempt(counted, attempts)
             if chosen is None:
@@ -629,7 +628,19 @@ def portal_attempt(counted: record_of_attempts.Attempt | None, attempts: list[At
     """The portal's own attempt that is `counted` (None: the one that counts came in by another door)."""
     if counted is None or counted.door not in PORTAL_DOORS:
         return None
-    return next((a for a in attempts if counted.files == {f"{a.notebook}.ipynb": a.sha256}), None)
+    holding = [a for a in attempts if counted.files == {f"{a.notebook}.ipynb": a.sha256}]
+    # a file uploaded again after another is an attempt of its own: the one uploaded at the counted time
+    at_time = [a for a in holding if as_recorded(a).received_at == counted.received_at]
+    found = at_time or holding
+    return found[-1] if found else None
+
+
+def as_recorded(attempt: Attempt) -> record_of_attempts.Attempt:
+    """A portal attempt as the record of attempts states it (worker.record writes it so, once graded)."""
+    return record_of_attempts.Attempt(attempt.student_id, attempt.assignment, attempt.door or "portal",
+                                      f"portal attempt {attempt.number}",
+                                      settings.stamp(attempt.uploaded_at.replace(tzinfo=dt.timezone.utc)),
+                                      {f"{attempt.notebook}.ipynb": attempt.sha256})
 
 
 def encode_text(text: str) -> bytes:
