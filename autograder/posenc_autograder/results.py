@@ -141,7 +141,8 @@ class Problem:
     exception's name for a raise, what the student's code raised or printed in full when the sentence summarises it
     (`quoted`; the page folds it), and whether the cause is a described pattern of the difference rather than a
     diagnosed mistake (`pattern`: a diagnosis of the same failure elsewhere is the one the dashboard and the
-    contracts test name)."""
+    contracts test name), and whether any input shown has values drawn for this student (`drawn`: False when every
+    one is the same for every student; None when not known, as in results stored before)."""
     text: str
     cause: str | None = None
     kind: ProblemKind = ProblemKind.VALUE
@@ -151,6 +152,7 @@ class Problem:
     call: Reproduction | None = None
     quoted: str | None = None
     pattern: bool | None = None      # True: the cause describes the difference's shape, no known mistake matched
+    drawn: bool | None = None        # True: some shown input is drawn per student; False: every one is everyone's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", ProblemKind(self.kind))

@@ -8,7 +8,7 @@ import numpy as np
 
 from posenc_autograder.checks import REGISTRY
 from posenc_autograder.checks.context_extension import reference as context_reference
-from posenc_autograder.checks.positional_encoding import integration, learned, sinusoidal
+from posenc_autograder.checks.positional_encoding import analysis, integration, learned, sinusoidal
 from posenc_autograder.checks.relative_positions import t5
 from posenc_autograder.notebook import record_in_process
 from posenc_autograder.probes.helpers import call_each
@@ -183,8 +183,9 @@ def interpolated_in_place(positions, train_len, target_len):
 
 
 def test_a_cases_fixed_inputs_are_not_said_to_be_drawn_for_the_student_alone():
-    """The contracts case of interpolated_positions passes the same positions to every student (only random values
-    vary): two students' pages show the same array, and neither says it was drawn for them alone."""
+    """The contracts case of interpolated_positions passes the same positions to every student: two students' pages
+    show the same array, and say it is the same for every student, not that its random values are drawn for them
+    (it has none)."""
     test = REGISTRY["hidden_context_extension_contracts"]
     namespace = {name: getattr(context_reference, name) for name in dir(context_reference) if not name.startswith("_")}
     namespace["interpolated_positions"] = interpolated_in_place
@@ -196,5 +197,34 @@ def test_a_cases_fixed_inputs_are_not_said_to_be_drawn_for_the_student_alone():
         pages.append(page_of(test, problem))
     for page in pages:
         assert "<summary>input 1: shape (6,) float64, [0, 1, 2, 3, ...]</summary>" in page
-        assert "drawn for you alone:" not in page
-        assert "Your inputs for this case (its random values are drawn for you alone):" in page
+        assert "The inputs of this case (the same for every student):" in page
+        assert "drawn for you alone" not in page and "Your inputs" not in page
+
+
+def test_a_cases_inputs_drawn_for_the_student_are_said_to_be():
+    """T5's bucket case passes positions drawn per student: its page says its random values are drawn for the
+    student alone (and the fixed-inputs sentence is not there)."""
+    test = next(t for t in t5.TESTS if t.id == "hidden_t5_relative_bucket")
+    page = page_of(test, first_problem(test, rounded_buckets, VARIANT))
+    assert "Your inputs for this case (its random values are drawn for you alone):" in page
+    assert "the same for every student" not in page
+
+
+def bounded_strictly(pe):
+    """A realistic mistake: 'bounded' as |PE| < 1, where every |PE| <= 1 is asked."""
+    pe = np.asarray(pe, dtype=np.float64)
+    norms = np.sqrt((pe ** 2).sum(axis=1))
+    return {"position_norms": norms, "mean": float(pe.mean()), "variance": float(pe.var()),
+            "min": float(pe.min()), "max": float(pe.max()), "bounded": bool(np.abs(pe).max() < 1)}
+
+
+def test_every_input_sentence_is_true_of_its_case_fixed_or_drawn():
+    """encoding_statistics' cases: [[1, -1], [0.5, 0]] is everyone's, so its page says so and not that its random
+    values are drawn for the student (the old page did); a case drawn per student would say that."""
+    test = next(t for t in analysis.TESTS if t.id == "hidden_encoding_statistics")
+    record = {"observations": call_each({"encoding_statistics": bounded_strictly}, test.plain_inputs(VARIANT))}
+    shown = [p for p in test.verdict(record, VARIANT) if p.inputs]
+    fixed = [p for p in shown if p.inputs == [[[1.0, -1.0], [0.5, 0.0]]]]
+    assert fixed and all(p.drawn is False for p in fixed)
+    page = page_of(test, fixed[0])
+    assert "The inputs of this case (the same for every student):" in page and "drawn for you alone" not in page

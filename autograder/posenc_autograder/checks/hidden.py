@@ -18,7 +18,7 @@ import numpy as np
 
 from posenc_autograder.checks import variants
 from posenc_autograder.checks.comparison import as_result, call_label, limit_problems, problems_of, said_unexplained
-from posenc_autograder.checks.reproduction import Reproduced, case_size, with_case
+from posenc_autograder.checks.reproduction import SHOWN_INPUT_NUMBERS, Reproduced, case_size, with_case
 from posenc_autograder.probes import codec
 from posenc_autograder.results import Problem, ProblemKind
 
@@ -91,11 +91,29 @@ class HiddenTest:
             extra = {"verdicts": verdicts or {}} if self.reads_verdicts else {}
             with variants.active(variant):          # judges may show a student their own inputs
                 found = self.judge(inputs, read_only(record["observations"]), **extra)    # the record stays as sent
-            return Findings([as_result(p) for p in said_unexplained(list(found))], getattr(found, "cases", 0),
-                            getattr(found, "failed", 0), getattr(found, "reported", 0))
+            problems = self.with_drawn([as_result(p) for p in said_unexplained(list(found))], variant)
+            return Findings(problems, getattr(found, "cases", 0), getattr(found, "failed", 0),
+                            getattr(found, "reported", 0))
         except Exception as exc:  # noqa: BLE001 - malformed observations never crash grading
             return Findings([Problem(f"your answers had an unexpected form ({type(exc).__name__}); check return "
                                      f"types and shapes")])
+
+    def with_drawn(self, problems: list[Problem], variant: int | None) -> list[Problem]:
+        """The problems, each that shows inputs saying whether any of them is drawn for this student (`drawn`): one
+        not among the course-wide variant's inputs is (read once a process); one that is, is everyone's when
+        another student's inputs have it too (read only then: a fixed case, such as a case's set positions)."""
+        if variant is None or not any(p.inputs for p in problems):
+            return problems
+        course_wide = _course_wide_arrays(self)
+        others: list[set[tuple]] = []
+
+        def drawn(shown: list) -> bool:
+            keys = [_array_key(array) for array in shown if array is not None]
+            if any(key not in course_wide for key in keys):
+                return True
+            others[:] = others or [_arrays_in(self.plain_inputs(variant + 1))]
+            return any(key not in others[0] for key in keys)
+        return [dataclasses.replace(p, drawn=drawn(p.inputs)) if p.inputs else p for p in problems]
 
     def graded(self, record: dict, variant: int | None = None,
                verdicts: dict | None = None) -> tuple[list[Problem], int, int]:
@@ -117,7 +135,38 @@ class HiddenTest:
         return math.floor(2 * self.points * passed / total) / 2 if self.partial else 0.0
 
 
+def _array_key(value) -> tuple | None:
+    """A small numeric array (or nested list) by its shape and values, whatever its dtype (None: not one)."""
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):                      # ragged
+        return None
+    if array.dtype.kind not in "biuf" or array.size > SHOWN_INPUT_NUMBERS:
+        return None
+    return array.shape, array.astype(np.float64).tobytes()
+
+
+def _arrays_in(inputs, depth: int = 0) -> set[tuple]:
+    """Every small numeric array (or list of numbers) in a test's inputs, by _array_key: what a page may show."""
+    found: set[tuple] = set()
+    key = _array_key(inputs) if isinstance(inputs, (np.ndarray, list, tuple)) else None
+    if key is not None:
+        found.add(key)
+    if depth < MAX_INPUT_DEPTH:
+        items = inputs.values() if isinstance(inputs, dict) else inputs if isinstance(inputs, (list, tuple)) else ()
+        for item in items:
+            found |= _arrays_in(item, depth + 1)
+    return found
+
+
+MAX_INPUT_DEPTH = 12   # a test's inputs nest a few levels (groups, cases, arguments); trusted data, bounded anyway
 INPUTS_KEPT = 128      # (test, variant) inputs kept encoded: every test of the notebooks in flight, several variants
+
+
+@functools.lru_cache(maxsize=INPUTS_KEPT)
+def _course_wide_arrays(test: HiddenTest) -> set[tuple]:
+    """_arrays_in the test's course-wide inputs, walked once a process (every student's page is judged against it)."""
+    return _arrays_in(test.plain_inputs(None))
 
 
 @functools.lru_cache(maxsize=INPUTS_KEPT)
