@@ -40,18 +40,23 @@ def course(released, tmp_path):
     return Course(shutil.copytree(released.root, tmp_path / "course", symlinks=True))
 
 
-@pytest.fixture
-def generating(monkeypatch):
-    """The assignments nbgrader generates, in order."""
+def _calls_of(monkeypatch, name: str) -> list[str]:
+    """The assignments generation.<name> is called with, in order (the function still runs)."""
     made = []
-    real = generation._generate
+    real = getattr(generation, name)
 
     def spy(assignment, *args, **kwargs):
         made.append(assignment)
         return real(assignment, *args, **kwargs)
 
-    monkeypatch.setattr(generation, "_generate", spy)
+    monkeypatch.setattr(generation, name, spy)
     return made
+
+
+@pytest.fixture
+def generating(monkeypatch):
+    """The assignments nbgrader generates, in order."""
+    return _calls_of(monkeypatch, "_generate")
 
 
 def _release(course, capsys) -> str:
@@ -156,15 +161,7 @@ def test_the_first_registration_on_a_course_never_released_runs_no_subprocess(tm
 @pytest.fixture
 def converting(monkeypatch):
     """The assignments nbgrader's converter made (not re-weighed), in order."""
-    made = []
-    real = generation._converted
-
-    def spy(assignment, *args, **kwargs):
-        made.append(assignment)
-        return real(assignment, *args, **kwargs)
-
-    monkeypatch.setattr(generation, "_converted", spy)
-    return made
+    return _calls_of(monkeypatch, "_converted")
 
 
 def test_a_points_change_is_reweighed_byte_for_byte_as_nbgrader_generates_it(course, converting, monkeypatch,
