@@ -15,7 +15,7 @@ from posenc_autograder.sandbox import supervisor
 from posenc_autograder.settings import Limits
 
 # Half a second a cell (the runner reads the limit as a float): each looping cell costs the limit in CPU, and the
-# supervisor counts an interrupt from the limit less its clock slack on.
+# supervisor counts an interrupt from the limit on.
 LIMITS = Limits(cell_seconds=0.5, notebook_seconds=30)
 GRACE = 1.5          # after the job's interrupt, before the supervisor kills it: shorter than a course's, for speed,
                      # but not so short that a job waiting for a core on a loaded machine (load 8 on 2 cores) is
