@@ -40,9 +40,9 @@ def test_two_processes_keeping_the_same_generated_entry_at_once_both_finish(tmp_
     course = Course(root=tmp_path)
     ours = generation.Generated({"a.ipynb": b'{"cells": []}'}, {})
     theirs = generation.Generated({"a.ipynb": b'{"cells": [1]}'}, {})
-    other_writer_renames_first(monkeypatch, lambda: generation._keep(course, "pe", "key-b", theirs))
-    generation._keep(course, "pe", "key-a", ours)                  # the old shared '.partial' name: FileNotFoundError
-    assert generation._recall(course, "pe", "key-a") == ours
+    other_writer_renames_first(monkeypatch, lambda: generation._keep(course, "pe", "key-b", theirs, "unweighed-b", {}))
+    generation._keep(course, "pe", "key-a", ours, "unweighed-a", {})  # old shared '.partial' name: FileNotFoundError
+    assert generation._recall(course, "pe", "key-a")[0] == ours
     assert generation._recall(course, "pe", "key-b") is None
     assert leftovers(course.work) == []
 
