@@ -5,7 +5,6 @@ or a channel the grader cannot read (a header announcing an impossible length, a
 malformed JSON is ignored. Nothing of the student's runs the notebook again. The first cell appends to a file of the
 test's, so the runs are counted by the notebook itself (a plain job, without the sandbox, can write there)."""
 import pathlib
-import time
 
 import pytest
 
@@ -15,7 +14,7 @@ from posenc_autograder.sandbox import supervisor
 from posenc_autograder.settings import Limits
 
 # Half a second a cell (the runner reads the limit as a float): each looping cell costs the limit in CPU, and the
-# supervisor counts an interrupt from the limit on.
+# supervisor counts an interrupt from the limit less its clock slack on.
 LIMITS = Limits(cell_seconds=0.5, notebook_seconds=30)
 GRACE = 1.5          # after the job's interrupt, before the supervisor kills it: shorter than a course's, for speed,
                      # but not so short that a job waiting for a core on a loaded machine (load 8 on 2 cores) is
@@ -99,24 +98,6 @@ def test_the_interrupt_reaches_a_cell_in_the_sandbox():
     assert kinds(outcome) == [("cell_timeout", 0, False)]
 
 
-def test_an_interrupt_counts_however_late_the_supervisor_reads_the_cells_mark(monkeypatch):
-    """A loaded machine may run the supervisor's thread late: here it reads each cell's mark 1.5 s after the job sent
-    it. The cell's own clock starts only on the supervisor's word, so its interrupt still comes a full limit after the
-    supervisor's clock started, and counts (its note kept); the late read only gave the cell more time."""
-    accept = supervisor.Attempt.accept
-
-    def late(attempt, frame, tasks):
-        if "cell" in frame:
-            time.sleep(1.5)
-        accept(attempt, frame, tasks)
-
-    monkeypatch.setattr(supervisor.Attempt, "accept", late)
-    outcome = supervisor.run_job([{"cell_type": "code", "source": c} for c in ("while True:\n    pass", "print(1)")],
-                                 codec.frame({}), [], probe_files(), Limits(cell_seconds=2, notebook_seconds=30),
-                                 isolate=False)
-    assert kinds(outcome) == [("cell_timeout", 0, False)] and printed(outcome, 1) == "1\n", outcome.events
-
-
 def test_an_interrupted_frame_forged_early_in_a_cell_counts_for_nothing():
     """The student's code can write frames: one saying its cell was interrupted, sent long before the cell's limit,
     makes no timeout (no note, no event), and the run goes on."""
@@ -128,7 +109,7 @@ def test_an_interrupted_frame_forged_early_in_a_cell_counts_for_nothing():
 
 
 def test_a_cells_standard_input_is_empty():
-    """The supervisor's start words come on the job's input after the task, on a descriptor the runner keeps: a cell
-    (or a process it starts) reading its standard input finds it empty at once, as when the input ended there."""
+    """The job's input carries the task: a cell (or a process it starts) reading its standard input finds it empty at
+    once, as when the input ended there."""
     outcome = run("import os\nprint(repr(os.read(0, 10)))", "print(1)")
     assert outcome.finished and printed(outcome, 0) == "b''\n" and printed(outcome, 1) == "1\n", outcome.events

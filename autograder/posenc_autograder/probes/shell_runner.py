@@ -323,29 +323,6 @@ class Interrupter:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def start_words() -> int:
-    """The descriptor the supervisor's start words come on (standard input, after the task), moved off 0: the cells
-    and their processes find an empty input there, as they did when the input ended with the task."""
-    starts = os.dup(0)
-    try:
-        empty = os.open(os.devnull, os.O_RDONLY)
-    except OSError:                      # no /dev/null: the input stays shared
-        return starts
-    os.dup2(empty, 0)
-    os.close(empty)
-    return starts
-
-
-def wait_for_start(read, starts: int) -> None:
-    """Wait for the supervisor's word that its clock for the cell runs (a byte on `starts`), so the cell's own clock
-    (the Interrupter's) starts after it, however late the supervisor read the cell's mark. At the input's end (no
-    supervisor feeds this job) the cell starts at once."""
-    try:
-        read(starts, 1)
-    except OSError:
-        pass
-
-
 CELL_FILE = "<ipython-input-"          # the file name IPython compiles a cell's code under
 
 
@@ -374,11 +351,9 @@ def stop_looping_function(error: BaseException, seconds: float) -> str | None:
 
 def main(payload: dict, task: BinaryIO, shell: InteractiveShell | None = None) -> None:
     """Run every code cell not in payload['skip'], announcing each and sending its capped output. `task`: the stream
-    holding the task frame (the job's standard input, closed once it is read; the supervisor's start words, one a
-    cell, come after it on the same descriptor). `shell`: the one
+    holding the task frame to its end (the job's standard input, closed once it is read). `shell`: the one
     prepared() made before this job (in the warm zygote), placed here; None: prepared here."""
-    # In place: a snapshot taken before (the zygote's) holds it. The input goes on: the supervisor's start words.
-    runner.TASK.update(codec.read_frame(task, to_end=False))
+    runner.TASK.update(codec.read_frame(task))   # in place: a snapshot taken before (the zygote's) holds it
     sys.stdin.close()
     max_output = int(payload["limits"]["max_cell_output_bytes"])
     skip = set(payload["skip"])
@@ -389,15 +364,12 @@ def main(payload: dict, task: BinaryIO, shell: InteractiveShell | None = None) -
     for name in probe_modules(runner.TASK):      # every probe module loaded and kept before student code runs
         importlib.import_module(f"{__package__}.{name}")
     shell = place(shell if shell is not None else prepared())
-    # Held here, out of a cell's reach:
-    restore, run_probe, send, read = guard.restore, runner.run, channel.send, os.read
-    starts = start_words()
+    restore, run_probe, send = guard.restore, runner.run, channel.send      # held here, out of a cell's reach
     interrupter = Interrupter(float(payload["limits"]["cell_seconds"]))
     for index, cell in enumerate(payload["cells"]):
         if cell["cell_type"] != "code" or index in skip:
             continue
         send({"cell": index})
-        wait_for_start(read, starts)
         stdout, stderr = CappedText(max_output), CappedText(max_output)
         probe = PROBE_CELL.search(cell["source"])
         result = None

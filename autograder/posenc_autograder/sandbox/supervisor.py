@@ -38,7 +38,7 @@ LOG_BUDGET_BYTES = 1 << 20        # the job's log read here, at most; past it th
 LOG_DRAIN_BYTES = 8 << 20         # at most this much each POLL_SECONDS: a flood then costs the job its own time
 CHANNEL_READ_BYTES = 1 << 20      # the channel's pipe size (_widen), read whole
 INTERRUPT_GRACE_SECONDS = 2.0     # past its limit a cell is interrupted in the job; this much later, the job is killed
-START_WORD = b"\x01"              # on the job's input once this side's clock for a cell runs: the cell may start
+CLOCK_SLACK_SECONDS = 0.5         # the job's clock for a cell starts before this side reads the cell's mark
 
 
 @dataclasses.dataclass
@@ -69,7 +69,6 @@ class Attempt:
         self.cpu_seconds, self.log_read, self.draining, self.next_drain = 0.0, 0, None, 0.0
         self.refused: dict | None = None   # the first frame refused: {"reason", "bytes" announced, "cell" it came in}
         self.interrupted: list[int] = []   # cells past their limit that the job interrupted, by this side's clock
-        self.starts: int | None = None     # where the start words go: the job's input, kept open past its payload
         reader.start_attempt()
 
     def accept(self, frame: dict, tasks: set[str]) -> None:
@@ -79,13 +78,10 @@ class Attempt:
             cell = frame["cell"]
             if type(cell) is int and cell in self.expected and (self.current is None or cell > self.current):
                 self.current, self.since = cell, time.monotonic()
-                self._start_cell()
         elif "output" in frame:
             cell = frame["output"]
-            # The job's clock for a cell starts after this side's (_start_cell), however late this side read the
-            # mark: an interrupt the job made comes a full limit after `since`; a forged one earlier does not count.
             if frame.get("interrupted") is True and cell == self.current and \
-                    time.monotonic() - self.since >= self.limits.cell_seconds:
+                    time.monotonic() - self.since >= self.limits.cell_seconds - CLOCK_SLACK_SECONDS:
                 self.interrupted.append(cell)
             if type(cell) is int and cell in self.expected and self.reader.output_bytes < self.limits.max_output_bytes:
                 self.outputs[cell] = sanitise_outputs(frame, self.limits.max_cell_output_bytes)
@@ -103,15 +99,6 @@ class Attempt:
         elif frame.get("done") is True:
             self.done = True
 
-    def _start_cell(self) -> None:
-        """Tell the job its cell's clock may start, this side's having started: one byte on its input, written only
-        when the pipe has room (a job that does not read its input waits, never this side)."""
-        if self.starts is not None and select.select([], [self.starts], [], 0)[1]:
-            try:
-                os.write(self.starts, START_WORD)
-            except OSError:              # the job is gone
-                pass
-
     def run(self, deadline: float, tasks: set[str], cgroups) -> tuple[str, int | None]:
         """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood', 'unreadable':
         a header announced more than the channel can still carry, or 'lost': the warm sandbox's zygote died under it,
@@ -126,7 +113,6 @@ class Attempt:
         finally:
             os.close(channel_w)
         payload = self.payload(process.holds_probes)
-        self.starts = os.dup(process.stdin.fileno())     # the feeder closes its own end once the payload is in
         feeder = threading.Thread(target=_feed, args=(process.stdin, payload), daemon=True)
         feeder.start()
         try:
@@ -139,8 +125,6 @@ class Attempt:
                 kill_cgroup(group)
             process.close()
             os.close(channel_r)
-            os.close(self.starts)
-            self.starts = None
 
     def _watch(self, process, channel_r: int, deadline: float, tasks: set[str]):
         selector = selectors.DefaultSelector()
@@ -184,7 +168,7 @@ class Attempt:
             if now >= deadline:
                 return "notebook_time_limit", self.current
             if self.current is not None and now - self.since > self.limits.cell_seconds + INTERRUPT_GRACE_SECONDS:
-                return ("unreadable" if self._swallowed(self.current) else "cell_timeout"), self.current
+                return "cell_timeout", self.current
 
 
     def _ended(self) -> str:
@@ -193,18 +177,11 @@ class Attempt:
         swallowed the runner's frames after them: that is not a death."""
         if self.done:
             return "finished"
-        return "unreadable" if self._swallowed() else "died"
-
-    def _swallowed(self, cell: int | None = None) -> bool:
-        """Whether the channel is left inside a frame or holds a refused one (only one that came in `cell`, if given):
-        the cell's own writes, which may have swallowed the runner's frames after them, its next mark among them
-        (the job then waits for a start word that never comes). The refusal kept, if none was."""
-        if self.current is None or not (self.reader.frames.pending or (
-                self.refused and (cell is None or self.refused["cell"] == cell))):
-            return False
-        self.refused = self.refused or {"reason": codec.MALFORMED, "bytes": self.reader.frames.pending,
-                                        "cell": self.current}
-        return True
+        if self.current is not None and (self.reader.frames.pending or self.refused):
+            self.refused = self.refused or {"reason": codec.MALFORMED, "bytes": self.reader.frames.pending,
+                                            "cell": self.current}
+            return "unreadable"
+        return "died"
 
     def _read(self, data: bytes, tasks: set[str]) -> str | None:
         """Decode and accept what the channel sent, on the job's CPU budget; how the attempt ends if it must."""
