@@ -59,6 +59,9 @@ SLOW_TESTS = {
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
 # made faster. Most are the first test of a group paying its shared setup, once a run.
 WHY_SLOW = {
+    "tests/sandbox/test_attacks_as_an_ordinary_user.py::test_the_warm_sandbox_ran_them": "its setup runs every "
+    "sandbox attack (forged, malformed and cut-short frames, a log flood, an endless loop) as an ordinary user through "
+    "the real supervisor, in one interpreter with that user's own warm zygote",
     "tests/architecture/test_types.py::": "mypy over the whole grader package, ~21 CPU-s from nothing (~1.5 with the "
     "cache a fresh clone copies from the machine's last passing run): `make test`'s type-check, run on a worker",
     "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "

@@ -92,10 +92,11 @@ def test_bench_waits_writes_minutes_and_seconds_that_carry():
 
 def test_bench_waits_times_each_row_on_the_commit_before_just_before_it_times_it_now(tmp_path, monkeypatch, capsys):
     from posenc_autograder.devtools import bench_waits
-    before, order = tmp_path / "before-course", []
+    before, order, heads = tmp_path / "before-course", [], ["abc1234"]
 
     def release(source_root, scratch):
         order.append(source_root)
+        heads.append("def5678")                 # main moves on while the rows run: they measured abc1234
         return ("1.0 s" if source_root == before else "2.0 s"), f"in {scratch.name}"
 
     def grade(source_root, scratch):
@@ -103,13 +104,13 @@ def test_bench_waits_times_each_row_on_the_commit_before_just_before_it_times_it
     monkeypatch.setattr(bench_waits, "ROWS", [bench_waits.Row("release", "<= 3 s", release),
                                               bench_waits.Row("grade", "<= 9 s", grade)])
     monkeypatch.setattr(bench_waits, "before_course", lambda source_root, commit, folder: before)
-    monkeypatch.setattr(bench_waits, "commit", lambda root: "abc1234")
+    monkeypatch.setattr(bench_waits, "commit", lambda root: heads[-1])
     args = argparse.Namespace(quick=False, only=[], no_write=True, before="7d5152a")
     assert bench_waits.run_command(args) == 0
     now = bench_waits.Course().root
     assert order == [before, now, before, now]
     text = capsys.readouterr().out
-    assert "| step | before (7d5152a) | now (abc1234) | goal | how |" in text
+    assert "| step | before (7d5152a) | now (abc1234) | goal | how |" in text      # as it was when the run began
     assert "| release | 1.0 s | 2.0 s | <= 3 s | in release; before: in release |" in text
     assert "`make bench-waits BEFORE=7d5152a`" in text
 

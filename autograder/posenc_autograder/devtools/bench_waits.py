@@ -272,6 +272,7 @@ def measured_row(row: Row, source_root: pathlib.Path, scratch: pathlib.Path, qui
 def run_command(args) -> int:
     source_root = Course().root
     started, load = time.time(), os.getloadavg()[0]
+    measuring = commit(source_root)      # what the rows measure: a commit landing during the run is not theirs
     measured = []
     with tempfile.TemporaryDirectory(prefix="posenc-waits-") as tmp:
         before = before_course(source_root, args.before, pathlib.Path(tmp) / "before-course") if args.before else None
@@ -286,7 +287,7 @@ def run_command(args) -> int:
             cells += [figure, row.goal, note + (f"; before: {how}" if before is not None else "")]
             print("   ".join(cells), flush=True)
             measured.append(cells)
-    header = ["step"] + ([f"before ({args.before})", f"now ({commit(source_root)})"] if before is not None
+    header = ["step"] + ([f"before ({args.before})", f"now ({measuring})"] if before is not None
                          else ["measured"]) + ["goal", "how"]
     name = NAME + (" QUICK=1" if args.quick else "") + (f" BEFORE={args.before}" if args.before else "")
     text = figures.table(header, measured) + "\n" + figures.provenance(started, load).format(name=name) + "\n"
