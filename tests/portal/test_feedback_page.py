@@ -3,6 +3,7 @@ instructor's manual grade), the instructor's comments, the late policy's deducti
 grades.csv and the LMS's page state them; for any other attempt, its own points and what the late policy deducts
 from it."""
 import datetime as dt
+import hashlib
 
 from fixture_submissions import ASSIGNMENT
 
@@ -37,6 +38,38 @@ def test_the_attempt_that_counts_is_shown_with_manual_grades_comments_and_the_la
     assert f"Graded: {stated}." in carol.get("/attempts/1").text
     assert carol.get("/attempts/1/status.json").json()["score"] == late_policy.penalised(final, 10)
     assert f"<td>{stated}</td>" in carol.get(f"/assignments/{ASSIGNMENT}").text
+
+
+def test_a_file_uploaded_again_after_one_the_grader_failed_on_is_a_new_attempt_at_its_own_time(app, portal, course,
+                                                                                              monkeypatch):
+    """X, then Y on which the grader fails (a grader error, no points), then X again after the deadline: Y is still
+    an attempt the student made, so the third upload is attempt 3, which 'latest' counts, late at its own time. The
+    old record held graded attempts only, so it folded the third X into attempt 1: on time, and attempt 1 counted."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n' + LATE_POLICY)
+    portal.set_policy(ASSIGNMENT, {"deadline": utcnow() + dt.timedelta(hours=1), "late_days": 2,
+                                   "feedback_before": "full", "max_attempts": 4})
+    hal = client_for(app, portal, "hal")
+    x, y = notebook_bytes("x"), notebook_bytes("y")
+    graded = portal.worker._graded
+
+    def failing_on_y(attempt):
+        if attempt.sha256 == hashlib.sha256(y).hexdigest():
+            raise RuntimeError("the sandbox refused the job")
+        return graded(attempt)
+
+    monkeypatch.setattr(portal.worker, "_graded", failing_on_y)
+    assert [upload(hal, x).headers["location"], upload(hal, y).headers["location"]] == ["/attempts/1", "/attempts/2"]
+    assert portal.worker.run_until_idle() >= 2
+    assert hal.get("/attempts/2/status.json").json()["status"] == "error"
+    portal.now = lambda: utcnow() + dt.timedelta(hours=2)                    # an hour after the deadline
+    assert upload(hal, x).headers["location"] == "/attempts/3"
+    assert portal.worker.run_until_idle() == 1
+    assert [a.source for a in attempts.of(course, "hal", ASSIGNMENT)] == ["portal attempt 1", "portal attempt 3"]
+    assert "This is the attempt that counts" in hal.get("/attempts/3/feedback").text
+    assert "This is the attempt that counts" not in hal.get("/attempts/1/feedback").text
+    assert "1.0 hours after the deadline" in hal.get("/attempts/3/feedback").text
+    with portal.sessions() as db:
+        assert portal.grades(db, "hal")[("hal", ASSIGNMENT)].late
 
 
 def test_an_attempt_that_does_not_count_shows_its_own_late_deduction(app, portal, course):

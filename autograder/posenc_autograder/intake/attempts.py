@@ -167,11 +167,13 @@ def _save(where: pathlib.Path, attempts: list[Attempt], sync: bool = True) -> pa
 # --- what the doors call -------------------------------------------------------------------------------
 
 def add(course: Course, student: str, assignment: str, door: str, source: str, received_at: dt.datetime,
-        files: dict[str, bytes]) -> Attempt:
+        files: dict[str, bytes], judged_by_door: bool = False) -> Attempt:
     """Keep one attempt (its files and its row); the same files again by the same door are the same attempt (the
     first time it was received is kept), unless the door brought other files in between: a student who handed in X,
-    then Y, then X again by one door last handed in X, which "latest" counts. Returns the attempt as recorded, with
-    any points its files have."""
+    then Y, then X again by one door last handed in X, which "latest" counts. judged_by_door: the door applied
+    handed_in_again itself, to attempts the record does not hold (the portal's uploads the grader failed on, which
+    are still the student's), so the files at another time are an attempt of their own. Returns the attempt as
+    recorded, with any points its files have."""
     if door not in DOORS:
         raise ValueError(f"unknown door {door!r} (known: {', '.join(DOORS)})")
     if received_at.tzinfo is None:
@@ -184,7 +186,7 @@ def add(course: Course, student: str, assignment: str, door: str, source: str, r
         known_scores = {d: s for a in attempts for d, s in a.scores.items()}
         attempt = Attempt(student, assignment, door, source, settings.stamp(received_at), digests,
                           {d: known_scores[d] for d in digests.values() if d in known_scores})
-        same = _same_attempt(attempts, attempt)
+        same = _same_attempt(attempts, attempt, judged_by_door)
         if same is not None:
             return same
         kept = where / attempt.key
@@ -197,11 +199,11 @@ def add(course: Course, student: str, assignment: str, door: str, source: str, r
         return attempt
 
 
-def _same_attempt(attempts: list[Attempt], new: Attempt) -> Attempt | None:
+def _same_attempt(attempts: list[Attempt], new: Attempt, judged_by_door: bool = False) -> Attempt | None:
     """The recorded attempt `new` is (None: a new one): one of its door's with the same files, received at the same
-    time, or else handed_in_again among those received before it."""
+    time, or else (unless the door judged it: add's judged_by_door) handed_in_again among those received before it."""
     at_once = next((a for a in attempts if a.key == new.key and a.time == new.time), None)
-    if at_once is not None:
+    if at_once is not None or judged_by_door:
         return at_once
     return handed_in_again(sorted((a for a in attempts if a.time < new.time), key=lambda a: a.time), new)
 

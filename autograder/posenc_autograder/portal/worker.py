@@ -460,11 +460,14 @@ class Worker:
             log.exception("storing the counting attempt of %s for %s failed", student, assignment)
 
     def record(self, attempt: Attempt) -> record_of_attempts.Attempt:
-        """The attempt in the record of every door's attempts (intake/attempts.py), with its points once graded."""
+        """The attempt in the record of every door's attempts (intake/attempts.py), with its points once graded. Each
+        portal attempt is one already (service.same_upload asked the record's rule of every upload, those the grader
+        failed on included, which the record does not hold)."""
         source = uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256)
         stated = as_recorded(attempt)
         recorded = record_of_attempts.add(self.course, stated.student, stated.assignment, stated.door, stated.source,
-                                          stated.time, {name: source.read_bytes() for name in stated.files})
+                                          stated.time, {name: source.read_bytes() for name in stated.files},
+                                          judged_by_door=True)
         if attempt.status == Status.GRADED and attempt.score is not None and attempt.max_score is not None:
             record_of_attempts.scored(self.course, attempt.student_id, attempt.assignment, attempt.sha256,
                                       attempt.score, attempt.max_score)
