@@ -13,8 +13,9 @@ from notebook_tools import ROOT
 from posenc_autograder.checks import REGISTRY, hidden_tests, manifest
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.grading import pipeline
+from posenc_autograder.probes import helpers as probe_helpers
 from posenc_autograder.probes.shell_runner import error_text
-from posenc_autograder.results import GradedTest, NoteKind
+from posenc_autograder.results import GradedTest, NoteKind, Problem, ProblemKind, Reproduction, Step
 
 ASSIGNMENTS = ("positional_encoding", "rope_alibi")
 BREAKS = {"SyntaxError": lambda source: source.replace("):", ")", 1),
@@ -96,3 +97,37 @@ def test_an_error_raised_through_a_magic_or_exec_is_said_on_the_cells_own_line(t
     out = subprocess.run([sys.executable, "-c", LINE_SCRIPT], cwd=tmp_path, capture_output=True, text=True,
                          timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}).stdout
     assert "LINES ['3)', '2)', '2)', '4)']" in out, out
+
+
+def test_a_cell_that_did_not_run_is_the_one_reason_its_self_checks_and_contract_cases_give():
+    """The answer cell 'sinusoidal_positional_encoding' stopped at `import torch` (not installed). Its self-check,
+    which could not call the function, says so (the notebook's helper, seeing its own line raise NameError, said
+    "your function returned without an error. Please tell your instructor"); the contracts test's case of that
+    function is not judged for the same reason (it said "keep the name and signature from the template", which the
+    student had); a test not judged claims no count of cases passed (it said "0/1 cases passed"); and "Fix this
+    first" is said once, by the cell's own note (it was said twice). Each fails on the old code."""
+    executed, _ = broken_notebook("positional_encoding", "sinusoidal_positional_encoding", "SyntaxError")
+    broken = pipeline.broken_answer_cells(executed, "positional_encoding")
+    error = broken["sinusoidal_positional_encoding"].error
+    cause = f"the answer cell 'sinusoidal_positional_encoding' did not run ({error})"
+    printed = ("FAILED (Part 1: the table): the self-check's own code (check_small_example) raised NameError: name "
+               "'sinusoidal_positional_encoding' is not defined; your function returned without an error. Please tell "
+               "your instructor")
+    visible = GradedTest("test_pe_visible", "t", False, 0.0, 0.0, [pipeline.visible_problem({"text": printed})])
+    [said] = pipeline._blame_broken_cells(visible, broken, "positional_encoding").problems
+    assert said.text == (f"your self-check could not call `sinusoidal_positional_encoding`: {cause}; "
+                         f"see \"Fix this first\" above") and printed in said.quoted
+    contract = Problem(probe_helpers.not_defined("sinusoidal_positional_encoding") + ". No known mistake matches",
+                       call=Reproduction((Step("sinusoidal_positional_encoding", (6, 4)),)))
+    other = Problem("dot_product_distance returned a list", call=Reproduction((Step("dot_product_distance", ()),)))
+    contracts = REGISTRY["hidden_contracts"]
+    failed = GradedTest(contracts.id, contracts.title, True, 1.0, 2.0, [contract, other], (10, 12))
+    blamed = pipeline._blame_broken_cells(failed, broken)
+    assert [p.text for p in blamed.problems] == [f"not judged: {cause}; see \"Fix this first\" above", other.text]
+    values = REGISTRY["hidden_pe_values"]
+    not_judged = pipeline._blame_broken_cells(GradedTest(values.id, values.title, True, 0.0, 4.0, ["x"], (0, 1)),
+                                              broken)
+    assert not_judged.cases is None and not_judged.problems[0].kind == ProblemKind.NOT_JUDGED
+    tests = [pipeline._blame_broken_cells(GradedTest(t.id, t.title, True, 0.0, t.points, ["x"]), broken)
+             for t in hidden_tests("positional_encoding") if t.id.startswith("hidden_pe_")]
+    assert len(tests) >= 3 and pipeline.fix_this_first(tests) == []

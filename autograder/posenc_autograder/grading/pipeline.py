@@ -29,7 +29,8 @@ from posenc_autograder.grading.assemble import assemble, untouched
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.probes import codec, magics
-from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind, quote
+from posenc_autograder.probes import helpers as probe_helpers
+from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind, Step, quote
 from posenc_autograder.sandbox.layout import PROBE_PACKAGE
 from posenc_autograder.settings import Caps, Limits
 
@@ -309,7 +310,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     notes += _memory_note(tests, limits)
     errors = answer_cell_errors(execution.executed_notebook, submission.assignment)
     broken = {e.cell_id: e for e in errors if not e.defined}
-    tests = [_blame_broken_cells(test, broken) for test in tests]
+    tests = [_blame_broken_cells(test, broken, submission.assignment) for test in tests]
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
     notes += own_cell_error_notes(execution.executed_notebook)
@@ -339,7 +340,7 @@ def fix_this_first(tests: list[GradedTest]) -> list[Note]:
             continue
         for problem in test.problems:
             cause = getattr(problem, "cause", None)
-            if cause:
+            if cause and problem.kind != ProblemKind.NOT_JUDGED:     # a cell that did not run: its own note says so
                 entry = failing.setdefault(re.sub(r"\d[\d.e+-]*", "#", cause), [cause])
                 if test.cell_id not in entry:
                     entry.append(test.cell_id)
@@ -556,19 +557,64 @@ def _test_cells(test_id: str) -> set[str]:
     return {entries[name].cell for name in check.subjects if name in entries} or {check.answer_cell}
 
 
-def _blame_broken_cells(test: GradedTest, broken: dict[str, CellError]) -> GradedTest:
-    """A failed test whose functions' answer cell did not run says so, once, instead of a NameError per case."""
-    if not test.hidden and broken and any(p.error == "NameError" for p in test.problems):
-        first = next(iter(broken))
-        return dataclasses.replace(test, problems=[dataclasses.replace(p, text=f"{p.text} (the answer cell '{first}' "
-                                                                       f"did not run: see \"Fix this first\" above)")
-                                                   for p in test.problems])
-    cells = sorted(_test_cells(test.cell_id) & set(broken)) if test.hidden else []
-    if test.passed or not cells or REGISTRY[test.cell_id].reads_verdicts:
+NAME_NOT_DEFINED = re.compile(r"\bname '(\w+)' is not defined")      # Python's NameError, as a self-check prints it
+
+
+def _not_run(cell_id: str, broken: dict[str, CellError]) -> str:
+    return f"the answer cell '{cell_id}' did not run ({broken[cell_id].error})"
+
+
+def _not_judged(cause: str) -> Problem:
+    return Problem(f"not judged: {cause}; see \"Fix this first\" above", cause, ProblemKind.NOT_JUDGED)
+
+
+def _blame_broken_cells(test: GradedTest, broken: dict[str, CellError], assignment: str | None = None) -> GradedTest:
+    """A failed test whose functions' answer cell did not run says so, once, instead of a NameError per case; a
+    visible self-check that could not call such a function (`assignment`: the notebook's) says that, not its own
+    guess at whose code raised; the contracts test's case of a function its broken cell never defined is not
+    judged."""
+    if test.passed or not broken:
         return test
-    cause = f"the answer cell '{cells[0]}' did not run ({broken[cells[0]].error})"
-    problem = Problem(f"not judged: {cause}; see \"Fix this first\" above", cause, ProblemKind.NOT_JUDGED)
-    return dataclasses.replace(test, problems=[problem])
+    if not test.hidden:
+        return dataclasses.replace(test, problems=[_self_check_blamed(p, broken, assignment) for p in test.problems])
+    cells = sorted(_test_cells(test.cell_id) & set(broken))
+    if not cells:
+        return test
+    if REGISTRY[test.cell_id].reads_verdicts:
+        return dataclasses.replace(test, problems=[_contract_blamed(p, broken, test.cell_id) for p in test.problems])
+    return dataclasses.replace(test, problems=[_not_judged(_not_run(cells[0], broken))], cases=None)
+
+
+def _broken_functions(broken: dict[str, CellError], assignment: str | None) -> dict[str, str]:
+    """Each name an answer cell that did not run should have defined -> that cell."""
+    entries = manifest.functions(assignment) if assignment is not None and assignment in REGISTRY_ASSIGNMENTS else ()
+    return {e.defined_name: e.cell for e in entries if e.cell in broken}
+
+
+def _self_check_blamed(problem: Problem, broken: dict[str, CellError], assignment: str | None) -> Problem:
+    """A visible self-check's failure whose NameError names a function of a cell that did not run: that cell is why
+    (the notebook's helper, seeing its own line raise, says its own code failed); what it printed stays, folded."""
+    named = NAME_NOT_DEFINED.search(problem.text)
+    cell = _broken_functions(broken, assignment).get(named.group(1)) if named else None
+    if cell is not None:
+        cause = _not_run(cell, broken)
+        return Problem(f"your self-check could not call `{named.group(1)}`: {cause}; see \"Fix this first\" above",
+                       cause, ProblemKind.NOT_JUDGED, quoted=problem.quoted or problem.text)
+    if problem.error == "NameError":
+        return dataclasses.replace(problem, text=f"{problem.text} (the answer cell '{next(iter(broken))}' did not "
+                                                 f"run: see \"Fix this first\" above)")
+    return problem
+
+
+def _contract_blamed(problem: Problem, broken: dict[str, CellError], test_id: str) -> Problem:
+    """The contracts test's failing case of a function its broken answer cell never defined: not judged, for that
+    cell's reason (not 'keep the name': the name is the template's, the cell did not run)."""
+    step = problem.call.lines[0] if problem.call is not None and problem.call.lines else None
+    function = step.function.split(".")[0] if isinstance(step, Step) else None
+    cell = _broken_functions(broken, REGISTRY[test_id].assignment).get(function or "")
+    if cell is None or not problem.text.startswith(probe_helpers.not_defined(function or "")):
+        return problem
+    return _not_judged(_not_run(cell, broken))
 
 
 def visible_problem(error: dict) -> Problem:

@@ -11,10 +11,15 @@ import numpy as np
 from . import codec, guard
 
 
+def not_defined(name: str) -> str:
+    """What a probe says of a student function the notebook does not define (the grader reads it back: one source)."""
+    return f"`{name}` is not defined: keep the name and signature from the template"
+
+
 def student_callable(ns: dict, name: str):
     obj = ns.get(name)
     if obj is None:
-        raise NameError(f"`{name}` is not defined: keep the name and signature from the template")
+        raise NameError(not_defined(name))
     return obj
 
 
