@@ -410,3 +410,20 @@ def test_a_contracts_test_a_stubbed_notebook_failed_is_shared_among_the_parts_no
     assert {row.label: row.tests for row in stubs} == {
         "shaw": {"hidden_relative_position_index": 2.0, "hidden_relative_positions_contracts": 0.5},
         "analysis": {"hidden_t5_buckets_used": 1.0, "hidden_relative_positions_contracts": 0.5}}
+
+
+def test_a_stubbed_test_of_several_functions_is_its_own_parts_not_the_contracts_tests_answer_cell():
+    """Part 2 (LearnedPositionalEncoding) left as the stub, every other part solved: its backward test judges two
+    functions, one of which no other stubbed test of the part judges but the contracts test does. The old row
+    shared that test with the contracts test's own answer cell, so the dashboard said 'self_attention' (solved) was
+    not attempted and cost hidden_learned_backward 2 points."""
+    stub = Problem("forward/backward failed: NotImplementedError: the function is still the template stub",
+                   error="NotImplementedError")
+    tests = [GradedTest(t, t, True, 0.0, REGISTRY[t].points, [stub]) for t in
+             ("hidden_learned_init", "hidden_learned_forward", "hidden_learned_backward",
+              "hidden_learned_accumulation")]
+    tests.append(GradedTest("hidden_contracts", "c", True, 1.0, 2.0, [stub] * 4))
+    _, stubs = dashboard.grouped_mistakes([NotebookResult("stu", "positional_encoding", "positional_encoding", True,
+                                                          tests, [])])
+    assert [row.label for row in stubs] == ["LearnedPositionalEncoding"]
+    assert stubs[0].tests["hidden_learned_backward"] == REGISTRY["hidden_learned_backward"].points

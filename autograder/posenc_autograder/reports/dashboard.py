@@ -191,10 +191,12 @@ def _part(cell_id: str) -> str:
 def _stub_shares(test: GradedTest, stubbed: list[GradedTest]) -> dict[str, float]:
     """part -> its share of a stubbed test's lost points: a test of several functions (the contracts test) is
     shared among the parts whose own stubbed tests judge its functions, by how many of them each holds (a case
-    each); any other test, or one no other stubbed test explains, is its answer cell's."""
+    each); any other test, or one no other stubbed test explains, is its answer cell's. A test that reads the others'
+    verdicts (the contracts test) holds no function: its answer cell is where it sits, not a part it judges."""
     subjects = _subjects(test.cell_id)
     holders: dict[str, str] = {}
-    for other in sorted((o for o in stubbed if o is not test), key=lambda o: len(_subjects(o.cell_id))):
+    parts = (o for o in stubbed if o is not test and not (o.cell_id in REGISTRY and REGISTRY[o.cell_id].reads_verdicts))
+    for other in sorted(parts, key=lambda o: len(_subjects(o.cell_id))):
         for function in sorted(_subjects(other.cell_id) & subjects):
             holders.setdefault(function, _part(other.cell_id))
     counts = collections.Counter(holders.values())
