@@ -184,3 +184,16 @@ def test_a_failure_of_the_checks_own_code_is_not_blamed_on_the_student(assignmen
             check()
         except Exception as error:  # noqa: BLE001 - the test hands it to the helper, as check_part does
             assert helpers.raised(error, check).startswith(said), helpers.raised(error, check)
+
+
+@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in ("positional_encoding", "rope_alibi",
+                                                                        "context_extension")])
+def test_a_function_its_cell_never_defined_is_said_to_be_missing_not_the_checks_fault(assignment):
+    """An answer cell that stopped before its def (an `import torch` at its top, say) leaves the function undefined:
+    the check calling it raises NameError in the check's own line. The helpers said 'the self-check's own code ...
+    raised NameError ...; your function returned without an error. Please tell your instructor', which is false."""
+    first = manifest.functions(assignment)[0].defined_name
+    namespace, _ = run(assignment, rebinding=lambda ns: ns.pop(first, None))
+    said = " ".join(" ".join(f.split()) for f in failures(namespace))
+    assert f"name '{first}' is not defined: run the cell that defines it" in said, said
+    assert "Please tell your instructor" not in said and "returned without an error" not in said, said
