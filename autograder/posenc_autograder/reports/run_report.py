@@ -109,10 +109,12 @@ def write_run_report(course: Course, results: list[NotebookResult], findings=(),
     entries = problem_entries(results)
     (course.reports / "grading-report.json").write_text(json.dumps(entries, indent=1))
     md = markdown_text
-    lines = ["# Grading report", "", f"{len(results)} notebooks, {sum(r.graded for r in results)} graded, "
-             f"{len(entries)} with something to report.", ""]
+    lines = ["# Grading report", "", f"{words.count(len(results), 'notebook')}, {sum(r.graded for r in results)} "
+             f"graded, {len(entries)} with something to report.", ""]
     for e in entries:
-        score = f"{e['score']:g}/{e['max_score']:g}" if e["graded"] else f"no score, out of {e['max_score']:g}"
+        # the notebook's own points: the grade (manual grades, the late policy) is grades.csv's
+        score = (f"automatic score {e['score']:g}/{e['max_score']:g}" if e["graded"]
+                 else f"no score, out of {e['max_score']:g}")
         lines.append(f"## {md(e['student'])} / {md(e['assignment'])} / {md(e['notebook'])}.ipynb "
                      f"({'graded' if e['graded'] else 'not graded'}, {score})")
         lines += [f"- {md(n)}" for n in e["what_happened"]] + [f"- What to do: {md(e['what_to_do'])}", ""]
