@@ -94,3 +94,43 @@ def test_the_orders_queries_bind_no_value_per_waiting_student(portal):
         finally:
             event.remove(engine, "before_cursor_execute", count)
     assert bound and max(bound) < 10
+
+
+def _plan_of_the_time_used(sessions) -> str:
+    """SQLite's plan for the statement of queue.used_seconds that sums each waiting student's sandbox time."""
+    from sqlalchemy import event
+
+    seen = []
+
+    def note(_connection, _cursor, statement, parameters, *_):
+        seen.append((statement, parameters))
+    engine = sessions.kw["bind"]
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        with sessions() as db:
+            queue.used_seconds(db, queue.utcnow(), queue.USAGE_WINDOW, 5.0, queued_only=True)
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    (statement, parameters), = [(s, p) for s, p in seen if "sum(portal_attempt.grading_seconds)" in s]
+    with engine.connect() as connection:
+        return " | ".join(row[-1] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
+
+
+def test_the_time_each_waiting_student_used_is_summed_from_an_index_alone(tmp_path):
+    """The fair order sums each waiting student's recent sandbox time at every change of the queue: from an index
+    holding the student, the upload time and the seconds, never from the attempts' rows, where a graded row's seconds
+    lie past its stored result (pages of overflow each: 17 ms an order of 900 waiting jobs at 2,000 students, 8 ms
+    from the index). A database made before the index gains it when opened."""
+    from sqlalchemy import create_engine, text
+
+    from posenc_autograder.portal.models import SCHEMA_VERSION, open_database
+    url = f"sqlite:///{tmp_path / 'portal.db'}"
+    plan = _plan_of_the_time_used(open_database(url))
+    assert "COVERING INDEX ix_portal_attempt_usage" in plan, plan     # old code: the rows, by ix_portal_attempt_file
+    with create_engine(url).begin() as connection:                   # as a portal of the schema before made it
+        connection.execute(text("DROP INDEX ix_portal_attempt_usage"))
+        connection.execute(text("UPDATE portal_schema SET version = 10"))
+    sessions = open_database(url)
+    assert "COVERING INDEX ix_portal_attempt_usage" in _plan_of_the_time_used(sessions)
+    with sessions() as db:
+        assert db.execute(text("SELECT version FROM portal_schema")).scalar_one() == SCHEMA_VERSION

@@ -136,7 +136,10 @@ class Attempt(Base):
     Service.accept_upload asks it)."""
     __tablename__ = "portal_attempt"
     __table_args__ = (UniqueConstraint("student_id", "assignment", "number"),
-                      Index("ix_portal_attempt_file", "student_id", "assignment", "sha256"))
+                      Index("ix_portal_attempt_file", "student_id", "assignment", "sha256"),
+                      # the sandbox time a student used lately (queue.used_seconds, the fair order's sums), read from
+                      # the index alone: a graded row's later columns lie past its result, pages of it away
+                      Index("ix_portal_attempt_usage", "student_id", "uploaded_at", "grading_seconds"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     student_id: Mapped[str] = mapped_column(ForeignKey("portal_student.id", ondelete="CASCADE"), index=True)
     assignment: Mapped[str] = mapped_column(ID)
@@ -176,8 +179,9 @@ class SchemaVersion(Base):
 # 2: policy.notebook_seconds and max_queued; 3: signin_failure.account; 4: policy.points_before_deadline;
 # 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py);
 # 7: lti_line_item.line_items; 8: attempt.claimed_by; 9: an index on attempt.finished_at; 10: attempt's (student,
-# assignment, sha256) no longer unique (UNIQUE_DROPPED), an index instead
-SCHEMA_VERSION = 10
+# assignment, sha256) no longer unique (UNIQUE_DROPPED), an index instead; 11: an index on attempt's (student,
+# uploaded_at, grading_seconds)
+SCHEMA_VERSION = 11
 UNIQUE_DROPPED = {"portal_attempt": ("student_id", "assignment", "sha256")}     # table: the columns once unique
 
 
