@@ -72,6 +72,20 @@ def test_a_file_uploaded_again_after_one_the_grader_failed_on_is_a_new_attempt_a
         assert portal.grades(db, "hal")[("hal", ASSIGNMENT)].late
 
 
+def test_an_attempt_the_grader_failed_on_shows_no_score_on_any_page(app, portal, course, monkeypatch):
+    """A grader error is not graded: its row on the assignment page, its own page and its status say no score, as
+    every grades file does (blank, never 0). The old row said '0 / 42' beside 'error'."""
+    ivy = client_for(app, portal, "ivy")
+    monkeypatch.setattr(portal.worker, "_graded", lambda attempt: (_ for _ in ()).throw(RuntimeError("refused")))
+    assert upload(ivy, notebook_bytes("x")).headers["location"] == "/attempts/1"
+    portal.worker.run_until_idle()
+    status = ivy.get("/attempts/1/status.json").json()
+    assert status["status"] == "error" and status["score"] is None
+    row = ivy.get(f"/assignments/{ASSIGNMENT}").text.split("<td>1")[1].split("</tr>")[0]
+    assert "error" in row and "0 / 42" not in row and "/ 42" not in row
+    assert "0 / 42" not in ivy.get("/attempts/1").text
+
+
 def test_an_attempt_that_does_not_count_shows_its_own_late_deduction(app, portal, course):
     (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n' + LATE_POLICY)
     portal.set_policy(ASSIGNMENT, {"deadline": utcnow() - dt.timedelta(hours=30), "late_days": 2})

@@ -411,10 +411,12 @@ class Worker:
                           uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256))
 
     def _record(self, attempt_id: int, status: Status, result: NotebookResult) -> None:
+        """The job's end; an attempt the grader failed on has no score (every page leaves it blank, never 0)."""
         with self.sessions() as db:
             queue.charge(db, attempt_id)
             db.execute(update(Attempt).where(Attempt.id == attempt_id).values(
-                status=status, finished_at=utcnow(), score=result.score, max_score=result.max_score,
+                status=status, finished_at=utcnow(), score=result.score if status == Status.GRADED else None,
+                max_score=result.max_score,
                 result_json=json.dumps(result.to_json())))
             db.commit()
         self.status_changed(attempt_id)
