@@ -256,3 +256,19 @@ def test_a_new_students_store_builds_no_statement_and_asks_only_about_that_stude
         returned = gradebook.record_scores(gb, "bob", ASSIGNMENT, NOTEBOOK, scores_for(cells, 1), WHEN)
         assert {cell: score for cell, (score, _) in returned.items()} == scores_for(cells, 1)
         assert len(asked) == 1 and "bob" in str(asked[0]) and "ann" not in str(asked[0])
+
+
+def test_a_students_final_scores_are_found_by_their_own_submissions_not_by_reading_the_classs(two_courses):
+    """A portal page reads its student's final scores: their submissions are looked up by (assignment, student), the
+    index nbgrader's table has, never found by reading every submission of the class (SQLite's own choice without
+    the statement's help: a page's read grew with the class, 0.3 -> 0.5 ms from 200 to 2,000 students)."""
+    course, _ = two_courses
+    with gradebook.open_gradebook(course) as gb:
+        for seed, student in enumerate(("ben", "cat"), 1):
+            gradebook.record_scores(gb, student, ASSIGNMENT, NOTEBOOK, scores_for(graded_cells(), seed), WHEN)
+        assert set(gradebook.session_final_scores(gb.db, "ben")) == {("ben", ASSIGNMENT)}
+    statement = gradebook.STUDENTS_FINAL_SCORES.params(student="ben").compile(compile_kwargs={"literal_binds": True})
+    with sqlite3.connect(course.path(GRADEBOOK)) as db:
+        plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {statement}")]
+    assert "SCAN submitted_assignment" not in plan, plan                  # old code: SCAN submitted_assignment
+    assert any(step.startswith("SEARCH submitted_assignment USING") for step in plan), plan

@@ -331,7 +331,11 @@ SUBMISSION_SCORE = text(f"""SELECT coalesce(sum({_GRADE_SCORE}), 0.0)
     score=Grade.auto_score.type).scalar_subquery()
 FINAL_SCORES = (select(SubmittedAssignment.student_id, Assignment.name, SUBMISSION_SCORE, SubmittedAssignment.max_score)
                 .select_from(Assignment).join(SubmittedAssignment, SubmittedAssignment.assignment_id == Assignment.id))
-STUDENTS_FINAL_SCORES = FINAL_SCORES.where(SubmittedAssignment.student_id == bindparam("student"))
+# One student's: their submissions reached through the (assignment, student) index, one assignment at a time (the
+# IN adds no condition the join does not hold); without it SQLite read every submission of the class for the student's
+# own (0.49 ms a page at 2,000 students, 0.28 ms through the index).
+STUDENTS_FINAL_SCORES = FINAL_SCORES.where(SubmittedAssignment.student_id == bindparam("student"),
+                                           SubmittedAssignment.assignment_id.in_(select(Assignment.id)))
 
 # session_cell_scores' statement: one notebook's grades by their cells, as COMMENTS finds its comments (nbgrader's join
 # read every grade of the class for each feedback page: 20 ms at 2,000 graded students).
