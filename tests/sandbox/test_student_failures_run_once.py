@@ -5,6 +5,7 @@ or a channel the grader cannot read (a header announcing an impossible length, a
 malformed JSON is ignored. Nothing of the student's runs the notebook again. The first cell appends to a file of the
 test's, so the runs are counted by the notebook itself (a plain job, without the sandbox, can write there)."""
 import pathlib
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from posenc_autograder.sandbox import supervisor
 from posenc_autograder.settings import Limits
 
 # Half a second a cell (the runner reads the limit as a float): each looping cell costs the limit in CPU, and the
-# supervisor counts an interrupt from the limit less its clock slack on.
+# supervisor counts an interrupt from the limit on.
 LIMITS = Limits(cell_seconds=0.5, notebook_seconds=30)
 GRACE = 1.5          # after the job's interrupt, before the supervisor kills it: shorter than a course's, for speed,
                      # but not so short that a job waiting for a core on a loaded machine (load 8 on 2 cores) is
@@ -109,7 +110,45 @@ def test_an_interrupted_frame_forged_early_in_a_cell_counts_for_nothing():
 
 
 def test_a_cells_standard_input_is_empty():
-    """The job's input carries the task: a cell (or a process it starts) reading its standard input finds it empty at
-    once, as when the input ended there."""
+    """The job's input carries the task, then the supervisor's go words on a descriptor the runner keeps: a cell (or a
+    process it starts) reading its standard input finds it empty at once, as when the input ended there."""
     outcome = run("import os\nprint(repr(os.read(0, 10)))", "print(1)")
     assert outcome.finished and printed(outcome, 0) == "b''\n" and printed(outcome, 1) == "1\n", outcome.events
+
+
+LATE_SECONDS = 1.5       # how late a starved supervisor reads each cell's mark here: past the 0.5 s the job's clock
+                         # was once allowed to start before the supervisor's
+
+
+@pytest.fixture
+def late_supervisor(monkeypatch):
+    """The supervisor's thread starved, injected: it takes each cell's mark LATE_SECONDS after reading it."""
+    accept = supervisor.Attempt.accept
+
+    def late(attempt, frame, tasks):
+        if "cell" in frame:
+            time.sleep(LATE_SECONDS)
+        accept(attempt, frame, tasks)
+
+    monkeypatch.setattr(supervisor.Attempt, "accept", late)
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["plain", "sandboxed"])
+def test_an_interrupt_keeps_its_note_however_late_the_supervisor_reads_the_cells_mark(late_supervisor, isolate):
+    """The cell's clock in the job starts on the supervisor's go for it, sent once the supervisor's own clock runs: its
+    interrupt comes a full limit after the supervisor's start and counts (the note says it timed out), and the run goes
+    on; the late read only gave the cell more time."""
+    outcome = supervisor.run_job([{"cell_type": "code", "source": c} for c in ("while True:\n    pass", "print(1)")],
+                                 codec.frame({}), [], probe_files(), Limits(cell_seconds=1, notebook_seconds=30),
+                                 isolate=isolate)
+    assert outcome.finished and printed(outcome, 1) == "1\n", outcome.events
+    assert kinds(outcome) == [("cell_timeout", 0, False)]
+
+
+def test_no_cell_waits_for_a_late_supervisor(late_supervisor):
+    """Cells start at once, whatever the supervisor's delay: the cells after the first ran in the job before the
+    supervisor had taken a single mark of theirs (waiting on it, they would take LATE_SECONDS each)."""
+    cells = ["import time\nstarted = time.monotonic()", "x = 1", f"print(time.monotonic() - started < {LATE_SECONDS})"]
+    outcome = supervisor.run_job([{"cell_type": "code", "source": c} for c in cells], codec.frame({}), [],
+                                 probe_files(), Limits(cell_seconds=30, notebook_seconds=60), isolate=False)
+    assert outcome.finished and printed(outcome, 2) == "True\n", outcome.events

@@ -6,11 +6,15 @@ process and can write frames too); nothing the sandbox writes to a file is ever 
 from __future__ import annotations
 
 import os
+import struct
 
 from . import codec
 
 FD_VARIABLE = "POSENC_CHANNEL_FD"
 WRITE_PARTS = 512          # buffers in one gathering write (the kernel takes at most IOV_MAX, 1024)
+# The way in after the task: the supervisor's go for a cell, written on the job's input when its own clock for the
+# cell starts, is the cell's index (the job's clock for the cell starts on it: shell_runner.Interrupter).
+GO = struct.Struct("<I")
 
 
 def send(message: dict) -> None:

@@ -429,10 +429,11 @@ def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_D
     return frames[0]
 
 
-def read_frame(stream, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
-    """The one frame a binary stream holds to its end, decoded as decode_frame decodes it (ValueError, TooLarge), read
-    into a buffer of its announced size placed so that its arrays start 8-byte aligned: they are writable views of it,
-    with no copy (the sandbox's task, which the grader writes on the job's standard input)."""
+def read_frame(stream, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH, to_end: bool = True):
+    """The one frame a binary stream holds to its end (to_end=False: the frame at its start, the rest left unread),
+    decoded as decode_frame decodes it (ValueError, TooLarge), read into a buffer of its announced size placed so that
+    its arrays start 8-byte aligned: they are writable views of it, with no copy (the sandbox's task, which the
+    grader writes on the job's standard input)."""
     header = stream.read(HEADER.size)
     if len(header) != HEADER.size:
         raise ValueError("not exactly one well-formed frame")
@@ -443,7 +444,7 @@ def read_frame(stream, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
     buffer = bytearray(size + ITEM_BYTES)
     start = -(_address(buffer) + skeleton_bytes) % ITEM_BYTES
     body = memoryview(buffer)[start:start + size]
-    if stream.readinto(body) != size or stream.read(1):
+    if stream.readinto(body) != size or (to_end and stream.read(1)):
         raise ValueError("not exactly one well-formed frame")
     value = FrameReader(HEADER.size + size, max_nodes, max_depth)._decode(body, skeleton_bytes, array_bytes, True)
     if value is REFUSED:

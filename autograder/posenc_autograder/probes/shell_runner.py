@@ -11,6 +11,7 @@ configures its own (kernel_shell), so a notebook that runs in Jupyter defines th
 """
 from __future__ import annotations
 
+import _thread
 import ast
 import contextlib
 import gc
@@ -301,26 +302,79 @@ class CellTimeout(KeyboardInterrupt):
 
 class Interrupter:
     """Interrupts a cell that runs past `seconds` (SIGALRM, whose handler raises in the cell's code), only while a
-    cell runs; a cell that catches the interrupt and goes on is the supervisor's to stop."""
+    cell runs; a cell that catches the interrupt and goes on is the supervisor's to stop.
 
-    def __init__(self, seconds: float):
-        self.seconds, self.running, self.fired = seconds, False, False
+    The cell's clock starts on the supervisor's go for that cell (its index on `goes`, read by a thread of its own),
+    written once the supervisor's clock for the cell runs: so the interrupt comes a full limit after the supervisor's
+    start, however late a loaded machine let the supervisor read the cell's mark, and the supervisor counts it. The
+    cell itself starts at once: a go for another cell (one that ended, or a mark a cell forged) is ignored, and a cell
+    whose go never comes (its mark swallowed by a frame it cut short) is bounded by the supervisor's kill."""
+
+    def __init__(self, seconds: float, goes: int):
+        self.seconds, self.running, self.armed, self.fired = seconds, False, False, False
+        self.expected: int | None = None       # the cell whose go starts the clock: the next to run, or running
+        self.lock = _thread.allocate_lock()
         signal.signal(signal.SIGALRM, self._interrupt)
+        # The runner's own thread, outside threading's registry (as the signal handler is): a cell's
+        # threading.active_count() and enumerate() count the notebook's threads alone, as before it.
+        _thread.start_new_thread(self._listen, (goes,))
 
     def _interrupt(self, signum, frame):
         if self.running:
             self.fired = True
             raise CellTimeout(f"the cell ran longer than {self.seconds:g} s and was interrupted")
 
+    def _listen(self, goes: int) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})   # the interrupt is the cell's: its thread's to take
+        read, words, go, pending = os.read, channel.GO, self.go, b""      # held before any cell runs
+        while True:
+            try:
+                data = read(goes, 4096)
+            except OSError:
+                return
+            if not data:
+                return                    # no supervisor feeds this job (or it is gone): cells run unclocked here
+            pending += data
+            whole = len(pending) - len(pending) % words.size
+            for (index,) in words.iter_unpack(pending[:whole]):
+                go(index)
+            pending = pending[whole:]
+
+    def expect(self, index: int) -> None:
+        """Cell `index` is next: its go may come as soon as its mark is sent, so this is said before."""
+        with self.lock:
+            self.expected, self.armed, self.fired = index, False, False
+
+    def go(self, index: int) -> None:
+        """The supervisor's clock for cell `index` runs: the cell's own starts now, if it is the one expected."""
+        with self.lock:
+            if self.expected == index and not self.armed:
+                self.armed = True
+                signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
     @contextlib.contextmanager
     def cell(self):
-        self.running, self.fired = True, False
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        self.running = True
         try:
             yield
         finally:
-            self.running = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            self.running = False          # first: a signal from here on raises nothing
+            with self.lock:
+                self.expected = None
+                signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def go_words() -> int:
+    """The descriptor the supervisor's go words come on (standard input, after the task), moved off 0: the cells and
+    their processes find an empty input there, as they did when the input ended with the task."""
+    goes = os.dup(0)
+    try:
+        empty = os.open(os.devnull, os.O_RDONLY)
+    except OSError:                      # no /dev/null: the input stays shared
+        return goes
+    os.dup2(empty, 0)
+    os.close(empty)
+    return goes
 
 
 CELL_FILE = "<ipython-input-"          # the file name IPython compiles a cell's code under
@@ -351,9 +405,11 @@ def stop_looping_function(error: BaseException, seconds: float) -> str | None:
 
 def main(payload: dict, task: BinaryIO, shell: InteractiveShell | None = None) -> None:
     """Run every code cell not in payload['skip'], announcing each and sending its capped output. `task`: the stream
-    holding the task frame to its end (the job's standard input, closed once it is read). `shell`: the one
-    prepared() made before this job (in the warm zygote), placed here; None: prepared here."""
-    runner.TASK.update(codec.read_frame(task))   # in place: a snapshot taken before (the zygote's) holds it
+    holding the task frame (the job's standard input; the supervisor's go words, one a cell, come after it on the
+    same descriptor). `shell`: the one prepared() made before this job (in the warm zygote), placed here; None:
+    prepared here."""
+    # In place: a snapshot taken before (the zygote's) holds it. The input goes on: the supervisor's go words.
+    runner.TASK.update(codec.read_frame(task, to_end=False))
     sys.stdin.close()
     max_output = int(payload["limits"]["max_cell_output_bytes"])
     skip = set(payload["skip"])
@@ -365,10 +421,11 @@ def main(payload: dict, task: BinaryIO, shell: InteractiveShell | None = None) -
         importlib.import_module(f"{__package__}.{name}")
     shell = place(shell if shell is not None else prepared())
     restore, run_probe, send = guard.restore, runner.run, channel.send      # held here, out of a cell's reach
-    interrupter = Interrupter(float(payload["limits"]["cell_seconds"]))
+    interrupter = Interrupter(float(payload["limits"]["cell_seconds"]), go_words())
     for index, cell in enumerate(payload["cells"]):
         if cell["cell_type"] != "code" or index in skip:
             continue
+        interrupter.expect(index)
         send({"cell": index})
         stdout, stderr = CappedText(max_output), CappedText(max_output)
         probe = PROBE_CELL.search(cell["source"])

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from posenc_autograder.probes import codec
+from posenc_autograder.probes.channel import GO
 from posenc_autograder.sandbox.cgroups import cgroup_cpu_seconds, kill_cgroup, make_cgroups, remove_cgroups
 from posenc_autograder.sandbox.channel_reader import ChannelReader, sanitise_outputs
 from posenc_autograder.sandbox.launch import ZygoteGone, launcher
@@ -38,7 +39,6 @@ LOG_BUDGET_BYTES = 1 << 20        # the job's log read here, at most; past it th
 LOG_DRAIN_BYTES = 8 << 20         # at most this much each POLL_SECONDS: a flood then costs the job its own time
 CHANNEL_READ_BYTES = 1 << 20      # the channel's pipe size (_widen), read whole
 INTERRUPT_GRACE_SECONDS = 2.0     # past its limit a cell is interrupted in the job; this much later, the job is killed
-CLOCK_SLACK_SECONDS = 0.5         # the job's clock for a cell starts before this side reads the cell's mark
 
 
 @dataclasses.dataclass
@@ -69,6 +69,7 @@ class Attempt:
         self.cpu_seconds, self.log_read, self.draining, self.next_drain = 0.0, 0, None, 0.0
         self.refused: dict | None = None   # the first frame refused: {"reason", "bytes" announced, "cell" it came in}
         self.interrupted: list[int] = []   # cells past their limit that the job interrupted, by this side's clock
+        self.goes: int | None = None       # where the go words go: the job's input, kept open past its payload
         reader.start_attempt()
 
     def accept(self, frame: dict, tasks: set[str]) -> None:
@@ -78,10 +79,13 @@ class Attempt:
             cell = frame["cell"]
             if type(cell) is int and cell in self.expected and (self.current is None or cell > self.current):
                 self.current, self.since = cell, time.monotonic()
+                self._go(cell)
         elif "output" in frame:
             cell = frame["output"]
+            # The job's clock for a cell starts on this side's go (_go), after `since`, however late this side read
+            # the mark: an interrupt the job made comes a full limit after `since`; a forged one earlier does not count.
             if frame.get("interrupted") is True and cell == self.current and \
-                    time.monotonic() - self.since >= self.limits.cell_seconds - CLOCK_SLACK_SECONDS:
+                    time.monotonic() - self.since >= self.limits.cell_seconds:
                 self.interrupted.append(cell)
             if type(cell) is int and cell in self.expected and self.reader.output_bytes < self.limits.max_output_bytes:
                 self.outputs[cell] = sanitise_outputs(frame, self.limits.max_cell_output_bytes)
@@ -99,6 +103,20 @@ class Attempt:
         elif frame.get("done") is True:
             self.done = True
 
+    def _go(self, cell: int) -> None:
+        """Tell the job its clock for the cell may start, this side's having started: the cell's index on its input,
+        written only when the pipe has room (never waited for: a go that is not written leaves the cell to this side's
+        kill, as does one the job does not read)."""
+        if self.goes is None:
+            return
+        room = select.poll()             # not select(): a busy process's descriptors may number past its 1024
+        room.register(self.goes, select.POLLOUT)
+        if room.poll(0):
+            try:
+                os.write(self.goes, GO.pack(cell))
+            except OSError:              # the job is gone
+                pass
+
     def run(self, deadline: float, tasks: set[str], cgroups) -> tuple[str, int | None]:
         """How the attempt ended ('finished', 'died', 'cell_timeout', 'notebook_time_limit', 'flood', 'unreadable':
         a header announced more than the channel can still carry, or 'lost': the warm sandbox's zygote died under it,
@@ -113,6 +131,7 @@ class Attempt:
         finally:
             os.close(channel_w)
         payload = self.payload(process.holds_probes)
+        self.goes = os.dup(process.stdin.fileno())     # the feeder closes its own end once the payload is in
         feeder = threading.Thread(target=_feed, args=(process.stdin, payload), daemon=True)
         feeder.start()
         try:
@@ -125,6 +144,8 @@ class Attempt:
                 kill_cgroup(group)
             process.close()
             os.close(channel_r)
+            os.close(self.goes)
+            self.goes = None
 
     def _watch(self, process, channel_r: int, deadline: float, tasks: set[str]):
         selector = selectors.DefaultSelector()
