@@ -52,7 +52,9 @@ def test_report_says_what_happened_and_what_to_do(graded_class):
             assert entries[student]["what_to_do"].startswith("student:")
         if EXPECTED[student][0] == FULL and phrases:       # nothing failed: nothing to fix
             assert "failed tests" not in entries[student]["what_to_do"], student
-    assert "correct" not in entries and "untouched" not in entries
+    assert not {s for s, (_, _, phrases) in EXPECTED.items() if not phrases} & set(entries), "nothing to report"
+    ran_fine = [n for n in entries["code_in_added_cell"]["what_happened"] if "of your own" in n]
+    assert not ran_fine, "a cell of the student's own that ran fine is no note"
     report = (course.reports / "grading-report.md").read_text()
     assert not re.search(r"\w\\_\w|\\[.()!+-]", report), "escapes only where Markdown would misread the text"
 

@@ -73,7 +73,7 @@ def test_added_code_cells_run_where_the_student_put_them_and_empty_ones_are_drop
     assert got[0] == "import math" and got[got.index("helper = 1") - 1] == student.cells[4].source
     assert got.index("helper = 1") < got.index("assert f(1) == 2")
     assert "   " not in got
-    assert any("ran 2 code cells of your own" in n.text for n in result.notes)
+    assert result.notes == []       # cells that ran fine: no note (one that raises gets its own, from the run)
 
 
 def test_cells_are_matched_by_grade_id_even_when_reordered():

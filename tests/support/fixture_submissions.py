@@ -150,7 +150,10 @@ EXPECTED = {
     "output_flood": (FULL, True, ["printed too much output"]),
     "memory_hog": (FULL - DOT - CONTRACT, True, ["ran out of memory in", "hidden_dot_product",
                                                   f"allows each notebook {MEMORY}"]),
-    "code_in_added_cell": (FULL, True, ["the grader ran 1 code cell of your own, in your notebook's order"]),
+    # The answer cell keeps the stub and a cell of the student's own defines the functions after it: graded, and said
+    # once, as the definition that was graded (cells of their own that ran fine have no note of their own).
+    "code_in_added_cell": (FULL, True, ["the version graded is the one", "after answer cell "
+                                                                         "'dot_product_and_statistics'"]),
     # A broken answer cell: its functions' tests (self_attention 3, integration 3) and their contract cases; named once.
     "syntax_error": (FULL - 6 - CONTRACT, True, ["Fix this first: the answer cell 'self_attention' did not run "
                                                  "(SyntaxError: invalid syntax (line 4))"]),

@@ -12,7 +12,6 @@ import dataclasses
 
 import nbformat
 
-from posenc_autograder import words
 from posenc_autograder.course import grade_id, nbgrader_meta
 from posenc_autograder.results import Note, NoteKind
 
@@ -77,10 +76,8 @@ def assemble(release, submission, earlier_releases: dict[str, list] | None = Non
     if edited:
         notes.append(Note(NoteKind.EDITED_READ_ONLY, f"read-only cells were edited (source or metadata); the "
                                                      f"original versions were used: {', '.join(edited)}"))
-    extra = sum(len(v) for v in added.values())
-    if extra:
-        notes.append(Note(NoteKind.ASSEMBLY,
-                          f"the grader ran {words.count(extra, 'code cell')} of your own, in your notebook's order"))
+    # Cells the student added run in place with no note of their own: one that raised, ran out of time or printed
+    # too much has that cause's note (own_cell_error_notes, the timeout and output notes); one that ran fine needs none.
     nb = nbformat.v4.new_notebook(cells=cells, metadata=_copied(release.metadata))
     return Assembled(nb, notes)
 
