@@ -222,10 +222,13 @@ def prepare_run(course: Course, submission: Submission, limits: Limits, isolate:
     nb = assembled.notebook
     variant = variants.student_variant(course, submission.student)
     probes = []
+    first_by_id: dict[str | None, Any] = {}                 # each grade id's first cell, as a scan from the top finds it
+    for cell in nb.cells:
+        first_by_id.setdefault(grade_id(cell), cell)
     for _, cell_id, title, _ in test_cells(nb):    # positions in the assembled notebook, added cells included
         if cell_id not in REGISTRY:
             continue                                 # a visible self-check: it runs as released
-        cell = next(c for c in nb.cells if grade_id(c) == cell_id)
+        cell = first_by_id[cell_id]
         cell.source = probe_cell_source(cell_id, title)
         probes.append(cell_id)
     if variant is not None and any(map(shared_probes.varies, probes)):
