@@ -210,9 +210,9 @@ def normalise(data, max_cells: int = MAX_CELLS):
         if isinstance(source, list):
             source = "".join(s for s in source if isinstance(s, str))
         # Built directly: nbformat's new_*_cell validate each cell against the schema (0.1 s a notebook),
-        # and what is built here is valid by construction.
-        cell = nbformat.from_dict({"cell_type": raw["cell_type"], "metadata": {},
-                                   "source": valid_text(source) if isinstance(source, str) else ""})
+        # and what is built here is valid by construction. Plain dicts, made NotebookNodes once at the end.
+        cell: dict = {"cell_type": raw["cell_type"], "metadata": {},
+                      "source": valid_text(source) if isinstance(source, str) else ""}
         if raw["cell_type"] == "code":
             cell.update(outputs=[], execution_count=None)
         given = raw.get("id")
@@ -222,7 +222,7 @@ def normalise(data, max_cells: int = MAX_CELLS):
         meta = raw.get("metadata")
         flags = meta.get("nbgrader") if isinstance(meta, dict) else None
         if isinstance(flags, dict):
-            cell.metadata["nbgrader"] = {k: v for k, v in flags.items()
-                                         if k in GRADING_FLAGS and isinstance(v, GRADING_FLAGS[k])}
+            cell["metadata"]["nbgrader"] = {k: v for k, v in flags.items()
+                                            if k in GRADING_FLAGS and isinstance(v, GRADING_FLAGS[k])}
         cells.append(cell)
     return nbformat.from_dict({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
