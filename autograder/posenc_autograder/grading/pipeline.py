@@ -222,7 +222,7 @@ def prepare_run(course: Course, submission: Submission, limits: Limits, isolate:
     nb = assembled.notebook
     variant = variants.student_variant(course, submission.student)
     probes = []
-    first_by_id: dict[str | None, Any] = {}                 # each grade id's first cell, as a scan from the top finds it
+    first_by_id: dict[str | None, Any] = {}         # each grade id's first cell, as a scan from the top finds it
     for cell in nb.cells:
         first_by_id.setdefault(grade_id(cell), cell)
     for _, cell_id, title, _ in test_cells(nb):    # positions in the assembled notebook, added cells included
