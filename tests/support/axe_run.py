@@ -42,7 +42,7 @@ import axe_playwright_python
 AXE_SCRIPT = (pathlib.Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text()
 SAMPLED = "data-contrast-sampled"         # on a code span decided by its look's sample (or with no text axe checks)
 
-AXE_RUN = """async ({runOnly, sampled, sample}) => {
+AXE_RUN = """async ({runOnly, sampled, sample, settledOnly}) => {
     const CONTRAST = "color-contrast";
     const unmark = () => document.querySelectorAll(`[${sampled}]`).forEach(span => span.removeAttribute(sampled));
     const full = () => axe.run(document, {runOnly, resultTypes: ["violations"]}).then(result => result.violations);
@@ -64,6 +64,7 @@ AXE_RUN = """async ({runOnly, sampled, sample}) => {
     const measured = new Set(result.passes.filter(rule => rule.id === CONTRAST).flatMap(rule => rule.nodes)
         .filter(node => node.any.some(check => check.data && check.data.contrastRatio > 0)).map(node => node.element));
     if (!result.violations.length && samples.every(span => measured.has(span))) return [];
+    if (settledOnly) return null;                   // the sample settled nothing: what follows is axe's run alone
     unmark();           // a violation, or a sample that did not pass: axe over every element, what it reports exactly
     return full();
 
@@ -170,6 +171,17 @@ def rules_tagged(page, tags) -> list[str]:
 def axe_run(page, run_only: dict, sample_code: bool = True) -> list[dict]:
     """axe-core's violations on the page as shown now ({"type": "tag" or "rule", "values": [...]}, axe's runOnly);
     the highlighted code's contrast decided a sample of each look (sample_code=False: every span, axe alone)."""
+    return _run(page, run_only, sample_code, settled_only=False)
+
+
+def sample_settles(page, run_only: dict) -> bool:
+    """Whether axe_run's sampled pass settles the page as free of violations (axe_run returns []); when it does not,
+    axe_run returns axe's own run over every element (sample_code=False's), which this leaves out."""
+    return _run(page, run_only, True, settled_only=True) is not None
+
+
+def _run(page, run_only: dict, sample_code: bool, settled_only: bool):
     with_axe(page)
     script = AXE_RUN % repr(list(LOOK_PROPERTIES)).replace("'", '"')
-    return page.evaluate(script, {"runOnly": run_only, "sampled": SAMPLED, "sample": sample_code})
+    return page.evaluate(script, {"runOnly": run_only, "sampled": SAMPLED, "sample": sample_code,
+                                  "settledOnly": settled_only})
