@@ -191,7 +191,7 @@ class Prepared:
     @functools.cached_property
     def notebook_json(self) -> str:
         """The assembled notebook as the task carries it: compact JSON (nbformat's indented form goes through Python's
-        slow encoder); only the supervisor reads this text, validating it. Written only for a notebook that runs."""
+        slow encoder); only execute_task reads this text back. Written only for a notebook that runs."""
         return json.dumps(self.notebook, ensure_ascii=False)
 
     def task(self) -> GradingTask:
