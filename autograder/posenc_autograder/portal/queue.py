@@ -153,9 +153,16 @@ def charge(db, attempt_id: int, now: dt.datetime | None = None) -> None:
     """Add the run that is ending to the job's sandbox time (the caller commits)."""
     attempt = db.get(Attempt, attempt_id)
     if attempt is not None and attempt.started_at is not None:
-        seconds = max(((now or utcnow()) - attempt.started_at).total_seconds(), 0.0)
-        db.execute(update(Attempt).where(Attempt.id == attempt_id)
-                   .values(grading_seconds=func.coalesce(Attempt.grading_seconds, 0.0) + seconds))
+        db.execute(update(Attempt).where(Attempt.id == attempt_id).values(charged(attempt.started_at, now or utcnow())))
+
+
+def charged(started_at: dt.datetime | None, now: dt.datetime) -> dict:
+    """The values of an UPDATE of a job that add its run, started at `started_at` (as claimed) and ending `now`, to
+    its sandbox time: none for a job never started."""
+    if started_at is None:
+        return {}
+    seconds = max((now - started_at).total_seconds(), 0.0)
+    return {"grading_seconds": func.coalesce(Attempt.grading_seconds, 0.0) + seconds}
 
 
 def run_in_full_later(db, attempt_id: int) -> None:

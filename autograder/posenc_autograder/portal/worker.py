@@ -271,7 +271,7 @@ class Worker:
                                                             attempt.id), encode_text(execution.executed_notebook))
             if execution is not None:
                 self._defer_evidence(attempt, result, execution)
-            self._record(attempt_id, Status.GRADED, result)
+            self._record(attempt, Status.GRADED, result)
         except StoppedShort:
             with self.sessions() as db:
                 queue.run_in_full_later(db, attempt_id)
@@ -410,16 +410,18 @@ class Worker:
         return Submission(attempt.student_id, attempt.assignment, attempt.notebook,
                           uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256))
 
-    def _record(self, attempt_id: int, status: Status, result: NotebookResult) -> None:
-        """The job's end; an attempt the grader failed on has no score (every page leaves it blank, never 0)."""
+    def _record(self, attempt: Attempt, status: Status, result: NotebookResult) -> None:
+        """The job's end; an attempt the grader failed on has no score (every page leaves it blank, never 0). Its run
+        is charged in the same statement (queue.charged), from the claim's start as read when the job began: reading
+        the row again and charging it took two more."""
+        now = utcnow()
         with self.sessions() as db:
-            queue.charge(db, attempt_id)
-            db.execute(update(Attempt).where(Attempt.id == attempt_id).values(
-                status=status, finished_at=utcnow(), score=result.score if status == Status.GRADED else None,
+            db.execute(update(Attempt).where(Attempt.id == attempt.id).values(
+                status=status, finished_at=now, score=result.score if status == Status.GRADED else None,
                 max_score=result.max_score,
-                result_json=json.dumps(result.to_json())))
+                result_json=json.dumps(result.to_json()), **queue.charged(attempt.started_at, now)))
             db.commit()
-        self.status_changed(attempt_id)
+        self.status_changed(attempt.id)
 
     def _failed(self, attempt: Attempt, exc: Exception) -> None:
         """Back to the queue while runs are left; then a grader error."""
@@ -444,7 +446,7 @@ class Worker:
         except Exception:  # noqa: BLE001 - even the error's result failed: record the bare status
             result = NotebookResult(attempt.student_id, attempt.assignment, attempt.notebook, False, [],
                                     [Note(NoteKind.GRADER_ERROR, GAVE_UP)])
-        self._record(attempt_id, Status.ERROR, result)
+        self._record(attempt, Status.ERROR, result)
 
     # --- the attempt that counts --------------------------------------------------------------------
 
