@@ -408,6 +408,67 @@ class _SeenAnswers:
 
 SEEN = _SeenAnswers()
 
+# Verdicts on the course-wide inputs (the shared probe set, which the student's own judge never sees) of records
+# judged before in this process: a class's correct notebooks often send the same records there (judging them again was
+# ~5 of a solved job's ~8 ms of these verdicts). A record takes a kept verdict only when equal to the record it was
+# judged on, compared exactly as SEEN compares (types, keys in order, every float's and array's bits): a judge's
+# verdict on course-wide inputs is a function of the record alone. Records of SEEN's small outlines only.
+VERDICTS_BYTES = 4 * 2**20                # kept records' arrays, per process (a solved notebook's: ~0.7 MB)
+VERDICTS_PER_OUTLINE = 4
+
+
+def _array_bytes(value: Any) -> int:
+    """The bytes of the arrays in a value of an _outline (bounded by it: at most SEEN_DEPTH levels of
+    SEEN_CONTAINER_ITEMS)."""
+    if type(value) is np.ndarray:
+        return value.nbytes
+    if type(value) is dict:
+        return sum(map(_array_bytes, value.values()))
+    if type(value) is list or type(value) is tuple:
+        return sum(map(_array_bytes, value))
+    return 0
+
+
+class _SharedVerdicts:
+    """Whether each test fails a record on the course-wide inputs, kept for records judged before (least recently
+    used out past VERDICTS_BYTES)."""
+
+    def __init__(self, limit: int = VERDICTS_BYTES):
+        self.limit, self.held, self.lock = limit, 0, threading.Lock()
+        self.kept: collections.OrderedDict[tuple[str, Any], list[tuple[Any, bool, int]]] = collections.OrderedDict()
+
+    def failed(self, check: HiddenTest, probe_record: dict[str, Any]) -> bool:
+        outline = _outline(probe_record)
+        if not isinstance(outline, tuple):
+            return bool(check.verdict(probe_record, None))
+        key = (check.id, outline)
+        with self.lock:
+            candidates = list(self.kept.get(key, ()))
+        for kept, failed, _ in candidates:
+            if _same(probe_record, kept):
+                with self.lock:
+                    if key in self.kept:
+                        self.kept.move_to_end(key)
+                return failed
+        failed = bool(check.verdict(probe_record, None))
+        size = _array_bytes(probe_record)
+        if size <= self.limit // 2:
+            entry = (_copy(probe_record), failed, size)
+            with self.lock:
+                entries = self.kept.setdefault(key, [])
+                entries.insert(0, entry)
+                self.held += size
+                while len(entries) > VERDICTS_PER_OUTLINE:
+                    self.held -= entries.pop()[2]
+                self.kept.move_to_end(key)
+                while self.held > self.limit:
+                    _, dropped = self.kept.popitem(last=False)
+                    self.held -= sum(entry[2] for entry in dropped)
+        return failed
+
+
+SHARED_VERDICTS = _SharedVerdicts()
+
 
 def compared_answers(observations: object, walk: _Walk | None = None) -> list[tuple[str, object, list[str]]]:
     """(where, answer, keys) for every answer of a record, walked within MAX_ANSWERS answers and MAX_ANSWER_ITEMS
@@ -467,7 +528,9 @@ def _failed(record: StudentRecord, check: HiddenTest, probe_record: dict[str, An
     same_run = not shared or record.variant is None or not varies(check.id)
     if same_run and record.failed is not None and check.id in record.failed:
         return record.failed[check.id]
-    return bool(check.verdict(probe_record, None if shared else record.variant))
+    if shared:
+        return SHARED_VERDICTS.failed(check, probe_record)
+    return bool(check.verdict(probe_record, record.variant))
 
 
 def _too_large(probe_record: object) -> bool:
