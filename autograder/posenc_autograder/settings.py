@@ -330,3 +330,16 @@ def parse_time(value: object, where: str = "", zone: dt.tzinfo | None = None, fo
 def stamp(when: dt.datetime) -> str:
     """A time as every record and file states it: ISO 8601 in UTC, with its offset."""
     return when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def zone_name(zone: dt.tzinfo) -> str:
+    """The zone as a student reads it: its IANA name ("Europe/Berlin", "UTC"), else its offset ("UTC+01:00")."""
+    return getattr(zone, "key", None) or dt.datetime.now(zone).tzname() or "UTC"
+
+
+def for_student(when: dt.datetime, zone: dt.tzinfo) -> str:
+    """A time as a student reads it, on every page (the portal's, the feedback page) and in every refusal: in the
+    course's zone ([course] time_zone, the zone their deadline is given in), named, so one time reads the same
+    everywhere. A time without a zone is UTC (the portal stores its times so)."""
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
+    return f"{aware.astimezone(zone):%Y-%m-%d %H:%M} {zone_name(zone)}"

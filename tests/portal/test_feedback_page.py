@@ -4,10 +4,12 @@ grades.csv and the LMS's page state them; for any other attempt, its own points 
 from it."""
 import datetime as dt
 import hashlib
+import zoneinfo
 
 from fixture_submissions import ASSIGNMENT
 
 from conftest import client_for, notebook_bytes, upload
+from posenc_autograder import settings
 from posenc_autograder.intake import attempts
 from posenc_autograder.portal.models import utcnow
 from posenc_autograder.records import gradebook
@@ -164,3 +166,24 @@ def test_a_file_uploaded_again_after_another_is_a_new_attempt_that_counts_at_its
     assert grade.late                                                        # grades.csv's lateness: attempt 3's
     [report] = [r for r in portal.progress()["rows"] if (r["student"], r["assignment"]) == ("gil", ASSIGNMENT)]
     assert report["attempts"] == 3 and report["late"]
+
+
+def test_a_portal_page_and_the_feedback_page_state_the_same_time_in_the_courses_zone(app, portal, course):
+    """A student reads one zone everywhere: the attempt's page, the assignment page and the feedback page give its
+    upload time, and the deadline, in the course's zone, named. The portal's pages said 'UTC' while the feedback
+    page gave the deadline's own offset."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ntime_zone = "America/New_York"\n' + LATE_POLICY)
+    deadline = utcnow().replace(second=0, microsecond=0) - dt.timedelta(hours=3)
+    portal.set_policy(ASSIGNMENT, {"deadline": deadline, "late_days": 2, "feedback_before": "full"})
+    gil = client_for(app, portal, "gil")
+    assert upload(gil, notebook_bytes("late")).status_code == 303
+    assert portal.worker.run_until_idle() == 1
+    uploaded = next(t for t in attempts.of(course, "gil", ASSIGNMENT)).time
+    said = settings.for_student(uploaded, zoneinfo.ZoneInfo("America/New_York"))
+    assert said.endswith(" America/New_York")
+    feedback = gil.get("/attempts/1/feedback").text
+    assert f"Submitted {said}," in feedback and f"uploaded {said}" in gil.get("/attempts/1").text
+    assignment = gil.get(f"/assignments/{ASSIGNMENT}").text
+    stated_deadline = settings.for_student(deadline, zoneinfo.ZoneInfo("America/New_York"))
+    assert stated_deadline in assignment and f"({stated_deadline})" in feedback and said in assignment
+    assert "America/New_York" in gil.get("/").text and "UTC" not in gil.get("/").text

@@ -4,6 +4,7 @@ import csv
 import datetime as dt
 import io
 import re
+import zoneinfo
 
 import pytest
 from fixture_submissions import make_course
@@ -53,12 +54,14 @@ def test_a_wrong_setting_names_the_key_and_the_fix(tmp_path, table, says):
         settings.load(course)
 
 
-def test_the_late_sentence_states_both_times_in_the_deadlines_zone():
-    berlin = dt.timezone(dt.timedelta(hours=1))
+def test_the_late_sentence_states_both_times_in_the_courses_zone():
+    """As every page a student reads states a time (settings.for_student): the deadline written in another zone
+    (UTC, the portal's) is read in the course's too."""
     late = late_policy.Lateness(20, dt.datetime(2026, 11, 22, 12, 30, tzinfo=dt.timezone.utc),
-                                dt.datetime(2026, 11, 20, 18, 0, tzinfo=berlin), False)
-    assert late.sentence(42, 42).startswith("Submitted 2026-11-22T13:30+01:00, 43.5 hours after the deadline "
-                                            "(2026-11-20T18:00+01:00): ")
+                                dt.datetime(2026, 11, 20, 17, 0, tzinfo=dt.timezone.utc), False,
+                                zoneinfo.ZoneInfo("Europe/Berlin"))
+    assert late.sentence(42, 42).startswith("Submitted 2026-11-22 13:30 Europe/Berlin, 43.5 hours after the deadline "
+                                            "(2026-11-20 18:00 Europe/Berlin): ")
 
 
 @pytest.fixture

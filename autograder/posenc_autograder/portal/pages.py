@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime as dt
 import hashlib
 import pathlib
 
 import jinja2
 
+from posenc_autograder import settings
 from posenc_autograder.portal import auth
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.reports import dashboard, feedback
@@ -19,7 +21,16 @@ HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
 ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                  undefined=jinja2.StrictUndefined)
-ENVIRONMENT.filters["stamp"] = rules.stamp
+
+
+@jinja2.pass_context
+def _stamp(context, when) -> str:
+    """A time on a page in the zone the page was given (the course's: every student page passes it), else UTC."""
+    return rules.stamp(when, context.get("zone") or dt.timezone.utc)
+
+
+ENVIRONMENT.filters["stamp"] = _stamp
+ENVIRONMENT.filters["zone_name"] = settings.zone_name
 
 
 # The static files (style, script, icon: the same for everyone) may be kept by a browser for a while, instead of being

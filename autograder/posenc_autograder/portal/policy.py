@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
+from posenc_autograder import settings
 from posenc_autograder.portal.models import POLICY_DEFAULTS, Attempt, Extension, Policy, Status
 from posenc_autograder.settings import PortalDefaults
 
@@ -77,14 +78,14 @@ def attempts_left(policy: Policy, attempts: list[Attempt], now: dt.datetime) -> 
 
 
 def may_upload(policy: Policy, extension: Extension | None, attempts: list[Attempt], now: dt.datetime,
-               waiting: int = 0) -> Decision:
+               waiting: int = 0, zone: dt.tzinfo = dt.timezone.utc) -> Decision:
     """May this student upload one more attempt now (with `waiting` of their uploads still queued or running, any
-    assignment), and would it be late?"""
+    assignment), and would it be late? A refusal's times are in `zone`, the course's."""
     if policy.opens_at is not None and now < policy.opens_at:
-        return Decision(False, reason=f"uploads open at {stamp(policy.opens_at)}")
+        return Decision(False, reason=f"uploads open at {stamp(policy.opens_at, zone)}")
     closing = closes_at(policy, extension)
     if closing is not None and now > closing:
-        return Decision(False, reason=f"the deadline ({stamp(deadline(policy, extension))}) has passed"
+        return Decision(False, reason=f"the deadline ({stamp(deadline(policy, extension), zone)}) has passed"
                                       + (" and late uploads are closed" if policy.late_days else ""))
     used = counted(attempts)
     if policy.max_attempts and len(used) >= policy.max_attempts:
@@ -92,12 +93,12 @@ def may_upload(policy: Policy, extension: Extension | None, attempts: list[Attem
     if policy.max_per_day and sum(now - a.uploaded_at < DAY for a in used) >= policy.max_per_day:
         first = min(a.uploaded_at for a in used if now - a.uploaded_at < DAY)
         return Decision(False, reason=f"you have used the {policy.max_per_day} attempts allowed in 24 hours; "
-                                      f"the next one is allowed at {stamp(first + DAY)}")
+                                      f"the next one is allowed at {stamp(first + DAY, zone)}")
     if policy.min_seconds_between and used:
         wait_until = max(a.uploaded_at for a in used) + dt.timedelta(seconds=policy.min_seconds_between)
         if now < wait_until:
             return Decision(False, reason=f"attempts must be {policy.min_seconds_between} s apart; "
-                                          f"the next one is allowed at {stamp(wait_until)}")
+                                          f"the next one is allowed at {stamp(wait_until, zone)}")
     if policy.max_queued and waiting >= policy.max_queued:
         return Decision(False, reason=f"you already have {waiting} upload{'s' * (waiting != 1)} waiting to be "
                                       f"graded; upload again when {'one of them is' if waiting > 1 else 'it is'} "
@@ -123,5 +124,6 @@ def inputs_visible(policy: Policy, extension: Extension | None, now: dt.datetime
     return past_deadline(policy, extension, now) or bool(policy.inputs_before_deadline)
 
 
-def stamp(when: dt.datetime | None) -> str:
-    return "" if when is None else when.strftime("%Y-%m-%d %H:%M UTC")
+def stamp(when: dt.datetime | None, zone: dt.tzinfo = dt.timezone.utc) -> str:
+    """`when` (naive UTC, as stored) as a student reads it: settings.for_student, in the course's `zone`."""
+    return "" if when is None else settings.for_student(when, zone)

@@ -98,6 +98,11 @@ class Portal:
         self._lock_handle: typing.TextIO | None = None
         self.now = utcnow              # replaced in tests to move the clock
 
+    @property
+    def zone(self) -> dt.tzinfo:
+        """The course's zone ([course] time_zone), in which a student reads every time (settings.for_student)."""
+        return settings.load(self.course).course.zone
+
     # --- lifecycle ----------------------------------------------------------------------------------
 
     def status_changed(self, attempt_id: int) -> None:
@@ -270,7 +275,7 @@ class Portal:
                 "deadline": rules.deadline(policy, extension),
                 "extended": extension is not None, "on_time_until": rules.on_time_until(policy, extension),
                 "closes_at": rules.closes_at(policy, extension),
-                "decision": rules.may_upload(policy, extension, attempts, now, waiting),
+                "decision": rules.may_upload(policy, extension, attempts, now, waiting, self.zone),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
                 "elsewhere": handed_in_elsewhere(record, counted),
@@ -373,7 +378,8 @@ class Portal:
         come; accept_upload asks again with the file)."""
         with self.sessions() as db:
             policy, extension, attempts = self.rules_for(db, student, assignment)
-            decision = rules.may_upload(policy, extension, attempts, self.now(), queue.waiting_jobs(db, student))
+            decision = rules.may_upload(policy, extension, attempts, self.now(), queue.waiting_jobs(db, student),
+                                        self.zone)
         return None if decision.allowed else decision.reason
 
     def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes,
@@ -393,7 +399,7 @@ class Portal:
             same = same_upload(attempts, door, notebook, digest, now)
             if same is not None:
                 return "again", same.id
-            decision = rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student))
+            decision = rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student), self.zone)
             if not decision.allowed:
                 return "refused", decision.reason
             try:

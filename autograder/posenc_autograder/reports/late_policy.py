@@ -27,17 +27,18 @@ class Lateness:
     submitted: dt.datetime
     deadline: dt.datetime          # the one that applied
     extended: bool                 # an extension's
+    zone: dt.tzinfo = dt.timezone.utc    # the course's, in which the student reads both times
 
     def late_by(self) -> str:
         hours = (self.submitted - self.deadline).total_seconds() / 3600
         return f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} hours"
 
     def sentence(self, score: float, max_score: float) -> str:
-        """What a student reads on the feedback page: both times in the deadline's zone, so they compare at a glance."""
+        """What a student reads on the feedback page: both times in the course's zone, as every page states a time
+        (settings.for_student), so they compare at a glance and read as the portal's pages read them."""
         whose = "your extended deadline" if self.extended else "the deadline"
-        submitted = self.submitted.astimezone(self.deadline.tzinfo)
-        return (f"Submitted {submitted.isoformat(timespec='minutes')}, {self.late_by()} after {whose} "
-                f"({self.deadline.isoformat(timespec='minutes')}): the course's late policy deducts "
+        return (f"Submitted {settings.for_student(self.submitted, self.zone)}, {self.late_by()} after {whose} "
+                f"({settings.for_student(self.deadline, self.zone)}): the course's late policy deducts "
                 f"{self.percent:g}% of the score, so it counts as {penalised(score, self.percent):g} / {max_score:g}.")
 
 
@@ -164,7 +165,7 @@ class Deadlines:
         percent = policy.percent_off(submitted, deadline)
         if percent <= 0 or submitted is None or deadline is None:
             return None
-        return Lateness(percent, submitted, deadline, extended)
+        return Lateness(percent, submitted, deadline, extended, self.settings.course.zone)
 
     def class_lateness(self, keys) -> dict[tuple[str, str], Lateness]:
         return {key: found for key in keys if (found := self.lateness(*key))}

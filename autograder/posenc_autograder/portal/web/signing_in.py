@@ -32,7 +32,7 @@ async def home(request: Request):
         return page("welcome.html", title="Sign in")
     views = await run_in_threadpool(portal_of(request).overview, session.student_id)
     return page("home.html", session=session, title="Your assignments", student=session.student_id,
-                assignments=views)
+                assignments=views, zone=portal_of(request).zone)
 
 
 async def sign_in(request: Request):

@@ -45,7 +45,8 @@ class UploadsBusy(Exception):
 @released_assignment
 async def assignment(request: Request, session, name: str):
     view = await run_in_threadpool(portal_of(request).assignment_view, session.student_id, name)
-    return page("assignment.html", session=session, title=name, a=view, notice=notice_of(request))
+    return page("assignment.html", session=session, title=name, a=view, notice=notice_of(request),
+                zone=portal_of(request).zone)
 
 
 @student_page
@@ -146,7 +147,7 @@ async def checked_upload(request: Request, student: str, name: str, file: Upload
 async def attempt(request: Request, session, found):
     status = await run_in_threadpool(portal_of(request).status, found)
     return page("attempt.html", session=session, title=f"Attempt {found.number}", attempt=found, s=status,
-                again=request.query_params.get("again") == "1")
+                again=request.query_params.get("again") == "1", zone=portal_of(request).zone)
 
 
 async def attempt_status(request: Request):
