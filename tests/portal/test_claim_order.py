@@ -5,7 +5,7 @@ import datetime as dt
 import random
 
 import pytest
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, update
 
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import Attempt, Status, Student, open_database, utcnow
@@ -144,3 +144,52 @@ def test_whether_another_student_waits_is_answered_without_reading_the_whole_que
         many = vm_steps(db, lambda: queue.others_waiting(db, job))
         assert queue.others_waiting(db, queued(1)) is False
         assert many <= few + 2
+
+
+
+def plan_work(node: dict) -> int:
+    """The rows a PostgreSQL plan node and those under it produced or threw away, over all their loops."""
+    own = sum(node.get(key, 0) for key in ("Actual Rows", "Rows Removed by Filter", "Rows Removed by Join Filter"))
+    return own * node.get("Actual Loops", 1) + sum(plan_work(child) for child in node.get("Plans", []))
+
+
+def test_on_postgresql_a_claim_walks_the_jobs_before_its_own_whatever_the_statistics_say(postgres_url):
+    """PostgreSQL's statistics of a course's attempts were taken before a rush, when none was queued: the claim's
+    query still walks the queue in upload order and stops at the first job ranked 0 (here after 20 of students
+    who used time lately), so its work does not grow with the queue. Fails on the old query: planned for a queue
+    of one, it joined each queued job to every waiting one (8 times the queue, about 8 times the work)."""
+    sessions = open_database(postgres_url)
+    now = utcnow()
+
+    def attempt(student: str, number: int, status: Status, uploaded: dt.datetime) -> Attempt:
+        graded = status == Status.GRADED
+        return Attempt(student_id=student, assignment="a", notebook="n", number=number, sha256=f"{number:064x}",
+                       size=1, uploaded_at=uploaded, status=status, started_at=uploaded if graded else None,
+                       finished_at=uploaded + dt.timedelta(seconds=1) if graded else None, runs=int(graded),
+                       grading_seconds=float(graded))
+    with sessions() as db:
+        db.add_all(Student(id=f"s{n}", name="") for n in range(800))
+        db.flush()
+        db.add_all(attempt(f"s{n}", past, Status.GRADED, now - dt.timedelta(days=30)) for n in range(800)
+                   for past in (1, 2))                           # an earlier assignment's, long graded
+        db.commit()
+        db.execute(text("ANALYZE portal_attempt"))
+        db.commit()
+
+    def claim_work(queued: int) -> int:
+        """The claim's work with `queued` new jobs waiting, the first 20 of students who used time lately."""
+        with sessions() as db:
+            db.execute(delete(Attempt).where(Attempt.number > 2))
+            db.add_all(attempt(f"s{n}", 3, Status.GRADED, now) for n in range(20))
+            db.add_all(attempt(f"s{n}", 4, Status.QUEUED, now) for n in range(queued))
+            db.commit()
+            expected = first_that_may_start(db, 2)
+            assert expected == db.execute(select(Attempt.id).where(Attempt.student_id == "s20",
+                                                                   Attempt.number == 4)).scalar_one()
+            assert queue.next_job(db, WINDOW, 2) == expected
+            query = queue.FIRST_UNUSED.params(since=utcnow() - WINDOW)
+            sql = str(query.compile(db.get_bind(), compile_kwargs={"literal_binds": True}))
+            plan = db.execute(text("EXPLAIN (ANALYZE, FORMAT JSON) " + sql.replace("%%", "%"))).scalar_one()
+            return plan_work(plan[0]["Plan"])
+    few, many = claim_work(50), claim_work(400)
+    assert many < few * 2, (few, many)

@@ -139,7 +139,10 @@ class Attempt(Base):
                       Index("ix_portal_attempt_file", "student_id", "assignment", "sha256"),
                       # the sandbox time a student used lately (queue.used_seconds, the fair order's sums), read from
                       # the index alone: a graded row's later columns lie past its result, pages of it away
-                      Index("ix_portal_attempt_usage", "student_id", "uploaded_at", "grading_seconds"))
+                      Index("ix_portal_attempt_usage", "student_id", "uploaded_at", "grading_seconds"),
+                      # the queued jobs in upload order, whatever the table holds besides (queue.FIRST_UNUSED)
+                      Index("ix_portal_attempt_queued", "id", postgresql_where=text("status = 'queued'"),
+                            sqlite_where=text("status = 'queued'")))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     student_id: Mapped[str] = mapped_column(ForeignKey("portal_student.id", ondelete="CASCADE"), index=True)
     assignment: Mapped[str] = mapped_column(ID)
@@ -180,8 +183,8 @@ class SchemaVersion(Base):
 # 5: attempt.grading_seconds and full_run; 6: session.door, attempt.door, the LTI tool's tables (portal/lti/models.py);
 # 7: lti_line_item.line_items; 8: attempt.claimed_by; 9: an index on attempt.finished_at; 10: attempt's (student,
 # assignment, sha256) no longer unique (UNIQUE_DROPPED), an index instead; 11: an index on attempt's (student,
-# uploaded_at, grading_seconds)
-SCHEMA_VERSION = 11
+# uploaded_at, grading_seconds); 12: an index on the queued attempts' ids
+SCHEMA_VERSION = 12
 UNIQUE_DROPPED = {"portal_attempt": ("student_id", "assignment", "sha256")}     # table: the columns once unique
 
 
