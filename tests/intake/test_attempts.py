@@ -177,3 +177,25 @@ def test_the_same_file_handed_in_again_by_one_door_after_another_is_the_latest_a
     assert [a.source for a in recorded] == ["canvas 1", "canvas 2", "canvas 3"]
     assert attempts.choose(recorded, "latest", lambda a: 0.0) == again
     assert attempts.files_of(course, again)["a.ipynb"].read_bytes() == b"X"
+
+
+def test_an_attempt_added_with_its_points_is_recorded_as_added_then_scored_in_one_write(course, monkeypatch):
+    for student in ("ann", "ben"):       # an earlier attempt of the same file by another door shares its points
+        attempts.add(course, student, "a", "lms", "canvas submission 1", T0, {"a.ipynb": b"same file"})
+    attempts.add(course, "ann", "a", "portal", "portal attempt 1", T0 + dt.timedelta(hours=1),
+                 {"a.ipynb": b"same file"})
+    digest = attempts.file_digest(b"same file")
+    attempts.scored(course, "ann", "a", digest, 40, 44)
+    saves = []
+    real_save = attempts._save
+    monkeypatch.setattr(attempts, "_save", lambda *args, **kwargs: saves.append(args) or real_save(*args, **kwargs))
+    added = attempts.add(course, "ben", "a", "portal", "portal attempt 1", T0 + dt.timedelta(hours=1),
+                         {"a.ipynb": b"same file"}, scores={digest: (40, 44)})
+    assert len(saves) == 1                            # old code: no scores argument (add, then scored: two writes)
+    assert added.scores == {digest: [40.0, 44.0]}
+    ann, ben = attempts.of(course, "ann", "a"), attempts.of(course, "ben", "a")
+    assert [(a.door, a.source, a.received_at, a.files, a.scores) for a in ben] == \
+        [(a.door, a.source, a.received_at, a.files, a.scores) for a in ann]
+    again = attempts.add(course, "ben", "a", "portal", "portal attempt 1", T0 + dt.timedelta(hours=1),
+                         {"a.ipynb": b"same file"}, scores={digest: (40, 44)})
+    assert again == added and len(saves) == 1         # nothing new: nothing written

@@ -167,13 +167,15 @@ def _save(where: pathlib.Path, attempts: list[Attempt], sync: bool = True) -> pa
 # --- what the doors call -------------------------------------------------------------------------------
 
 def add(course: Course, student: str, assignment: str, door: str, source: str, received_at: dt.datetime,
-        files: dict[str, bytes], judged_by_door: bool = False) -> Attempt:
+        files: dict[str, bytes], judged_by_door: bool = False,
+        scores: dict[str, tuple[float, float]] | None = None) -> Attempt:
     """Keep one attempt (its files and its row); the same files again by the same door are the same attempt (the
     first time it was received is kept), unless the door brought other files in between: a student who handed in X,
     then Y, then X again by one door last handed in X, which "latest" counts. judged_by_door: the door applied
     handed_in_again itself, to attempts the record does not hold (the portal's uploads the grader failed on, which
     are still the student's), so the files at another time are an attempt of their own. Returns the attempt as
-    recorded, with any points its files have."""
+    recorded, with any points its files have. `scores`: sha256 -> (points, max) of files graded already, recorded as
+    scored() records them, in the same write (a portal store wrote the record twice: the attempt, then its points)."""
     if door not in DOORS:
         raise ValueError(f"unknown door {door!r} (known: {', '.join(DOORS)})")
     if received_at.tzinfo is None:
@@ -182,12 +184,16 @@ def add(course: Course, student: str, assignment: str, door: str, source: str, r
         raise ValueError("an attempt holds at least one file")
     digests = {name: file_digest(data) for name, data in files.items()}
     with _locked(course, student, assignment) as where:
-        attempts = _read(where)
-        known_scores = {d: s for a in attempts for d, s in a.scores.items()}
+        read = _read(where)
+        given = {digest: [float(points), float(most)] for digest, (points, most) in (scores or {}).items()}
+        attempts = [_with_scores(a, given) for a in read]
+        known_scores = {d: s for a in attempts for d, s in a.scores.items()} | given
         attempt = Attempt(student, assignment, door, source, settings.stamp(received_at), digests,
                           {d: known_scores[d] for d in digests.values() if d in known_scores})
         same = _same_attempt(attempts, attempt, judged_by_door)
         if same is not None:
+            if attempts != read:
+                _save(where, attempts)
             return same
         kept = where / attempt.key
         kept.mkdir(exist_ok=True)
@@ -241,11 +247,16 @@ def scored(course: Course, student: str, assignment: str, digest: str, score: fl
     (None: it held these points already). sync=False: the caller syncs it (sync_written) before relying on it."""
     with _locked(course, student, assignment) as where:
         attempts = _read(where)
-        if all(digest not in a.files.values() or a.scores.get(digest) == [float(score), float(max_score)]
-               for a in attempts):
-            return None
-        return _save(where, [dataclasses.replace(a, scores={**a.scores, digest: [float(score), float(max_score)]})
-                             if digest in a.files.values() else a for a in attempts], sync)
+        rescored = [_with_scores(a, {digest: [float(score), float(max_score)]}) for a in attempts]
+        return None if rescored == attempts else _save(where, rescored, sync)
+
+
+def _with_scores(attempt: Attempt, scores: dict[str, list[float]]) -> Attempt:
+    """The attempt with the points of each of its files among `scores` (sha256 -> [points, max])."""
+    held = {digest: points for digest, points in scores.items() if digest in attempt.files.values()}
+    if all(attempt.scores.get(digest) == points for digest, points in held.items()):
+        return attempt
+    return dataclasses.replace(attempt, scores={**attempt.scores, **held})
 
 
 # --- which attempt counts -------------------------------------------------------------------------------

@@ -469,13 +469,12 @@ class Worker:
         failed on included, which the record does not hold)."""
         source = uploads.path(self.course, attempt.student_id, attempt.assignment, attempt.sha256)
         stated = as_recorded(attempt)
-        recorded = record_of_attempts.add(self.course, stated.student, stated.assignment, stated.door, stated.source,
-                                          stated.time, {name: source.read_bytes() for name in stated.files},
-                                          judged_by_door=True)
-        if attempt.status == Status.GRADED and attempt.score is not None and attempt.max_score is not None:
-            record_of_attempts.scored(self.course, attempt.student_id, attempt.assignment, attempt.sha256,
-                                      attempt.score, attempt.max_score)
-        return recorded
+        score, most = attempt.score, attempt.max_score
+        points = {attempt.sha256: (score, most)} if attempt.status == Status.GRADED and score is not None \
+            and most is not None else None
+        return record_of_attempts.add(self.course, stated.student, stated.assignment, stated.door, stated.source,
+                                      stated.time, {name: source.read_bytes() for name in stated.files},
+                                      judged_by_door=True, scores=points)
 
     def store_counting(self, student: str, assignment: str) -> Attempt | None:
         """Store the attempt that counts now, by [course] counted_attempt among every door's attempts, where
