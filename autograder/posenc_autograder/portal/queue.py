@@ -253,11 +253,14 @@ class QueueView:
     """The queue's fair order and mean job time as every status request reads them, from memory: computed again
     only after the queue changed (`changed`, called on every upload and status change in this process, and the
     portal is the only writer of its queue) or went stale (`max_age`: sandbox time used ages), and then no more
-    often than `spacing` times as long as the last computation took after it, so however many students ask, the
-    ordering costs at most one computation per change and about a tenth of a core, never one per request."""
+    often than `spacing` times as long as the last computation took after it, counted as at least `least_cost`, so
+    however many students ask, the ordering costs at most one computation per change and about a tenth of a core,
+    never one per request; and however often the queue changes, at most two computations a second (spacing 10):
+    a rush's uploads and claims change it ten times a second and more, as many computations of an order as long as
+    the queue, where the jobs ahead a page shows need no fresher figure."""
 
-    def __init__(self, max_age: float = 5.0, spacing: float = 10.0, clock=time.monotonic):
-        self.max_age, self.spacing, self.clock = max_age, spacing, clock
+    def __init__(self, max_age: float = 5.0, spacing: float = 10.0, clock=time.monotonic, least_cost: float = 0.05):
+        self.max_age, self.spacing, self.clock, self.least_cost = max_age, spacing, clock, least_cost
         self._lock = threading.Lock()
         self._version, self._seen = 0, -1
         self._at, self._cost = -math.inf, 0.0
@@ -272,7 +275,8 @@ class QueueView:
         """({queued job: jobs ahead of it}, mean job seconds), from memory unless due to be computed again."""
         with self._lock:
             age = self.clock() - self._at
-            due = age >= self.max_age or (self._version != self._seen and age >= self._cost * self.spacing)
+            due = age >= self.max_age or (self._version != self._seen and
+                                           age >= max(self._cost, self.least_cost) * self.spacing)
             if due:
                 version, started = self._version, self.clock()
                 self._places = {job: place for place, job in enumerate(fair_order(db, window))}
