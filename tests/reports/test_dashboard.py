@@ -427,3 +427,19 @@ def test_a_stubbed_test_of_several_functions_is_its_own_parts_not_the_contracts_
                                                           tests, [])])
     assert [row.label for row in stubs] == ["LearnedPositionalEncoding"]
     assert stubs[0].tests["hidden_learned_backward"] == REGISTRY["hidden_learned_backward"].points
+
+
+def test_a_function_that_returns_a_list_is_labelled_by_the_mistake_and_its_fix_is_the_students():
+    """The dashboard's label names what went wrong; the fix ('build the result with numpy...') is in the student's
+    feedback (the problem's text) only. The old label was the fix."""
+    from posenc_autograder.checks import contracts
+    from posenc_autograder.checks.manifest import ARRAY
+    said = contracts.kind_problem({"type": "list"}, ARRAY, "sinusoidal_positional_encoding(3, 4)")
+    problem = Problem(str(said), said.cause)
+    assert contracts.CAUSES["list"] in problem.text
+    results = [NotebookResult(s, "positional_encoding", "positional_encoding", True,
+                              [GradedTest("hidden_contracts", "c", True, 0.0, 2.0, [problem])], []) for s in "ab"]
+    [row], _ = dashboard.grouped_mistakes(results)
+    assert row.label == "returns a list where a float64 numpy ndarray is promised"
+    assert contracts.CAUSES["list"] in row.example
+

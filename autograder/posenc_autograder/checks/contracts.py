@@ -85,14 +85,14 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
                                  for key, expected in promised.items() if key in items) if p), None)
     expected = {FLOAT: "a Python float (float(...))", BOOL: "a bool", INT: "an integer (int(...))",
                 INT_ARRAY: "an integer numpy ndarray (np.int64)"}.get(promised, "a float64 numpy ndarray")
-    cause = None
+    cause = fix = None
     if promised == ARRAY and kind.get("type") == "ndarray":
         cause = CAUSES["dtype"]
     elif promised == INT_ARRAY and kind.get("type") == "ndarray":
         cause = CAUSES["integer"]
     elif promised in (ARRAY, INT_ARRAY) and kind.get("type") in ("list", "tuple"):
-        cause = CAUSES["list"]
-    hint = f" ({cause})" if cause else ""
+        fix = CAUSES["list"]      # a fix: the student's text gives it; the cause (the dashboard's label) is the mistake
+    hint = f" ({cause or fix})" if cause or fix else ""
     return ProblemText(f"{what} returned {describe_kind(kind)}; expected {expected}{hint}",
                        cause=cause or f"returns {describe_kind(kind)} where {expected} is promised")
 
