@@ -443,3 +443,26 @@ def test_a_function_that_returns_a_list_is_labelled_by_the_mistake_and_its_fix_i
     assert row.label == "returns a list where a float64 numpy ndarray is promised"
     assert contracts.CAUSES["list"] in row.example
 
+
+def test_the_mistakes_table_fits_a_1000_px_window_without_sideways_scrolling(tmp_path, browser):  # noqa: F811
+    """Long identifiers and a long example (a printed array, a reproduction) wrap in their cells: no table of the
+    dashboard needs sideways scrolling at 1000 px. The 'One example' column ran off the table's box before."""
+    course = Course(make_course(tmp_path / "course"))
+    example = ("relative_position_matrix(pe_window_starting_at_position_25, k=3) returned M whose first 2x2 block is "
+               "transposed: expected [[" + ", ".join(f"{x:.6f}" for x in np.linspace(-1, 1, 40)) + "]] "
+               "got [[" + ",".join(f"{x:.6f}" for x in np.linspace(1, -1, 40)) + "]]. Likely cause: the block is "
+               "transposed; with rows (sin, cos) it is [[cos, sin], [-sin, cos]]")
+    tests = ["hidden_relative_position", "hidden_relative_positions_contracts", "hidden_dot_product_distance_values",
+             "hidden_encoding_statistics_bounded_flag", "hidden_context_extension_contracts"]
+    problem = Problem(example, "relative_position_matrix(pe_window_starting_at_position_25,k=3)[0:2,0:2] is transposed")
+    results = [NotebookResult(f"student_with_a_long_identifier_{i}", "positional_encoding", "positional_encoding", True,
+                              [GradedTest(t, t, True, 0.0, 2.0, [problem]) for t in tests], []) for i in range(6)]
+    path = dashboard.write(course, results, refused=[], finals={(r.student, r.assignment): (0.0, 8.0) for r in results})
+    page, problems = open_page(browser, path.as_uri(), width=1000)
+    assert problems == []
+    wide = page.evaluate("() => [...document.querySelectorAll('.wide')].map(d => d.scrollWidth - d.clientWidth)")
+    shots = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "class-dashboard-1000.png"), full_page=True)
+    assert wide and max(wide) <= 0, f"a table scrolls sideways by {max(wide)} px at 1000 px"
+    page.close()

@@ -42,7 +42,10 @@ figure { margin: 0; } svg.chart { width: 100%; height: auto; }   /* scaled to it
 figcaption { font-size: .9em; color: #555; } .late { color: #b42318; font-weight: 600; }
 .auto { color: #555; font-size: .9em; } td.example { font-size: .9em; overflow-wrap: anywhere; min-width: 12rem; }
 td a { overflow-wrap: anywhere; } td[data-label="Who"] { min-width: 10rem; }
-.wide { overflow-x: auto; } td { overflow-wrap: break-word; }
+td.label { min-width: 10rem; } td.tests { min-width: 12rem; }
+/* anywhere, not break-word: only it lets a long identifier in a label or a test's name wrap when the columns are
+   sized, so the example and the students keep their width instead of running past the table's box. */
+.wide { overflow-x: auto; } td { overflow-wrap: anywhere; }
 /* A phone's width: each row a card of labelled lines, not columns a few letters wide. */
 @media (max-width: 40rem) {
   .wide table, .wide tbody, .wide tr, .wide td { display: block; width: auto; }
