@@ -361,3 +361,31 @@ def test_a_postgresql_session_begins_its_transaction_at_its_first_write_and_keep
 ])
 def test_only_a_plain_select_runs_outside_the_transaction(statement, alone):
     assert bool(models.ONLY_READS.match(statement)) is alone
+
+
+def test_the_courses_rules_are_made_once_for_every_page_until_course_toml_changes(app, portal, course, monkeypatch):
+    """An assignment without saved rules has the course's ([portal] in course.toml): made once and read by every
+    page, status and upload after (each made them again, ~0.15 ms each, several times a request), and made again
+    once course.toml changes."""
+    import os
+
+    from posenc_autograder import settings
+    from posenc_autograder.portal import policy
+    made, real = [], policy.defaults
+
+    def defaults(assignment, portal_defaults):
+        made.append(assignment)
+        return real(assignment, portal_defaults)
+    monkeypatch.setattr(policy, "defaults", defaults)
+    client_for(app, portal, "alice")
+    for _ in range(3):
+        portal.assignment_view("alice", ASSIGNMENT)
+        with portal.sessions() as db:
+            assert portal.worker.policy_for(db, ASSIGNMENT).max_queued == 2
+    assert made.count(ASSIGNMENT) == 1                                 # old code: 7 (the home page too)
+    toml = course.path(settings.SETTINGS_FILE)
+    toml.write_text("[portal]\nmax_queued = 5\n")
+    os.utime(toml, ns=(1, 1))                                         # a time of its own, whatever the clock's tick
+    with portal.sessions() as db:
+        assert portal.worker.policy_for(db, ASSIGNMENT).max_queued == 5
+    assert portal.assignment_view("alice", ASSIGNMENT)["policy"].max_queued == 5
