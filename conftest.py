@@ -1,7 +1,8 @@
 """Test markers, assigned by folder and by fixture: `make test-fast` runs everything that is none of them.
 
-tests/end_to_end/ grades notebooks and runs nbgrader (slow), and so do SLOW_TESTS; a test that uses the built book,
-Chromium or PostgreSQL is marked by its fixture (tests/book/'s source checks stay fast). Unit tests live in
+tests/end_to_end/ grades notebooks and runs nbgrader (slow), and so do SLOW_TESTS; DEAR_TESTS are dearer than the
+quick run's line (dear); a test that uses the built book, Chromium or PostgreSQL is marked by its fixture (tests/book/'s
+source checks stay fast). Unit tests live in
 tests/<stage>/, mirroring the grader package's folders. `make test` (three workers) and `make test-fast` (two) run
 them on pytest-xdist, --dist loadgroup: the tests that check the book's build are one group, which goes out first
 (the book is built once a run, tests/conftest.py); each that reads it in Chromium or prints it is a group of its own
@@ -17,44 +18,21 @@ import pathlib
 import re
 import tempfile
 import time
+import tomllib
 
 import pytest
 import run_order
 
+ROOT = pathlib.Path(__file__).resolve().parent
 BY_FIXTURE = {"book_build": "book", "browser": "browser", "browser_with_scrollbars": "browser",
               "postgres_url": "postgres"}
 SLOW_FOLDERS = {"end_to_end"}
-# Tests outside end_to_end/ that run a whole stage for real (a sandbox job, nbgrader, a subprocess of the grader, a
-# randomised sweep): 11-56 s each on the loaded 2-core machine, the largest part of `make test-fast`, which keeps the
-# quick unit tests of every stage. `make test` runs them. A node id, or its prefix.
-SLOW_TESTS = {
-    "tests/architecture/test_types.py::": "mypy over the grader package (`make typecheck`)",
-    "tests/grading/test_flood_bounds.py::test_the_trusted_side_stays_under_its_bound_when_a_job_floods_every_test":
-        "a sandbox job that floods every test",
-    "tests/grading/test_trusted_costs.py::test_the_shell_tokenises_only_cells_ipython_would_change": "IPython's shell",
-    "tests/orchestration/test_fixed_costs.py::test_the_command_with_nothing_to_grade_imports_neither_nbgrader_nor_"
-    "matplotlib": "the grader's command in a subprocess",
-    "tests/portal/test_robustness.py::test_the_scan_agrees_with_a_plain_one_across_chunk_borders": "a random sweep",
-    "tests/records/test_new_gradebook.py::test_a_new_gradebook_is_nbgraders_own_made_without_a_subprocess":
-        "nbgrader's own gradebook made again",
-    "tests/records/test_stopped_run.py::": "make grade stopped and run again",
-    "tests/records/test_course_database.py::test_another_database_is_refused_with_the_fix": "the grader's commands",
-    "tests/grading/test_trusted_costs.py::test_a_cell_that_cannot_await_is_not_compiled_to_ask_whether_it_awaits":
-        "IPython's shell over every solution cell",
-    "tests/orchestration/test_fixed_costs.py::test_the_iri_format_is_still_checked_and_its_grammar_compiled_only_then":
-        "a fresh interpreter importing jsonschema",
-    "tests/orchestration/test_fixed_costs.py::test_the_integrity_report_imports_matplotlib_only_when_it_compares_code":
-        "a fresh interpreter importing the integrity report",
-    "tests/authoring/test_release.py::test_the_first_release_on_a_fresh_clone_reports_every_assignment_registered":
-        "make release of every assignment from nothing",
-    "tests/sandbox/test_log_flood.py::test_the_same_in_the_sandbox": "a sandbox job that floods its log",
-    "tests/checks/test_forging.py::test_a_forgery_scores_exactly_what_its_honest_twin_scores[builtins patched":
-        "every hidden test run with patched builtins",
-    "tests/portal/test_grading_processes.py::test_grading_processes_grade_report_and_replace_a_dead_one":
-        "the portal's grading processes, one killed and replaced, notebooks graded in the sandbox",
-    "tests/portal/test_grading_processes.py::test_grading_processes_end_when_their_web_process_is_killed":
-        "a portal in a subprocess with its two grading processes, killed outright",
-}
+# The tests outside end_to_end/ that `make test-fast` leaves to `make test`, each with why and its CPU-seconds: those
+# that run a whole stage for real (slow) and those dearer than the quick run's line (dear). One record, TIER_FILE.
+TIER_FILE = ROOT / "tests" / "left_to_make_test.toml"
+TIER = tomllib.loads(TIER_FILE.read_text())
+SLOW_TESTS: dict[str, str] = TIER["slow"]
+DEAR_TESTS: dict[str, str] = TIER["dear"]
 # Why each of `make test`'s slowest tests stays slow: the run's record lists its 20 slowest with this (a node id or its
 # prefix; `make bench-waits` prints them), so a new slow test shows up there without a reason until it is given one or
 # made faster. Most are the first test of a group paying its shared setup, once a run.
@@ -121,7 +99,6 @@ SHARED_BY_PARAMETER = {"desktop_pages"}
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
 RUN_NAME = "POSENC_RUN"
-ROOT = pathlib.Path(__file__).resolve().parent
 RUN_RECORDS = ROOT / ".pytest_cache" / "posenc-runs"
 STARTED = pytest.StashKey[tuple]()
 DURATIONS = "posenc-durations"
@@ -129,7 +106,13 @@ MEMORY_FOLDER = "/dev/shm"                  # Linux's in-memory filesystem (tmpf
 MEMORY_FREE_BYTES = 2 * 2**30
 
 
+# Every test this process collected (before -m deselects any): tests/architecture/test_tests_layout.py checks that each
+# entry of TIER_FILE still names one
+COLLECTED: set[str] = set()
+
+
 def pytest_collection_modifyitems(config, items):
+    COLLECTED.update(run_order.without_group(item.nodeid) for item in items)
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         for fixture, marker in BY_FIXTURE.items():
@@ -137,6 +120,8 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(getattr(pytest.mark, marker))
         if is_slow(item.nodeid):
             item.add_marker(pytest.mark.slow)
+        if item.nodeid.startswith(tuple(DEAR_TESTS)):
+            item.add_marker(pytest.mark.dear)
         group = group_of(item.nodeid, fixtures)
         item.add_marker(pytest.mark.xdist_group(group))
         if getattr(config.option, "loadgroup", False):         # a pytest-xdist worker under --dist loadgroup

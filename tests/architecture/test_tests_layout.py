@@ -1,5 +1,6 @@
 """tests/ mirrors the grader package: every stage (a folder of posenc_autograder) has a folder of tests of its own,
 so a newcomer finds a stage's tests where its code is (tests/<stage>/), beside the suites that cross stages."""
+import ast
 import configparser
 import importlib.util
 import pathlib
@@ -46,16 +47,73 @@ def test_every_folder_of_tests_is_a_stage_or_says_why_not():
     assert folders - stages() - ACROSS_STAGES == set()
 
 
-def test_each_test_the_root_conftest_names_still_exists():
-    """conftest.SLOW_TESTS names tests by node id (or its prefix): a renamed or moved one would silently come back
-    into test-fast; so does WHY_SLOW, whose reason would silently leave the slowest tests' list."""
+def test_each_test_the_root_conftest_names_still_exists(request):
+    """conftest.SLOW_TESTS and DEAR_TESTS name tests by node id (or its prefix): a renamed or moved one would silently
+    come back into test-fast; so does WHY_SLOW, whose reason would silently leave the slowest tests' list. An entry of
+    a file this run collected names a test it collected (a parameter's id too, which the module may make up); of
+    another file, a function its source defines."""
     conftest = root_conftest()
-    for node in [*conftest.SLOW_TESTS, *conftest.WHY_SLOW]:
+    collected = next(plugin.COLLECTED for plugin in request.config.pluginmanager.get_plugins()
+                     if getattr(plugin, "__file__", None) == str(ROOT / "conftest.py"))
+    files = {node.split("::", 1)[0] for node in collected}
+    for node in [*conftest.SLOW_TESTS, *conftest.DEAR_TESTS, *conftest.WHY_SLOW]:
         path, _, name = node.partition("::")
+        if path in files:
+            assert any(test.startswith(node) for test in collected), f"{node} names no test"
+            continue
         name, _, parameters = name.partition("[")
         source = (ROOT / path).read_text()
         assert not name or re.search(rf"^def {re.escape(name)}", source, re.M), f"{node} names no test"
-        assert f'"{parameters}' in source, f"{node}: no parameter of its test is named so"
+
+
+def test_each_test_left_to_make_test_says_why_and_what_it_cost():
+    conftest = root_conftest()
+    for node, why in [*conftest.SLOW_TESTS.items(), *conftest.DEAR_TESTS.items()]:
+        assert re.fullmatch(r".{10,}, \d+(\.\d+)? CPU-s", why), f"{node}: '{why}' gives no reason and CPU-seconds"
+
+
+def functions_of(path: pathlib.Path) -> list[str]:
+    """The node id of each test function of a test file (a class's as Class::name), parameters left out."""
+    tree = ast.parse(path.read_text())
+    found = [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+    for cls in (node for node in tree.body if isinstance(node, ast.ClassDef) and node.name.startswith("Test")):
+        found += [f"{cls.name}::{node.name}" for node in cls.body
+                  if isinstance(node, ast.FunctionDef) and node.name.startswith("test")]
+    return [f"{path.relative_to(ROOT).as_posix()}::{name}" for name in found]
+
+
+def test_the_dear_tests_leave_every_file_a_test_in_test_fast():
+    """make test-fast still touches every module: the dear tests never take a file's last test out of it (an entry
+    naming some parameters of a function leaves it the others). A file every test of which runs a whole stage for real
+    (SLOW_TESTS, as the type check) is the only kind left out whole, as are the folders of slow tests."""
+    conftest = root_conftest()
+    emptied = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if conftest.SLOW_FOLDERS & set(path.relative_to(ROOT).parts):
+            continue
+        functions = functions_of(path)
+        not_slow = [name for name in functions if not name.startswith(tuple(conftest.SLOW_TESTS))]
+        if not_slow and all(name.startswith(tuple(conftest.DEAR_TESTS)) for name in not_slow):
+            emptied.append(path.relative_to(ROOT).as_posix())
+    assert emptied == [], f"files left with no test in make test-fast: {emptied}"
+
+
+def test_make_test_runs_every_test_that_test_fast_leaves_to_it():
+    """A dear test is marked, not skipped: make test selects every test (no -m, -k or --deselect), test-fast's
+    expression leaves out exactly what is marked dear among the unit tests."""
+    from _pytest.mark.expression import Expression
+    conftest = root_conftest()
+    recipe = re.search(r"^test: .*?\n((?:\t.*\n|\t*#.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    command = next(line for line in recipe.splitlines() if "-m pytest" in line)
+    assert not re.search(r" (-m|-k|--deselect|--ignore)\b", command.split("-m pytest", 1)[1]), command
+    expression = Expression.compile(fast_run_expression())
+    assert expression.evaluate(conftest.marked_only(set())) and not expression.evaluate(conftest.marked_only({"dear"}))
+    node = next(iter(conftest.DEAR_TESTS))
+    markers: list = []
+    item = types.SimpleNamespace(nodeid=node + ("" if "[" in node else "[x]"), fixturenames=(),
+                                 add_marker=markers.append)
+    conftest.pytest_collection_modifyitems(types.SimpleNamespace(option=types.SimpleNamespace()), [item])
+    assert {marker.name for marker in markers} == {"dear", "xdist_group"}
 
 
 def test_a_run_leaving_out_every_slow_test_skips_only_the_folders_of_slow_tests():
