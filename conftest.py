@@ -190,7 +190,13 @@ def is_heavy(nodeid: str) -> bool:
 
 
 def why_slow(nodeid: str) -> str | None:
-    return next((why for prefix, why in WHY_SLOW.items() if nodeid.startswith(prefix)), None)
+    """WHY_SLOW's reason, else the reason the test is left to `make test` (TIER_FILE): a test said to be dear there is
+    not 'none given' here."""
+    for reasons in (WHY_SLOW, SLOW_TESTS, DEAR_TESTS):
+        found = next((why for prefix, why in reasons.items() if nodeid.startswith(prefix)), None)
+        if found is not None:
+            return found
+    return None
 
 
 @pytest.hookimpl(optionalhook=True)             # xdist's hook: unknown to a run with -p no:xdist

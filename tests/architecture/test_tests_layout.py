@@ -72,6 +72,17 @@ def test_each_test_left_to_make_test_says_why_and_what_it_cost():
         assert re.fullmatch(r".{10,}, \d+(\.\d+)? CPU-s", why), f"{node}: '{why}' gives no reason and CPU-seconds"
 
 
+def test_a_test_left_to_make_test_has_its_reason_in_the_slowest_list():
+    """The slowest tests' list (the run's record, which make bench-waits prints) reads a test's reason from WHY_SLOW
+    or, failing that, from the record of tests left to make test: one reason a test, written once."""
+    conftest = root_conftest()
+    for reasons in (conftest.SLOW_TESTS, conftest.DEAR_TESTS):
+        for node, why in reasons.items():
+            if not any(node.startswith(prefix) or prefix.startswith(node) for prefix in conftest.WHY_SLOW):
+                assert conftest.why_slow(node) == why, node
+    assert conftest.why_slow("tests/nowhere.py::test_nothing") is None
+
+
 def functions_of(path: pathlib.Path) -> list[str]:
     """The node id of each test function of a test file (a class's as Class::name), parameters left out."""
     tree = ast.parse(path.read_text())
