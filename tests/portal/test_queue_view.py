@@ -4,6 +4,7 @@ import itertools
 import json
 
 from fixture_submissions import ASSIGNMENT
+from query_plans import sqlite_plan
 
 from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.portal import queue
@@ -99,22 +100,9 @@ def test_the_orders_queries_bind_no_value_per_waiting_student(portal):
 
 def _plan_of_the_time_used(sessions) -> str:
     """SQLite's plan for the statement of queue.used_seconds that sums each waiting student's sandbox time."""
-    from sqlalchemy import event
-
-    seen = []
-
-    def note(_connection, _cursor, statement, parameters, *_):
-        seen.append((statement, parameters))
-    engine = sessions.kw["bind"]
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        with sessions() as db:
-            queue.used_seconds(db, queue.utcnow(), queue.USAGE_WINDOW, 5.0, queued_only=True)
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
-    (statement, parameters), = [(s, p) for s, p in seen if "sum(portal_attempt.grading_seconds)" in s]
-    with engine.connect() as connection:
-        return " | ".join(row[-1] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
+    return sqlite_plan(sessions, lambda db: queue.used_seconds(db, queue.utcnow(), queue.USAGE_WINDOW, 5.0,
+                                                               queued_only=True),
+                       "sum(portal_attempt.grading_seconds)")
 
 
 def test_the_time_each_waiting_student_used_is_summed_from_an_index_alone(tmp_path):

@@ -1,7 +1,8 @@
 """The wait a student is shown averages the class's most recent jobs: read by an index on when each job finished (each
 grading process reads it at every claim, the web process at every change of the queue), never by sorting every attempt
 the portal ever graded; a database made before the index gains it when opened."""
-from sqlalchemy import create_engine, event, text
+from query_plans import sqlite_plan
+from sqlalchemy import create_engine, text
 
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import SCHEMA_VERSION, open_database
@@ -9,20 +10,7 @@ from posenc_autograder.portal.models import SCHEMA_VERSION, open_database
 
 def _plan_of_the_recent_jobs(sessions) -> str:
     """SQLite's plan for the statement queue.mean_job_seconds runs."""
-    seen = []
-
-    def note(_connection, _cursor, statement, parameters, *_):
-        seen.append((statement, parameters))
-    engine = sessions.kw["bind"]
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        with sessions() as db:
-            queue.mean_job_seconds(db)
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
-    (statement, parameters), = seen
-    with engine.connect() as connection:
-        return " | ".join(row[-1] for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
+    return sqlite_plan(sessions, queue.mean_job_seconds)
 
 
 def test_the_recent_jobs_are_read_by_an_index_on_when_they_finished(tmp_path):

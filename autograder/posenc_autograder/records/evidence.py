@@ -364,46 +364,61 @@ def _copy(value: Any) -> Any:
     return value
 
 
-class _SeenAnswers:
-    """SEEN: answers of at least SEEN_MIN_BYTES of arrays and their keys, SEEN_BYTES at most (least recently used
-    first out), with what their walk took (items, array bytes)."""
+class _KeptRecords:
+    """Records kept with what was worked out from them, found again only by a record equal bit for bit (_same): at
+    most `per_key` a key, `limit` bytes of their arrays in all (the least recently used key's first out)."""
+
+    def __init__(self, limit: int, per_key: int):
+        self.limit, self.per_key, self.held, self.lock = limit, per_key, 0, threading.Lock()
+        self.kept: collections.OrderedDict[Any, list[tuple[Any, Any, int]]] = collections.OrderedDict()
+
+    def found(self, key: Any, record: Any) -> tuple[Any, Any, int] | None:
+        """The kept (copy, what was worked out, array bytes) of a record equal to this one, or None."""
+        with self.lock:
+            candidates = list(self.kept.get(key, ()))
+        for entry in candidates:
+            if _same(record, entry[0]):
+                with self.lock:
+                    if key in self.kept:
+                        self.kept.move_to_end(key)
+                return entry
+        return None
+
+    def add(self, key: Any, record: Any, worked_out: Any, array_bytes: int) -> None:
+        entry = (_copy(record), worked_out, array_bytes)
+        with self.lock:
+            entries = self.kept.setdefault(key, [])
+            entries.insert(0, entry)
+            self.held += array_bytes
+            while len(entries) > self.per_key:
+                self.held -= entries.pop()[2]
+            self.kept.move_to_end(key)
+            while self.held > self.limit:
+                _, dropped = self.kept.popitem(last=False)
+                self.held -= sum(entry[2] for entry in dropped)
+
+
+class _SeenAnswers(_KeptRecords):
+    """SEEN: answers of at least SEEN_MIN_BYTES of arrays and their keys, SEEN_BYTES at most, with what their walk
+    took (items, array bytes)."""
 
     def __init__(self, limit: int = SEEN_BYTES):
-        self.limit, self.held, self.lock = limit, 0, threading.Lock()
-        self.kept: collections.OrderedDict[tuple[Any, ...], list[tuple[Any, list[str], int, int]]] = \
-            collections.OrderedDict()
+        super().__init__(limit, SEEN_PER_OUTLINE)
 
     def find(self, answer: object) -> tuple[list[str], int, int] | None:
         outline = _outline(answer)
-        if not isinstance(outline, tuple):
+        entry = self.found(outline, answer) if isinstance(outline, tuple) else None
+        if entry is None:
             return None
-        with self.lock:
-            candidates = list(self.kept.get(outline, ()))
-        for kept, keys, items, array_bytes in candidates:
-            if _same(answer, kept):
-                with self.lock:
-                    if outline in self.kept:
-                        self.kept.move_to_end(outline)
-                return keys, items, array_bytes
-        return None
+        keys, items = entry[1]
+        return keys, items, entry[2]
 
     def keep(self, answer: object, keys: list[str], items: int, array_bytes: int) -> None:
         if array_bytes < SEEN_MIN_BYTES or array_bytes > self.limit // 2:
             return
         outline = _outline(answer)
-        if not isinstance(outline, tuple):
-            return
-        entry = (_copy(answer), list(keys), items, array_bytes)
-        with self.lock:
-            entries = self.kept.setdefault(outline, [])
-            entries.insert(0, entry)
-            self.held += array_bytes
-            while len(entries) > SEEN_PER_OUTLINE:
-                self.held -= entries.pop()[3]
-            self.kept.move_to_end(outline)
-            while self.held > self.limit:
-                _, dropped = self.kept.popitem(last=False)
-                self.held -= sum(entry[3] for entry in dropped)
+        if isinstance(outline, tuple):
+            self.add(outline, answer, (list(keys), items), array_bytes)
 
 
 SEEN = _SeenAnswers()
@@ -429,41 +444,25 @@ def _array_bytes(value: Any) -> int:
     return 0
 
 
-class _SharedVerdicts:
+class _SharedVerdicts(_KeptRecords):
     """Whether each test fails a record on the course-wide inputs, kept for records judged before (least recently
     used out past VERDICTS_BYTES)."""
 
     def __init__(self, limit: int = VERDICTS_BYTES):
-        self.limit, self.held, self.lock = limit, 0, threading.Lock()
-        self.kept: collections.OrderedDict[tuple[str, Any], list[tuple[Any, bool, int]]] = collections.OrderedDict()
+        super().__init__(limit, VERDICTS_PER_OUTLINE)
 
     def failed(self, check: HiddenTest, probe_record: dict[str, Any]) -> bool:
         outline = _outline(probe_record)
         if not isinstance(outline, tuple):
             return bool(check.verdict(probe_record, None))
         key = (check.id, outline)
-        with self.lock:
-            candidates = list(self.kept.get(key, ()))
-        for kept, failed, _ in candidates:
-            if _same(probe_record, kept):
-                with self.lock:
-                    if key in self.kept:
-                        self.kept.move_to_end(key)
-                return failed
+        entry = self.found(key, probe_record)
+        if entry is not None:
+            return bool(entry[1])
         failed = bool(check.verdict(probe_record, None))
         size = _array_bytes(probe_record)
         if size <= self.limit // 2:
-            entry = (_copy(probe_record), failed, size)
-            with self.lock:
-                entries = self.kept.setdefault(key, [])
-                entries.insert(0, entry)
-                self.held += size
-                while len(entries) > VERDICTS_PER_OUTLINE:
-                    self.held -= entries.pop()[2]
-                self.kept.move_to_end(key)
-                while self.held > self.limit:
-                    _, dropped = self.kept.popitem(last=False)
-                    self.held -= sum(entry[2] for entry in dropped)
+            self.add(key, probe_record, failed, size)
         return failed
 
 
