@@ -67,6 +67,8 @@ def test_grading_processes_grade_report_and_replace_a_dead_one(course, fast_supe
 
 def test_a_grading_process_starts_its_warm_sandbox_before_the_first_upload(course):
     """The first student after a start waits for their own grading only, not for the zygote's start as well."""
+    # As a test process that graded earlier keeps its own zygote (CI ran this test after such a test on its worker).
+    own = subprocess.Popen([sys.executable, "-I", "-c", "import time; time.sleep(120)"])
     portal = Portal(course, jobs=1, worker_options={}, register=False, processes=True)     # the real sandbox
     portal.start()
     try:
@@ -76,15 +78,18 @@ def test_a_grading_process_starts_its_warm_sandbox_before_the_first_upload(cours
         started = zygotes()
     finally:
         portal.stop()
+        own.kill()
+        own.wait()
     assert len(started) == 1                                  # its one zygote, with nothing uploaded yet
 
 
 def zygotes() -> list[psutil.Process]:
-    """The warm sandbox's zygotes under this test's process (`python -I -c <its program>`)."""
+    """The warm sandbox's zygotes (`python -I -c <its program>`) the portal's grading processes started: not the
+    one this test process may keep from an earlier test that graded in it (one zygote per process)."""
     found = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.cmdline()[1:3] == ["-I", "-c"]:
+            if process.cmdline()[1:3] == ["-I", "-c"] and process.ppid() != WEB_PROCESS:
                 found.append(process)
         except psutil.Error:                     # ended meanwhile
             pass
