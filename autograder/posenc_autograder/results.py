@@ -12,14 +12,16 @@ from typing import Any
 
 
 class NoteKind(str, enum.Enum):
-    """What a note about a notebook's grading says happened; the dashboard and reports group by it."""
+    """What a note about a notebook's grading says happened; the dashboard and reports group by it, and who it asks
+    to act (`asks`) decides whether the run report lists the student and what it says to do."""
     SUBMISSION = "submission"            # intake: renamed, missing, a link instead of a folder
     UNREADABLE = "unreadable"            # the notebook could not be read (JSON, size, cells)
     ASSEMBLY = "assembly"                # read-only cells restored or edited, answer cells deleted, cells added
     EDITED_READ_ONLY = "edited_read_only"
     CRASHED = "crashed"                  # the kernel died in a cell
     TIMEOUT = "timeout"                  # a cell or the notebook ran out of time
-    OUTPUT_FLOOD = "output_flood"
+    OUTPUT_FLOOD = "output_flood"        # the notebook sent more than the grader reads: the tests after it score 0
+    OUTPUT_CUT = "output_cut"            # a cell printed more than the notebook keeps; the rest was dropped
     UNREADABLE_DATA = "unreadable_data"  # the notebook's code sent the grader data it could not read (forged, huge)
     MEMORY = "memory"
     GRADER_ERROR = "grader_error"        # the grader, not the student
@@ -32,6 +34,26 @@ class NoteKind(str, enum.Enum):
     SCORES_KEPT = "scores_kept"          # a rerun scored lower on an unchanged file; the higher scores stay
     REGRADE = "regrade"                  # a changed grader moved the score
     OTHER = "other"
+
+    @property
+    def asks(self) -> Asked:
+        """Who this kind of note asks to act: a note that only informs (the grade stands as it is and nothing in the
+        notebook needs mending) asks nobody. A kind not named here asks the student. A submission note asks nobody
+        of itself: the ones that matter (a notebook missing, a link) leave it ungraded, which asks the student."""
+        return ASKED.get(self, Asked.STUDENT)
+
+
+class Asked(str, enum.Enum):
+    """Who a note asks to act on it."""
+    NOBODY = "nobody"            # it only informs
+    STUDENT = "student"
+    INSTRUCTOR = "instructor"
+
+
+ASKED = {NoteKind.GRADER_ERROR: Asked.INSTRUCTOR,
+         **dict.fromkeys((NoteKind.SUBMISSION, NoteKind.ASSEMBLY, NoteKind.EDITED_READ_ONLY, NoteKind.OUTPUT_CUT,
+                          NoteKind.SKIPPED_MAGIC, NoteKind.REDEFINED, NoteKind.SCORES_KEPT, NoteKind.REGRADE),
+                         Asked.NOBODY)}
 
 
 PROSE_NUMBERS = 16       # numbers a sentence a student reads may hold; a longer quote is summarised in it
@@ -229,7 +251,6 @@ class NotebookResult:
     tests: list[GradedTest]
     notes: list[Note]                 # what happened, for the student and the run report
     seconds: float = 0.0
-    action: str = ""                  # what the student (or instructor) should do about the notes
     untouched: bool | None = None     # its answer cells are the released template's, found while grading (None: no
                                       # notebook was run)
 
@@ -247,12 +268,28 @@ class NotebookResult:
     def notes_of(self, *kinds: NoteKind) -> list[Note]:
         return [n for n in self.notes if n.kind in kinds]
 
+    @property
+    def action(self) -> str:
+        """What someone must do about this notebook, from its notes' kinds (NoteKind.asks), whenever they were added
+        (a regrade's note comes after grading); '' when nobody must: its notes only inform, and failed tests say
+        what they found on the feedback page."""
+        asked = {note.kind.asks for note in self.notes}
+        if Asked.INSTRUCTOR in asked:
+            return "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
+        if not self.graded:
+            return "student: submit a readable notebook with its original name"
+        if Asked.STUDENT in asked:
+            return "student: read the notes in the feedback" + (
+                "; failed tests say what to fix" if any(not t.passed for t in self.tests) else "")
+        return ""
+
     def to_json(self) -> dict[str, Any]:
         return {**_shallow(self), "tests": [t.to_json() for t in self.tests],
                 "notes": [n.to_json() for n in self.notes]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NotebookResult:
+        data = {key: value for key, value in data.items() if key != "action"}    # stored before it was derived
         return cls(**{**data, "tests": [GradedTest.from_json(t) for t in data["tests"]],
                       "notes": [Note.from_json(n) for n in data["notes"]]})
 

@@ -130,7 +130,7 @@ def build(submitted: pathlib.Path) -> None:
     (submitted / "missing" / ASSIGNMENT / "notes.txt").write_text("forgot the notebook")
 
 
-# student -> (score, graded, phrases the run report must contain for that student)
+# student -> (score, graded, phrases its notes must contain)
 MEMORY = settings.size(settings.Limits().memory_bytes)      # the sandbox's, as the grader states it
 EXPECTED = {
     "correct": (FULL, True, []),

@@ -256,17 +256,14 @@ def grader_error(course: Course, submission: Submission, exc: Exception) -> Note
         cells = test_cells(released(course, submission.assignment, submission.notebook))
     except Exception:  # noqa: BLE001 - the release itself is unreadable: report with no tests
         cells = []
-    result = not_graded(submission, cells, submission.notes + [note])
-    result.action = "instructor: see the note; fix and run `make grade` again"
-    return result
+    return not_graded(submission, cells, submission.notes + [note])
 
 
 def not_graded(submission: Submission, cells, notes) -> NotebookResult:
     tests = [GradedTest(cid, title, cid in REGISTRY, 0.0, points,
                         [Problem("not run: the notebook could not be graded", kind=ProblemKind.NOT_RUN)])
              for _, cid, title, points in cells]
-    return NotebookResult(*submission.key, graded=False, tests=tests, notes=list(notes),
-                          action="student: submit a readable notebook with its original name")
+    return NotebookResult(*submission.key, graded=False, tests=tests, notes=list(notes))
 
 
 # --- judge (trusted side) ----------------------------------------------------------------------
@@ -319,16 +316,9 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     notes += own_cell_error_notes(execution.executed_notebook)
     notes += skipped_magic_notes(execution.executed_notebook)
     notes += redefinition_notes(execution.executed_notebook, submission.assignment)
-    if execution.failure:
-        action = "instructor: the grader failed, not the student; see the note, fix and run `make grade` again"
-    elif notes:
-        action = "student: read the notes in the feedback" + (
-            "; failed tests say what to fix" if any(not t.passed for t in tests) else "")
-    else:
-        action = ""
     ran = executed(execution.executed_notebook) if execution.executed_notebook else None
     return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,
-                          seconds=execution.seconds, action=action,
+                          seconds=execution.seconds,
                           untouched=untouched(ran, release) if ran is not None else None)
 
 
@@ -690,7 +680,7 @@ def _describe_events(events: list[dict[str, Any]], limits: Limits) -> list[Note]
             notes.append(Note(NoteKind.TIMEOUT, "the notebook reached its total time limit; tests that had not "
                                                  "run yet score 0"))
         elif kind == "output_truncated":
-            notes.append(Note(NoteKind.OUTPUT_FLOOD, f"{where} printed too much output; the rest was dropped"))
+            notes.append(Note(NoteKind.OUTPUT_CUT, f"{where} printed too much output; the rest was dropped"))
         elif kind == "unreadable_data":
             notes.append(Note(NoteKind.UNREADABLE_DATA, _unreadable_data(event, where, limits)))
         elif kind == "flood":

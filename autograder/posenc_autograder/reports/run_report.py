@@ -33,10 +33,10 @@ def markdown_text(text: str) -> str:
 
 
 def problem_entries(results: list[NotebookResult]) -> list[dict]:
-    """One entry per submission where something went wrong beyond failed tests."""
+    """One entry per submission someone must act on (NotebookResult.action: a note that asks it, or no grade)."""
     entries = []
     for r in results:
-        if r.notes or not r.graded:
+        if r.action:
             entries.append({"student": r.student, "assignment": r.assignment, "notebook": r.notebook,
                             "graded": r.graded, "score": r.score, "max_score": r.max_score,
                             "what_happened": [n.text for n in r.notes], "what_to_do": r.action})
