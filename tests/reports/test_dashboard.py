@@ -278,6 +278,28 @@ def test_a_test_explained_by_another_tests_cause_is_not_listed_again():
 
 
 
+def test_a_mistakes_cost_is_counted_in_the_points_of_the_grade_manual_grades_included(tmp_path):
+    """The two-door walk: walker's positions start at 1 (hidden_pe_values 0/4, hidden_pe_stability 0/2), and the
+    instructor gave hidden_pe_values its 4 points back in formgrader. The row still names walker, and says the
+    mistake cost 2 points, as the grade (grades.csv, every page) has it; it said 4 + 2, the automatic loss."""
+    course = Course(make_course(tmp_path / "course"))
+    cause = "positions seem to start at 1; the first row is position 0"
+    wrong = Problem(f"sinusoidal_positional_encoding(3, 4) is wrong at [1, 1]. Likely cause: {cause}.", cause)
+    walker = NotebookResult("walker", "positional_encoding", "positional_encoding", True,
+                            [GradedTest("hidden_pe_values", "v", True, 0.0, 4.0, [wrong]),
+                             GradedTest("hidden_pe_stability", "s", True, 0.0, 2.0, [wrong])], [])
+    by_hand = {("walker", "positional_encoding", "positional_encoding"): {"hidden_pe_values": (4.0, True),
+                                                                          "hidden_pe_stability": (0.0, False)}}
+    [row], _ = dashboard.grouped_mistakes([walker], by_hand)
+    assert (row.label, [r.student for r in row.results], row.tests) == (cause, ["walker"], {"hidden_pe_stability": 2})
+    page = dashboard.render(course, [walker], finals={("walker", "positional_encoding"): (4.0, 6.0)},
+                            cell_scores=by_hand)
+    cost = section(page, "Mistakes across the class", "Parts not attempted")
+    assert "hidden_pe_stability (2)" in cost and "hidden_pe_values" not in cost and "walker" in cost
+    [automatic], _ = dashboard.grouped_mistakes([walker])                 # without a gradebook: the automatic loss
+    assert automatic.tests == {"hidden_pe_values": 4, "hidden_pe_stability": 2}
+
+
 def test_the_tests_a_stopped_notebook_left_unrun_are_one_row():
     """A notebook whose process died in a cell of its own: every hidden test after it has no answer, for one reason;
     one row holds them all, not a "failed without a named cause" row per test."""

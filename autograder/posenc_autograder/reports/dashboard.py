@@ -172,13 +172,16 @@ class MistakeRow:
     tests: dict[str, float] = dataclasses.field(default_factory=dict)     # cell id -> points it cost the class
     counted: set = dataclasses.field(default_factory=set)                 # (student, cell id) already added
 
-    def add(self, result: NotebookResult, test: GradedTest, share: float = 1.0) -> None:
-        """`share`: the part of the test's lost points this row's mistake cost."""
+    def add(self, result: NotebookResult, test: GradedTest, share: float = 1.0, points: float | None = None) -> None:
+        """`share`: the part of the test's lost points this row's mistake cost; `points`: the test's points in the
+        grade (an instructor's manual grade), if not its automatic ones. A test the grade gives in full cost nothing:
+        the student is still named, the test is not."""
         if result not in self.results:
             self.results.append(result)
-        if (result.student, test.cell_id) not in self.counted:
+        lost = test.max_points - (test.points if points is None else points)
+        if (result.student, test.cell_id) not in self.counted and lost > 0:
             self.counted.add((result.student, test.cell_id))
-            self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + share * (test.max_points - test.points)
+            self.tests[test.cell_id] = self.tests.get(test.cell_id, 0.0) + share * lost
 
 
 def _subjects(cell_id: str) -> set[str]:
@@ -226,16 +229,20 @@ def _best_causes(own: dict, related: list[dict]) -> dict:
     return {}
 
 
-def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], list[MistakeRow]]:
-    """(mistakes by cause, parts not attempted), most students first. A failed hidden test counts under each
-    mistake its problems diagnose; one that diagnoses none counts under the mistakes the same student's failed tests
-    of one of its functions diagnose (the contracts test of a function whose values are wrong; a case whose
-    difference only has a pattern), and under a pattern only when no mistake is diagnosed; a test every problem of
-    which is a template stub counts as its part not attempted."""
+def grouped_mistakes(results: list[NotebookResult], cell_scores: dict | None = None
+                     ) -> tuple[list[MistakeRow], list[MistakeRow]]:
+    """(mistakes by cause, parts not attempted), most students first; what each cost is counted in the points of the
+    grade (`cell_scores`: gradebook.class_scores' cell scores, manual grades included), else the automatic ones. A
+    failed hidden test counts under each mistake its problems diagnose; one that diagnoses none counts under the
+    mistakes the same student's failed tests of one of its functions diagnose (the contracts test of a function whose
+    values are wrong; a case whose difference only has a pattern), and under a pattern only when no mistake is
+    diagnosed; a test every problem of which is a template stub counts as its part not attempted."""
     mistakes: dict[tuple, MistakeRow] = {}
     stubs: dict[tuple, MistakeRow] = {}
     for r in results:
         failed = [t for t in r.tests if r.graded and t.hidden and not t.passed]
+        graded = {cell: scored[0] for cell, scored in (cell_scores or {}).get((r.student, r.assignment, r.notebook),
+                                                                                {}).items()}
         named: dict[str, dict[str | None, Problem]] = {}          # cell id -> {cause: example problem}
         stubbed: list[tuple[GradedTest, Problem]] = []
         for t in failed:
@@ -246,7 +253,8 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
             named[t.cell_id] = {likely_cause(p): p for p in examples if likely_cause(p)} or {None: examples[0]}
         for t, example in stubbed:
             for part, share in _stub_shares(t, [s for s, _ in stubbed]).items():
-                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, example.text)).add(r, t, share)
+                stubs.setdefault((r.assignment, part), MistakeRow(r.assignment, part, example.text)).add(
+                    r, t, share, graded.get(t.cell_id))
         for cell_id, found in named.items():
             test = next(t for t in failed if t.cell_id == cell_id)
             related = [other for other in named if other != cell_id and _subjects(other) & _subjects(cell_id)]
@@ -256,7 +264,8 @@ def grouped_mistakes(results: list[NotebookResult]) -> tuple[list[MistakeRow], l
             for cause, problem in causes.items():
                 key = (r.assignment, re.sub(r"\d[\d.e+-]*", "#", cause) if cause else f"test {first}")
                 label = cause or f"{first} failed without a named cause"
-                mistakes.setdefault(key, MistakeRow(r.assignment, label, problem.text)).add(r, test)
+                mistakes.setdefault(key, MistakeRow(r.assignment, label, problem.text)).add(
+                    r, test, points=graded.get(test.cell_id))
     order = lambda row: (-len(row.results), row.assignment, row.label)  # noqa: E731
     return sorted(mistakes.values(), key=order), sorted(stubs.values(), key=order)
 
@@ -308,19 +317,19 @@ def beside_the_score(automatic: float, final: float, before_late: float | None, 
 
 def render(course: Course, results: list[NotebookResult], refused: Sequence[str] = (), finals: dict | None = None,
            lateness: dict | None = None, files: dict | None = None, doors=(), deadlines=None,
-           before_late: dict | None = None) -> str:
+           before_late: dict | None = None, cell_scores: dict | None = None) -> str:
     """The page; `refused`: folders in submitted/ the grader would not read (why, per folder); `finals`:
     (student, assignment) -> (score, max) from the gradebook, manual grades included, after the late policy
-    (`before_late`: the same before it); `files`: what grading
-    found of each file (submission_flags); `deadlines` (late_policy.Deadlines, by default the course's): each
-    submission's time and late flag, as grades.csv states them."""
+    (`before_late`: the same before it; `cell_scores`: each test's points there, gradebook.class_scores');
+    `files`: what grading found of each file (submission_flags); `deadlines` (late_policy.Deadlines, by default the
+    course's): each submission's time and late flag, as grades.csv states them."""
     finals = finals or {}
     deadlines = deadlines or late_policy.Deadlines(course)
     people = deadlines.people
     graded = [r for r in results if r.graded]
     rates = pass_rates(results)
     figures = [score_histogram(results)] + ([pass_rate_chart(rates)] if rates else []) + [time_chart(results)]
-    mistakes, stubs = grouped_mistakes(results)
+    mistakes, stubs = grouped_mistakes(results, cell_scores)
     flags = submission_flags(results, files)
     for finding in doors:                                 # attempts.Finding: two doors disagree
         for r in results:
@@ -352,9 +361,10 @@ def render(course: Course, results: list[NotebookResult], refused: Sequence[str]
 
 def write(course: Course, results: list[NotebookResult], refused: Sequence[str] = (),
           finals: dict | None = None, lateness: dict | None = None, files: dict | None = None, doors=(),
-          deadlines=None, before_late: dict | None = None) -> pathlib.Path:
+          deadlines=None, before_late: dict | None = None, cell_scores: dict | None = None) -> pathlib.Path:
     """`lateness`: (student, assignment) -> late_policy.Lateness, shown beside the submission time; `doors`:
     attempts.Finding, students whose attempts from two doors disagree (named among those needing attention)."""
     course.reports.mkdir(parents=True, exist_ok=True)
-    path(course).write_text(render(course, results, refused, finals, lateness, files, doors, deadlines, before_late))
+    path(course).write_text(render(course, results, refused, finals, lateness, files, doors, deadlines, before_late,
+                                   cell_scores))
     return path(course)

@@ -147,7 +147,8 @@ def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequen
     lms_exports.write_all(course, results, finals, deadlines)
     findings = late_policy.door_findings(course, deadlines)
     write_run_report(course, results, findings, deadlines.problems)
-    dashboard.write(course, results, refused, finals, lateness, files, findings, deadlines, before_late)
+    dashboard.write(course, results, refused, finals, lateness, files, findings, deadlines, before_late,
+                    cell_scores)
 
 
 def summary(course: Course, results: list[NotebookResult]) -> str:
