@@ -73,6 +73,7 @@ AXE_RUN = """async ({runOnly, sampled, sample, settledOnly}) => {
         const looks = new Map();
         const chain = new Map();
         const inBlock = new Map();
+        const clips = new Map();
         const styleOf = element => {
             if (!chain.has(element)) {
                 const style = getComputedStyle(element);
@@ -128,19 +129,28 @@ AXE_RUN = """async ({runOnly, sampled, sample, settledOnly}) => {
                 } else if (scrolls) hidden.push([span, rects, look]);
             }
             for (const [span, rects, look] of hidden)           // scrolled out of view: decided as a shown span
-                if (shown.has(look) && unclipped(span, rects) && !within(pre).some(([e, r]) => e !== span
-                    && background(e) && rects.some(s => meets(s, r)))) looks.get(look).push(span);
+                if (shown.has(look) && unclipped(span, rects) && !backgrounds(pre).some(([e, r]) => e !== span
+                    && rects.some(s => meets(s, r)))) looks.get(look).push(span);
         }
         return looks;
 
         function unclipped(span, rects) {       // no text rect cut by an overflow: hidden box (axe clips by those)
-            for (let a = span; a; a = a.parentElement)
-                if (getComputedStyle(a).overflow === "hidden"
-                    && !rects.every(r => inside(r, a.getBoundingClientRect()))) return false;
+            for (let a = span; a; a = a.parentElement) {
+                const clip = clipOf(a);
+                if (clip && !rects.every(r => inside(r, clip))) return false;
+            }
             return true;
         }
-        function within(pre) {
-            if (!inBlock.has(pre)) inBlock.set(pre, everything.filter(([e]) => e !== pre && pre.contains(e)));
+        // Read once an element or block (nothing moves while the looks are made): a block's thousands of spans
+        // scrolled out of view at phone width each read every element of the block and each of its ancestors.
+        function clipOf(element) {              // the box of an overflow: hidden element, else null
+            if (!clips.has(element)) clips.set(element,
+                getComputedStyle(element).overflow === "hidden" ? element.getBoundingClientRect() : null);
+            return clips.get(element);
+        }
+        function backgrounds(pre) {             // the elements of the block with a background of their own
+            if (!inBlock.has(pre))
+                inBlock.set(pre, everything.filter(([e]) => e !== pre && pre.contains(e) && background(e)));
             return inBlock.get(pre);
         }
     }
