@@ -2,17 +2,19 @@
 derived from it: the policy's column, the instructor's form (widget, bounds, label), the form's checks, the
 course.toml loader's bounds, and the README's table of settings."""
 import dataclasses
+import datetime as dt
 import html
 import re
+from zoneinfo import ZoneInfo
 
 import pytest
 from fixture_submissions import ASSIGNMENT
 from notebook_tools import ROOT
 from test_access import instructor_client
 
-from conftest import csrf_of
+from conftest import client_for, csrf_of
 from posenc_autograder import settings
-from posenc_autograder.portal.models import Policy
+from posenc_autograder.portal.models import Extension, Policy
 from posenc_autograder.portal.web import forms
 
 RULES = [(f.name, settings.rule_of(f)) for f in dataclasses.fields(settings.PortalDefaults)]
@@ -78,3 +80,30 @@ def test_a_time_field_is_parsed_and_an_empty_one_is_none():
     assert forms.field_value(fields["deadline"], "") is None
     with pytest.raises(ValueError, match="deadline"):
         forms.field_value(fields["deadline"], "tomorrow")
+
+
+def test_the_forms_times_are_read_and_shown_in_the_courses_zone_which_they_name(app, portal, course):
+    """A course in New York: the instructor writes the deadline as the students read it (settings.for_student), and
+    the form shows it back so. Before, the form read and showed naive UTC, labelled '(times in UTC)': 23:59 written
+    was a deadline of 18:59 New York time on every student's page."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ntime_zone = "America/New_York"\n')
+    teacher = instructor_client(app, portal)
+    client_for(app, portal, "ann")
+    form = {"csrf": csrf_of(teacher, "/instructor"), "opens_at": "2026-11-01T09:00", "deadline": "2026-11-20T23:59"}
+    assert teacher.post(f"/instructor/policy/{ASSIGNMENT}", data=form, follow_redirects=False).status_code == 303
+    with portal.sessions() as db:
+        saved = db.get(Policy, ASSIGNMENT)
+    assert (saved.opens_at, saved.deadline) == (dt.datetime(2026, 11, 1, 14, 0), dt.datetime(2026, 11, 21, 4, 59))
+    page = teacher.get("/instructor").text
+    assert "(times in the course's zone, America/New_York)" in page and "times in UTC" not in page
+    assert 'name="deadline" value="2026-11-20T23:59"' in page and 'name="opens_at" value="2026-11-01T09:00"' in page
+    assert "2026-11-20 23:59 America/New_York" in client_for(app, portal, "ann").get(f"/assignments/{ASSIGNMENT}").text
+    extension = {"csrf": csrf_of(teacher, "/instructor"), "student": "ann", "assignment": ASSIGNMENT,
+                 "deadline": "2026-11-25T12:00"}
+    assert teacher.post("/instructor/extension", data=extension, follow_redirects=False).status_code == 303
+    with portal.sessions() as db:
+        assert db.get(Extension, ("ann", ASSIGNMENT)).deadline == dt.datetime(2026, 11, 25, 17, 0)
+    page = teacher.get("/instructor").text
+    assert "New deadline (America/New_York; empty removes the extension)" in page
+    assert "2026-11-25 12:00 America/New_York" in page.split('data-key="ann/' + ASSIGNMENT + '"')[1].split("</tr>")[0]
+    assert forms.parse_time("2026-11-01T01:30", "t", ZoneInfo("America/New_York")) == dt.datetime(2026, 11, 1, 5, 30)

@@ -486,7 +486,7 @@ class Portal:
                              "max_score": grade.max_score if grade else counting.max_score if counting else None,
                              "late": bool(grade.late) if grade else bool(counting and counting.late),
                              "signed_in": student.token_hash is not None,
-                             "extension": rules.stamp(extensions.get((student.id, assignment)))})
+                             "extension": rules.stamp(extensions.get((student.id, assignment)), self.zone)})
         return {"counts": {s: counts.get(s, 0) for s in Status}, "rows": rows,
                 "policies": policies}
 

@@ -10,7 +10,7 @@ import datetime as dt
 from posenc_autograder.portal.models import RULES
 from posenc_autograder.settings import rule_of
 
-TIMES = (("opens_at", "opens"), ("deadline", "deadline"))     # the assignment's own times (UTC), empty for none
+TIMES = (("opens_at", "opens"), ("deadline", "deadline"))     # the assignment's own times, empty for none
 YES_NO = (("yes", "yes"), ("no", "no"))
 
 
@@ -38,21 +38,30 @@ def policy_fields(ceilings: dict[str, int] | None = None) -> list[Field]:
     return fields
 
 
-def parse_time(value, what: str) -> dt.datetime | None:
-    """A datetime-local field (UTC); empty means none."""
+def parse_time(value, what: str, zone: dt.tzinfo = dt.timezone.utc) -> dt.datetime | None:
+    """A datetime-local field, read in `zone` (the course's, in which students read their deadline and which the form
+    names), as the portal stores times: naive UTC; empty means none. A time the clocks skip or pass twice (a change
+    of summer time) is read with the offset in force before the change."""
     text = str(value or "").strip()
     if not text:
         return None
     try:
-        return dt.datetime.fromisoformat(text).replace(tzinfo=None, second=0, microsecond=0)
+        written = dt.datetime.fromisoformat(text).replace(second=0, microsecond=0)
     except ValueError:
         raise ValueError(f"{what} is not a date and time (YYYY-MM-DDTHH:MM)") from None
+    local = written if written.tzinfo is not None else written.replace(tzinfo=zone)
+    return local.astimezone(dt.timezone.utc).replace(tzinfo=None)
 
 
-def field_value(field: Field, text: str):
-    """One field's value from the form's text; ValueError names the field by its words."""
+def shown_time(when: dt.datetime | None, zone: dt.tzinfo = dt.timezone.utc) -> str:
+    """A stored time (naive UTC) as a datetime-local field's value, in `zone`: what parse_time reads back."""
+    return "" if when is None else f"{when.replace(tzinfo=dt.timezone.utc).astimezone(zone):%Y-%m-%dT%H:%M}"
+
+
+def field_value(field: Field, text: str, zone: dt.tzinfo = dt.timezone.utc):
+    """One field's value from the form's text (a time read in `zone`); ValueError names the field by its words."""
     if field.kind == "time":
-        return parse_time(text, f"{field.words}")
+        return parse_time(text, f"{field.words}", zone)
     if field.kind == "int":
         text = text.strip()
         if not text.isdigit() or not field.low <= int(text) <= field.high:
@@ -63,14 +72,14 @@ def field_value(field: Field, text: str):
     return text == "yes" if field.kind == "bool" else text
 
 
-def policy_values(form, ceilings: dict[str, int] | None = None) -> dict:
-    """The policy form, checked (ValueError says what is wrong). A rule the form leaves out keeps what is saved;
-    an empty time means none."""
+def policy_values(form, ceilings: dict[str, int] | None = None, zone: dt.tzinfo = dt.timezone.utc) -> dict:
+    """The policy form, checked (ValueError says what is wrong), its times read in `zone`. A rule the form leaves out
+    keeps what is saved; an empty time means none."""
     values = {}
     for field in policy_fields(ceilings):
         text = form.get(field.name)
         if text is not None or field.kind == "time":
-            values[field.name] = field_value(field, str(text or ""))
+            values[field.name] = field_value(field, str(text or ""), zone)
     if values["opens_at"] and values["deadline"] and values["opens_at"] > values["deadline"]:
         raise ValueError("the opening is after the deadline")
     return values

@@ -22,7 +22,7 @@ from posenc_autograder.portal.web.answers import (
     saved,
     set_presession,
 )
-from posenc_autograder.portal.web.forms import parse_time, policy_fields, policy_values
+from posenc_autograder.portal.web.forms import parse_time, policy_fields, policy_values, shown_time
 from posenc_autograder.reports import dashboard
 
 
@@ -36,7 +36,8 @@ async def instructor(request: Request):
     progress = await run_in_threadpool(portal.progress)
     counted = record_of_attempts.RULES[settings.load(portal.course).course.counted_attempt]
     return page("instructor.html", session=session, title="Instructor", p=progress, assignments=portal.assignments,
-                notice=notice_of(request), counted=counted, fields=policy_fields(ceilings(portal)))
+                notice=notice_of(request), counted=counted, fields=policy_fields(ceilings(portal)), zone=portal.zone,
+                shown_time=shown_time)
 
 
 def ceilings(portal: Portal) -> dict[str, int]:
@@ -50,7 +51,7 @@ async def set_policy(request: Request, form):
     if name not in portal_of(request).assignments:
         return message("Not found", "No such assignment.", 404)
     try:
-        values = policy_values(form, ceilings(portal_of(request)))
+        values = policy_values(form, ceilings(portal_of(request)), portal_of(request).zone)
     except ValueError as exc:
         return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
     await run_in_threadpool(portal_of(request).set_policy, name, values)
@@ -61,7 +62,7 @@ async def set_policy(request: Request, form):
 async def set_extension(request: Request, form):
     portal, name, student = portal_of(request), form.get("assignment"), form.get("student", "")
     try:
-        deadline = parse_time(form.get("deadline"), "the extended deadline")
+        deadline = parse_time(form.get("deadline"), "the extended deadline", portal.zone)
     except ValueError as exc:
         return message("Not saved", f"The extension was not saved: {exc}.", 400, None, ("/instructor", "back"))
     if name not in portal.assignments or not await run_in_threadpool(portal.set_extension, student, name, deadline):
