@@ -10,12 +10,13 @@ import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
 from fixture_submissions import make_course
 from notebook_tools import ROOT
 
 from posenc_autograder import cli
-from posenc_autograder.authoring import generation, release
+from posenc_autograder.authoring import freshness, generation, release
 from posenc_autograder.checks import hidden_tests
 from posenc_autograder.course import Course
 from posenc_autograder.records import gradebook
@@ -156,6 +157,41 @@ def test_the_first_registration_on_a_course_never_released_runs_no_subprocess(tm
     monkeypatch.setattr(os, "posix_spawn", refuse)
     gradebook.register(course, CHANGED)
     assert generating == [CHANGED] and gradebook.is_registered(course, CHANGED)
+
+
+def _edit_a_released_cell(course):
+    path = course.path(f"exercises/{CHANGED}/{CHANGED}.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source += "\nedited by hand"
+    nbformat.write(nb, path)
+
+
+def test_the_release_check_on_a_course_never_released_generates_nothing_and_still_finds_an_edit(tmp_path,
+                                                                                                 generating):
+    """With no kept entry, make grade's check of exercises/ compares cells; it does not generate every assignment
+    (the old code did, the first grade's largest cost)."""
+    course = Course(make_course(tmp_path / "course", registered=False))
+    assert freshness.stale_notebooks(course) == []
+    _edit_a_released_cell(course)
+    assert freshness.stale_notebooks(course) == [f"{CHANGED}/{CHANGED}.ipynb"]
+    assert generating == []
+
+
+def test_the_release_check_generates_an_assignment_when_the_settings_add_a_header(tmp_path, generating):
+    """A header cell is nbgrader's to add, not the cells' comparison's: then the check generates what it has not
+    kept, and a notebook released with its header is current."""
+    course = Course(make_course(tmp_path / "course", registered=False))
+    header = tmp_path / "header.ipynb"
+    header_notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Course header")])
+    nbformat.write(header_notebook, header)
+    with course.path("autograder/nbgrader_config.py").open("a") as config:
+        config.write(f"\nc.IncludeHeaderFooter.header = {str(header)!r}\n")
+    generation.generated(course, CHANGED).write(course.path(f"exercises/{CHANGED}"))
+    generation.forget(course, CHANGED)
+    assert freshness.stale_notebooks(course, [CHANGED]) == []
+    assert generating == [CHANGED, CHANGED]
+    _edit_a_released_cell(course)
+    assert freshness.stale_notebooks(course, [CHANGED]) == [f"{CHANGED}/{CHANGED}.ipynb"]
 
 
 @pytest.fixture

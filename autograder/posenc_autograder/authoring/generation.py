@@ -124,6 +124,19 @@ def cells_of(nb) -> dict[tuple[str, str], Any]:
 
 # --- generated, or kept ------------------------------------------------------------------------------------
 
+def kept(course: Course, assignment: str) -> Generated | None:
+    """The kept entry of the assignment as its source is now (its digest this one, and intact), else None: nothing
+    is generated."""
+    config = course_config(course)
+    found = _recall(course, assignment, digest(course, assignment, course.root / SOURCE_DIRECTORY / assignment, config))
+    return found[0] if found is not None else None
+
+
+def includes_files(config) -> bool:
+    """Whether the settings name a header or footer file nbgrader adds to each released notebook."""
+    return any(config.get(section, {}).get(key) for section, key in INCLUDED_FILES)
+
+
 def generated(course: Course, assignment: str, source_root: pathlib.Path | None = None) -> Generated:
     """The assignment as nbgrader generates it from source_root/solutions/<assignment> (default: the course's):
     the kept entry when its digest is this one and it is intact, else generated now (and kept).
