@@ -63,3 +63,23 @@ def test_each_files_part_is_recalled_by_its_content_and_a_kept_part_not_its_own_
     kept.write_text(regrade.json.dumps({"parts": forged, "sha256": regrade._checksum(forged)}))
     regrade._normalised_digest.cache_clear()
     assert regrade.judge_digest(package) != before              # (forged with its checksum right, it would be used)
+
+
+def test_the_judge_and_inputs_digests_of_a_run_parse_each_grading_file_once_between_them(tmp_path, monkeypatch):
+    """A fresh copy of the course keeps no parts: a run's two digests share one parse of each grading file (the old
+    code parsed every file once for each), and each is what it is when worked out alone."""
+    package = tmp_path / "posenc_autograder"
+    shutil.copytree(regrade.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "portal", "devtools"))
+    monkeypatch.setattr(regrade, "_OTHER_HALF", {})          # nothing another test of this process parsed
+    parsed = []
+    real_parse = regrade.ast.parse
+    monkeypatch.setattr(regrade.ast, "parse", lambda data, *a, **k: parsed.append(data) or real_parse(data, *a, **k))
+    both = regrade.judge_digest(package), regrade.inputs_digest(package)
+    assert sorted(parsed) == sorted(path.read_bytes() for path in regrade.grading_files(package))
+    for kept in (regrade.PARTS_FILE, regrade.INPUTS_PARTS_FILE):
+        (package / kept).unlink()
+    regrade._normalised_digest.cache_clear()
+    monkeypatch.setattr(regrade, "_OTHER_HALF", {})
+    assert regrade.inputs_digest(package) == both[1]
+    monkeypatch.setattr(regrade, "_OTHER_HALF", {})
+    assert regrade.judge_digest(package) == both[0]

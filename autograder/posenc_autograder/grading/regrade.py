@@ -264,8 +264,7 @@ def _normalised_digest(package: pathlib.Path, states: tuple, keep_inputs: bool =
     for name, _, _ in states:
         data = (package / name).read_bytes()
         key = hashlib.sha256(_normaliser() + b"\0" + data).hexdigest()
-        part = known.get(key) or hashlib.sha256(
-            ast.dump(_without_points(ast.parse(data), keep_inputs)).encode()).hexdigest()
+        part = known.get(key) or _part(key, data, keep_inputs)
         parts[key] = part
         digest.update(name.encode() + b"\0" + part.encode() + b"\0")
     if parts != known:
@@ -279,7 +278,7 @@ INPUTS_PARTS_FILE = "__pycache__/inputs-digest.json"
 
 @functools.lru_cache(maxsize=1)
 def _normaliser() -> bytes:
-    """What a file's normalised digest is made by: this module (its _without_points) and Python's ast format."""
+    """What a file's normalised digest is made by: this module (its _normalised_parts) and Python's ast format."""
     return pathlib.Path(__file__).read_bytes() + f"{sys.version_info[:2]}".encode()
 
 
@@ -306,12 +305,37 @@ def _checksum(parts: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _without_points(tree: ast.AST, keep_inputs: bool = False) -> ast.AST:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            test = isinstance(node.func, ast.Name) and node.func.id == "HiddenTest" and not keep_inputs
-            node.keywords = [k for k in node.keywords if k.arg != "points" and not (test and k.arg == "inputs")]
-    return tree
+# The other digest's part of each file a digest parsed: (file key, keep_inputs) -> part. A run asks judge_digest and
+# inputs_digest one after the other, and a fresh copy of the course keeps no parts: each grading file is parsed once
+# between them. Each part is taken once (a digest asked alone parses as it always did); bounded.
+_OTHER_HALF: dict[tuple[str, bool], str] = {}
+MAX_OTHER_HALF = 1024
+
+
+def _part(key: str, data: bytes, keep_inputs: bool) -> str:
+    """The file's normalised part for one digest (its key: sha256 of the normaliser and `data`)."""
+    found = _OTHER_HALF.pop((key, keep_inputs), None)
+    if found is not None:
+        return found
+    judge, inputs = _normalised_parts(data)
+    if len(_OTHER_HALF) >= MAX_OTHER_HALF:
+        _OTHER_HALF.clear()
+    _OTHER_HALF[(key, not keep_inputs)] = judge if keep_inputs else inputs
+    return inputs if keep_inputs else judge
+
+
+def _normalised_parts(data: bytes) -> tuple[str, str]:
+    """The file's tree digested with every `points=` argument of a call left out, and then also each HiddenTest's
+    `inputs=`: (judge part, inputs part), from one parse."""
+    tree = ast.parse(data)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    for node in calls:
+        node.keywords = [k for k in node.keywords if k.arg != "points"]
+    inputs = hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+    for node in calls:
+        if isinstance(node.func, ast.Name) and node.func.id == "HiddenTest":
+            node.keywords = [k for k in node.keywords if k.arg != "inputs"]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest(), inputs
 
 
 def _code_digest(package: pathlib.Path, names: tuple[str, ...]) -> str:
