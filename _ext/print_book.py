@@ -103,9 +103,15 @@ def root_page(singlehtml: pathlib.Path) -> pathlib.Path:
     return singlehtml / f"{root}.html"
 
 
+# The single page is the whole book (every formula typeset before "load"): Playwright's 30 s ran out at load 25 on
+# 2 cores (23 s measured at load 16).
+LOAD_SECONDS = 180
+
+
 def print_page(browser, url: str, target: pathlib.Path) -> None:
     """Print one page (already served at url) to target with Playwright's Chromium `browser`."""
     page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    page.set_default_timeout(LOAD_SECONDS * 1000)
     try:
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
