@@ -150,6 +150,10 @@ def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(
     test_fast = fast_run_expression()
 
     before = tempfile.gettempdir()
+    # The conftest writes TMPDIR into a copy of the environment, which the worker's own replaces again afterwards:
+    # monkeypatch.delenv of a TMPDIR not set records nothing, so undoing the calls below put back the TMPDIR the first
+    # one had set (this test's folder) for every later test of the worker, and Chromium's socket under it was too long.
+    monkeypatch.setattr(os, "environ", os.environ.copy())
 
     def in_memory(expression: str, basetemp=None, memory=str(tmp_path)) -> bool:
         monkeypatch.delenv("TMPDIR", raising=False)
@@ -171,3 +175,4 @@ def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(
             assert not in_memory(test_fast, memory=str(noexec))
         finally:
             subprocess.run(["umount", str(noexec)], check=True)
+
