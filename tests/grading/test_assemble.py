@@ -1,11 +1,13 @@
 """assemble(): the notebook that is run takes every read-only cell from the release and every answer from the
 student."""
 import copy
+import json
 
 import nbformat
 import pytest
 
 from posenc_autograder.grading.assemble import assemble
+from posenc_autograder.intake.submissions import read_notebook
 
 
 def _cell(kind, source, grade_id=None, **flags):
@@ -109,3 +111,53 @@ def test_the_release_is_copied_whole_without_copy_deepcopy(monkeypatch):
         cell.source = "changed"
     nb.metadata["kernelspec"]["extra"][0]["deep"].append(3)
     assert given == expected and isinstance(nb.cells[0].metadata, nbformat.NotebookNode)
+
+
+
+HOSTILE = [  # as handed in: sources as lists or mappings, odd metadata, outputs and ids, cells of other types
+    {"cell_type": "code", "source": {"key": 1}, "id": "intro", "metadata": [], "outputs": [{"output_type": "x"}]},
+    {"cell_type": "raw", "source": ["def f(x):\n", "    return 2 * x"], "id": "a b",
+     "metadata": {"nbgrader": {"grade_id": "answer", "points": "lots", "solution": True}, "x": [None]}},
+    {"cell_type": "markdown", "source": ["# Mine"], "id": "intro", "metadata": {"nbgrader": {"grade_id": "intro"}}},
+    {"cell_type": "code", "source": "extra = 1", "execution_count": "x", "metadata": {"nbgrader": {"grade_id": 3}}},
+    {"cell_type": "code", "source": "\ud800 = 1", "id": "x" * 80, "attachments": {"a": 1}},
+]
+
+
+def _submissions(tmp_path):
+    """What prepare hands assemble: each file read as a submission is (intake's read_notebook normalises it)."""
+    found = []
+    for index, cells in enumerate([HOSTILE, HOSTILE[::-1], [], json.loads(nbformat.writes(release()))["cells"]]):
+        path = tmp_path / f"{index}.ipynb"
+        path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": []}, "nbformat": 4}))
+        found.append(read_notebook(path))
+    return found
+
+
+def test_an_assembled_notebook_is_valid_by_construction_and_the_release_is_validated_once(tmp_path, monkeypatch):
+    """Every assembled notebook is a valid notebook with a unique id for every cell, whatever the submission held;
+    what nbformat's validation checked is the same for every notebook of a release, so a release is validated once,
+    not once a notebook (~1.5 ms each), and a release missing cell ids gets them in every notebook, as nbformat's
+    validation gave them."""
+    given, calls, submissions = release(), [], _submissions(tmp_path)
+    for cell in given.cells:
+        del cell["id"]                                 # a release written before cell ids
+    real = nbformat.validate
+    monkeypatch.setattr(nbformat, "validate", lambda *args, **kwargs: calls.append(1) or real(*args, **kwargs))
+    built = [assemble(given, submission).notebook for submission in submissions]
+    assert len(calls) == 1
+    monkeypatch.setattr(nbformat, "validate", real)
+    for nb in built:
+        ids = [cell["id"] for cell in nb.cells]
+        assert len(set(ids)) == len(ids) == len(nb.cells)
+        nbformat.validate(nb)                          # raises when invalid (and would give missing ids)
+        assert [cell["id"] for cell in nb.cells] == ids
+    assert any("extra = 1" in cell.source for cell in built[0].cells)
+
+
+def test_an_invalid_release_fails_every_notebook_as_before():
+    given = release()
+    given.cells[1]["execution_count"] = "not a number"
+    for _ in range(2):
+        with pytest.raises(nbformat.ValidationError):
+            assemble(given, release())

@@ -14,6 +14,7 @@ import pytest
 from fixture_submissions import NOTEBOOK, course_with_solvers, set_released_points
 
 from posenc_autograder.course import GRADEBOOK, RELEASE_DIRECTORY
+from posenc_autograder.grading import regrade
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import results_store
 from posenc_autograder.settings import Limits
@@ -226,3 +227,13 @@ def test_what_a_process_made_from_another_result_is_not_written(graded_class, mo
     monkeypatch.setattr(graded, "made_ahead", from_another_result)
     grade.grade_all(again(), jobs=2, isolate=False, limits=LIMITS, quiet=True)
     assert _stored(course) == alone
+
+
+def test_the_code_that_runs_a_job_is_digested_once_a_run(graded_class, monkeypatch):
+    """Each notebook's job digests take the digest of the code that runs a job (regrade.RUN_CODE): worked out once a
+    run, as the judge's is (it stats every file of the sandbox package), not once a notebook."""
+    course, _ = graded_class
+    calls, real = [], regrade._code_digest
+    monkeypatch.setattr(regrade, "_code_digest", lambda *args: calls.append(args) or real(*args))
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    assert len(results) == len(STUDENTS) and calls == [(regrade.PACKAGE, regrade.RUN_CODE)]

@@ -25,7 +25,7 @@ from posenc_autograder.checks import REGISTRY, manifest, stand_in_files, stand_i
 from posenc_autograder.checks.hidden import HiddenTest, judge_all
 from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
 from posenc_autograder.grading import shared_probes
-from posenc_autograder.grading.assemble import assemble, untouched
+from posenc_autograder.grading.assemble import assemble, code_cell, untouched
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.probes import codec, magics
@@ -233,10 +233,10 @@ def prepare_run(course: Course, submission: Submission, limits: Limits, isolate:
         probes.append(cell_id)
     if variant is not None and any(map(shared_probes.varies, probes)):
         # the shared probe set, never graded: evidence for the integrity report
-        nb.cells.append(nbformat.v4.new_code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
-                                                  metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
+        nb.cells.append(code_cell(probe_cell_source(shared_probes.SHARED_CELL, "shared probes"),
+                                  metadata={"nbgrader": {"grade_id": shared_probes.SHARED_CELL}}))
         probes.append(shared_probes.SHARED_CELL)
-    # new_notebook validated what assembly built.
+    # Valid as built: assemble checked the release, and every cell added here is a code cell of the grader's.
     return Prepared(submission.key, nb, tuple(probes), variant, probe_files(), dataclasses.asdict(limits), isolate,
                     release_cells(release, nb))
 

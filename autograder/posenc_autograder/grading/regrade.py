@@ -190,9 +190,9 @@ class InputsDigests(Mapping[str, str]):
 
 
 def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | None = None,
-                package: pathlib.Path = PACKAGE, inputs: str | None = None) -> JobDigests:
-    """judge: judge_digest(package), inputs: inputs_digest(package), when the caller has them already (each stats
-    every grading file)."""
+                package: pathlib.Path = PACKAGE, inputs: str | None = None, run_code: str | None = None) -> JobDigests:
+    """judge: judge_digest(package), inputs: inputs_digest(package), run_code: run_code_digest(package), when the
+    caller has them already (each stats the files it covers)."""
     digest = hashlib.sha256()
     probe_cells = set(task.task_ids)
     cells = task.notebook.cells if isinstance(task, Prepared) else json.loads(task.notebook_json)["cells"]
@@ -201,10 +201,16 @@ def job_digests(task: GradingTask | Prepared, variant: int | None, judge: str | 
     shared = sorted((c, _inputs_digest(REGISTRY[c], None)) for c in probe_cells if c in REGISTRY and varies(c)) \
         if SHARED_CELL in probe_cells else []
     for part in (_encoded(run), _encoded_files(tuple(sorted(task.probe_files.items()))),
-                 *map(_encoded, (task.limits, task.isolate, str(variant), shared, _code_digest(package, RUN_CODE)))):
+                 *map(_encoded, (task.limits, task.isolate, str(variant), shared,
+                                 run_code or run_code_digest(package)))):
         digest.update(part + b"\0")
     tests = InputsDigests([cell_id for cell_id in task.task_ids if cell_id in REGISTRY], variant)
     return JobDigests(digest.hexdigest(), tests, judge or judge_digest(package), inputs or inputs_digest(package))
+
+
+def run_code_digest(package: pathlib.Path = PACKAGE) -> str:
+    """The code that runs a job and reads what it sends (RUN_CODE), as the run digest takes it."""
+    return _code_digest(package, RUN_CODE)
 
 
 def _encoded(part: object) -> bytes:

@@ -228,8 +228,8 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None, Reprobe | None]] = {}
     how = RegradeNote()
     # once a run: the grading code is what it is for the whole run
-    judge_code, inputs_code = regrade.judge_digest(), regrade.inputs_digest()
-    ahead = _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs, fingerprints, page) \
+    code = RunCode(regrade.judge_digest(), regrade.inputs_digest(), regrade.run_code_digest())
+    ahead = _rejudging_ahead(course, planned, limits, isolate, code, jobs, fingerprints, page) \
         if not force and not scheduler else None
 
     def stored_rejudged(sub: Submission, digest: str | None, rejudged: Rejudged) -> str | None:
@@ -262,8 +262,7 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
                 with costs.timed("prepare"):
                     prepared = prepare_run(course, sub, limits, isolate)        # framed below only if it runs
                     if not isinstance(prepared, NotebookResult):
-                        digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student),
-                                                      judge_code, inputs=inputs_code)
+                        digests = code.job_digests(prepared, variants.student_variant(course, sub.student))
             except Exception as exc:  # noqa: BLE001 - the submission's problem, reported as such
                 prepared = grader_error(course, sub, exc)
             previous, why = None, ""
@@ -420,10 +419,22 @@ def _store_rejudged(course, gb, sub: Submission, digest: str | None, rejudged: R
                              kept=kept, previous=rejudged.previous, how=rejudged.how, made=rejudged.made), rejudged.how
 
 
+@dataclasses.dataclass(frozen=True)
+class RunCode:
+    """The digests of the grading code a run's job digests take, worked out once a run: the code is what it is for the
+    whole run (each stats the files it covers, milliseconds a notebook)."""
+    judge: str
+    inputs: str
+    run: str
+
+    def job_digests(self, prepared: Prepared, variant: int | None) -> JobDigests:
+        return regrade.job_digests(prepared, variant, self.judge, inputs=self.inputs, run_code=self.run)
+
+
 AHEAD_FROM = 24              # notebooks to grade from which re-judging is spread over processes (a fork costs ~10 ms)
 
 
-def _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, jobs, fingerprints,
+def _rejudging_ahead(course, planned, limits, isolate, code: RunCode, jobs, fingerprints,
                      page) -> Ahead[Rejudged] | None:
     """Processes (one per job slot) that re-judge the notebooks to grade ahead of the run, without storing, and make
     what storing one writes of it (graded.made_ahead); None when there are too few notebooks or one core. A notebook
@@ -445,8 +456,7 @@ def _rejudging_ahead(course, planned, limits, isolate, judge_code, inputs_code, 
             prepared = prepare_run(course, sub, limits, isolate)
             if isinstance(prepared, NotebookResult):
                 return None
-            digests = regrade.job_digests(prepared, variants.student_variant(course, sub.student), judge_code,
-                                          inputs=inputs_code)
+            digests = code.job_digests(prepared, variants.student_variant(course, sub.student))
         found = _rejudge(course, sub, digest, prepared, digests, previous, limits)
         if not isinstance(found, Rejudged):
             return None
