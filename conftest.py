@@ -11,6 +11,7 @@ on one worker (its PostgreSQL tests too), so its module fixtures are made once, 
 (nbval, in the same run) share one kernel on one worker, in order.
 """
 import functools
+import importlib.util
 import itertools
 import json
 import os
@@ -20,6 +21,7 @@ import tempfile
 import time
 import tomllib
 
+import precompile
 import pytest
 import run_order
 
@@ -222,6 +224,25 @@ def _in_group(item, group: str) -> None:
 
 def pytest_sessionstart(session):
     session.config.stash[STARTED] = (time.time(), time.perf_counter(), os.getloadavg()[0])
+    precompile_for_workers(session.config)
+
+
+def precompile_for_workers(config) -> int:
+    """In the main process of a run on xdist's workers, before they start (xdist starts them at its own, last,
+    sessionstart): the bytecode each worker would make at once in a fresh checkout, made once (precompile.py)."""
+    workers = getattr(config.option, "numprocesses", None)
+    if hasattr(config, "workerinput") or not isinstance(workers, int) or not config.pluginmanager.has_plugin(
+            "dsession"):
+        return 0
+    skip = SLOW_FOLDERS if leaves_out_slow(config) else set()
+    named = [config.invocation_params.dir / arg.split("::", 1)[0] for arg in config.args]
+    tests = precompile.test_modules(config, [path for path in named if path.is_dir()], skip)
+    tests += [path for path in named if path.is_file() and path.suffix == ".py"]
+    package = importlib.util.find_spec("posenc_autograder")
+    modules = sorted(ROOT.joinpath("tests", "support").glob("*.py"))
+    if package is not None and package.origin:
+        modules += sorted(pathlib.Path(package.origin).parent.rglob("*.py"))
+    return precompile.precompile(config, tests, modules, workers)
 
 
 def pytest_configure(config):
