@@ -167,6 +167,21 @@ def test_a_late_deduction_is_not_shown_as_a_manual_grade(tmp_path):
     assert "3.2 / 5" in row("bob") and "(automatic 2; 4 before the late deduction)" in row("bob")
 
 
+def test_a_submission_time_is_given_in_the_courses_zone_named(tmp_path):
+    """A New York course whose deadline is 2026-11-20 23:59 there: a notebook handed in at 20:00 New York time read
+    '2026-11-21T01:00:00+00:00' on the dashboard, a day after the deadline's date, while the student's pages say
+    '2026-11-20 20:00 America/New_York'. grades.csv keeps the stamp with its offset, for programs."""
+    course = Course(make_course(tmp_path / "course"))
+    (course.root / "autograder" / "course.toml").write_text('[course]\ntime_zone = "America/New_York"\n')
+    roster.save(course, {("ann", "positional_encoding"): {
+        "student_id": "ann", "assignment": "positional_encoding", "lms": "canvas", "lms_user_id": "7", "name": "Ann",
+        "submitted_at": "2026-11-21T01:00:00+00:00", "late": "no"}})
+    page = dashboard.render(course, [result("ann", (True, True))])
+    row = page.split("Every student")[1].split('data-label="Student">ann</td>')[1].split("</tr>")[0]
+    assert "2026-11-20 20:00 America/New_York" in row and "+00:00" not in row
+    assert late_policy.Deadlines(course).submitted_stamp("ann", "positional_encoding") == "2026-11-21T01:00:00+00:00"
+
+
 def test_students_needing_attention_and_feedback_links(class_page):
     course, results, path = class_page
     text = path.read_text()

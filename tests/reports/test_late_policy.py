@@ -131,7 +131,8 @@ def test_an_extension_granted_in_the_portal_is_honoured(late_class):
 def test_every_file_states_the_time_of_the_attempt_that_counts_not_the_rosters(tmp_path):
     """A Moodle student's later attempt from another door (a file the instructor placed by hand, the latest counts)
     leaves the roster's submitted_at at the Moodle time: the Moodle worksheet's "Last modified", grades.csv and the
-    dashboard state the counted attempt's time from the record, with its zone."""
+    dashboard state the counted attempt's time from the record, with its zone (the dashboard in the course's, as a
+    student's pages)."""
     from lms_zips import MOODLE
 
     from posenc_autograder.intake import attempts
@@ -157,7 +158,8 @@ def test_every_file_states_the_time_of_the_attempt_that_counts_not_the_rosters(t
     moodle = {r["Full name"]: r for r in _csv(course.reports / f"grades-moodle-{NB}.csv")}
     assert moodle["Jane Doe"]["Last modified (submission)"] == stated
     assert {r["student"]: r for r in _csv(course.grades_csv)}[student]["submitted_at"] == stated
-    assert stated in (course.reports / "class.html").read_text()
+    page = (course.reports / "class.html").read_text()
+    assert settings.for_student(later, zoneinfo.ZoneInfo("Europe/Berlin")) in page and stated not in page
 
 
 def test_the_same_notebook_handed_in_again_late_by_another_door_keeps_its_on_time_grade(late_class):

@@ -345,7 +345,7 @@ def render(course: Course, results: list[NotebookResult], refused: Sequence[str]
         before = (before_late or {}).get((r.student, r.assignment), (None,))[0]
         students.append({"r": r, "name": person.get("name", ""),
                          "beside": beside_the_score(r.score, final, before, late is not None),
-                         "submitted": deadlines.submitted_stamp(r.student, r.assignment),
+                         "submitted": deadlines.submitted_read(r.student, r.assignment),
                          "late": f"late: −{late.percent:g}% (late policy)" if late
                          else "late" if deadlines.late_stated(r.student, r.assignment) == "yes" else "",
                          "final": final, "maximum": maximum})

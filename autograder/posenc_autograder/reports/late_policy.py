@@ -122,10 +122,16 @@ class Deadlines:
         return self._recorded[student, assignment]
 
     def submitted_stamp(self, student: str, assignment: str) -> str:
-        """The submission time as every file states it (grades.csv, the LMS files, the dashboard): the record's, with
-        its zone; "" when unknown."""
+        """The submission time as every file a program reads states it (grades.csv, the LMS files): the record's,
+        with its zone; "" when unknown."""
         when = self.submitted(student, assignment)
         return settings.stamp(when) if when else ""
+
+    def submitted_read(self, student: str, assignment: str) -> str:
+        """The submission time as a page states it to a person (the dashboard): in the course's zone, named, as the
+        deadline is written and as the student's own pages give it (settings.for_student); "" when unknown."""
+        when = self.submitted(student, assignment)
+        return settings.for_student(when, self.settings.course.zone) if when else ""
 
     def late_stated(self, student: str, assignment: str) -> str:
         """yes/no by this policy when a deadline applies; else what the LMS said of the attempt (the roster's)."""
