@@ -57,8 +57,8 @@ WHY_SLOW = {
     "again (~19 CPU-s at load 16); then Chromium lays out and prints the whole book",
     "tests/book/test_pdf.py::": "reads the printed PDF, every page's text and tags (PDFium)",
     "tests/book/test_browser.py::test_the_sampled_contrast_check_reports_what_a_full_run_reports": "axe's "
-    "colour-contrast over every code span of a chapter, once for each fault the sampling could miss (the proof that "
-    "the crawls' sampled check sees what the full one sees)",
+    "colour-contrast over every code span of a chapter, then of the faulted code block, for each fault the sampling "
+    "could miss (the proof that the crawls' sampled check sees what the full one sees)",
     "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run twice, each "
     "in a fresh kernel of the reader's environment",
     "tests/book/test_explorables.py::": "the figure driven in Chromium at every setting",

@@ -42,10 +42,11 @@ import axe_playwright_python
 AXE_SCRIPT = (pathlib.Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text()
 SAMPLED = "data-contrast-sampled"         # on a code span decided by its look's sample (or with no text axe checks)
 
-AXE_RUN = """async ({runOnly, sampled, sample, settledOnly}) => {
+AXE_RUN = """async ({runOnly, sampled, sample, settledOnly, within}) => {
     const CONTRAST = "color-contrast";
     const unmark = () => document.querySelectorAll(`[${sampled}]`).forEach(span => span.removeAttribute(sampled));
-    const full = () => axe.run(document, {runOnly, resultTypes: ["violations"]}).then(result => result.violations);
+    const full = () => axe.run(within ? {include: [within]} : document, {runOnly, resultTypes: ["violations"]})
+        .then(result => result.violations);
     const checksContrast = runOnly.type === "tag"
         ? axe.getRules(runOnly.values).some(rule => rule.ruleId === CONTRAST) : runOnly.values.includes(CONTRAST);
     unmark();                           // a mark left by an earlier run would show in the selectors
@@ -178,10 +179,13 @@ def rules_tagged(page, tags) -> list[str]:
         .map(rule => rule.ruleId)""", list(tags))
 
 
-def axe_run(page, run_only: dict, sample_code: bool = True) -> list[dict]:
+def axe_run(page, run_only: dict, sample_code: bool = True, within=None) -> list[dict]:
     """axe-core's violations on the page as shown now ({"type": "tag" or "rule", "values": [...]}, axe's runOnly);
-    the highlighted code's contrast decided a sample of each look (sample_code=False: every span, axe alone)."""
-    return _run(page, run_only, sample_code, settled_only=False)
+    the highlighted code's contrast decided a sample of each look (sample_code=False: every span, axe alone).
+    within (an element's handle, with sample_code=False): axe's run over that element and what it holds alone, what
+    it finds there the run over the whole page finds (axe lays out and stacks the whole page either way)."""
+    assert within is None or not sample_code, "the sampled run is a run over the whole page"
+    return _run(page, run_only, sample_code, settled_only=False, within=within)
 
 
 def sample_settles(page, run_only: dict) -> bool:
@@ -190,8 +194,8 @@ def sample_settles(page, run_only: dict) -> bool:
     return _run(page, run_only, True, settled_only=True) is not None
 
 
-def _run(page, run_only: dict, sample_code: bool, settled_only: bool):
+def _run(page, run_only: dict, sample_code: bool, settled_only: bool, within=None):
     with_axe(page)
     script = AXE_RUN % repr(list(LOOK_PROPERTIES)).replace("'", '"')
     return page.evaluate(script, {"runOnly": run_only, "sampled": SAMPLED, "sample": sample_code,
-                                  "settledOnly": settled_only})
+                                  "settledOnly": settled_only, "within": within})
