@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import fcntl
 import functools
 import hashlib
 import importlib.metadata
@@ -210,31 +211,47 @@ def _registration_key() -> str:
     return digest.hexdigest()[:16]
 
 
+KEPT_GRADEBOOKS = ROOT / ".pytest_cache" / "posenc-gradebook"
+
+
 @functools.lru_cache(maxsize=1)
 def registered_gradebook() -> pathlib.Path:
     """A gradebook with every assignment registered: registering (nbgrader's alembic and generate_assignment)
     takes about 10 s, which each fresh course would pay again. Made once and kept in the git-ignored
     .pytest_cache under the key of what it depends on, so a rerun of `make test-fast` does not pay it; beside it,
-    the generated assignments registering kept (generation.KEPT: each entry is recalled only under its own digest)."""
-    kept = ROOT / ".pytest_cache" / "posenc-gradebook" / _registration_key() / "gradebook.db"
-    if kept.is_file() and (kept.parent / generation.KEPT).is_dir():
+    the generated assignments registering kept (generation.KEPT: each entry is recalled only under its own digest).
+    Made by one process: the test workers that ask for it at once (a fresh checkout's first run) wait for it under a
+    lock rather than each register every assignment again."""
+    kept = KEPT_GRADEBOOKS / _registration_key() / "gradebook.db"
+    if _is_kept(kept):
         return kept
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with open(kept.parent.with_name(kept.parent.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # released when the file closes, also if registering fails
+        if not _is_kept(kept):
+            _register_into(kept)
+    return kept
+
+
+def _is_kept(kept: pathlib.Path) -> bool:
+    return kept.is_file() and (kept.parent / generation.KEPT).is_dir()
+
+
+def _register_into(kept: pathlib.Path) -> None:
     folder = pathlib.Path(tempfile.mkdtemp(prefix="posenc-gradebook-"))
     atexit.register(shutil.rmtree, folder, True)
     course = Course(make_course(folder / "course", registered=False))
     for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
         gradebook.register(course, release.name)
-    kept.parent.mkdir(parents=True, exist_ok=True)
     partial_entries = kept.parent / f"{generation.KEPT}.{os.getpid()}.partial"
     shutil.copytree(course.work / generation.KEPT, partial_entries)
     try:
         partial_entries.rename(kept.parent / generation.KEPT)     # whole or absent; another worker's may be there
     except OSError:
         shutil.rmtree(partial_entries, ignore_errors=True)
-    partial = kept.with_suffix(f".{os.getpid()}.partial")       # two test workers may make it at once
+    partial = kept.with_suffix(f".{os.getpid()}.partial")       # whole or absent, whoever reads it
     shutil.copy(course.root / GRADEBOOK, partial)
-    partial.replace(kept)                      # whole or absent, whoever reads it
-    return kept
+    partial.replace(kept)
 
 
 def disagreements(course: Course) -> list[str]:

@@ -1,0 +1,30 @@
+"""The fixtures the test workers share through the checkout are made by one of them: the others wait and read it."""
+import threading
+import time
+
+import fixture_submissions
+
+from posenc_autograder.authoring import generation
+from posenc_autograder.course import GRADEBOOK
+
+
+def test_workers_asking_at_once_for_the_registered_gradebook_register_each_assignment_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(fixture_submissions, "KEPT_GRADEBOOKS", tmp_path / "kept")
+    registered = []
+
+    def register(course, assignment):          # nbgrader's seconds, as a pause long enough for both to ask
+        registered.append(assignment)
+        time.sleep(0.2)
+        (course.work / generation.KEPT).mkdir(parents=True, exist_ok=True)
+        (course.root / GRADEBOOK).write_bytes(b"")
+
+    monkeypatch.setattr(fixture_submissions.gradebook, "register", register)
+    found = []
+    workers = [threading.Thread(target=lambda: found.append(fixture_submissions.registered_gradebook.__wrapped__()))
+               for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assignments = sorted(p.name for p in (fixture_submissions.ROOT / "exercises").iterdir() if p.is_dir())
+    assert sorted(registered) == assignments and len(set(found)) == 1 and found[0].is_file()
