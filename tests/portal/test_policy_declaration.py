@@ -107,3 +107,24 @@ def test_the_forms_times_are_read_and_shown_in_the_courses_zone_which_they_name(
     assert "New deadline (America/New_York; empty removes the extension)" in page
     assert "2026-11-25 12:00 America/New_York" in page.split('data-key="ann/' + ASSIGNMENT + '"')[1].split("</tr>")[0]
     assert forms.parse_time("2026-11-01T01:30", "t", ZoneInfo("America/New_York")) == dt.datetime(2026, 11, 1, 5, 30)
+
+
+def test_a_rule_course_toml_states_is_shown_to_be_changed_there_and_is_not_read_from_the_form(app, portal, course):
+    """course.toml's [late.<assignment>] deadline and grace override the portal's. The form showed them as fields
+    to edit, and a deadline written there was saved and never applied (the page showed course.toml's again)."""
+    (course.root / "autograder" / "course.toml").write_text(
+        f'[course]\ntime_zone = "America/New_York"\n[late.{ASSIGNMENT}]\ndeadline = "2026-11-20T23:59:00"\n'
+        f'per = "day"\npenalty = 10\ncap = 50\ngrace_minutes = 15\n')
+    teacher = instructor_client(app, portal)
+    form = teacher.get("/instructor").text.split(f'id="policy-{ASSIGNMENT}"')[1].split("</form>")[0]
+    there = f"(set in <code>autograder/course.toml</code>, <code>[late.{ASSIGNMENT}]</code>: change it there)"
+    assert form.count(there) == 2
+    assert 'name="deadline" value="2026-11-20T23:59" disabled' in form and 'name="grace_minutes" value="15" disabled' \
+        in form and 'name="opens_at" value=""' in form and "disabled" not in form.split('name="max_attempts"')[1]
+    post = {"csrf": csrf_of(teacher, "/instructor"), "deadline": "2026-12-01T10:00", "grace_minutes": "30",
+            "max_attempts": "3"}
+    assert teacher.post(f"/instructor/policy/{ASSIGNMENT}", data=post, follow_redirects=False).status_code == 303
+    with portal.sessions() as db:
+        saved = db.get(Policy, ASSIGNMENT)
+        assert (saved.deadline, saved.grace_minutes, saved.max_attempts) == (None, 0, 3)
+    assert "2026-11-20 23:59 America/New_York" in client_for(app, portal, "ann").get(f"/assignments/{ASSIGNMENT}").text

@@ -19,17 +19,25 @@ def defaults(assignment: str, portal: PortalDefaults = PortalDefaults()) -> Poli
     return Policy(assignment=assignment, **{**POLICY_DEFAULTS, **dataclasses.asdict(portal)})
 
 
+def set_in_course_toml(course_settings, assignment: str) -> frozenset[str]:
+    """The rules of the assignment's policy that [late.<assignment>] in course.toml states, which override the
+    portal's own (the instructor's form shows them, to be changed there): its grace, and its deadline when given."""
+    if assignment not in course_settings.late:
+        return frozenset()
+    return frozenset({"grace_minutes"} | ({"deadline"} if course_settings.late_policy(assignment).deadline else set()))
+
+
 def with_course_deadline(policy: Policy, course_settings, assignment: str) -> Policy:
     """The policy as course.toml states it too (a copy, never the saved row): which attempt counts ([course]
     counted_attempt, the rule of every door), and the deadline and grace where [late.<assignment>] states them (the
     late policy reads the same: one deadline everywhere)."""
     values = {column.key: getattr(policy, column.key) for column in Policy.__table__.columns}
     values["counts"] = course_settings.course.counted_attempt
-    if assignment in course_settings.late:
-        late = course_settings.late_policy(assignment)
+    stated, late = set_in_course_toml(course_settings, assignment), course_settings.late_policy(assignment)
+    if "grace_minutes" in stated:
         values["grace_minutes"] = int(late.grace_minutes)
-        if late.deadline is not None:
-            values["deadline"] = late.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)   # stored naive UTC
+    if "deadline" in stated and late.deadline is not None:
+        values["deadline"] = late.deadline.astimezone(dt.timezone.utc).replace(tzinfo=None)   # stored naive UTC
     return Policy(**values)
 
 

@@ -72,14 +72,18 @@ def field_value(field: Field, text: str, zone: dt.tzinfo = dt.timezone.utc):
     return text == "yes" if field.kind == "bool" else text
 
 
-def policy_values(form, ceilings: dict[str, int] | None = None, zone: dt.tzinfo = dt.timezone.utc) -> dict:
+def policy_values(form, ceilings: dict[str, int] | None = None, zone: dt.tzinfo = dt.timezone.utc,
+                  fixed: frozenset[str] = frozenset()) -> dict:
     """The policy form, checked (ValueError says what is wrong), its times read in `zone`. A rule the form leaves out
-    keeps what is saved; an empty time means none."""
+    keeps what is saved; an empty time means none. A rule course.toml states (`fixed`: the page shows it, not to be
+    edited) is not read: course.toml's value applies whatever the portal saves."""
     values = {}
     for field in policy_fields(ceilings):
+        if field.name in fixed:
+            continue
         text = form.get(field.name)
         if text is not None or field.kind == "time":
             values[field.name] = field_value(field, str(text or ""), zone)
-    if values["opens_at"] and values["deadline"] and values["opens_at"] > values["deadline"]:
+    if values["opens_at"] and values.get("deadline") and values["opens_at"] > values["deadline"]:
         raise ValueError("the opening is after the deadline")
     return values

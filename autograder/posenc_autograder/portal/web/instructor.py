@@ -10,6 +10,7 @@ from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake.lms import is_safe_id
 from posenc_autograder.orchestration.class_files import rebuild_class_files
 from posenc_autograder.portal import auth, pages
+from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.portal.web.answers import (
     instructor_form,
@@ -37,7 +38,12 @@ async def instructor(request: Request):
     counted = record_of_attempts.RULES[settings.load(portal.course).course.counted_attempt]
     return page("instructor.html", session=session, title="Instructor", p=progress, assignments=portal.assignments,
                 notice=notice_of(request), counted=counted, fields=policy_fields(ceilings(portal)), zone=portal.zone,
-                shown_time=shown_time)
+                shown_time=shown_time, fixed={name: set_in_course_toml(portal, name) for name in portal.assignments})
+
+
+def set_in_course_toml(portal: Portal, assignment: str) -> frozenset[str]:
+    """The assignment's rules course.toml states: its form shows them, to be changed there."""
+    return rules.set_in_course_toml(settings.load(portal.course), assignment)
 
 
 def ceilings(portal: Portal) -> dict[str, int]:
@@ -47,14 +53,14 @@ def ceilings(portal: Portal) -> dict[str, int]:
 
 @instructor_form
 async def set_policy(request: Request, form):
-    name = request.path_params["assignment"]
-    if name not in portal_of(request).assignments:
+    portal, name = portal_of(request), request.path_params["assignment"]
+    if name not in portal.assignments:
         return message("Not found", "No such assignment.", 404)
     try:
-        values = policy_values(form, ceilings(portal_of(request)), portal_of(request).zone)
+        values = policy_values(form, ceilings(portal), portal.zone, set_in_course_toml(portal, name))
     except ValueError as exc:
         return message("Not saved", f"The policy was not saved: {exc}.", 400, None, ("/instructor", "back"))
-    await run_in_threadpool(portal_of(request).set_policy, name, values)
+    await run_in_threadpool(portal.set_policy, name, values)
     return saved("policy-saved")
 
 
