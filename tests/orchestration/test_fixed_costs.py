@@ -6,16 +6,19 @@ import pathlib
 import subprocess
 import sys
 import sysconfig
+import threading
 
 import nbformat
 import pytest
-from fixture_submissions import ASSIGNMENT, NOTEBOOK, make_course, solved_notebook
+from fixture_submissions import ASSIGNMENT, NOTEBOOK, course_with_solvers, make_course, solved_notebook
 
 from posenc_autograder import iri_deferral
 from posenc_autograder.course import Course
+from posenc_autograder.grading.execute import Execution
 from posenc_autograder.intake import roster
 from posenc_autograder.orchestration import grade
 from posenc_autograder.records import gradebook
+from posenc_autograder.sandbox import warm
 from posenc_autograder.settings import Limits
 
 SRC = str(pathlib.Path(grade.__file__).parents[2])
@@ -236,3 +239,47 @@ def test_the_integrity_report_imports_matplotlib_only_when_it_compares_code():
               "text.fingerprint('def f(x):\\n    return x + 1\\n'); print(before, 'matplotlib' in sys.modules)")
     done = _fresh_process(script)
     assert done.stdout.splitlines()[-1:] == ["False True"], done.stdout + done.stderr
+
+
+def _run_nowhere(tasks, jobs):
+    """Each job as if it ran and its notebook answered nothing: no sandbox, no zygote asked for."""
+    for task in tasks:
+        yield Execution(task.key, {}, [], {}, 0.01, executed_notebook=task.notebook_json)
+
+
+@pytest.fixture
+def zygote_asked(monkeypatch):
+    """Set when the run asks for the warm sandbox's zygote (none is started: the jobs run nowhere)."""
+    asked = threading.Event()
+    monkeypatch.delenv(warm.SWITCH, raising=False)
+    monkeypatch.setattr(warm, "zygote_for", lambda files: asked.set())
+    monkeypatch.setattr(warm, "_starting", None)
+    monkeypatch.setattr(grade, "run_local", _run_nowhere)
+    return asked
+
+
+def test_a_run_with_a_notebook_to_execute_starts_its_warm_sandbox_while_the_gradebook_is_made(tmp_path, monkeypatch,
+                                                                                             zygote_asked):
+    """The zygote's start (~1.5 CPU-s, in its own process) overlaps the gradebook's registration and the grader's
+    digests instead of holding up the first job: it is asked for before the gradebook is touched (the old code asked
+    at the first job, after them)."""
+    course = course_with_solvers(tmp_path, "solver")
+    waited, register = [], gradebook.register
+    monkeypatch.setattr(gradebook, "register", lambda *a: waited.append(zygote_asked.wait(5)) or register(*a))
+    grade.grade_all(course, jobs=1, limits=Limits(), quiet=True)
+    assert waited == [True]
+
+
+def test_a_run_that_may_execute_nothing_starts_no_warm_sandbox_early(tmp_path, zygote_asked):
+    """A notebook whose stored result is of the same file may be re-judged from its kept record, with no job (a
+    points change): no zygote is started for it ahead of the jobs; --force runs every notebook, and starts it."""
+    course = course_with_solvers(tmp_path, "solver")
+    grade.grade_all(course, jobs=1, limits=Limits(), quiet=True)
+    warm.wait_for_start()
+    zygote_asked.clear()
+    grade.grade_all(course, jobs=1, limits=Limits(cell_seconds=9), quiet=True)       # another grader, the same file
+    warm.wait_for_start()
+    assert not zygote_asked.is_set()
+    grade.grade_all(course, jobs=1, limits=Limits(cell_seconds=9), quiet=True, force=True)
+    warm.wait_for_start()
+    assert zygote_asked.is_set()

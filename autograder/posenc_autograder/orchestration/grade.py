@@ -21,7 +21,15 @@ from posenc_autograder.course import CONFIG, RELEASE_DIRECTORY, SOURCE_DIRECTORY
 from posenc_autograder.grading import costs, regrade, reprobe
 from posenc_autograder.grading.execute import Execution, GradingTask, execute_task
 from posenc_autograder.grading.executors import default_jobs, run_dask, run_local
-from posenc_autograder.grading.pipeline import Prepared, graded_checks, grader_error, judge, judged_tests, prepare_run
+from posenc_autograder.grading.pipeline import (
+    Prepared,
+    graded_checks,
+    grader_error,
+    judge,
+    judged_tests,
+    prepare_run,
+    probe_files,
+)
 from posenc_autograder.grading.regrade import PACKAGE, HowRegraded, JobDigests, Way, grader_fingerprint
 from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, discover, sha256
@@ -135,6 +143,8 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         if stamp is not None and stamps.recall(course, CLASS_FILES, stamp):
             return sorted((r for r in kept if r is not None), key=lambda r: (r.student, r.assignment, r.notebook))
     stamps.forget(course, CLASS_FILES)
+    if isolate and scheduler is None and _runs_a_job(submissions, digests, records):
+        warm.start_early(probe_files())       # while the gradebook is made and the grader digested
     from posenc_autograder.orchestration.class_files import rebuild_class_files
     from posenc_autograder.records import gradebook, graded
 
@@ -180,6 +190,13 @@ def _digest(course: Course, sub: Submission, found: Found) -> str | None:
 
 
 UNREAD = object()                # a stored record not read yet (a --force run reads each as its notebook is graded)
+
+
+def _runs_a_job(submissions: list[Submission], digests: list[str | None], records: list[Any]) -> bool:
+    """Whether some notebook of the round surely runs in the sandbox: --force, or a file with no stored result of it
+    (one with a stored result may be re-judged from its kept record, with no job)."""
+    return any(sub.path is not None and (record is UNREAD or not record or record.get("sha256") != digest)
+               for sub, digest, record in zip(submissions, digests, records, strict=True))
 
 
 def _previous(course: Course, sub: Submission, record) -> dict | None:
@@ -471,6 +488,7 @@ def _rejudging_ahead(course, planned, limits, isolate, code: RunCode, jobs, fing
         found.previous = None                         # the run holds it (planned): not sent back
         return found
 
+    warm.wait_for_start()                             # forked with no thread in the middle of its work
     return Ahead(rejudged, todo, jobs)
 
 

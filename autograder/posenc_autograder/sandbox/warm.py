@@ -307,6 +307,34 @@ def zygote_for(probe_files: dict[str, str]) -> Zygote | None:
         return _current
 
 
+_starting: threading.Thread | None = None
+
+
+def start_early(probe_files: dict[str, str]) -> None:
+    """Start the zygote for these probe sources in a thread of its own, for a run that will surely ask for it: its
+    start (~1.5 CPU-s, in its own process) overlaps what the run does before its first job, instead of holding that
+    job up. A job that asks for it meanwhile waits for it (zygote_for's lock)."""
+    global _starting
+    if enabled() and (_starting is None or not _starting.is_alive()):
+        _starting = threading.Thread(target=_start, args=(probe_files,), name="zygote-start", daemon=True)
+        _starting.start()
+
+
+def _start(probe_files: dict[str, str]) -> None:
+    try:
+        zygote_for(probe_files)
+    except Exception as exc:  # noqa: BLE001 - the first job meets the same fault, and says it, as without this start
+        print(f"warning: the warm sandbox did not start early ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def wait_for_start() -> None:
+    """The early start finished (a process forked now copies no thread in the middle of it)."""
+    global _starting
+    if _starting is not None:
+        _starting.join()
+        _starting = None
+
+
 def _self_check(zygote: Zygote) -> None:
     """One job that only builds its sandbox and exits: if that fails here, every job would."""
     channel = os.open(os.devnull, os.O_WRONLY)
