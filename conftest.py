@@ -242,7 +242,7 @@ def precompile_for_workers(config) -> int:
     modules = sorted(ROOT.joinpath("tests", "support").glob("*.py"))
     if package is not None and package.origin:
         modules += sorted(pathlib.Path(package.origin).parent.rglob("*.py"))
-    return precompile.precompile(config, tests, modules, workers)
+    return precompile.precompile(config, tests, modules, workers, seed=precompile.SEED)
 
 
 def pytest_configure(config):
