@@ -111,6 +111,26 @@ def test_a_waiting_students_status_runs_no_query_once_the_queue_is_read(app, por
     assert portal.status(graded)["score"] is None
 
 
+def test_a_refused_upload_and_an_assignment_page_read_no_graded_attempts_result(app, portal, statements):
+    """A student's graded attempts each hold their result (kilobytes); the pages and upload decisions that count
+    the attempts never show one, so none is read (fails on the old code: every attempt's result read again for
+    every refused upload and every page, a flooder's twenty about 200 kB a request); the feedback still reads its
+    own."""
+    set_policy(portal, max_attempts=2, max_queued=0, feedback_before="full")
+    alice = client_for(app, portal, "alice")
+    for marker in ("1", "2"):
+        assert upload(alice, notebook_bytes(marker)).status_code == 303
+    assert portal.worker.run_until_idle() == 2
+    statements.clear()
+    refused = upload(alice, notebook_bytes("3"))
+    assert refused.status_code == 403 and "all 2 attempts" in refused.text
+    page = alice.get(f"/assignments/{ASSIGNMENT}")
+    assert page.status_code == 200 and "/attempts/2" in page.text
+    read = [s for s in statements if "portal_attempt" in s]
+    assert read and not [s for s in read if "result_json" in s]
+    assert alice.get("/attempts/2/feedback").status_code == 200
+
+
 def test_an_upload_is_checked_by_intakes_rules_without_building_the_notebook(portal, monkeypatch):
     built = []
     real = nbformat.from_dict

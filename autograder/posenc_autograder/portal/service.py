@@ -14,6 +14,7 @@ import time
 import typing
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.orm import defer
 
 from posenc_autograder import settings
 from posenc_autograder.course import RELEASE_DIRECTORY, Course
@@ -65,8 +66,11 @@ _ASSIGNMENTS = bindparam("assignments", expanding=True)
 SAVED_POLICIES = select(Policy).where(Policy.assignment.in_(_ASSIGNMENTS))
 SAVED_EXTENSIONS = select(Extension).where(Extension.student_id == bindparam("student"),
                                            Extension.assignment.in_(_ASSIGNMENTS))
+# A student's attempts as their pages and upload decisions count them, without each graded one's result (kilobytes
+# an attempt, read again for every page and every refused upload; the feedback reads its own attempt's)
 STUDENTS_ATTEMPTS = select(Attempt).where(Attempt.student_id == bindparam("student"),
-                                          Attempt.assignment.in_(_ASSIGNMENTS)).order_by(Attempt.number)
+                                          Attempt.assignment.in_(_ASSIGNMENTS)).order_by(Attempt.number) \
+    .options(defer(Attempt.result_json, raiseload=True))
 
 
 class PortalBusy(Exception):
@@ -194,8 +198,7 @@ class Portal:
 
     def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt]]:
         policy, extension = self.dates_for(db, student, assignment)
-        attempts = list(db.execute(select(Attempt).where(Attempt.student_id == student, Attempt.assignment ==
-                                                         assignment).order_by(Attempt.number)).scalars())
+        attempts = list(db.execute(STUDENTS_ATTEMPTS, {"student": student, "assignments": [assignment]}).scalars())
         return policy, extension, attempts
 
     def dates_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None]:
