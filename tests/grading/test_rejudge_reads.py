@@ -126,3 +126,16 @@ def test_make_grade_says_what_the_class_files_leave_out_from_the_records_it_read
     loaded.clear()
     assert cli.main(command) == 0
     assert sorted(loaded) == ["ann", "ann", "ben", "ben"]            # nothing graded: the class files stood, read again
+
+
+def test_a_rejudge_reads_the_released_test_cells_once_a_run(tmp_path, monkeypatch):
+    """prepare, the graded checks and the judge each read the released notebook's test cells, for every notebook:
+    worked out once while the released file is unchanged (pipeline.released_tests)."""
+    course = course_with_solvers(tmp_path, "ann", "ben")
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    set_released_points(course, TEST, 5)
+    release, real, read = pipeline.released(course, "positional_encoding", NOTEBOOK), pipeline.test_cells, []
+    monkeypatch.setattr(pipeline, "test_cells", lambda nb: read.append(nb is release) or real(nb))
+    results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    assert [next(t.max_points for t in r.tests if t.cell_id == TEST) for r in results] == [5, 5]
+    assert read.count(True) == 1 and len(read) == 1 + len(results)      # the release once, each assembled notebook

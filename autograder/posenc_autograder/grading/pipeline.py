@@ -76,6 +76,19 @@ def _parsed_file(path: str, mtime_ns: int, size: int):
     return nbformat.read(path, as_version=4)
 
 
+def released_tests(course: Course, assignment: str, notebook: str) -> tuple[tuple[int, str, str, float], ...]:
+    """test_cells of the released notebook, worked out once while the file is unchanged: prepare, the judge and the
+    graded checks each read them for every notebook (a regrade from kept records read them four times a notebook)."""
+    path = course.path(RELEASE_DIRECTORY) / assignment / f"{notebook}.ipynb"
+    state = path.stat()
+    return _released_tests(str(path), state.st_mtime_ns, state.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _released_tests(path: str, mtime_ns: int, size: int) -> tuple[tuple[int, str, str, float], ...]:
+    return tuple(test_cells(_parsed_file(path, mtime_ns, size)))
+
+
 def submitted_notebook(path: pathlib.Path, caps: Caps = Caps()):
     """read_notebook for a submission within the course's caps, parsed once while the file is unchanged (prepare
     and the evidence both read it; the few in flight are kept). Callers must not change it."""
@@ -207,7 +220,7 @@ def prepare(course: Course, submission: Submission, limits: Limits, isolate: boo
 
 def prepare_run(course: Course, submission: Submission, limits: Limits, isolate: bool) -> Prepared | NotebookResult:
     release = released(course, submission.assignment, submission.notebook)
-    cells = test_cells(release)
+    cells = released_tests(course, submission.assignment, submission.notebook)
     if submission.path is None:
         return not_graded(submission, cells, submission.notes)
     try:
@@ -270,8 +283,8 @@ def not_graded(submission: Submission, cells, notes) -> NotebookResult:
 
 def graded_checks(course: Course, submission: Submission) -> list[HiddenTest]:
     """The hidden tests of the submission's released notebook, in its order."""
-    release = released(course, submission.assignment, submission.notebook)
-    return [REGISTRY[cell_id] for _, cell_id, _, _ in test_cells(release) if cell_id in REGISTRY]
+    return [REGISTRY[cell_id] for _, cell_id, _, _ in released_tests(course, submission.assignment, submission.notebook)
+            if cell_id in REGISTRY]
 
 
 def judged_tests(course: Course, submission: Submission, execution: Execution, kept=None
@@ -294,7 +307,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     if execution.failure:
         notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))
     tests = []
-    cells = test_cells(release)
+    cells = released_tests(course, submission.assignment, submission.notebook)
     if judged is None:
         judged = judged_tests(course, submission, execution)
     for _, cell_id, title, points in cells:
