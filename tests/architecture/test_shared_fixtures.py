@@ -1,4 +1,5 @@
 """The fixtures the test workers share through the checkout are made by one of them: the others wait and read it."""
+import shutil
 import threading
 import time
 
@@ -28,3 +29,19 @@ def test_workers_asking_at_once_for_the_registered_gradebook_register_each_assig
         worker.join()
     assignments = sorted(p.name for p in (fixture_submissions.ROOT / "exercises").iterdir() if p.is_dir())
     assert sorted(registered) == assignments and len(set(found)) == 1 and found[0].is_file()
+
+
+def test_a_new_checkouts_registered_gradebook_recalls_the_generated_assignments_kept_in_the_users_cache(
+        tmp_path, monkeypatch):
+    kept = fixture_submissions.registered_gradebook()            # this checkout's, its generated entries beside it
+    seed = tmp_path / "seed"
+    shutil.copytree(kept.parent / generation.KEPT, seed)
+    monkeypatch.setattr(fixture_submissions, "KEPT_GRADEBOOKS", tmp_path / "kept")      # a checkout with none kept
+    monkeypatch.setattr(fixture_submissions, "GENERATED_SEED", seed)
+
+    def generate(*args, **kwargs):
+        raise AssertionError("generated again although kept")
+
+    monkeypatch.setattr(generation, "_generate", generate)
+    made = fixture_submissions.registered_gradebook.__wrapped__()
+    assert made.is_relative_to(tmp_path / "kept") and made.read_bytes()[:16] == b"SQLite format 3\0"

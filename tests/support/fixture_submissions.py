@@ -17,6 +17,7 @@ import shutil
 import tempfile
 
 import nbformat
+import precompile
 from notebook_tools import ROOT
 
 from posenc_autograder import settings
@@ -212,6 +213,9 @@ def _registration_key() -> str:
 
 
 KEPT_GRADEBOOKS = ROOT / ".pytest_cache" / "posenc-gradebook"
+# The generated assignments' kept entries, for a new checkout's first registering: each is recalled only under the
+# digest of everything that decides it (this code, nbgrader's version, the sources, the settings) and intact
+GENERATED_SEED = precompile.USER_CACHE / "generated"
 
 
 @functools.lru_cache(maxsize=1)
@@ -233,6 +237,18 @@ def registered_gradebook() -> pathlib.Path:
     return kept
 
 
+def _seed_entries(entries: pathlib.Path) -> None:
+    """Each kept entry copied to GENERATED_SEED, whole or not at all. Best effort: a next checkout generates again."""
+    try:
+        GENERATED_SEED.mkdir(parents=True, exist_ok=True)
+        for entry in entries.glob("*.json"):
+            partial = GENERATED_SEED / f"{entry.name}.{os.getpid()}.partial"
+            shutil.copyfile(entry, partial)
+            partial.replace(GENERATED_SEED / entry.name)
+    except OSError:
+        pass
+
+
 def _is_kept(kept: pathlib.Path) -> bool:
     return kept.is_file() and (kept.parent / generation.KEPT).is_dir()
 
@@ -241,8 +257,12 @@ def _register_into(kept: pathlib.Path) -> None:
     folder = pathlib.Path(tempfile.mkdtemp(prefix="posenc-gradebook-"))
     atexit.register(shutil.rmtree, folder, True)
     course = Course(make_course(folder / "course", registered=False))
+    entries = course.work / generation.KEPT
+    if GENERATED_SEED.is_dir():
+        shutil.copytree(GENERATED_SEED, entries, dirs_exist_ok=True)
     for release in sorted(p for p in (ROOT / "exercises").iterdir() if p.is_dir()):
         gradebook.register(course, release.name)
+    _seed_entries(entries)
     partial_entries = kept.parent / f"{generation.KEPT}.{os.getpid()}.partial"
     shutil.copytree(course.work / generation.KEPT, partial_entries)
     try:

@@ -24,8 +24,9 @@ import shutil
 import sys
 
 # pytest's own rewriting, private: a pytest without one of them leaves the rewriting to the workers
-SEED = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "posenc-course" \
-    / "pytest-rewritten"
+# the tests' own folder in the user's cache (as pip keeps its downloads there): what a new checkout need not make again
+USER_CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "posenc-course"
+SEED = USER_CACHE / "pytest-rewritten"
 MAX_SEEDED = 2000                 # rewritten modules kept in SEED (some 2 MB), the least recently used removed
 PYTEST_USED = ("_rewrite_test", "_write_pyc", "get_cache_dir", "try_makedirs", "PYC_TAIL", "assertstate_key")
 
