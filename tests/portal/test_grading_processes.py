@@ -11,27 +11,18 @@ import httpx
 import psutil
 import pytest
 import timed_sandbox
+from dying_sandbox import DiesRightAfterItsFirstClaim, graded_elsewhere_or_dies
 from fixture_submissions import ASSIGNMENT
 from test_robustness import wait_until_settled
 
 from conftest import client_for, notebook_bytes, upload
 from posenc_autograder.devtools.portal_load import retry_after
-from posenc_autograder.grading.execute import Execution
 from posenc_autograder.portal import grading_processes, worker
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal
 from posenc_autograder.portal.web import students
 
 WEB_PROCESS = os.getpid()
-
-
-def graded_elsewhere_or_dies(task):
-    """A stand-in sandbox the grading process imports: a notebook marked "dies" ends the whole grading process
-    mid-job; any other is graded (no answers), and its executed copy says which process ran it."""
-    if "# dies" in task.notebook_json:
-        os._exit(3)
-    return Execution(task.key, {}, [], {}, 0.01, executed_notebook=task.notebook_json.replace(
-        "# honest", f"# honest, graded in {os.getpid()}"))
 
 
 @pytest.fixture
@@ -94,30 +85,6 @@ def zygotes() -> list[psutil.Process]:
         except psutil.Error:                     # ended meanwhile
             pass
     return found
-
-
-class DiesRightAfterItsFirstClaim:
-    """A stand-in sandbox (graded_elsewhere_or_dies) which, unpickled in a grading process, ends that process the
-    moment the first claim of the test is committed, before it has said a word of it to the web process."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __call__(self, task):
-        return graded_elsewhere_or_dies(task)
-
-    def __setstate__(self, state):                   # only in a grading process: the web process holds the original
-        self.__dict__.update(state)
-        from posenc_autograder.portal import queue
-        claim = queue.claim
-
-        def claim_then_die(*args, **kwargs):
-            job = claim(*args, **kwargs)
-            if job is not None and not os.path.exists(self.marker):
-                open(self.marker, "x").close()
-                os._exit(9)                          # committed as running, nothing sent
-            return job
-        queue.claim = claim_then_die
 
 
 def test_a_process_dead_between_its_claim_and_its_first_word_loses_no_job(course, fast_supervision, tmp_path):
