@@ -7,6 +7,7 @@ import pathlib
 import re
 from xml.etree import ElementTree
 
+import markupsafe
 import numpy as np
 import pytest
 from book_pages import open_page
@@ -19,7 +20,7 @@ from posenc_autograder.intake import roster
 from posenc_autograder.records import results_store
 from posenc_autograder.reports import dashboard, late_policy
 from posenc_autograder.reports import run_report as report
-from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
+from posenc_autograder.results import Asked, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 SWAPPED = "sin and cos are swapped: even columns should hold sin, odd columns cos"
@@ -197,11 +198,23 @@ def test_students_needing_attention_and_feedback_links(class_page):
     assert "late" in text.split("Every student")[1].split("bob")[1].split("</tr>")[0]
 
 
-def test_a_regrade_says_why_it_happened(tmp_path):
+def test_the_students_needing_attention_are_those_a_note_asks_someone_to_act_on(tmp_path):
+    """Whether a note puts its student among those needing attention is its kind's `asks`, as in the run report: an
+    error in the student's own cell is there, a regrade or kept scores (which only inform) are not. Every kind is
+    worded in the "Why" column."""
     course = Course(make_course(tmp_path / "course"))
-    moved = result("gus", (True, True), [Note(NoteKind.REGRADE, "resubmitted: hidden_pe_values 0 → 3")])
-    page = dashboard.render(course, [moved])
-    assert "score changed by a regrade" in page and "resubmitted" in page
+    results = [result(f"s{i}", (True, True), [Note(kind, f"what happened: {kind.value}")])
+               for i, kind in enumerate(NoteKind)]
+    page = dashboard.render(course, results)
+    attention = section(page, "Students who need attention", "Every student")
+    listed = {row_students(row)[0] for row in attention.split("<tr>")[2:] if "<a " in row}
+    assert listed == {f"s{i}" for i, kind in enumerate(NoteKind) if kind.asks is not Asked.NOBODY}
+    assert f"s{list(NoteKind).index(NoteKind.OWN_CELL_RAISED)}" in listed
+    assert not {f"s{list(NoteKind).index(k)}" for k in (NoteKind.REGRADE, NoteKind.SCORES_KEPT)} & listed
+    assert set(dashboard.WHY) == set(NoteKind)
+    for kind in NoteKind:
+        if kind.asks is not Asked.NOBODY:
+            assert markupsafe.escape(dashboard.WHY[kind]) in attention
 
 
 def test_csv_cells_cannot_start_formulas():

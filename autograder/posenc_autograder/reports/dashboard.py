@@ -23,15 +23,21 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts
 from posenc_autograder.reports import charts, feedback, late_policy, templating
-from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, Problem, ProblemKind
+from posenc_autograder.results import Asked, GradedTest, NotebookResult, NoteKind, Problem, ProblemKind
 
-# Kinds of note (results.NoteKind) -> why an instructor should look at the student.
-ATTENTION = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
-             NoteKind.TIMEOUT: "timeout", NoteKind.CRASHED: "crashed or was killed", NoteKind.MEMORY: "memory limit",
-             NoteKind.OUTPUT_FLOOD: "output flood", NoteKind.EDITED_READ_ONLY: "edited read-only cells",
-             NoteKind.UNREADABLE_DATA: "sent the grader data it could not read",
-             NoteKind.GRADER_ERROR: "grader error", NoteKind.REGRADE: "score changed by a regrade",
-             NoteKind.SCORES_KEPT: "a rerun scored lower; earlier scores kept"}
+# Each kind of note (results.NoteKind) in the words of the "Why" column. Whether a note puts its student among those
+# needing attention is the kind's `asks` (someone must act), not this table: it words every kind.
+WHY = {NoteKind.UNREADABLE: "not graded", NoteKind.SUBMISSION: "submission problem",
+       NoteKind.ASSEMBLY: "cells restored or added", NoteKind.EDITED_READ_ONLY: "edited read-only cells",
+       NoteKind.CRASHED: "crashed or was killed", NoteKind.TIMEOUT: "timeout", NoteKind.OUTPUT_FLOOD: "output flood",
+       NoteKind.OUTPUT_CUT: "output cut", NoteKind.UNREADABLE_DATA: "sent the grader data it could not read",
+       NoteKind.MEMORY: "memory limit", NoteKind.GRADER_ERROR: "grader error",
+       NoteKind.FIX_FIRST: "one cause explains several failures", NoteKind.BROKEN_CELL: "an answer cell did not run",
+       NoteKind.RAISED_AFTER_DEFINING: "an answer cell raised after defining its functions",
+       NoteKind.OWN_CELL_RAISED: "an error in the student's own cell", NoteKind.SKIPPED_MAGIC: "magics skipped",
+       NoteKind.REDEFINED: "a later definition graded",
+       NoteKind.SCORES_KEPT: "a rerun scored lower; earlier scores kept",
+       NoteKind.REGRADE: "score changed by a regrade", NoteKind.OTHER: "see the notes"}
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
@@ -293,9 +299,11 @@ UNTOUCHED = "untouched: the answers are the released template"
 
 
 def attention(result: NotebookResult) -> list[str]:
+    """Why an instructor should look at this notebook: it was not graded, or a note asks someone to act
+    (NoteKind.asks, as the run report decides); a note that only informs is no reason."""
     reasons = [] if result.graded else ["not graded"]
     for note in result.notes:
-        why = ATTENTION.get(getattr(note, "kind", NoteKind.OTHER))
+        why = WHY[note.kind] if note.kind.asks is not Asked.NOBODY else None
         if why and why not in reasons:
             reasons.append(why)
     return reasons
