@@ -27,6 +27,7 @@ from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrad
 from posenc_autograder.grading import shared_probes
 from posenc_autograder.grading.assemble import assemble, code_cell, untouched
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
+from posenc_autograder.grading.fix_first import fix_this_first
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes import helpers as probe_helpers
@@ -333,34 +334,6 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,
                           seconds=execution.seconds,
                           untouched=untouched(ran, release) if ran is not None else None)
-
-
-def fix_this_first(tests: list[GradedTest]) -> list[Note]:
-    """One note naming a diagnosed cause (Problem.cause) that explains failures in several tests, so feedback
-    opens with it; causes that differ only in a measured number count as one. The contracts test is not counted:
-    the cause it names for a function whose values are wrong is its value tests' own, not one more failure."""
-    failing: dict[str, list[str]] = {}          # cause, its measured numbers left out -> [first wording, ids]
-    raised: set[str] = set()                    # causes that are an exception's message, not a diagnosed mistake
-    for test in tests:
-        if test.cell_id in REGISTRY and REGISTRY[test.cell_id].reads_verdicts:
-            continue
-        for problem in test.problems:
-            cause = getattr(problem, "cause", None)
-            if cause and problem.kind != ProblemKind.NOT_JUDGED:     # a cell that did not run: its own note says so
-                entry = failing.setdefault(re.sub(r"\d[\d.e+-]*", "#", cause), [cause])
-                if test.cell_id not in entry:
-                    entry.append(test.cell_id)
-                if problem.error and cause.startswith(f"{problem.error}:"):
-                    raised.add(cause)
-    shared = [entry for entry in failing.values() if len(entry) > 2]
-    if not shared:
-        return []
-    cause, *ids = max(shared, key=len)
-    if cause in raised:
-        return [Note(NoteKind.FIX_FIRST, f"Fix this first: your code raised {cause}; that one error fails "
-                                         f"{', '.join(ids)} (no known mistake matches it, so start from the error).")]
-    return [Note(NoteKind.FIX_FIRST,
-                 f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from posenc_autograder.reports import late_policy, templating
 if TYPE_CHECKING:             # records.graded imports the gradebook (nbgrader): a run with nothing to grade needs none
     from posenc_autograder.records import graded
 from posenc_autograder.reports.late_policy import penalised
-from posenc_autograder.results import NotebookResult
+from posenc_autograder.results import Note, NotebookResult, NoteKind
 
 TEMPLATE = "feedback.html"
 STYLE = """
@@ -52,13 +52,27 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
     rows = [{"test": test, "points": scores.get(test.cell_id, (test.points, False))[0],
              "by_hand": scores.get(test.cell_id, (test.points, False))[1]} for test in result.tests]
     total = sum(row["points"] for row in rows)
+    notes = notes_as_scored(result, rows)
     graded_late = late is not None and result.graded
     final = penalised(total, late.percent) if graded_late else total
-    return templating.render(TEMPLATE, result=result, rows=rows, total=total, final=final,
+    return templating.render(TEMPLATE, result=result, notes=notes, rows=rows, total=total, final=final,
                              late=late.sentence(total, result.max_score) if graded_late else None,
                              by_hand=any(row["by_hand"] for row in rows), comments=list(comments), counted=counted,
                              reason=not_graded_reason(result), style=STYLE, back=back)
 
+
+def notes_as_scored(result: NotebookResult, rows: list[dict]) -> list[Note]:
+    """The notes, with "Fix this first" worked out again over the tests that still cost points (`rows`: render's,
+    each test's points with the instructor's) when some were set by hand: a test whose points the instructor
+    restored is no longer a failure to fix, and a cause left behind one failure only is no longer named."""
+    if not any(row["by_hand"] for row in rows) or not result.notes_of(NoteKind.FIX_FIRST):
+        return result.notes
+    # Imported here: it reads the checks' registry, which a page with no score set by hand does without.
+    from posenc_autograder.grading.fix_first import fix_this_first
+    costing = [row["test"] for row in rows if row["points"] < row["test"].max_points]
+    at = next(i for i, note in enumerate(result.notes) if note.kind is NoteKind.FIX_FIRST)
+    rest = [note for note in result.notes if note.kind is not NoteKind.FIX_FIRST]
+    return rest[:at] + fix_this_first(costing) + rest[at:]
 
 
 def not_graded_reason(result: NotebookResult) -> str:
