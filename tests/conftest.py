@@ -8,6 +8,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -118,3 +119,82 @@ def postgres_url():
             yield url
     except PostgresMissing as exc:
         pytest.fail(str(exc))
+
+
+
+# --- each test leaves its process as it found it ----------------------------------------------------------------
+# A test that leaves an environment variable, the working folder, the umask, tempfile's folder or a child process
+# behind changes what every later test on its worker sees: which tests those are depends on how xdist spreads the
+# files, so the failure shows elsewhere and only sometimes (CI failed on a test that counted an earlier test's
+# zygote; a Chromium test on a TMPDIR another test had left). Each such leak is named as a warning of the test that
+# made it, in the run's summary. A process keeps one zygote (sandbox/warm.py) and multiprocessing's fork server and
+# resource tracker by design: those are not leaks.
+from posenc_autograder.course import _venv_tools_on_path  # noqa: E402
+
+_venv_tools_on_path()            # the one change of the environment the grader makes for good, made before any test
+
+
+class LeftBehind(pytest.PytestWarning):
+    """A test left its process changed for the tests after it on its worker."""
+
+
+def child_processes() -> set[int]:
+    """This process's children (every thread's), from /proc: a fraction of a millisecond."""
+    found: set[int] = set()
+    for thread in os.listdir("/proc/self/task"):
+        try:
+            found.update(int(pid) for pid in pathlib.Path(f"/proc/self/task/{thread}/children").read_text().split())
+        except OSError:                       # the thread ended meanwhile
+            pass
+    return found
+
+
+def kept_by_design() -> set[int]:
+    """The children a process keeps for the rest of its life: its zygote, multiprocessing's fork server and
+    resource tracker."""
+    import multiprocessing.forkserver
+    import multiprocessing.resource_tracker
+    kept = {multiprocessing.forkserver._forkserver._forkserver_pid,
+            multiprocessing.resource_tracker._resource_tracker._pid}
+    warm = sys.modules.get("posenc_autograder.sandbox.warm")
+    zygote = warm and warm._current
+    if zygote:
+        kept.add(zygote.process.pid)
+    return {pid for pid in kept if pid}
+
+
+def process_state() -> dict:
+    mask = os.umask(0)
+    os.umask(mask)
+    environment = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}  # pytest's own
+    return {"environment": environment, "working folder": os.getcwd(), "umask": mask,
+            "tempfile.tempdir": tempfile.tempdir}
+
+
+def left_behind(before: dict, children: set[int]) -> str | None:
+    """What changed in this process since `before` and `children` were taken, in words; None when nothing did."""
+    before, after, left = dict(before), process_state(), child_processes() - children - kept_by_design()
+    old, new = before.pop("environment"), after.pop("environment")
+    changed = {key: (old.get(key), new.get(key)) for key in sorted({*old, *new}) if old.get(key) != new.get(key)}
+    said = [f"environment: {changed}"] if changed else []
+    said += [f"{name}: {before[name]!r} -> {after[name]!r}" for name in before if before[name] != after[name]]
+    said += [f"child process {pid} still running: {command_line(pid)}" for pid in sorted(left)]
+    return "; ".join(said) or None
+
+
+def command_line(pid: int) -> str:
+    try:
+        return pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "(ended)"
+
+
+@pytest.fixture(autouse=True)
+def leaves_its_process_as_it_found_it(request):
+    """Around every test and its function fixtures (set up before them, torn down after them); the fixtures of a
+    module or session outlive it, and are not its leaks."""
+    before, children = process_state(), child_processes()
+    yield
+    found = left_behind(before, children)
+    if found:
+        request.node.warn(LeftBehind(f"left for the next tests of this process: {found}"))

@@ -176,3 +176,23 @@ def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(
         finally:
             subprocess.run(["umount", str(noexec)], check=True)
 
+
+def test_a_test_that_leaves_its_process_changed_is_named(request, monkeypatch):
+    """tests/conftest.py names what a test left for the next tests of its worker: an environment variable, a child
+    process (here both); nothing when the process is as it was."""
+    import subprocess
+    guard = next(plugin for plugin in request.config.pluginmanager.get_plugins()
+                 if getattr(plugin, "__file__", None) == str(ROOT / "tests" / "conftest.py"))
+    before, children = guard.process_state(), guard.child_processes()
+    assert guard.left_behind(before, children) is None
+    monkeypatch.setenv("POSENC_LEFT_BEHIND", "1")
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        found = guard.left_behind(before, children)
+    finally:
+        child.kill()
+        child.wait()
+    assert "'POSENC_LEFT_BEHIND': (None, '1')" in found
+    assert f"child process {child.pid} still running: sleep 60" in found
+    monkeypatch.delenv("POSENC_LEFT_BEHIND")
+    assert guard.left_behind(before, children) is None
