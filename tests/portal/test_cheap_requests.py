@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from fixture_submissions import ASSIGNMENT
 from hostile_notebooks import HOSTILE_FILES
-from sqlalchemy import Table, create_engine, event, text
+from sqlalchemy import Table, create_engine, event, select, text
 from sqlalchemy.pool import QueuePool
 from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
@@ -409,3 +409,63 @@ def test_the_courses_rules_are_made_once_for_every_page_until_course_toml_change
     with portal.sessions() as db:
         assert portal.worker.policy_for(db, ASSIGNMENT).max_queued == 5
     assert portal.assignment_view("alice", ASSIGNMENT)["policy"].max_queued == 5
+
+
+def test_a_graded_status_read_before_its_store_reads_no_grade(app, portal, statements, monkeypatch):
+    """Fails on the old code: a graded attempt's status read the student's final scores from the gradebook even
+    when the attempt was not stored as the one that counts (a graded status is read before its store), where only
+    a counting attempt's points come from them."""
+    set_policy(portal, feedback_before="full")
+    upload(client_for(app, portal, "alice"), notebook_bytes("a"))
+    monkeypatch.setattr(portal.worker, "store_counting_safely", lambda student, assignment: None)
+    assert portal.worker.run_until_idle() == 1
+    with portal.sessions() as db:
+        graded = db.get(Attempt, 1)
+    assert graded.status == Status.GRADED and not graded.promoted
+    statements.clear()
+    shown = portal.status(graded)
+    assert shown["score"] == graded.score and shown["max_score"] == graded.max_score      # its own points
+    assert not [s for s in statements if "FROM assignment JOIN submitted_assignment" in s]
+    monkeypatch.undo()
+    portal.worker.store_counting("alice", ASSIGNMENT)
+    with portal.sessions() as db:
+        stored = db.get(Attempt, 1)
+    statements.clear()
+    assert stored.promoted and portal.status(stored)["score"] == stored.score
+    assert [s for s in statements if "FROM assignment JOIN submitted_assignment" in s]   # its grade, read
+
+
+def test_a_status_stream_reads_the_session_once_for_its_first_event(app, portal, statements):
+    """Fails on the old code: the stream's first event read the session the request had just checked again (each
+    later event checks it, so a revoked link or a sign-out ends the stream)."""
+    alice = client_for(app, portal, "alice")
+    upload(alice, notebook_bytes("a"))
+    portal.worker.run_until_idle()
+    statements.clear()
+    answer = alice.get("/attempts/1/status.events")
+    assert answer.status_code == 200 and '"status":"graded"' in answer.text
+    assert sum("FROM portal_session" in s for s in statements) == 1
+
+
+def test_an_upload_numbers_its_attempt_from_the_attempts_it_read(app, portal, statements):
+    """Fails on the old code: the new attempt's number was read again (the largest of the student's), after the
+    upload's check had read every attempt of theirs at the assignment."""
+    alice = client_for(app, portal, "alice")
+    statements.clear()
+    for marker in ("a", "b"):
+        assert upload(alice, notebook_bytes(marker)).status_code == 303
+    assert not [s for s in statements if "max(portal_attempt.number)" in s]
+    with portal.sessions() as db:
+        assert [a.number for a in db.execute(select(Attempt).order_by(Attempt.id)).scalars()] == [1, 2]
+
+
+def test_a_job_is_graded_from_the_row_its_claim_read(app, portal, statements):
+    """Fails on the old code: grading a job read its row again after the claim had read it, and its short run's
+    question (does another student's job wait?) read it a third time."""
+    set_policy(portal, feedback_before="full")
+    for student in ("alice", "bob"):
+        upload(client_for(app, portal, student), notebook_bytes(student))
+    statements.clear()
+    assert portal.worker.run_until_idle() == 2
+    by_id = [s for s in statements if s.startswith("SELECT portal_attempt.id") and "WHERE portal_attempt.id = " in s]
+    assert len(by_id) == 2 * 2            # each job: its claim's read, and its evidence's look at its promotion

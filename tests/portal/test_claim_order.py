@@ -6,6 +6,7 @@ import random
 
 import pytest
 from sqlalchemy import delete, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from posenc_autograder.portal import queue
 from posenc_autograder.portal.models import Attempt, Status, Student, open_database, utcnow
@@ -193,3 +194,35 @@ def test_on_postgresql_a_claim_walks_the_jobs_before_its_own_whatever_the_statis
             return plan_work(plan[0]["Plan"])
     few, many = claim_work(50), claim_work(400)
     assert many < few * 2, (few, many)
+
+
+def test_the_claims_first_job_is_the_smallest_id_by_sqls_own_rule():
+    """Fails on the old query: its LIMIT 1 took the first row a subquery ordered by id handed it, an order SQL does
+    not promise to keep outside that subquery (both databases kept it, as planned then)."""
+    for dialect in (sqlite.dialect(), postgresql.dialect()):
+        sql = str(queue.FIRST_UNUSED.compile(dialect=dialect)).upper()
+        assert "MIN(PORTAL_ATTEMPT.ID)" in sql and "LIMIT" not in sql and "OFFSET" not in sql
+
+
+def test_on_sqlite_a_claim_walks_the_jobs_before_its_own(sessions):
+    """SQLite finds the smallest id that passes by walking the queued jobs in id order and stopping at the first:
+    its work does not grow with the queue (here after 20 jobs of students who used time lately)."""
+    now = utcnow()
+    with sessions() as db:
+        db.add_all(Student(id=f"s{n}", name="") for n in range(800))
+        db.flush()
+        db.add_all(Attempt(student_id=f"s{n}", assignment="a", notebook="n", number=1, sha256="0" * 64, size=1,
+                           uploaded_at=now, status=Status.GRADED, started_at=now, finished_at=now, runs=1,
+                           grading_seconds=1.0) for n in range(20))
+        db.commit()
+
+        def claim_steps(queued: int) -> int:
+            db.execute(delete(Attempt).where(Attempt.number == 2))
+            db.add_all(Attempt(student_id=f"s{n}", assignment="a", notebook="n", number=2, sha256="1" * 64, size=1,
+                               uploaded_at=now, status=Status.QUEUED, runs=0) for n in range(queued))
+            db.commit()
+            first = db.execute(select(Attempt.id).where(Attempt.student_id == "s20", Attempt.number == 2)).scalar()
+            assert queue.next_job(db, WINDOW, 2) == first == first_that_may_start(db, 2)
+            return vm_steps(db, lambda: db.execute(queue.FIRST_UNUSED, {"since": now - WINDOW}).scalar())
+        few, many = claim_steps(50), claim_steps(800)
+        assert many <= few + 2, (few, many)

@@ -33,11 +33,16 @@ USAGE_WINDOW = dt.timedelta(minutes=Sharing().usage_window_minutes)     # a cour
 
 
 def enqueue(db, student: str, assignment: str, notebook: str, sha256: str, size: int, late: bool,
-            now: dt.datetime, door: str = "portal") -> Attempt:
+            now: dt.datetime, door: str = "portal", earlier: Collection[Attempt] | None = None) -> Attempt:
     """A new attempt, queued (the caller commits: the answer is sent only after); `door`: the record's name of the
-    way the student came in."""
-    number = db.execute(select(func.coalesce(func.max(Attempt.number), 0)).where(
-        Attempt.student_id == student, Attempt.assignment == assignment)).scalar_one() + 1
+    way the student came in; `earlier`: every attempt of the student's at this assignment, as the caller read them
+    in this session (holding their uploads' lock): the new number follows theirs without reading them again (the
+    table's unique number refuses a row that raced past it). None: read."""
+    if earlier is None:
+        number = db.execute(select(func.coalesce(func.max(Attempt.number), 0)).where(
+            Attempt.student_id == student, Attempt.assignment == assignment)).scalar_one() + 1
+    else:
+        number = max((attempt.number for attempt in earlier), default=0) + 1
     attempt = Attempt(student_id=student, assignment=assignment, notebook=notebook, number=number, sha256=sha256,
                       size=size, uploaded_at=now, late=late, status=Status.QUEUED, runs=0, promoted=False,
                       door=door)
@@ -116,24 +121,22 @@ def next_job(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1) -> int | N
     return next((j for j in order if may_start(db, j, order, slots)), None)
 
 
-# FIRST_UNUSED walks the queued jobs in upload order (an index of theirs) and asks of each, until one answers, whether
-# its student has another job waiting before it or running, or used sandbox time in the window: one look-up by
-# student a job, so a claim's work is the jobs it walks past, not the queue. Its shape keeps PostgreSQL's planner to
-# that walk whatever its statistics say (none yet, or taken before the rush, when no row was queued): the queued jobs
-# are a subquery of their own (OFFSET 0 keeps it one), ordered before the test, and the test is one EXISTS that is
-# IS NOT TRUE, where NOT EXISTS becomes an anti-join (which, planned for a queue of one, joined each queued job to
-# every waiting one: 0.2-0.7 s a claim at 800 queued) and a second EXISTS could be hashed over the whole table.
-_QUEUED = (select(Attempt.id, Attempt.student_id)
-           .where(Attempt.status == Status.QUEUED, Attempt.full_run.is_not(True))
-           .order_by(Attempt.id).offset(0).subquery("queued"))
+# FIRST_UNUSED is the smallest id (upload order) of the queued jobs whose student has no other job waiting before it or
+# running and used no sandbox time in the window: one look-up by student a job. Both databases find the smallest by
+# walking the queued jobs' index in id order and stop at the first job that passes (PostgreSQL's plan of min() is that
+# index walk whatever its statistics say: none yet, or taken before the rush, when no row was queued), so a claim's work
+# is the jobs it walks past, not the queue; and min() makes the answer the first in upload order by SQL's own rule,
+# not by the order rows happen to reach a LIMIT. The test is one EXISTS that is IS NOT TRUE, where NOT EXISTS becomes
+# an anti-join (which, planned for a queue of one, joined each queued job to every waiting one: 0.2-0.7 s a claim at
+# 800 queued) and a second EXISTS could be hashed over the whole table.
 _OTHER = aliased(Attempt)
-FIRST_UNUSED = (select(_QUEUED.c.id)
-                .where(exists().where(_OTHER.student_id == _QUEUED.c.student_id,
+FIRST_UNUSED = (select(func.min(Attempt.id))
+                .where(Attempt.status == Status.QUEUED, Attempt.full_run.is_not(True),
+                       exists().where(_OTHER.student_id == Attempt.student_id,
                                       or_(_OTHER.status == Status.RUNNING,
-                                          and_(_OTHER.status == Status.QUEUED, _OTHER.id < _QUEUED.c.id),
+                                          and_(_OTHER.status == Status.QUEUED, _OTHER.id < Attempt.id),
                                           and_(_OTHER.uploaded_at >= bindparam("since"),
-                                               _OTHER.grading_seconds > 0))).is_not(True))
-                .limit(1))          # the subquery's order (an ORDER BY here made SQLite test every queued job)
+                                               _OTHER.grading_seconds > 0))).is_not(True)))
 
 
 def may_start(db, job: int, order: list[int], slots: int) -> bool:
@@ -150,7 +153,11 @@ def may_start(db, job: int, order: list[int], slots: int) -> bool:
 def others_waiting(db, attempt_id: int) -> bool:
     """Does another student's job wait now (then a job's run is short, `rush_notebook_seconds`)? The first such job
     answers: counting them all read the whole queue for every job run in a rush."""
-    student = db.get(Attempt, attempt_id).student_id
+    return another_students_job_waits(db, db.get(Attempt, attempt_id).student_id)
+
+
+def another_students_job_waits(db, student: str) -> bool:
+    """others_waiting for a job of `student`'s (its row read already)."""
     return db.execute(ANOTHER_WAITING, {"student": student}).first() is not None
 
 

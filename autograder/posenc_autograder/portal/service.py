@@ -309,15 +309,18 @@ class Portal:
             found = self._own_attempt(db, student, attempt_id)
             return None if found is None else (found, self._status(db, found))
 
-    def signed_in_status(self, cookie: str | None, attempt_id: int) -> tuple[Attempt, dict] | None:
+    def signed_in_status(self, cookie: str | None, attempt_id: int,
+                         checked: str | None = None) -> tuple[Attempt, dict] | None:
         """own_status for the student of this session cookie, the session checked on the same database session (a
         status stream reads it at each event, so a revoked link or a sign-out ends it); None: the session ended, or
-        the attempt is not its student's."""
+        the attempt is not its student's. `checked`: the student whose session the request has just checked (a
+        stream's first event), not read again."""
         with self.sessions() as db:
-            session = auth.session_for(db, cookie)
-            if session is None or session.student_id is None:
+            session = auth.session_for(db, cookie) if checked is None else None
+            student = checked if checked is not None else session.student_id if session is not None else None
+            if student is None:
                 return None
-            found = self._own_attempt(db, session.student_id, attempt_id)
+            found = self._own_attempt(db, student, attempt_id)
             return None if found is None else (found, self._status(db, found))
 
     def _status(self, db, attempt: Attempt) -> dict:
@@ -337,14 +340,17 @@ class Portal:
         extension = self._extension_in(deadlines, student, assignment)
         if not rules.scores_visible(self.worker.policy_for(db, assignment), extension, self.now()):
             return False, None
-        final = gradebook.session_final_scores(db, student).get((student, assignment))
+        counts = self._counts_now(attempt, deadlines)
+        final = gradebook.session_final_scores(db, student).get((student, assignment)) if counts else None
         grade = late_policy.grade_of(deadlines, student, assignment, final) if final is not None else None
-        return True, stated_points(attempt, self._counts_now(attempt, deadlines), grade, deadlines)
+        return True, stated_points(attempt, counts, grade, deadlines)
 
     def _counts_now(self, attempt: Attempt, deadlines: late_policy.Deadlines) -> bool:
         """Stored as the one that counts, and still the one the record counts (a door's newer attempt, collected
-        since, counts before the next store moves the gradebook to it)."""
-        return counts_now(attempt, self.counting(attempt.student_id, attempt.assignment, [attempt], deadlines))
+        since, counts before the next store moves the gradebook to it). An attempt not stored as such does not
+        count, whatever the record says (its grade is then not read: a graded status is read before its store)."""
+        return attempt.promoted and counts_now(attempt, self.counting(attempt.student_id, attempt.assignment,
+                                                                      [attempt], deadlines))
 
     def feedback(self, attempt: Attempt) -> tuple[NotebookResult, str, bool, bool, dict]:
         """(result, level, inputs shown, points shown, the rest of its page: reports.feedback.render's keywords) for a
@@ -412,7 +418,8 @@ class Portal:
             if time.monotonic() - started > UPLOAD_CHECK_SECONDS:
                 stored.unlink(missing_ok=True)             # no attempt has this file (the same file is one attempt)
                 return "busy", "checking the file took too long"
-            attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now, door)
+            attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now, door,
+                                    earlier=attempts)
             db.commit()
             attempt_id = attempt.id
         self.queue_view.changed()

@@ -204,8 +204,8 @@ class Worker:
     def run_until_idle(self) -> int:
         """Grade queued jobs in the calling thread until none is left (tests, benchmarks); how many."""
         done = 0
-        while (job := self._claim()) is not None:
-            self.grade(job)
+        while (claimed := self._claim_attempt()) is not None:
+            self.grade_claimed(claimed)
             done += 1
         while self.keep_deferred_evidence():
             pass
@@ -224,18 +224,24 @@ class Worker:
         return jobs
 
     def _claim(self, claimer: str | None = None) -> int | None:
-        """The next job to run, claimed in the name of `claimer`; jobs already run MAX_RUNS times (they killed a
-        thread or the process) are recorded as grader errors on the way, never run again."""
+        """The next job to run, claimed in the name of `claimer` (_claim_attempt), by its id."""
+        claimed = self._claim_attempt(claimer)
+        return None if claimed is None else claimed.id
+
+    def _claim_attempt(self, claimer: str | None = None) -> Attempt | None:
+        """The next job to run, claimed in the name of `claimer`, as read once claimed (grade_claimed grades it from
+        that row); jobs already run MAX_RUNS times (they killed a thread or the process) are recorded as grader
+        errors on the way, never run again."""
         while True:
             with self.sessions() as db:
                 job = queue.claim(db, self.usage_window, self.jobs, claimer)
-                runs = db.get(Attempt, job).runs if job is not None else 0
-            if job is None:
+                claimed = db.get(Attempt, job) if job is not None else None
+            if claimed is None:
                 return None
-            if runs <= MAX_RUNS:
-                self.status_changed(job)                   # running now
-                return job
-            self._give_up(job, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
+            if claimed.runs <= MAX_RUNS:
+                self.status_changed(claimed.id)                   # running now
+                return claimed
+            self._give_up(claimed.id, GraderFailed(f"grading stopped {MAX_RUNS} times before it finished"))
 
     @property
     def usage_window(self) -> dt.timedelta:
@@ -246,14 +252,14 @@ class Worker:
         claimer = self.claimers.setdefault(slot, new_claimer(slot))
         while not self.stopping.is_set():
             try:
-                job = self._claim(claimer)
-                if job is None:
+                claimed = self._claim_attempt(claimer)
+                if claimed is None:
                     if self.keep_deferred_evidence():        # graded-first: only when no job waits
                         continue
                     self.wake.wait(IDLE_POLL_SECONDS)
                     self.wake.clear()
                     continue
-                self.grade(job)
+                self.grade_claimed(claimed)
             except Exception:  # noqa: BLE001 - not a job's fault (grade() handles those): the database, say
                 log.exception("grading thread %s: fault outside a job; going on", slot)
                 self.stopping.wait(FAULT_PAUSE_SECONDS)
@@ -265,6 +271,12 @@ class Worker:
         """Grade one claimed job; never raises for the job's own reasons."""
         with self.sessions() as db:
             attempt = db.get(Attempt, attempt_id)
+        self.grade_claimed(attempt)
+
+    def grade_claimed(self, attempt: Attempt) -> None:
+        """grade, from the job's row as its claim read it (only the slot that claimed a job changes its row until it
+        ends: reading it again was one more statement a job)."""
+        attempt_id = attempt.id
         try:
             result, execution = self._graded(attempt)
             if execution is not None and execution.executed_notebook:
@@ -413,7 +425,7 @@ class Worker:
         if attempt.full_run or not seconds or seconds >= limits.notebook_seconds:
             return None
         with self.sessions() as db:
-            if not queue.others_waiting(db, attempt.id):
+            if not queue.another_students_job_waits(db, attempt.student_id):
                 return None
         return dataclasses.replace(limits, notebook_seconds=seconds)
 

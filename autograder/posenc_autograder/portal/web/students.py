@@ -205,7 +205,8 @@ class StatusEvents:
             while True:
                 if change is not None:
                     change.clear()                                 # a change from now on sets it again
-                own = await run_in_threadpool(portal.signed_in_status, cookie, attempt_id)
+                own = await run_in_threadpool(portal.signed_in_status, cookie, attempt_id,
+                                              None if started else self.student)    # the route checked it just now
                 if own is None:                         # not theirs, or the session ended (revoked, signed out)
                     break
                 found, status = own
