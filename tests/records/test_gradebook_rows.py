@@ -272,3 +272,24 @@ def test_a_students_final_scores_are_found_by_their_own_submissions_not_by_readi
         plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {statement}")]
     assert "SCAN submitted_assignment" not in plan, plan                  # old code: SCAN submitted_assignment
     assert any(step.startswith("SEARCH submitted_assignment USING") for step in plan), plan
+
+
+def test_a_new_students_grades_are_made_with_their_scores_and_not_read_back(two_courses):
+    """Fails on the old code: a first store made the grades without scores, read them back, wrote the scores in an
+    UPDATE and read them again (four statements more; the UPDATE of every grade and the reads were most of a portal
+    store's database time). The rows are nbgrader's as before
+    (test_the_gradebook_holds_the_rows_nbgraders_api_writes)."""
+    course, _ = two_courses
+    cells = graded_cells()
+    with gradebook.open_gradebook(course) as gb:
+        ran = []
+        event.listen(gb.engine, "before_cursor_execute", lambda _c, _k, statement, *_: ran.append(statement))
+        returned = gradebook.record_scores(gb, "bob", ASSIGNMENT, NOTEBOOK, scores_for(cells, 1), WHEN)
+        assert returned == {cell: (score, False) for cell, score in scores_for(cells, 1).items()}
+        assert not [s for s in ran if s.startswith(("UPDATE grade", "UPDATE submitted_assignment"))]
+        assert not [s for s in ran if s.startswith("SELECT") and "grade" in s.split("FROM")[0]]
+        assert gb.find_submission(ASSIGNMENT, "bob").timestamp == WHEN
+        ran.clear()
+        again = gradebook.record_scores(gb, "bob", ASSIGNMENT, NOTEBOOK, scores_for(cells, 2), WHEN)
+        assert again == {cell: (score, False) for cell, score in scores_for(cells, 2).items()}
+        assert [s for s in ran if s.startswith("UPDATE grade")]              # scored again: written over

@@ -71,22 +71,40 @@ def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, s
     try:
         submission = db.execute(SUBMISSION_ID, {"assignment": assignment, "student": student}).scalar()
         if submission is None:
-            submission = _add_submissions(db, assignment, [student])[student]
-        db.execute(SET_TIMESTAMP, {"submission": submission, "when": timestamp})
-        grades = _notebook_grades(db, submission, notebook)
-        missing = set(scores) - set(grades)
-        if missing:         # tests added by a re-release since this submission was first recorded
-            _add_grades(db, submission, notebook, missing)
-            grades = _notebook_grades(db, submission, notebook)
-        db.execute(*set_auto_scores({grades[cell_id]: score for cell_id, score in scores.items()}))
-        found = {name: (float(score), manual is not None)
-                 for name, score, manual in db.execute(CELL_SCORES, {"grades": list(grades.values())})}
+            found = _first_scores(db, assignment, student, notebook, scores, timestamp)
+        else:
+            found = _scores_again(db, submission, notebook, scores, timestamp)
         if commit:
             db.commit()
     except BaseException:
         db.rollback()       # the session stays usable for the next notebook; nothing of this one is kept
         raise
     return found
+
+
+def _first_scores(db: Session, assignment: str, student: str, notebook: str, scores: dict[str, float],
+                  timestamp: dt.datetime | None) -> dict[str, tuple[float, bool]]:
+    """record_scores for a student without a submission: the submission made with its time, and its grades with their
+    automatic scores (the rows a submission made, then scored, holds), with nothing to read back: a new grade has no
+    manual score. Four statements fewer than making it and then scoring it."""
+    _, layout = _make_submissions(db, assignment, [student], scored=(notebook, scores), timestamp=timestamp)
+    return {name: (float(scores.get(name, 0.0)), False) for _, _, kind, within, name in layout
+            if within == notebook and kind in GRADED_KINDS}
+
+
+def _scores_again(db: Session, submission: str, notebook: str, scores: dict[str, float],
+                  timestamp: dt.datetime | None) -> dict[str, tuple[float, bool]]:
+    """record_scores for a submission already there: its time and automatic scores written, its cell scores read back
+    (manual grades included)."""
+    db.execute(SET_TIMESTAMP, {"submission": submission, "when": timestamp})
+    grades = _notebook_grades(db, submission, notebook)
+    missing = set(scores) - set(grades)
+    if missing:         # tests added by a re-release since this submission was first recorded
+        _add_grades(db, submission, notebook, missing)
+        grades = _notebook_grades(db, submission, notebook)
+    db.execute(*set_auto_scores({grades[cell_id]: score for cell_id, score in scores.items()}))
+    return {name: (float(score), manual is not None)
+            for name, score, manual in db.execute(CELL_SCORES, {"grades": list(grades.values())})}
 
 
 def add_submissions(gb: Gradebook, assignment: str, students: Iterable[str]) -> None:
@@ -104,10 +122,19 @@ def add_submissions(gb: Gradebook, assignment: str, students: Iterable[str]) -> 
 
 
 def _add_submissions(db: Session, assignment: str, students: Iterable[str]) -> dict[str, str]:
+    """_make_submissions' submissions."""
+    return _make_submissions(db, assignment, students)[0]
+
+
+def _make_submissions(db: Session, assignment: str, students: Iterable[str],
+                      scored: tuple[str, dict[str, float]] | None = None,
+                      timestamp: dt.datetime | None = None) -> tuple[dict[str, str], list[Any]]:
     """nbgrader's add_submission (and update_or_create_student) without their ORM round trips or commits: for
     each student without one, the submission, a submitted notebook per notebook of the assignment, a grade per
     grade or task cell and a comment per solution or task cell, with nbgrader's own column defaults.
-    Returns student -> the new submission's id."""
+    `scored`: (notebook, cell -> automatic score) written into that notebook's new grades as record_scores would
+    write them, and `timestamp` the submissions' time (MissingEntry for a scored cell the notebook lacks). Returns
+    (student -> the new submission's id, the assignment's cells: LAYOUT's rows)."""
     assignment_id = db.execute(ASSIGNMENT_ID, {"assignment": assignment}).scalar()
     if assignment_id is None:
         raise MissingEntry(f"no such assignment: {assignment}")
@@ -115,26 +142,46 @@ def _add_submissions(db: Session, assignment: str, students: Iterable[str]) -> d
     have = set(db.execute(SUBMITTED_AMONG, {"assignment_id": assignment_id, "students": asked}).scalars())
     new = [student for student in asked if student not in have]
     if not new:
-        return {}
+        return {}, []
+    layout = list(db.execute(LAYOUT, {"assignment_id": assignment_id}).all())
+    scored_notebook, scores = scored if scored is not None else (None, {})
+    unknown = set(scores) - {cell for _, _, kind, nb, cell in layout if nb == scored_notebook and kind in GRADED_KINDS}
+    if unknown:
+        raise MissingEntry(f"{scored_notebook}: no grade cell {sorted(unknown)}")
     known = set(db.execute(STUDENTS_AMONG, {"students": new}).scalars())
     if set(new) - known:
         db.execute(INSERT_STUDENT, [{"id": student} for student in new if student not in known])
     submissions = {student: new_uuid() for student in new}
-    db.execute(INSERT_SUBMISSION, [{"id": submission, "assignment_id": assignment_id, "student_id": student}
+    timed = {"timestamp": timestamp} if scored is not None else {}
+    db.execute(INSERT_SUBMISSION, [{"id": submission, "assignment_id": assignment_id, "student_id": student, **timed}
                                    for student, submission in submissions.items()])
-    layout = db.execute(LAYOUT, {"assignment_id": assignment_id}).all()
     notebooks, grades, comments = [], [], []
     for submission in submissions.values():
-        submitted = {notebook_id: new_uuid() for notebook_id, _, _ in layout}
+        submitted = {notebook_id: new_uuid() for notebook_id, _, _, _, _ in layout}
         notebooks += [{"id": submitted_id, "notebook_id": notebook_id, "assignment_id": submission}
                       for notebook_id, submitted_id in submitted.items()]
-        grades += [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind in layout if kind in GRADED_KINDS]
-        comments += [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind in layout
+        grades += [{"cell_id": cell, "notebook_id": submitted[nb], **_scored(scored, name, scores, notebook)}
+                   for nb, cell, kind, notebook, name in layout if kind in GRADED_KINDS]
+        comments += [{"cell_id": cell, "notebook_id": submitted[nb]} for nb, cell, kind, _, _ in layout
                      if kind in COMMENTED_KINDS]
     for statement, rows in ((INSERT_NOTEBOOK, notebooks), (INSERT_GRADE, grades), (INSERT_COMMENT, comments)):
         if rows:
             db.execute(statement, rows)
-    return submissions
+    return submissions, layout
+
+
+def _scored(scored: tuple[str, dict[str, float]] | None, cell: str, scores: dict[str, float],
+            notebook: str) -> dict[str, Any]:
+    """A new grade's automatic score and review flag as set_auto_scores leaves them (a scored grade needs no review
+    without a manual grade; any other keeps nbgrader's default), when the submission is made scored."""
+    if scored is None:
+        return {}
+    if notebook == scored[0] and cell in scores:
+        return {"auto_score": scores[cell], "needs_manual_grade": False}
+    return {"auto_score": None, "needs_manual_grade": NEEDS_MANUAL_GRADE}
+
+
+NEEDS_MANUAL_GRADE = Grade.__table__.c.needs_manual_grade.default.arg      # nbgrader's default for a new grade
 
 
 # _add_submissions' statements, built once as record_scores' are; the students asked about are bound per call, so a
@@ -144,7 +191,8 @@ SUBMITTED_AMONG = select(SubmittedAssignment.student_id).where(
     SubmittedAssignment.assignment_id == bindparam("assignment_id"),
     SubmittedAssignment.student_id.in_(bindparam("students", expanding=True)))
 STUDENTS_AMONG = select(Student.id).where(Student.id.in_(bindparam("students", expanding=True)))
-LAYOUT = (select(Notebook.id, BaseCell.id, BaseCell.type).outerjoin(BaseCell, BaseCell.notebook_id == Notebook.id)
+LAYOUT = (select(Notebook.id, BaseCell.id, BaseCell.type, Notebook.name, BaseCell.name)
+          .outerjoin(BaseCell, BaseCell.notebook_id == Notebook.id)
           .where(Notebook.assignment_id == bindparam("assignment_id")))
 INSERT_STUDENT, INSERT_SUBMISSION, INSERT_NOTEBOOK, INSERT_GRADE, INSERT_COMMENT = (
     insert(table.__table__) for table in (Student, SubmittedAssignment, SubmittedNotebook, Grade, Comment))
