@@ -1,7 +1,10 @@
 """The notes a student reads on the feedback page (reports.feedback.render): "Fix this first" as the points stand
-once an instructor has set some by hand."""
+once an instructor has set some by hand; code quoted in backticks set as code, escaped (the dashboard too)."""
+from fixture_submissions import make_course
+
+from posenc_autograder.course import Course
 from posenc_autograder.grading.fix_first import fix_this_first
-from posenc_autograder.reports import feedback
+from posenc_autograder.reports import dashboard, feedback
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 
 CAUSE = "sin and cos are swapped: even columns should hold sin, odd columns cos"
@@ -32,3 +35,19 @@ def test_fix_this_first_names_only_the_failures_that_still_cost_points():
     # Two restored: the cause is behind one failure only, no root cause to fix first; the other notes stay.
     page = feedback.render(result, scores={"first_values": (2.0, True), "second_values": (2.0, True)})
     assert fix_first(page) == [] and "!pip install numpy" in page
+
+
+HOSTILE = "line 1 of cell 3, `<script>alert(1)</script>`, was skipped: `!pip` and a lone ` stay as written"
+
+
+def test_code_a_note_quotes_in_backticks_is_set_as_code_escaped_first(tmp_path):
+    """The feedback page and the dashboard: a backticked span is <code> with its text escaped (it can be the
+    student's own), never markup of its own."""
+    result = swapped_everywhere()
+    result.notes.append(Note(NoteKind.SKIPPED_MAGIC, HOSTILE))
+    course = Course(make_course(tmp_path / "course"))
+    result.notes.append(Note(NoteKind.OWN_CELL_RAISED, "cell 4, a cell of your own, raised `KeyError: 'x'`"))
+    for page in (feedback.render(result), dashboard.render(course, [result])):
+        assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;</code>" in page and "<script>" not in page
+        assert "<code>!pip</code> and a lone ` stay as written" in page
+        assert "`" not in page.split("lone")[0].split("line 1 of cell 3")[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import pathlib
+import re
 import threading
 
 import jinja2
@@ -129,10 +130,20 @@ class _Writer:
         return name
 
 
+# A span a note quotes code in: `...` on one line. Linear: no backtracking past a backtick or a line's end.
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: str) -> list[tuple[bool, str]]:
+    """A note's sentence as (is code, text) pieces, each backticked span a code piece without its backticks; the
+    template sets a code piece in <code> and escapes every piece (it can quote the student's own text)."""
+    return [(place % 2 == 1, piece) for place, piece in enumerate(CODE_SPAN.split(str(text))) if piece]
+
+
 ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
                                  autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                                  lstrip_blocks=True)
-ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet)
+ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet, code_spans=code_spans)
 
 
 def render(name: str, **context) -> str:
