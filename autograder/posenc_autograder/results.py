@@ -118,10 +118,12 @@ def quote(text: str) -> tuple[str, str | None]:
 class Note:
     """A sentence for the student and the run report, with the kind of event it reports (what pages, reports and
     the dashboard decide by), and, when the sentence summarises what the student's code printed or raised, that
-    text in full (bounded where it was captured; the page folds it)."""
+    text in full (bounded where it was captured; the page folds it), and the index of the notebook's cell it is
+    about, if one (what orders the notes the student reads)."""
     kind: NoteKind
     text: str
     quoted: str | None = None
+    cell: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", NoteKind(self.kind))
@@ -129,17 +131,29 @@ class Note:
     def __str__(self) -> str:
         return self.text
 
-    def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind.value, "text": self.text, **({"quoted": self.quoted} if self.quoted else {})}
+    def to_json(self) -> dict[str, str | int]:
+        return {"kind": self.kind.value, "text": self.text, **({"quoted": self.quoted} if self.quoted else {}),
+                **({"cell": self.cell} if self.cell is not None else {})}
 
     @classmethod
     def from_json(cls, data: object) -> Note:
         """A stored note; a plain string (results stored before notes had kinds) is OTHER."""
         if isinstance(data, dict):
-            quoted = data.get("quoted")
+            quoted, cell = data.get("quoted"), data.get("cell")
             return cls(NoteKind(data.get("kind", "other")), str(data.get("text", "")),
-                       str(quoted) if quoted is not None else None)
+                       str(quoted) if quoted is not None else None, cell if isinstance(cell, int) else None)
         return cls(NoteKind.OTHER, str(data))
+
+
+LEADING = frozenset({NoteKind.FIX_FIRST, NoteKind.BROKEN_CELL})     # "Fix this first": they open the notes
+
+
+def in_cell_order(notes: list[Note]) -> list[Note]:
+    """The notes as a student reads the notebook, top to bottom: those about a cell in the order of their cells (in
+    the places such notes held), those about none, and the ones that say to fix them first, where they were."""
+    placed = [note.cell is not None and note.kind not in LEADING for note in notes]
+    ordered = iter(sorted((n for n, p in zip(notes, placed, strict=True) if p), key=lambda n: n.cell or 0))
+    return [next(ordered) if p else n for n, p in zip(notes, placed, strict=True)]
 
 
 class ProblemKind(str, enum.Enum):

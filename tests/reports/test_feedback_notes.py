@@ -51,3 +51,17 @@ def test_code_a_note_quotes_in_backticks_is_set_as_code_escaped_first(tmp_path):
         assert "<code>&lt;script&gt;alert(1)&lt;/script&gt;</code>" in page and "<script>" not in page
         assert "<code>!pip</code> and a lone ` stay as written" in page
         assert "`" not in page.split("lone")[0].split("line 1 of cell 3")[1]
+
+
+def test_notes_are_in_the_order_of_the_cells_they_are_about():
+    """A student reads the notebook top to bottom: cell 8's note after cell 6's whatever their kinds, a note about no
+    cell and "Fix this first" where they were; stored and read back with its cell."""
+    result = swapped_everywhere()
+    result.notes[1:] = [Note(NoteKind.OWN_CELL_RAISED, "cell 9 raised", cell=8),
+                        Note(NoteKind.TIMEOUT, "the notebook reached its total time limit"),
+                        Note(NoteKind.SKIPPED_MAGIC, "cell 7 skipped a magic", cell=6),
+                        Note(NoteKind.BROKEN_CELL, "Fix this first: the answer cell in cell 12 did not run", cell=11)]
+    result = NotebookResult.from_json(result.to_json())
+    page = feedback.render(result)
+    said = ["Fix this first: sin", "cell 7 skipped", "total time limit", "cell 9 raised", "Fix this first: the answer"]
+    assert [page.index(text) for text in said] == sorted(page.index(text) for text in said)

@@ -345,6 +345,7 @@ class CellError:
     line: int | None
     defined: bool
     quoted: str | None = None     # the message in full, when the summary leaves some of it out
+    index: int | None = None      # the cell's place in the notebook
 
 
 ERROR_LINE = re.compile(r"\(line (\d+)\)\Z")      # the suffix probes.shell_runner.error_text writes
@@ -359,7 +360,7 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
     for entry in entries:
         expected.setdefault(entry.cell, set()).add(entry.defined_name)
     found, budget = [], magics.TransformBudget()          # one for the notebook: its cells are the student's
-    for cell in executed(executed_notebook).cells:
+    for index, cell in enumerate(executed(executed_notebook).cells):
         if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
             error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
             if error is not None:
@@ -368,7 +369,7 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
                 defined = (error.get("ename") not in ("SyntaxError", "IndentationError", "TabError")
                            and bool(expected.get(cell_id))
                            and defined_before(cell.source, expected[cell_id], line, budget))
-                found.append(CellError(cell_id, summary, line, defined, quoted))
+                found.append(CellError(cell_id, summary, line, defined, quoted, index))
     return found
 
 
@@ -410,7 +411,7 @@ def broken_answer_cells(executed_notebook: str | None, assignment: str | None = 
 def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
     return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({e.error}), so the "
                  f"functions it defines are missing or incomplete and every test of them fails until it runs",
-                 e.quoted) for cell_id, e in broken.items()]
+                 e.quoted, e.index) for cell_id, e in broken.items()]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -465,7 +466,7 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
             notes.append(Note(NoteKind.REDEFINED, f"{name}: the version graded is the one {cell_label(nb, later[-1])} "
                                                   f"defines, after answer cell '{entry.cell}' (a later definition "
                                                   f"replaces an earlier one, as in Jupyter); keep one definition, in "
-                                                  f"the answer cell"))
+                                                  f"the answer cell", cell=later[-1]))
     return notes
 
 
@@ -474,7 +475,7 @@ def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:
     graded as defined; the line that raised is the student's to look at."""
     return [Note(NoteKind.RAISED_AFTER_DEFINING, f"the answer cell '{e.cell_id}' defined its functions, then line "
                  f"{e.line} raised {e.error.removesuffix(f' (line {e.line})')}; the functions were graded as defined, "
-                 f"so look at that line (a check of your own?)", e.quoted) for e in errors]
+                 f"so look at that line (a check of your own?)", e.quoted, e.index) for e in errors]
 
 
 STOPPED_BY_THE_GRADER = ("CellTimeout", "KeyboardInterrupt")      # a cell past its limit: the timeout note says so
@@ -499,7 +500,7 @@ def own_cell_error_notes(executed_notebook: str | None) -> list[Note]:
             summary = summary.removesuffix(f" (line {line})").removesuffix(":") + f" on line {line}"
         notes.append(Note(NoteKind.OWN_CELL_RAISED, f"{cell_label(nb, index)}, a cell of your own, raised {summary}; "
                                                     f"the grader ran the cells after it, as nbgrader does, but "
-                                                    f"Jupyter's Run All stops there: fix or remove it", quoted))
+                                                    f"Jupyter's Run All stops there: fix or remove it", quoted, index))
     return notes
 
 
@@ -523,7 +524,7 @@ def skipped_magic_notes(executed_notebook: str | None) -> list[Note]:
             why = SKIPPED_BECAUSE.get(used.magic, f"the {used.magic} magic does not run in the grader")
             where = cell_label(nb, index, first_line=used.line > 1)
             notes.append(Note(NoteKind.SKIPPED_MAGIC, f"line {used.line} of {where}, `{written}`, was skipped: "
-                                                      f"{why}; the rest of the cell ran"))
+                                                      f"{why}; the rest of the cell ran", cell=index))
     return notes
 
 
@@ -648,7 +649,7 @@ def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
 def _describe_events(events: list[dict[str, Any]], limits: Limits) -> list[Note]:
     notes = []
     for event in events:
-        kind, where = event.get("event"), str(event.get("where", "a cell"))
+        kind, where, made = event.get("event"), str(event.get("where", "a cell")), len(notes)
         if kind == "kernel_died":
             notes.append(Note(NoteKind.CRASHED, f"the notebook's process died while running {where} (os._exit, "
                               f"a crash, a killed process or a resource limit); the notebook stopped there, as Run "
@@ -676,4 +677,7 @@ def _describe_events(events: list[dict[str, Any]], limits: Limits) -> list[Note]
                               f"not run score 0"))
         elif kind == "runner_error":
             notes.append(Note(NoteKind.GRADER_ERROR, "the grader could not finish running the notebook"))
+        cell = event.get("cell")
+        if len(notes) > made and isinstance(cell, int) and kind != "notebook_time_limit":
+            notes[-1] = dataclasses.replace(notes[-1], cell=cell)          # the note just made is about that cell
     return notes

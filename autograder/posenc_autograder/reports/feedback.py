@@ -19,7 +19,7 @@ from posenc_autograder.reports import late_policy, templating
 if TYPE_CHECKING:             # records.graded imports the gradebook (nbgrader): a run with nothing to grade needs none
     from posenc_autograder.records import graded
 from posenc_autograder.reports.late_policy import penalised
-from posenc_autograder.results import Note, NotebookResult, NoteKind
+from posenc_autograder.results import Note, NotebookResult, NoteKind, in_cell_order
 
 TEMPLATE = "feedback.html"
 STYLE = """
@@ -62,17 +62,18 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
 
 
 def notes_as_scored(result: NotebookResult, rows: list[dict]) -> list[Note]:
-    """The notes, with "Fix this first" worked out again over the tests that still cost points (`rows`: render's,
-    each test's points with the instructor's) when some were set by hand: a test whose points the instructor
-    restored is no longer a failure to fix, and a cause left behind one failure only is no longer named."""
+    """The notes in the order of the cells they are about (results.in_cell_order), with "Fix this first" worked out
+    again over the tests that still cost points (`rows`: render's, each test's points with the instructor's) when
+    some were set by hand: a test whose points the instructor restored is no longer a failure to fix, and a cause
+    left behind one failure only is no longer named."""
     if not any(row["by_hand"] for row in rows) or not result.notes_of(NoteKind.FIX_FIRST):
-        return result.notes
+        return in_cell_order(result.notes)
     # Imported here: it reads the checks' registry, which a page with no score set by hand does without.
     from posenc_autograder.grading.fix_first import fix_this_first
     costing = [row["test"] for row in rows if row["points"] < row["test"].max_points]
     at = next(i for i, note in enumerate(result.notes) if note.kind is NoteKind.FIX_FIRST)
     rest = [note for note in result.notes if note.kind is not NoteKind.FIX_FIRST]
-    return rest[:at] + fix_this_first(costing) + rest[at:]
+    return in_cell_order(rest[:at] + fix_this_first(costing) + rest[at:])
 
 
 def not_graded_reason(result: NotebookResult) -> str:
