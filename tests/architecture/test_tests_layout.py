@@ -181,12 +181,16 @@ def test_a_test_that_leaves_its_process_changed_is_named(request, monkeypatch):
     """tests/conftest.py names what a test left for the next tests of its worker: an environment variable, a child
     process (here both); nothing when the process is as it was."""
     import subprocess
+    import time
     guard = next(plugin for plugin in request.config.pluginmanager.get_plugins()
                  if getattr(plugin, "__file__", None) == str(ROOT / "tests" / "conftest.py"))
     before, children = guard.process_state(), guard.child_processes()
     assert guard.left_behind(before, children) is None
     monkeypatch.setenv("POSENC_LEFT_BEHIND", "1")
     child = subprocess.Popen(["sleep", "60"])
+    deadline = time.monotonic() + 10        # the kernel writes its command line a moment after Popen returns
+    while not guard.command_line(child.pid).strip() and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         found = guard.left_behind(before, children)
     finally:
