@@ -45,3 +45,16 @@ def test_a_new_checkouts_registered_gradebook_recalls_the_generated_assignments_
     monkeypatch.setattr(generation, "_generate", generate)
     made = fixture_submissions.registered_gradebook.__wrapped__()
     assert made.is_relative_to(tmp_path / "kept") and made.read_bytes()[:16] == b"SQLite format 3\0"
+
+
+def test_a_hidden_tests_change_is_a_new_registered_gradebook(tmp_path, monkeypatch):
+    """A hidden test's points live in the gradebook but in no released notebook: a checkout's kept gradebook made
+    before such a change must not be read after it (it was: its key read only the released notebooks)."""
+    package = tmp_path / "package"
+    shutil.copytree(generation.PACKAGE / "checks" / fixture_submissions.ASSIGNMENT,
+                    package / "checks" / fixture_submissions.ASSIGNMENT)
+    monkeypatch.setattr(generation, "PACKAGE", package)
+    before = fixture_submissions._registration_key()
+    hidden = next(path for path in sorted((package / "checks").rglob("*.py")) if path.stat().st_size)
+    hidden.write_text(hidden.read_text() + "\n# points 4 -> 5\n")
+    assert fixture_submissions._registration_key() != before

@@ -10,7 +10,6 @@ import copy
 import fcntl
 import functools
 import hashlib
-import importlib.metadata
 import os
 import pathlib
 import shutil
@@ -23,7 +22,7 @@ from notebook_tools import ROOT
 from posenc_autograder import settings
 from posenc_autograder.authoring import generation
 from posenc_autograder.checks import REGISTRY, total_points
-from posenc_autograder.course import GRADEBOOK, Course
+from posenc_autograder.course import GRADEBOOK, SOURCE_DIRECTORY, Course
 from posenc_autograder.devtools import bench
 from posenc_autograder.records import gradebook, results_store
 
@@ -205,10 +204,17 @@ def set_released_points(course: Course, cell_id: str, points: float) -> None:
 
 
 def _registration_key() -> str:
-    """What a registered gradebook depends on: the released notebooks, the course config, nbgrader's version."""
-    digest = hashlib.sha256(importlib.metadata.version("nbgrader").encode())
-    for path in [ROOT / "autograder" / "nbgrader_config.py", *sorted((ROOT / "exercises").rglob("*.ipynb"))]:
+    """What a registered gradebook depends on: the released notebooks, and each assignment's generation digest
+    (the code, the tools' versions, the settings, the source notebooks and the hidden tests: a hidden test's points
+    change no released notebook, yet the gradebook holds them)."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "exercises").rglob("*.ipynb")):
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    checkout = Course(ROOT)
+    config = generation.course_config(checkout)
+    for assignment in checkout.assignments():
+        source = checkout.path(SOURCE_DIRECTORY) / assignment
+        digest.update(f"{assignment}\0{generation.digest(checkout, assignment, source, config)}".encode())
     return digest.hexdigest()[:16]
 
 
