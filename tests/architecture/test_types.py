@@ -12,9 +12,11 @@ import shutil
 import subprocess
 import sys
 
+import precompile
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".mypy_cache"
-SEED = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "posenc-course" / "mypy"
+SEED = precompile.USER_CACHE / "mypy"
 
 
 def test_the_grader_package_type_checks():
