@@ -4,13 +4,11 @@ reloaded once graded, the feedback. A request it skipped would be CPU the bench 
 from __future__ import annotations
 
 import datetime as dt
-import socket
-import threading
 import time
 
 import pytest
-import uvicorn
 from own_loop import run_in_own_loop
+from served import server_of, serving
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -68,18 +66,8 @@ def attempt_page(status: str) -> str:
 @pytest.fixture
 def served():
     portal = Portal()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(portal.app(), host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield portal, f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serving(server_of(portal.app(), log_level="error")) as server:
+        yield portal, server.url
 
 
 def test_a_simulated_student_asks_for_every_page_a_browser_loads(served):

@@ -4,14 +4,11 @@ parser reads, a 204, and a connection the server closes."""
 from __future__ import annotations
 
 import hashlib
-import socket
-import threading
-import time
 
 import httpx
 import pytest
-import uvicorn
 from own_loop import run_in_own_loop
+from served import free_port, server_of, serving
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -67,18 +64,8 @@ APP = Starlette(routes=[Route("/sign-in", sign_in), Route("/forget", forget), Ro
 
 @pytest.fixture(scope="module")
 def base():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(APP, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serving(server_of(APP, log_level="error")) as server:
+        yield server.url
 
 
 NOTEBOOK = b'{"cells": []}' * 5000 + bytes(range(256))
@@ -117,9 +104,7 @@ def test_the_lean_client_sees_what_httpx_sees(base):
 
 
 def test_a_closed_port_is_a_transport_error():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()      # nothing serves on it
 
     async def ask():
         client = StudentClient(f"http://127.0.0.1:{port}", timeout=5)

@@ -4,7 +4,6 @@ import csv
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -16,6 +15,7 @@ import venv
 import nbformat
 import pytest
 from fixture_submissions import make_course, solved_notebook
+from served import free_port
 
 from posenc_autograder.checks import hidden_tests
 from posenc_autograder.course import Course
@@ -89,9 +89,7 @@ def test_installed_grader_grades_the_course_it_runs_in(installed, tmp_path):
 def test_installed_package_serves_the_portal(installed, tmp_path):
     """`make portal`'s entry point from the wheel: the portal starts in a course and answers its sign-in page."""
     course = make_course(tmp_path / "course")
-    with socket.socket() as probe:                   # a free port on the loopback interface
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     command = [str(installed), "-m", "posenc_autograder", "portal", "--port", str(port), "--jobs", "1"]
     command += ["--allow-root"] if os.geteuid() == 0 else []
     env = {"PATH": f"{installed.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}

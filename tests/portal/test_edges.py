@@ -4,10 +4,10 @@ import contextlib
 import socket
 import sys
 import threading
-import time
 
 import httpx
 from fixture_submissions import ASSIGNMENT
+from served import HOST, serving
 from test_access import attempts_in, instructor_client
 
 from conftest import client_for, new_portal, notebook_bytes, upload
@@ -64,21 +64,10 @@ def test_a_draft_without_its_release_is_not_offered(course, portal):
 
 @contextlib.contextmanager
 def served(app):
-    """The app under the portal's own uvicorn configuration, on a free port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = portal_app.PortalServer(portal_app.server_config(app, "127.0.0.1", port), app.state.portal.watch)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    """The app under the portal's own uvicorn configuration, on a port of its own."""
+    server = portal_app.PortalServer(portal_app.server_config(app, HOST, 0), app.state.portal.watch)
+    with serving(server) as served_at:
+        yield served_at.port
 
 
 def closed_or_answer(connection: socket.socket, wait: float) -> bytes:

@@ -5,7 +5,6 @@ instructor group reaches the instructor's pages while a student does not."""
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -14,17 +13,12 @@ import httpx
 import pytest
 from fixture_submissions import ASSIGNMENT, make_course
 from notebook_tools import ROOT
+from served import free_port
 
 pytestmark = pytest.mark.hub
 CHP = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 PREFIX = "/services/portal"
 XSRF = re.compile(r'name="_xsrf" value="([^"]+)"')
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_until(check, what: str, seconds: float = 60.0):

@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 from own_loop import run_in_own_loop
+from served import HOST, serving
 from test_edges import closed_or_answer, served
 from test_sharing import attempt_of
 
@@ -121,21 +122,16 @@ def test_a_server_that_stops_answers_its_held_requests_first(app, portal, monkey
     monkeypatch.setitem(queue.HOLD_SECONDS, Status.QUEUED, 3600.0)
     alice = client_for(app, portal, "alice")
     job = uploaded(alice, "a")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = portal_app.PortalServer(portal_app.server_config(app, "127.0.0.1", port), portal.watch)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    until(lambda: server.started, "the server is up")
-    connection = held_over_a_socket(port, alice, job, how)
-    until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
-    server.should_exit = True
-    answer = closed_or_answer(connection, WAIT)
-    assert answer is not None and answer.startswith(b"HTTP/1.1 200") and b'"queued"' in answer
-    assert FOLLOWING[how][1] in answer
-    thread.join(WAIT)
-    assert not thread.is_alive()
+    server = portal_app.PortalServer(portal_app.server_config(app, HOST, 0), portal.watch)
+    with serving(server) as served_at:
+        connection = held_over_a_socket(served_at.port, alice, job, how)
+        until(lambda: portal.watch.held_by("alice") == 1, "the request is held")
+        server.should_exit = True
+        answer = closed_or_answer(connection, WAIT)
+        assert answer is not None and answer.startswith(b"HTTP/1.1 200") and b'"queued"' in answer
+        assert FOLLOWING[how][1] in answer
+        served_at.thread.join(WAIT)
+        assert not served_at.thread.is_alive()
 
 
 def test_the_page_follows_the_status_with_and_without_javascript(app, portal):

@@ -8,22 +8,21 @@ the tool's login, the platform's authorisation (an auto-posting form), the post 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 import json
 import re
 import secrets
-import socket
-import threading
 import time
 import urllib.parse
 import uuid
 
 import jwt
 import requests
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+from served import server_of, serving
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -70,7 +69,7 @@ class Platform:
         self.token_requests = 0
         self.fail_scores = 0                      # the next n score posts are answered 503
         self.jwks_fetches = 0
-        self.server = None
+        self.serving = contextlib.ExitStack()     # the server, once started
 
     # --- keys and tokens ------------------------------------------------------------------------------
 
@@ -217,19 +216,11 @@ class Platform:
             Route("/deep_link_return", self.deep_link_return, methods=["POST"])])
 
     def start(self) -> "Platform":
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.base = f"http://127.0.0.1:{port}"
-        self.server = uvicorn.Server(uvicorn.Config(self.app(), host="127.0.0.1", port=port, log_level="warning"))
-        threading.Thread(target=self.server.run, daemon=True).start()
-        while not self.server.started:
-            time.sleep(0.02)
+        self.base = self.serving.enter_context(serving(server_of(self.app()))).url
         return self
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.should_exit = True
+        self.serving.close()
 
     def registration(self) -> dict:
         """What `make lti-register` is told of this platform."""
