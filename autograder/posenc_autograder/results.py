@@ -42,6 +42,13 @@ class NoteKind(str, enum.Enum):
         of itself: the ones that matter (a notebook missing, a link) leave it ungraded, which asks the student."""
         return ASKED.get(self, Asked.STUDENT)
 
+    @property
+    def tells(self) -> Told:
+        """What a student learns from this kind of note that a view may keep from them: the hidden tests' diagnosis
+        (a cause found by judging), or points. A kind not named here tells what the student's own notebook did when
+        it ran (a cell that did not run, a magic skipped, a timeout), which they see by running it: no view keeps it."""
+        return TOLD.get(self, Told.RUN)
+
 
 class Asked(str, enum.Enum):
     """Who a note asks to act on it."""
@@ -54,6 +61,17 @@ ASKED = {NoteKind.GRADER_ERROR: Asked.INSTRUCTOR,
          **dict.fromkeys((NoteKind.SUBMISSION, NoteKind.ASSEMBLY, NoteKind.EDITED_READ_ONLY, NoteKind.OUTPUT_CUT,
                           NoteKind.SKIPPED_MAGIC, NoteKind.REDEFINED, NoteKind.SCORES_KEPT, NoteKind.REGRADE),
                          Asked.NOBODY)}
+
+
+class Told(str, enum.Enum):
+    """What a note tells a student (NoteKind.tells): what a feedback view that withholds diagnoses or points
+    withholds of the notes."""
+    RUN = "run"                  # what their notebook did when it ran: shown in every view
+    DIAGNOSIS = "diagnosis"      # what the hidden tests found wrong: shown where diagnoses are
+    POINTS = "points"            # scores, or that one moved: shown where points are
+
+
+TOLD = {NoteKind.FIX_FIRST: Told.DIAGNOSIS, NoteKind.REGRADE: Told.POINTS, NoteKind.SCORES_KEPT: Told.POINTS}
 
 
 PROSE_NUMBERS = 16       # numbers a sentence a student reads may hold; a longer quote is summarised in it
@@ -118,12 +136,15 @@ def quote(text: str) -> tuple[str, str | None]:
 class Note:
     """A sentence for the student and the run report, with the kind of event it reports (what pages, reports and
     the dashboard decide by), and, when the sentence summarises what the student's code printed or raised, that
-    text in full (bounded where it was captured; the page folds it), and the index of the notebook's cell it is
-    about, if one (what orders the notes the student reads)."""
+    text in full (bounded where it was captured; the page folds it), the index of the notebook's cell it is
+    about, if one (what orders the notes the student reads), and the cause it reports when tests fail for it (the
+    Problem.cause of their problems: an answer cell that did not run), by which the feedback page knows whether it
+    still costs points once an instructor has set some by hand."""
     kind: NoteKind
     text: str
     quoted: str | None = None
     cell: int | None = None
+    cause: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", NoteKind(self.kind))
@@ -133,15 +154,17 @@ class Note:
 
     def to_json(self) -> dict[str, str | int]:
         return {"kind": self.kind.value, "text": self.text, **({"quoted": self.quoted} if self.quoted else {}),
-                **({"cell": self.cell} if self.cell is not None else {})}
+                **({"cell": self.cell} if self.cell is not None else {}),
+                **({"cause": self.cause} if self.cause is not None else {})}
 
     @classmethod
     def from_json(cls, data: object) -> Note:
         """A stored note; a plain string (results stored before notes had kinds) is OTHER."""
         if isinstance(data, dict):
-            quoted, cell = data.get("quoted"), data.get("cell")
+            quoted, cell, cause = data.get("quoted"), data.get("cell"), data.get("cause")
             return cls(NoteKind(data.get("kind", "other")), str(data.get("text", "")),
-                       str(quoted) if quoted is not None else None, cell if isinstance(cell, int) else None)
+                       str(quoted) if quoted is not None else None, cell if isinstance(cell, int) else None,
+                       str(cause) if cause is not None else None)
         return cls(NoteKind.OTHER, str(data))
 
 
@@ -165,6 +188,10 @@ class ProblemKind(str, enum.Enum):
     NOT_RUN = "not_run"              # the test did not run (the notebook could not be graded, or stopped)
     NOT_JUDGED = "not_judged"        # its answer cell did not run; "Fix this first" says why
     WITHHELD = "withheld"            # the portal shows pass or fail only until the deadline
+
+
+STUB_ERROR = "NotImplementedError"     # what the template's stubs raise: a part not attempted, whatever its inputs
+SEE_FIX_FIRST = '; see "Fix this first" above'     # how a problem not judged ends: its cause's note says the rest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +224,11 @@ class Problem:
 
     def __str__(self) -> str:
         return self.text
+
+    @property
+    def at_stub(self) -> bool:
+        """The call reached the template's stub: any inputs of the same shapes fail it the same way."""
+        return self.error == STUB_ERROR
 
     def to_json(self) -> dict[str, Any]:
         fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}

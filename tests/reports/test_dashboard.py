@@ -516,3 +516,41 @@ def test_the_mistakes_table_fits_a_1000_px_window_without_sideways_scrolling(tmp
     page.screenshot(path=str(shots / "class-dashboard-1000.png"), full_page=True)
     assert wide and max(wide) <= 0, f"a table scrolls sideways by {max(wide)} px at 1000 px"
     page.close()
+
+
+def test_student_names_keep_whole_words_and_what_happened_is_in_cell_order_at_1100_px(tmp_path, browser):  # noqa: F811
+    """Students needing attention with long notes beside their ids, at 1100 px: an id, a name or an assignment is
+    never broken inside a word ('checkrais e' before: every cell could break anywhere, so a narrow column broke
+    names first), and each student's notes are in the order of the cells they are about (they were in the order
+    grading found them)."""
+    course = Course(make_course(tmp_path / "course"))
+    said = ("the answer cell 'dot_product_and_statistics' raised ValueError: setting an array element with a "
+            "sequence. The requested array has an inhomogeneous shape after 1 dimensions (line 41), after it had "
+            "defined its functions")
+    notes = [Note(NoteKind.OWN_CELL_RAISED, f"cell 14, a cell of your own, raised `{said}`", cell=13),
+             Note(NoteKind.RAISED_AFTER_DEFINING, said, cell=9),
+             Note(NoteKind.SKIPPED_MAGIC, "line 1 of cell 4, `%timeit sinusoidal_positional_encoding(64, 32)`, was "
+                                          "skipped: timing is not graded; the rest of the cell ran", cell=3)]
+    ids = ["checkraise", "helperafter", "ownraises", "timeitanswer"]
+    results = [NotebookResult(student, "positional_encoding", "positional_encoding", True,
+                              [GradedTest("hidden_pe_values", "values", True, 0.0, 4.0, [Problem(STUB)])], notes)
+               for student in ids]
+    path = dashboard.write(course, results, refused=[], finals={(r.student, r.assignment): (0.0, 4.0) for r in results})
+    text = path.read_text()
+    rows = text.split("Students who need attention")[1].split("Every student")[0]
+    assert rows.index("line 1 of cell 4") < rows.index("after it had defined") < rows.index("cell 14, a cell")
+    page, problems = open_page(browser, path.as_uri(), width=1100)
+    assert problems == []
+    broken = page.evaluate("""() => [...document.querySelectorAll('td.who')].flatMap(td => {
+        const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT), found = [];
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            const range = document.createRange();
+            range.selectNodeContents(node);
+            const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+            const word = node.textContent.trim() && !node.textContent.includes(' ');
+            if (word && tops.size > 1) found.push(node.textContent);
+        }
+        return found;
+    })""")
+    page.close()
+    assert broken == [], f"broken inside a word at 1100 px: {broken}"

@@ -1,11 +1,12 @@
 """The notes a student reads on the feedback page (reports.feedback.render): "Fix this first" as the points stand
-once an instructor has set some by hand; code quoted in backticks set as code, escaped (the dashboard too)."""
+once an instructor has set some by hand; code quoted in backticks set as code, escaped (the dashboard too); the notes
+the portal's pass-or-fail view withholds."""
 from fixture_submissions import make_course
 
 from posenc_autograder.course import Course
 from posenc_autograder.grading.fix_first import fix_this_first
 from posenc_autograder.reports import dashboard, feedback
-from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
+from posenc_autograder.results import SEE_FIX_FIRST, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 CAUSE = "sin and cos are swapped: even columns should hold sin, odd columns cos"
 
@@ -65,3 +66,46 @@ def test_notes_are_in_the_order_of_the_cells_they_are_about():
     page = feedback.render(result)
     said = ["Fix this first: sin", "cell 7 skipped", "total time limit", "cell 9 raised", "Fix this first: the answer"]
     assert [page.index(text) for text in said] == sorted(page.index(text) for text in said)
+
+
+def broken_cell_result() -> NotebookResult:
+    """The answer cell 'pe' did not run: its two hidden tests are not judged for it, a visible self-check (no points)
+    could not call its function, and the cell's "Fix this first" note names that cause."""
+    cause = "the answer cell 'pe' did not run (SyntaxError: invalid syntax (line 3))"
+    not_judged = Problem(f"not judged: {cause}{SEE_FIX_FIRST}", cause, ProblemKind.NOT_JUDGED)
+    tests = [GradedTest("pe_values", "values", True, 0.0, 2.0, [not_judged]),
+             GradedTest("pe_shapes", "shapes", True, 0.0, 1.0, [not_judged]),
+             GradedTest("pe_visible", "self-check", False, 0.0, 0.0, [not_judged])]
+    notes = [Note(NoteKind.BROKEN_CELL, f"Fix this first: {cause}, so every test of its functions fails", cell=4,
+                  cause=cause), Note(NoteKind.SKIPPED_MAGIC, "the line '!pip install numpy' was not run", cell=6)]
+    return NotebookResult.from_json(NotebookResult("ann", "a", "nb", True, tests, notes).to_json())
+
+
+def test_a_cell_that_did_not_run_is_said_only_while_a_test_it_failed_costs_points():
+    """An instructor who restores by hand every test a broken answer cell failed (make feedback after formgrader):
+    the page no longer says to fix the cell first, nor points the restored tests to that note (it said both, a
+    cost that no longer costs anything). While one such test still costs a point, both stay."""
+    result = broken_cell_result()
+    assert len(fix_first(feedback.render(result))) == 1 and "see &#34;Fix this first&#34; above" in feedback.render(
+        result)
+    partly = feedback.render(result, scores={"pe_values": (2.0, True)})
+    assert len(fix_first(partly)) == 1 and partly.count("see &#34;Fix this first&#34; above") == 3
+    restored = feedback.render(result, scores={"pe_values": (2.0, True), "pe_shapes": (1.0, True)})
+    assert fix_first(restored) == [] and "Fix this first" not in restored
+    assert restored.count("not judged: the answer cell &#39;pe&#39; did not run") == 3
+    assert "!pip install numpy" in restored
+
+
+def test_pass_or_fail_only_withholds_the_notes_that_tell_what_the_view_withholds():
+    """The portal's pass-or-fail view withholds diagnoses (and, without points, scores): a note that tells one of
+    them (NoteKind.tells) is withheld with it; a note of what the notebook did when it ran (a cell that did not
+    run) is the student's own and stays, in every view."""
+    from posenc_autograder.portal.pages import visible_result
+    result = broken_cell_result()
+    result.notes += [Note(NoteKind.FIX_FIRST, "Fix this first: sin and cos are swapped"),
+                     Note(NoteKind.REGRADE, "regraded with a changed grader: automatic total 3 → 5")]
+    assert [n.kind for n in visible_result(result, "tests", False, points=False).notes] == [
+        NoteKind.BROKEN_CELL, NoteKind.SKIPPED_MAGIC]
+    assert [n.kind for n in visible_result(result, "tests", False, points=True).notes] == [
+        NoteKind.BROKEN_CELL, NoteKind.SKIPPED_MAGIC, NoteKind.REGRADE]
+    assert len(visible_result(result, "full", True).notes) == 4

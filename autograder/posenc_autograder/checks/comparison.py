@@ -16,7 +16,7 @@ import numpy as np
 
 from posenc_autograder import words
 from posenc_autograder.checks.diagnosis import Ambiguous
-from posenc_autograder.results import NUMBER, PROSE_NUMBERS, Problem, ProblemKind, Reproduction
+from posenc_autograder.results import NUMBER, PROSE_NUMBERS, STUB_ERROR, Problem, ProblemKind, Reproduction
 
 MAX_PER_GROUP = 2      # problems reported per group of similar cases: the first ones, then a count
 
@@ -65,7 +65,7 @@ def raised_problem(text: str, error: str) -> ProblemText:
     """A problem saying a call raised `error` ('TypeError: ...'): the exception's name kept as data, and the error
     itself as the cause (what the dashboard groups by), unless it is the template's stub (a part not attempted)."""
     name = error.split(":", 1)[0]
-    return ProblemText(text, error=name, cause=None if name == "NotImplementedError" else error)
+    return ProblemText(text, error=name, cause=None if name == STUB_ERROR else error)
 
 
 def value_of(record: dict, what: str):

@@ -31,7 +31,17 @@ from posenc_autograder.grading.fix_first import fix_this_first
 from posenc_autograder.intake.submissions import Submission, UnreadableNotebook, read_notebook
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes import helpers as probe_helpers
-from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind, Step, quote
+from posenc_autograder.results import (
+    SEE_FIX_FIRST,
+    GradedTest,
+    Note,
+    NotebookResult,
+    NoteKind,
+    Problem,
+    ProblemKind,
+    Step,
+    quote,
+)
 from posenc_autograder.sandbox.layout import PROBE_PACKAGE
 from posenc_autograder.settings import Caps, Limits
 
@@ -411,7 +421,7 @@ def broken_answer_cells(executed_notebook: str | None, assignment: str | None = 
 def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
     return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({e.error}), so the "
                  f"functions it defines are missing or incomplete and every test of them fails until it runs",
-                 e.quoted, e.index) for cell_id, e in broken.items()]
+                 e.quoted, e.index, _not_run(cell_id, broken)) for cell_id, e in broken.items()]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -545,7 +555,7 @@ def _not_run(cell_id: str, broken: dict[str, CellError]) -> str:
 
 
 def _not_judged(cause: str) -> Problem:
-    return Problem(f"not judged: {cause}; see \"Fix this first\" above", cause, ProblemKind.NOT_JUDGED)
+    return Problem(f"not judged: {cause}{SEE_FIX_FIRST}", cause, ProblemKind.NOT_JUDGED)
 
 
 def _blame_broken_cells(test: GradedTest, broken: dict[str, CellError], assignment: str | None = None) -> GradedTest:
@@ -578,7 +588,7 @@ def _self_check_blamed(problem: Problem, broken: dict[str, CellError], assignmen
     cell = _broken_functions(broken, assignment).get(named.group(1)) if named else None
     if cell is not None:
         cause = _not_run(cell, broken)
-        return Problem(f"your self-check could not call `{named.group(1)}`: {cause}; see \"Fix this first\" above",
+        return Problem(f"your self-check could not call `{named.group(1)}`: {cause}{SEE_FIX_FIRST}",
                        cause, ProblemKind.NOT_JUDGED, quoted=problem.quoted or problem.text)
     if problem.error == "NameError":
         return dataclasses.replace(problem, text=f"{problem.text} (the answer cell '{next(iter(broken))}' did not "

@@ -15,7 +15,7 @@ from posenc_autograder import settings
 from posenc_autograder.portal import auth
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.reports import dashboard, feedback
-from posenc_autograder.results import GradedTest, NotebookResult, NoteKind, Problem, ProblemKind
+from posenc_autograder.results import GradedTest, NotebookResult, Problem, ProblemKind, Told
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
@@ -83,16 +83,19 @@ def without_inputs(problem: Problem) -> Problem:
     return dataclasses.replace(problem, inputs=None)
 
 
-def visible_result(result: NotebookResult, level: str, inputs: bool) -> NotebookResult:
-    """The result as the student may see it now: full diagnoses, pass or fail per test, with or without inputs. A
-    new result (the one given is left as it is) sharing its frozen problems and notes: nothing deep-copied, which
-    was most of a feedback page's CPU."""
+def visible_result(result: NotebookResult, level: str, inputs: bool, points: bool = True) -> NotebookResult:
+    """The result as the student may see it now: full diagnoses, pass or fail per test, with or without inputs, and
+    the notes the view shows (withheld: those that tell what it withholds, by NoteKind.tells, the diagnosis with
+    pass or fail only, points where `points` is False). A new result (the one given is left as it is) sharing its
+    frozen problems and notes: nothing deep-copied, which was most of a feedback page's CPU."""
     def shown(test: GradedTest) -> GradedTest:
         if level == "tests" and test.problems:
             return dataclasses.replace(test, problems=[WITHHELD])
         return dataclasses.replace(test, problems=list(test.problems) if inputs else
                                    [without_inputs(p) for p in test.problems])
-    notes = [n for n in result.notes if not (level == "tests" and n.kind == NoteKind.FIX_FIRST)]
+    withheld = {Told.DIAGNOSIS} if level == "tests" else set()
+    withheld |= set() if points else {Told.POINTS}
+    notes = [n for n in result.notes if n.kind.tells not in withheld]
     return dataclasses.replace(result, tests=[shown(t) for t in result.tests], notes=notes)
 
 

@@ -19,7 +19,17 @@ from posenc_autograder.reports import late_policy, templating
 if TYPE_CHECKING:             # records.graded imports the gradebook (nbgrader): a run with nothing to grade needs none
     from posenc_autograder.records import graded
 from posenc_autograder.reports.late_policy import penalised
-from posenc_autograder.results import Note, NotebookResult, NoteKind, in_cell_order
+from posenc_autograder.results import (
+    LEADING,
+    SEE_FIX_FIRST,
+    GradedTest,
+    Note,
+    NotebookResult,
+    NoteKind,
+    Problem,
+    ProblemKind,
+    in_cell_order,
+)
 
 TEMPLATE = "feedback.html"
 STYLE = """
@@ -53,27 +63,52 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
              "by_hand": scores.get(test.cell_id, (test.points, False))[1]} for test in result.tests]
     total = sum(row["points"] for row in rows)
     notes = notes_as_scored(result, rows)
+    pointed = {note.cause for note in notes if note.kind in LEADING and note.cause is not None}
     graded_late = late is not None and result.graded
     final = penalised(total, late.percent) if graded_late else total
     return templating.render(TEMPLATE, result=result, notes=notes, rows=rows, total=total, final=final,
                              late=late.sentence(total, result.max_score) if graded_late else None,
                              by_hand=any(row["by_hand"] for row in rows), comments=list(comments), counted=counted,
-                             reason=not_graded_reason(result), style=STYLE, back=back)
+                             reason=not_graded_reason(result), style=STYLE, back=back,
+                             said=lambda problem: problem_text(problem, pointed))
+
+
+def problem_text(problem: Problem, pointed: set[str]) -> str:
+    """A problem's sentence as the page shows it: one not judged says to see its cause's "Fix this first" note only
+    while the page shows that note (`pointed`: the causes of the leading notes shown)."""
+    if problem.kind is ProblemKind.NOT_JUDGED and problem.cause not in pointed:
+        return problem.text.removesuffix(SEE_FIX_FIRST)
+    return problem.text
 
 
 def notes_as_scored(result: NotebookResult, rows: list[dict]) -> list[Note]:
-    """The notes in the order of the cells they are about (results.in_cell_order), with "Fix this first" worked out
-    again over the tests that still cost points (`rows`: render's, each test's points with the instructor's) when
-    some were set by hand: a test whose points the instructor restored is no longer a failure to fix, and a cause
-    left behind one failure only is no longer named."""
-    if not any(row["by_hand"] for row in rows) or not result.notes_of(NoteKind.FIX_FIRST):
+    """The notes in the order of the cells they are about (results.in_cell_order), with "Fix this first" as the
+    points stand (`rows`: render's, each test's points with the instructor's) when some were set by hand: worked out
+    again over the tests that still cost points (a test whose points the instructor restored is no longer a failure
+    to fix, and a cause left behind one failure only is no longer named), and an answer cell that did not run no
+    longer said once no test failed for it costs a point (a note stored before notes had causes stays)."""
+    if not any(row["by_hand"] for row in rows):
         return in_cell_order(result.notes)
+    costing = [row["test"] for row in rows if row["points"] < row["test"].max_points]
+    notes = [note for note in result.notes if not _paid_back(note, result.tests, costing)]
+    if not result.notes_of(NoteKind.FIX_FIRST):
+        return in_cell_order(notes)
     # Imported here: it reads the checks' registry, which a page with no score set by hand does without.
     from posenc_autograder.grading.fix_first import fix_this_first
-    costing = [row["test"] for row in rows if row["points"] < row["test"].max_points]
-    at = next(i for i, note in enumerate(result.notes) if note.kind is NoteKind.FIX_FIRST)
-    rest = [note for note in result.notes if note.kind is not NoteKind.FIX_FIRST]
+    at = next(i for i, note in enumerate(notes) if note.kind is NoteKind.FIX_FIRST)
+    rest = [note for note in notes if note.kind is not NoteKind.FIX_FIRST]
     return in_cell_order(rest[:at] + fix_this_first(costing) + rest[at:])
+
+
+def _paid_back(note: Note, tests: list[GradedTest], costing: list[GradedTest]) -> bool:
+    """Whether an answer cell's note reports a cause some tests with points were not judged for, none of which
+    costs a point now."""
+    if note.kind is not NoteKind.BROKEN_CELL or note.cause is None:
+        return False
+    def carries(test: GradedTest) -> bool:
+        return test.max_points > 0 and any(p.kind is ProblemKind.NOT_JUDGED and p.cause == note.cause
+                                           for p in test.problems)
+    return any(carries(test) for test in tests) and not any(carries(test) for test in costing)
 
 
 def not_graded_reason(result: NotebookResult) -> str:

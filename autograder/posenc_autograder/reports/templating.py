@@ -11,7 +11,18 @@ import threading
 import jinja2
 import numpy as np
 
-from posenc_autograder.results import Argument, InputArray, Line, Problem, Reading, Seeded, Setting, Unshown, Zeros
+from posenc_autograder.results import (
+    Argument,
+    InputArray,
+    Line,
+    Problem,
+    Reading,
+    Seeded,
+    Setting,
+    Unshown,
+    Zeros,
+    in_cell_order,
+)
 
 PREVIEW_ENTRIES = 4       # entries of an input array shown before its block to unfold
 
@@ -86,22 +97,34 @@ def snippet(problem: Problem) -> dict | None:
     """The lines that reproduce a problem's failing case (its results.Reproduction): scalars by repr, an all-zero
     array as np.zeros, each array the student may see written in full (float64 repr, so the lines reproduce exactly),
     each other array as a name the lines need, with its shape and dtype (`needs`), and the student functions the
-    grader stood in for while the case ran (`stand_ins`). `numbers`: how many array entries the lines write. None
-    without a reproduction."""
+    grader stood in for while the case ran (`stand_ins`). `numbers`: how many array entries the lines write. A case
+    that reached the template's stub (Problem.at_stub) fails for any values: each array is built from its shape and
+    dtype (`any_values`), never written out nor named as one to find. None without a reproduction."""
     if problem.call is None:
         return None
-    writer = _Writer(problem.inputs or [])
+    writer = _Writer(problem.inputs or [], any_values=problem.at_stub)
     text = "\n".join(writer.line(line) for line in problem.call.lines)
     return {"line": text, "needs": list(writer.needs.values()), "numbers": writer.numbers,
             "lines": len(problem.call.lines), "stand_ins": list(problem.call.stand_ins),
-            "folded": writer.numbers > SNIPPET_INLINE_NUMBERS}
+            "folded": writer.numbers > SNIPPET_INLINE_NUMBERS, "any_values": writer.built}
+
+
+def any_values(shape: tuple[int, ...], dtype: str) -> str:
+    """A line that builds an array of this shape and dtype (random floats; zeros of an integer or boolean dtype)."""
+    shape_text = repr(tuple(shape))
+    if dtype.startswith("float"):
+        built = f"np.random.default_rng(0).standard_normal({shape_text})"
+        return built if dtype == "float64" else f"{built}.astype(np.{dtype})"
+    return f"np.zeros({shape_text}, dtype=np.{dtype})"
 
 
 class _Writer:
-    """Writes the lines of one reproduction, counting the numbers it writes and naming what it does not."""
+    """Writes the lines of one reproduction, counting the numbers it writes and naming what it does not; with
+    `any_values`, each array built from its shape (`built`: whether one was)."""
 
-    def __init__(self, shown: list):
+    def __init__(self, shown: list, any_values: bool = False):
         self.shown, self.needs, self.numbers = shown, {}, 0
+        self.any_values, self.built = any_values, False
 
     def line(self, line: Line) -> str:
         if isinstance(line, Setting):
@@ -122,6 +145,9 @@ class _Writer:
             return value.name
         if not isinstance(value, InputArray):
             return repr(value)
+        if self.any_values:
+            self.built = True
+            return any_values(value.shape, value.dtype)
         if value.place < len(self.shown) and self.shown[value.place] is not None:
             self.numbers += int(np.size(self.shown[value.place]))
             return array_text(self.shown[value.place], value.dtype)
@@ -140,10 +166,22 @@ def code_spans(text: str) -> list[tuple[bool, str]]:
     return [(place % 2 == 1, piece) for place, piece in enumerate(CODE_SPAN.split(str(text))) if piece]
 
 
+NAME_BREAKS = re.compile(r"(?<=[_\-.@/])")      # after these an identifier may wrap: its parts stay whole
+
+
+def name_parts(text: str) -> list[str]:
+    """A student's id, a name or an assignment as the parts a narrow column may wrap it between (after an underscore,
+    a hyphen, a dot, an @ or a slash; the template puts a <wbr> there and escapes each part): it wraps
+    'student_with_a_long_id' at its parts, never 'checkraise' inside a word (the page breaks a word only where it
+    overflows on its own)."""
+    return NAME_BREAKS.split(str(text))
+
+
 ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
                                  autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                                  lstrip_blocks=True)
-ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet, code_spans=code_spans)
+ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet, code_spans=code_spans,
+                           in_cell_order=in_cell_order, name_parts=name_parts)
 
 
 def render(name: str, **context) -> str:

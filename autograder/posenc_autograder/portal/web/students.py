@@ -273,7 +273,7 @@ async def attempt_feedback(request: Request, session, found):
                        "and the feedback after the deadline.", 200, session, (back, "back"))
     if not points:                       # pass or fail per test, nothing counted: the portal's own page
         return page("pass_fail.html", session=session, title=f"Attempt {found.number}", back=back,
-                    result=pages.visible_result(result, level, inputs))
+                    result=pages.visible_result(result, level, inputs, points=False))
     return HTMLResponse(pages.feedback_page(result, level, inputs, back, **shown),
                         headers={"content-security-policy": pages.REPORT_CSP})
 
