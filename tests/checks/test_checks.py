@@ -406,3 +406,28 @@ def test_rows_apart_block_by_block_is_the_whole_distance_matrix_s_verdict():
             distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
             np.fill_diagonal(distances, np.inf)
             assert sinusoidal._rows_apart(table, 1e-12) == bool(distances.min() > 1e-12)
+
+
+def test_a_table_met_before_takes_its_kept_rows_apart_verdict_and_only_an_equal_one(monkeypatch):
+    from posenc_autograder.checks.positional_encoding import reference, sinusoidal
+    worked_out, original = [], sinusoidal._rows_apart_worked_out
+
+    def counted(table, least):
+        worked_out.append(table.shape)
+        return original(table, least)
+    monkeypatch.setattr(sinusoidal, "_rows_apart_worked_out", counted)
+    kept = sinusoidal._KeptVerdicts(kept=2)
+    base = reference.sinusoidal_positional_encoding(1000, 12)
+    repeated = base.copy()
+    repeated[700] = repeated[3]
+    assert kept.rows_apart(base, 1e-12) and kept.rows_apart(base.copy(), 1e-12)       # an equal table: kept
+    assert not kept.rows_apart(repeated, 1e-12) and not kept.rows_apart(repeated.copy(), 1e-12)
+    assert len(worked_out) == 2
+    one_bit = base.copy()
+    one_bit.view(np.uint64)[5, 5] ^= 1                          # the last bit of one entry: another table
+    assert kept.rows_apart(one_bit, 1e-12) == original(one_bit, 1e-12)
+    assert kept.rows_apart(base.reshape(2000, 6), 1e-12) == \
+        original(base.reshape(2000, 6), 1e-12)   # same bytes, another shape
+    kept.rows_apart(base, 1.0)                                  # another bound
+    assert len(worked_out) == 5 and len(kept.verdicts) == 2     # the least recently used let go
+    assert kept.rows_apart(base, 1.0) is kept.rows_apart(base, 1.0) and len(worked_out) == 5

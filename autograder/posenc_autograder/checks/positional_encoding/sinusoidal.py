@@ -1,7 +1,9 @@
 """Hidden tests for sinusoidal_positional_encoding and SinusoidalPositionalEncoding."""
 from __future__ import annotations
 
+import collections
 import functools
+import threading
 
 import numpy as np
 
@@ -106,9 +108,44 @@ def _judge_unique(inputs, obs):
 
 
 ROWS_AT_ONCE = 64       # rows of the squared distances worked out at a time: a block that stays in the cache
+# Tables whose _rows_apart verdict is kept, by their exact bytes: a class's correct notebooks return the same few tables
+# bit for bit (one per way of writing the formula), and the verdict was ~10 ms of CPU of each solved notebook's
+# judging (a million-entry product). A 1000 x 12 table is 96 KB: the kept ones are under 1 MB a process.
+ROWS_APART_KEPT = 8
+
+
+class _KeptVerdicts:
+    """_rows_apart's verdicts of the last ROWS_APART_KEPT tables, each found again only by a table equal byte for byte
+    (its bytes are the key: compared in full, never by a digest), of the same dtype and shape, and the same `least`."""
+
+    def __init__(self, kept: int = ROWS_APART_KEPT):
+        self.kept, self.lock = kept, threading.Lock()
+        self.verdicts: collections.OrderedDict[tuple, bool] = collections.OrderedDict()
+
+    def rows_apart(self, table: np.ndarray, least: float) -> bool:
+        key = (table.dtype.str, table.shape, least, table.tobytes())
+        with self.lock:
+            verdict = self.verdicts.get(key)
+            if verdict is not None:
+                self.verdicts.move_to_end(key)
+                return verdict
+        verdict = _rows_apart_worked_out(table, least)        # on the table as given: the same products as before
+        with self.lock:
+            self.verdicts[key] = verdict
+            while len(self.verdicts) > self.kept:
+                self.verdicts.popitem(last=False)
+        return verdict
+
+
+KEPT_VERDICTS = _KeptVerdicts()
 
 
 def _rows_apart(table: np.ndarray, least: float) -> bool:
+    """Whether every two rows' squared distance is above `least` (_rows_apart_worked_out); kept for tables met."""
+    return KEPT_VERDICTS.rows_apart(table, least)
+
+
+def _rows_apart_worked_out(table: np.ndarray, least: float) -> bool:
     """Whether every two rows' squared distance, squared[i] + squared[j] - (2 * table) @ table.T, is above `least`: the
     same numbers _judge_unique's matrix holds (the same operations on the same products), a block of rows at a time
     instead of three more million-entry arrays."""
