@@ -554,3 +554,21 @@ def test_student_names_keep_whole_words_and_what_happened_is_in_cell_order_at_11
     })""")
     page.close()
     assert broken == [], f"broken inside a word at 1100 px: {broken}"
+
+
+def test_a_fix_first_an_instructor_restored_by_hand_is_not_a_reason_for_attention(tmp_path):
+    """The student's page stops naming a "Fix this first" cause once an instructor restores by hand the tests it
+    failed (feedback.notes_as_scored); the dashboard listed the student still, for 'one cause explains several
+    failures' naming the restored test. It states the notes as the page does."""
+    from posenc_autograder.grading.fix_first import fix_this_first
+    course = Course(make_course(tmp_path / "course"))
+    tests = [GradedTest(cell, cell, True, 0.0, 2.0, [Problem(f"{cell} is wrong. Likely cause: {SWAPPED}.", SWAPPED)])
+             for cell in ("hidden_pe_values", "hidden_pe_stability")]
+    walker = NotebookResult("walker", "positional_encoding", "positional_encoding", True, tests, fix_this_first(tests))
+    key = ("walker", "positional_encoding", "positional_encoding")
+    listed = section(dashboard.render(course, [walker]), "Students who need attention", "Every student")
+    assert "walker" in listed and "Fix this first" in listed
+    restored = {key: {"hidden_pe_values": (2.0, True), "hidden_pe_stability": (0.0, False)}}
+    listed = section(dashboard.render(course, [walker], cell_scores=restored), "Students who need attention",
+                     "Every student")
+    assert "walker" not in listed and "Fix this first" not in listed

@@ -23,7 +23,7 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts
 from posenc_autograder.reports import charts, feedback, late_policy, templating
-from posenc_autograder.results import Asked, GradedTest, NotebookResult, NoteKind, Problem, ProblemKind
+from posenc_autograder.results import Asked, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
 
 # Each kind of note (results.NoteKind) in the words of the "Why" column. Whether a note puts its student among those
 # needing attention is the kind's `asks` (someone must act), not this table: it words every kind.
@@ -301,11 +301,12 @@ def submission_flags(results: list[NotebookResult], files: dict | None = None) -
 UNTOUCHED = "untouched: the answers are the released template"
 
 
-def attention(result: NotebookResult) -> list[str]:
+def attention(result: NotebookResult, notes: list[Note] | None = None) -> list[str]:
     """Why an instructor should look at this notebook: it was not graded, or a note asks someone to act
-    (NoteKind.asks, as the run report decides); a note that only informs is no reason."""
+    (NoteKind.asks, as the run report decides); a note that only informs is no reason. `notes`: the result's as its
+    points stand (feedback.notes_as_scored), when not its own."""
     reasons = [] if result.graded else ["not graded"]
-    for note in result.notes:
+    for note in result.notes if notes is None else notes:
         why = WHY[note.kind] if note.kind.asks is not Asked.NOBODY else None
         if why and why not in reasons:
             reasons.append(why)
@@ -346,8 +347,12 @@ def render(course: Course, results: list[NotebookResult], refused: Sequence[str]
         for r in results:
             if (r.student, r.assignment) == (finding.student, finding.assignment):
                 flags.setdefault((r.student, r.assignment, r.notebook), []).append(finding.text())
-    needing = [(r, attention(r) + flags.get((r.student, r.assignment, r.notebook), [])) for r in results]
-    needing = [(r, why) for r, why in needing if why]
+    # The notes as the student's page states them: a cost an instructor restored by hand is not said here either.
+    noted = [(r, feedback.notes_as_scored(r, feedback.scored_rows(
+        r, (cell_scores or {}).get((r.student, r.assignment, r.notebook))))) for r in results]
+    needing = [(r, attention(r, notes) + flags.get((r.student, r.assignment, r.notebook), []), notes)
+               for r, notes in noted]
+    needing = [(r, why, notes) for r, why, notes in needing if why]
     students = []
     for r in results:
         person = people.get((r.student, r.assignment), {})

@@ -58,9 +58,7 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
     `late` (late_policy.Lateness) says what the late policy deducts, and the header shows the final number after it;
     `comments`: (cell, text) an instructor wrote in formgrader; `counted`: the course's rule of which attempt counts
     (attempts.RULES); `back`: a link back to the portal."""
-    scores = scores or {}
-    rows = [{"test": test, "points": scores.get(test.cell_id, (test.points, False))[0],
-             "by_hand": scores.get(test.cell_id, (test.points, False))[1]} for test in result.tests]
+    rows = scored_rows(result, scores)
     total = sum(row["points"] for row in rows)
     notes = notes_as_scored(result, rows)
     pointed = {note.cause for note in notes if note.kind in LEADING and note.cause is not None}
@@ -79,6 +77,14 @@ def problem_text(problem: Problem, pointed: set[str]) -> str:
     if problem.kind is ProblemKind.NOT_JUDGED and problem.cause not in pointed:
         return problem.text.removesuffix(SEE_FIX_FIRST)
     return problem.text
+
+
+def scored_rows(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None) -> list[dict]:
+    """Each test with its points as they stand (`scores`: the gradebook's, cell id -> (points, set by hand), over the
+    automatic ones) and whether an instructor set them."""
+    scores = scores or {}
+    return [{"test": test, "points": scores.get(test.cell_id, (test.points, False))[0],
+             "by_hand": scores.get(test.cell_id, (test.points, False))[1]} for test in result.tests]
 
 
 def notes_as_scored(result: NotebookResult, rows: list[dict]) -> list[Note]:

@@ -21,7 +21,6 @@ from posenc_autograder.results import (
     Setting,
     Unshown,
     Zeros,
-    in_cell_order,
 )
 
 PREVIEW_ENTRIES = 4       # entries of an input array shown before its block to unfold
@@ -166,22 +165,22 @@ def code_spans(text: str) -> list[tuple[bool, str]]:
     return [(place % 2 == 1, piece) for place, piece in enumerate(CODE_SPAN.split(str(text))) if piece]
 
 
-NAME_BREAKS = re.compile(r"(?<=[_\-.@/])")      # after these an identifier may wrap: its parts stay whole
+# Where an identifier may wrap, its parts staying whole: after _ - . @ /, and between a lower and an upper case letter.
+NAME_BREAKS = re.compile(r"(?<=[_\-.@/])|(?<=[a-z])(?=[A-Z])")
 
 
 def name_parts(text: str) -> list[str]:
-    """A student's id, a name or an assignment as the parts a narrow column may wrap it between (after an underscore,
-    a hyphen, a dot, an @ or a slash; the template puts a <wbr> there and escapes each part): it wraps
-    'student_with_a_long_id' at its parts, never 'checkraise' inside a word (the page breaks a word only where it
-    overflows on its own)."""
+    """A student's id, a name, an assignment or an answer cell as the parts a narrow column may wrap it between
+    (NAME_BREAKS; the template puts a <wbr> there and escapes each part): it wraps 'student_with_a_long_id' and
+    'LearnedPositionalEncoding' at their parts, never 'checkraise' inside a word (the page breaks a word only where
+    it overflows on its own)."""
     return NAME_BREAKS.split(str(text))
 
 
 ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
                                  autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                                  lstrip_blocks=True)
-ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet, code_spans=code_spans,
-                           in_cell_order=in_cell_order, name_parts=name_parts)
+ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet, code_spans=code_spans, name_parts=name_parts)
 
 
 def render(name: str, **context) -> str:
