@@ -155,12 +155,16 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def leaves_out_slow(config) -> bool:
-    """The run's -m expression is false for a test marked slow, whatever other markers (pytest.ini's) it has."""
+    """The run's -m expression is false for a test marked slow, whatever other markers it has. Only the markers the
+    expression names can change its value: every marker registered (pytest's and its plugins' too, 16) made 2^15
+    evaluations, 0.12 CPU-s a call, paid twice by the main process before the workers start and once by each."""
     from _pytest.mark.expression import Expression
     if not config.option.markexpr:
         return False
     expression = Expression.compile(config.option.markexpr)
-    others = [name for name in (line.split(":", 1)[0].strip() for line in config.getini("markers")) if name != "slow"]
+    named = expression.idents() if hasattr(expression, "idents") else \
+        {line.split(":", 1)[0].strip() for line in config.getini("markers")}       # a pytest without idents()
+    others = sorted(name for name in named if name != "slow")
     return not any(expression.evaluate(marked_only({"slow", *marked}))
                    for count in range(len(others) + 1) for marked in itertools.combinations(others, count))
 

@@ -140,6 +140,22 @@ def test_a_run_leaving_out_every_slow_test_skips_only_the_folders_of_slow_tests(
         assert not leaves_out(keeps), keeps
 
 
+def test_leaving_out_the_slow_tests_is_decided_over_the_markers_the_expression_names(monkeypatch):
+    """Every test process asks it (the main one twice) before its first test: the expression is evaluated for each
+    set of the markers it names, not of every marker registered (pytest's and its plugins' ones too)."""
+    conftest = root_conftest()
+    config = run_config(fast_run_expression())
+    ini_markers = config.getini("markers")
+    registered = ini_markers + [f"plugin_marker_{number}: registered by a plugin" for number in range(8)]
+    monkeypatch.setattr(config, "getini", lambda name: registered if name == "markers" else None)
+    asked = []
+    matcher = conftest.marked_only
+    monkeypatch.setattr(conftest, "marked_only", lambda markers: asked.append(markers) or matcher(markers))
+    assert conftest.leaves_out_slow(config)
+    named = len(re.findall(r"\bnot (\w+)", fast_run_expression()))
+    assert len(asked) == 2 ** (named - 1), len(asked)
+
+
 def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(tmp_path, monkeypatch):
     """make test-fast's TMPDIR is the in-memory folder; a run with the slow tests (the sandbox's attack notebooks
     look for the course under /tmp), one that names its own folder, or a folder that refuses programs keeps the disk."""
