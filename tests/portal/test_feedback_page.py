@@ -187,3 +187,21 @@ def test_a_portal_page_and_the_feedback_page_state_the_same_time_in_the_courses_
     stated_deadline = settings.for_student(deadline, zoneinfo.ZoneInfo("America/New_York"))
     assert stated_deadline in assignment and f"({stated_deadline})" in feedback and said in assignment
     assert "America/New_York" in gil.get("/").text and "UTC" not in gil.get("/").text
+
+
+def test_an_attempt_handed_in_another_way_after_the_deadline_is_marked_late_as_an_upload_here_is(app, portal, course):
+    """A Canvas attempt 13 hours past the deadline, whose grade the page states 'after the late policy's −10%': its
+    row under 'Handed in another way' is marked late as an upload here past the same deadline is (it carried no
+    mark, beside the portal's late upload marked late); one before the deadline is not."""
+    (course.root / "autograder" / "course.toml").write_text(LATE_POLICY)
+    deadline = dt.datetime(2026, 11, 20, 23, 59)
+    portal.set_policy(ASSIGNMENT, {"deadline": deadline, "late_days": 5, "feedback_before": "full"})
+    fay = client_for(app, portal, "fay")
+    for hours, source in ((-2, "Canvas submission 92"), (13, "Canvas submission 93")):
+        recorded = attempts.add(course, "fay", ASSIGNMENT, "lms", source,
+                                (deadline + dt.timedelta(hours=hours)).replace(tzinfo=dt.timezone.utc),
+                                {"positional_encoding.ipynb": notebook_bytes(source)})
+        attempts.place(course, recorded)
+    rows = fay.get(f"/assignments/{ASSIGNMENT}").text.split('id="attempts-elsewhere"')[1].split("</table>")[0]
+    late = {row.split("(")[1].split(")")[0]: 'class="tag late">late<' in row for row in rows.split("<tr>")[2:]}
+    assert late == {"Canvas submission 92": False, "Canvas submission 93": True}

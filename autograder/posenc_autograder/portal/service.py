@@ -281,7 +281,8 @@ class Portal:
                 "decision": rules.may_upload(policy, extension, attempts, now, waiting, self.zone),
                 "left": rules.attempts_left(policy, attempts, now), "attempts": attempts, "level": level,
                 "counting": counting, "scores_shown": rules.scores_visible(policy, extension, now),
-                "elsewhere": handed_in_elsewhere(record, counted),
+                "elsewhere": handed_in_elsewhere(record, counted,
+                                                 lambda when: rules.past_deadline(policy, extension, when)),
                 "grade": grades.get((student, assignment)),
                 "points": {t.id: stated_points(t, counts_now(t, counting), grades.get((student, assignment)),
                                                deadlines) for t in attempts if t.score is not None}}
@@ -513,12 +514,17 @@ def same_upload(attempts: list[Attempt], door: str, notebook: str, digest: str, 
     return None if same is None else attempts[recorded.index(same)]
 
 
-def handed_in_elsewhere(record: list[record_of_attempts.Attempt],
-                        counted: record_of_attempts.Attempt | None) -> list[dict]:
+def handed_in_elsewhere(record: list[record_of_attempts.Attempt], counted: record_of_attempts.Attempt | None,
+                        late: typing.Callable[[dt.datetime], bool]) -> list[dict]:
     """The student's attempts by the doors the portal does not grade (an LMS download, nbgrader's exchange, a file
-    placed by hand), oldest first: the student's attempts too, though the portal's limits count its uploads only."""
-    return [{"door": a.door_name, "source": a.source, "at": a.time.astimezone(dt.timezone.utc).replace(tzinfo=None),
-             "counts": a is counted} for a in record if a.door not in PORTAL_DOORS]
+    placed by hand), oldest first: the student's attempts too, though the portal's limits count its uploads only;
+    each marked late by the rule that marks an upload here (`late`: of a naive UTC time)."""
+    found = []
+    for a in record:
+        if a.door not in PORTAL_DOORS:
+            at = a.time.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            found.append({"door": a.door_name, "source": a.source, "at": at, "counts": a is counted, "late": late(at)})
+    return found
 
 
 def counts_now(attempt: Attempt, counting: Attempt | None) -> bool:
