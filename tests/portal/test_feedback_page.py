@@ -205,3 +205,18 @@ def test_an_attempt_handed_in_another_way_after_the_deadline_is_marked_late_as_a
     rows = fay.get(f"/assignments/{ASSIGNMENT}").text.split('id="attempts-elsewhere"')[1].split("</table>")[0]
     late = {row.split("(")[1].split(")")[0]: 'class="tag late">late<' in row for row in rows.split("<tr>")[2:]}
     assert late == {"Canvas submission 92": False, "Canvas submission 93": True}
+
+
+def test_an_attempt_that_does_not_count_says_so_and_which_one_does(app, portal, course):
+    """The page of an attempt that does not count stated its own score alone (30.8 / 42 for walker's late upload,
+    while an LMS attempt's 35.55 was his grade), as if it were the grade; it now says it is not the one the grade
+    counts, by the course's rule. The one that counts says nothing of the kind."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
+    portal.set_policy(ASSIGNMENT, {"feedback_before": "full"})
+    dan = client_for(app, portal, "dan")
+    assert upload(dan, notebook_bytes("first")).status_code == 303
+    assert upload(dan, notebook_bytes("second")).status_code == 303
+    assert portal.worker.run_until_idle() == 2
+    rule = attempts.RULES["latest"]
+    assert f"This attempt is not the one your grade counts, which is {rule}" in dan.get("/attempts/1/feedback").text
+    assert "is not the one your grade counts" not in dan.get("/attempts/2/feedback").text

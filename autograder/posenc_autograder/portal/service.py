@@ -369,6 +369,8 @@ class Portal:
                 page.update(scores=gradebook.session_cell_scores(db, *key),
                             comments=gradebook.session_comments(db, *key),
                             counted=record_of_attempts.RULES[policy.counts])
+            else:
+                page.update(not_counted=record_of_attempts.RULES[policy.counts])
         now = self.now()
         return (NotebookResult.from_json(json.loads(attempt.graded_json())),
                 rules.feedback_level(policy, extension, now), rules.inputs_visible(policy, extension, now),

@@ -53,11 +53,13 @@ h1 { overflow-wrap: anywhere; font-size: 1.6rem; }
 
 
 def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None = None, late=None,
-           back: str | None = None, comments: Sequence[tuple[str, str]] = (), counted: str | None = None) -> str:
+           back: str | None = None, comments: Sequence[tuple[str, str]] = (), counted: str | None = None,
+           not_counted: str | None = None) -> str:
     """The page; `scores` (cell id -> (points, set by hand)) from the gradebook override the automatic points;
     `late` (late_policy.Lateness) says what the late policy deducts, and the header shows the final number after it;
     `comments`: (cell, text) an instructor wrote in formgrader; `counted`: the course's rule of which attempt counts
-    (attempts.RULES); `back`: a link back to the portal."""
+    (attempts.RULES), for the attempt that counts; `not_counted`: that rule, for an attempt that does not (the portal's
+    page of another attempt); `back`: a link back to the portal."""
     rows = scored_rows(result, scores)
     total = sum(row["points"] for row in rows)
     notes = notes_as_scored(result, rows)
@@ -67,6 +69,7 @@ def render(result: NotebookResult, scores: dict[str, tuple[float, bool]] | None 
     return templating.render(TEMPLATE, result=result, notes=notes, rows=rows, total=total, final=final,
                              late=late.sentence(total, result.max_score) if graded_late else None,
                              by_hand=any(row["by_hand"] for row in rows), comments=list(comments), counted=counted,
+                             not_counted=not_counted,
                              reason=not_graded_reason(result), style=STYLE, back=back,
                              said=lambda problem: problem_text(problem, pointed))
 
