@@ -59,8 +59,8 @@ WHY_SLOW = {
     "tests/book/test_browser.py::test_the_sampled_contrast_check_reports_what_a_full_run_reports": "axe's "
     "colour-contrast over every code span of a chapter, then of the faulted code block, for each fault the sampling "
     "could miss (the proof that the crawls' sampled check sees what the full one sees)",
-    "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run twice, each "
-    "in a fresh kernel of the reader's environment",
+    "tests/book/test_chapters_standalone.py::test_chapter_runs_alone_and_twice_the_same": "the chapter run in a fresh "
+    "kernel of the reader's environment, its outputs compared with the book build's run of it",
     "tests/book/test_explorables.py::": "the figure driven in Chromium at every setting",
     "tests/end_to_end/test_mutation.py::": "its setup grades a fixed sample of every reference's mutants with the "
     "hidden tests (`make mutate` grades them all)",
@@ -93,10 +93,12 @@ WHY_SLOW = {
     "tests/portal/test_grading_processes.py::": "the portal's grading processes, notebooks graded in the sandbox",
 }
 BUILD_FIXTURE = "book_build"
-READS_BUILD = {"site", "book_pdf"}                  # tests using these wait for the build (run_order.AFTER_BUILD)
+# Tests using these wait for the build (run_order.AFTER_BUILD): its pages, its PDF, its execution of the chapters.
+READS_BUILD = {"site", "book_pdf", "book_executed"}
 # Fixtures made once per worker that several of the book's tests share: their tests are one group (one per parameter
-# of the fixture where SHARED_BY_PARAMETER: the desktop crawl's shares).
-AFTER_BUILD_SHARED = {"book_pdf": "pdf", "desktop_pages": "desktop"}
+# of the fixture where SHARED_BY_PARAMETER: the desktop crawl's shares); the chapters' runs share the reader's
+# environment.
+AFTER_BUILD_SHARED = {"book_pdf": "pdf", "desktop_pages": "desktop", "book_executed": "chapters"}
 SHARED_BY_PARAMETER = {"desktop_pages"}
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
