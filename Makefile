@@ -164,7 +164,7 @@ typecheck: $(STAMP)
 
 ## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and end-to-end tests and the dearest unit tests (tests/left_to_make_test.toml: each file keeps its cheapest), on two workers, each file whole on one, longest first; make test runs all of them and the solution notebooks
 test-fast: lint
-	POSENC_RUN=test-fast $(PY) -m pytest -q -n 2 --dist loadgroup -m "not book and not browser and not postgres and not slow and not dear and not hub" tests
+	POSENC_RUN=test-fast $(PY) -m pytest -q -n 2 --dist loadgroup -p no:nbval -m "not book and not browser and not postgres and not slow and not dear and not hub" tests
 
 ## mutate: mutants of each assignment's reference.py graded by the hidden tests (ASSIGNMENT=name for one); prints the mutation score, per assignment too, and the survivors
 mutate: $(STAMP)

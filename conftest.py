@@ -300,3 +300,14 @@ def pytest_sessionfinish(session, exitstatus):
         record |= {"slowest": slowest, "groups": durations.groups(), "timeline": durations.timeline(started)}
     RUN_RECORDS.mkdir(parents=True, exist_ok=True)
     (RUN_RECORDS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+
+
+NBVAL = "nbval"
+
+
+def pytest_addoption(parser, pluginmanager):
+    """make test-fast runs no notebook and goes without nbval (-p no:nbval: its import of Jupyter's kernel client and
+    coverage, ~0.2 CPU-s in each of its processes before the first test); pytest.ini's --nbval-lax, nbval's option,
+    is then still understood, and does nothing."""
+    if pluginmanager.is_blocked(NBVAL):
+        parser.addoption("--nbval-lax", action="store_true", help="nbval's option: nothing here, nbval not loaded")

@@ -156,6 +156,23 @@ def test_leaving_out_the_slow_tests_is_decided_over_the_markers_the_expression_n
     assert len(asked) == 2 ** (named - 1), len(asked)
 
 
+def test_make_test_fast_goes_without_nbval_and_still_reads_pytest_ini():
+    """make test-fast runs no notebook (its only folder is tests/) and blocks nbval; pytest.ini's --nbval-lax is then
+    an option the root conftest adds, doing nothing. A run that loads nbval gets nbval's own."""
+    conftest = root_conftest()
+    recipe = re.search(r"^test-fast:.*?\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    command = next(line for line in recipe.splitlines() if "-m pytest" in line)
+    assert f"-p no:{conftest.NBVAL}" in command and command.split()[-1] == "tests", command
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    assert "--nbval-lax" in ini["pytest"]["addopts"].split()
+    for blocked, expected in (({"nbval"}, ["--nbval-lax"]), (set(), [])):
+        added: list[str] = []
+        parser = types.SimpleNamespace(addoption=lambda *names, into=added, **settings: into.extend(names))
+        conftest.pytest_addoption(parser, types.SimpleNamespace(is_blocked=blocked.__contains__))
+        assert added == expected, (blocked, added)
+
+
 def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(tmp_path, monkeypatch):
     """make test-fast's TMPDIR is the in-memory folder; a run with the slow tests (the sandbox's attack notebooks
     look for the course under /tmp), one that names its own folder, or a folder that refuses programs keeps the disk."""
