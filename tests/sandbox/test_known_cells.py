@@ -84,3 +84,35 @@ def test_a_traceback_through_release_cells_reads_none_of_them_again_in_a_warm_jo
     fresh_outputs = _outputs(cells, [1, 2])
     assert fresh_outputs[3][0]["text"].count("<ipython-input-") == 2
     assert warm_outputs[2] == fresh_outputs[2] and "----> 3     raise" in warm_outputs[2][0]["text"]
+
+
+COUNT_SCANS = ("import inspect, sys\ncalls = []\ncounting = inspect.ismodule\n"
+               "inspect.ismodule = lambda value: calls.append(1) or counting(value)\n"
+               "def f(a):\n    b = a + 1\n    raise ValueError(f'boom {b}')\n")
+SCANS_AND_TEXT = """
+inspect.ismodule = counting
+tb = get_ipython().InteractiveTB
+
+
+def formatted():
+    tb.remembered = None
+    return tb.structured_traceback(sys.last_type, sys.last_value, sys.last_traceback)
+
+
+found = formatted()
+for name in [name for name in inspect.modulesbyfile if '<ipython-input-' in name]:
+    del inspect.modulesbyfile[name]
+print(len(calls) < len(sys.modules), found == formatted(), len(found))
+"""
+
+
+def test_a_cells_traceback_asks_no_scan_of_every_module_for_its_frames():
+    """inspect.getmodule, asked by a traceback for each frame of a cell (a file of no module), walks every loaded module
+    (a copy of sys.modules, each module's __file__: ~2 ms and ~500 page faults of the zygote's pages the first time in
+    a job, ~0.3 ms each time after, a few times a frame); the cell's file is known to be no module's when the cell is
+    compiled, so it answers at once, None as before, and the traceback's text is the one the walk gives (on the old
+    code the walk ran: ismodule asked once a module, each time). An untouched notebook's job: 0.070 -> 0.067 CPU-s."""
+    outputs = _outputs([COUNT_SCANS, "f(1)", SCANS_AND_TEXT], [])
+    assert "----> 7     raise ValueError" in outputs[1][0]["text"]
+    scanned_not, same_text, lines = outputs[2][0]["text"].split()
+    assert (scanned_not, same_text) == ("True", "True") and int(lines) > 0

@@ -21,13 +21,17 @@ import __future__
 
 import ast
 import copy
+import inspect
 import linecache
+import os
 import types
 import warnings
 from typing import Any
 
 from IPython.core.compilerop import CachingCompiler
 
+# inspect.getmodule's answer for a cell's file: a name no module has, so it answers None, as its walk would
+NO_MODULE = "<a notebook cell>"
 LEARNED_FILE = "<learned cell>"        # the file name compiled under; each job's code gets its cell's own
 MAX_LEARNED_CHARACTERS = 512 * 1024    # of source, all cells together: what the zygote holds stays bounded
 FEATURES = [getattr(__future__, name) for name in __future__.all_feature_names]    # as codeop.Compile reads them
@@ -106,9 +110,12 @@ class KnownCells(CachingCompiler):
                 pass
 
     def cache(self, transformed_code: str, number: int = 0, raw_code: str | None = None) -> str:
-        """IPython's cell file (its name and lines in linecache), and for a learned cell stack_data's reading of it
-        under that name, as stack_data would make it from those lines."""
+        """IPython's cell file (its name and lines in linecache), known to be no module's file, and for a learned cell
+        stack_data's reading of it under that name, as stack_data would make it from those lines."""
         name = super().cache(transformed_code, number, raw_code)
+        # No module's file: inspect.getmodule, asked by a traceback for each of the cell's frames, would otherwise walk
+        # every loaded module each time to find none (~0.3 ms; ~500 page faults of the zygote's pages the first time)
+        inspect.modulesbyfile.setdefault(os.path.normcase(os.path.abspath(name)), NO_MODULE)
         lines, source = self.read.get(transformed_code, ((), None))
         entry = linecache.cache.get(name)
         if source is not None and entry is not None and tuple(entry[2]) == lines:
