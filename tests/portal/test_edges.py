@@ -4,6 +4,7 @@ import contextlib
 import socket
 import sys
 import threading
+import time
 
 import httpx
 from fixture_submissions import ASSIGNMENT
@@ -98,6 +99,26 @@ def test_slow_clients_are_cut_off_by_the_server(app, monkeypatch):
         assert b"x-frame-options" in answer.lower()
         fine = socket.create_connection(("127.0.0.1", port))                  # others were served all along
         fine.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert closed_or_answer(fine, 10).startswith(b"HTTP/1.1 200")
+
+
+def test_a_request_head_past_its_bound_is_refused_before_it_ends(app):
+    """A header that never ends (a parser would keep it until it did) is refused once the head passes
+    REQUEST_HEAD_BYTES, sent in one piece or in many; a head under the bound is served."""
+    with served(app) as port:
+        endless = socket.create_connection((HOST, port))
+        endless.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " + b"a" * portal_app.REQUEST_HEAD_BYTES)
+        assert closed_or_answer(endless, 10).startswith(b"HTTP/1.1 400")
+        pieces = socket.create_connection((HOST, port))
+        pieces.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: ")
+        for _ in range(2 * portal_app.REQUEST_HEAD_BYTES // 1000):
+            with contextlib.suppress(OSError):
+                pieces.sendall(b"a" * 1000)
+                time.sleep(0.005)
+        assert closed_or_answer(pieces, 10).startswith(b"HTTP/1.1 400")
+        fine = socket.create_connection((HOST, port))
+        fine.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nX-Long: "
+                     + b"a" * (portal_app.REQUEST_HEAD_BYTES - 200) + b"\r\n\r\n")
         assert closed_or_answer(fine, 10).startswith(b"HTTP/1.1 200")
 
 
