@@ -468,6 +468,51 @@ class _SharedVerdicts(_KeptRecords):
 
 SHARED_VERDICTS = _SharedVerdicts()
 
+# The keys of every answer of a record on the course-wide inputs (the shared probe set's), kept for records digested
+# before in this process, per test: a class's notebooks send the same records there, most of their answers smaller
+# than SEEN keeps (a solved notebook's ~33 answers there cost ~4 ms of digests a job, and one comparison of the whole
+# record less than that). Found again only by a record equal bit for bit (_same), of SEEN's small outlines.
+SHARED_KEYS_BYTES = 8 * 2**20             # kept records, per process: their arrays, strings and a few words an item
+SHARED_KEYS_PER_OUTLINE = 4
+
+
+def _held_bytes(value: Any) -> int:
+    """What a value of an _outline holds, roughly: its arrays' and strings' bytes and a few words an item (bounded by
+    the outline: at most SEEN_DEPTH levels of SEEN_CONTAINER_ITEMS)."""
+    if type(value) is np.ndarray:
+        return value.nbytes
+    if type(value) is dict:
+        return sum(64 + len(key) + _held_bytes(item) for key, item in value.items())
+    if type(value) is list or type(value) is tuple:
+        return sum(64 + _held_bytes(item) for item in value)
+    return 64 + len(value) if type(value) is str else 64
+
+
+class _SharedKeys(_KeptRecords):
+    """compared_answers() of a test's records on the course-wide inputs, each answer's keys taken from an equal record
+    met before (its answers are equal bit for bit, so their keys are the ones digesting gives)."""
+
+    def __init__(self, limit: int = SHARED_KEYS_BYTES):
+        super().__init__(limit, SHARED_KEYS_PER_OUTLINE)
+
+    def compared(self, test: str, observations: object) -> list[tuple[str, object, list[str]]]:
+        outline = _outline(observations)
+        if not isinstance(outline, tuple):
+            return compared_answers(observations)
+        key = (test, outline)
+        entry = self.found(key, observations)
+        if entry is not None:                       # the same leaves, in the same order, as the record kept
+            return [(where, answer, list(keys))
+                    for (where, answer), keys in zip(leaves(observations), entry[1], strict=True)]
+        found = compared_answers(observations)      # TooLargeToCompare: nothing kept, as for any record past it
+        size = _held_bytes(observations)
+        if size <= self.limit // 2:
+            self.add(key, observations, [list(keys) for _, _, keys in found], size)
+        return found
+
+
+SHARED_KEYS = _SharedKeys()
+
 
 def compared_answers(observations: object, walk: _Walk | None = None) -> list[tuple[str, object, list[str]]]:
     """(where, answer, keys) for every answer of a record, walked within MAX_ANSWERS answers and MAX_ANSWER_ITEMS
@@ -552,7 +597,8 @@ def compact(record: StudentRecord) -> Evidence:
         if check is None or not _judged(probe_record):
             continue
         try:
-            finished = [(where, answer, keys) for where, answer, keys in compared_answers(probe_record["observations"])
+            finished = [(where, answer, keys) for where, answer, keys in SHARED_KEYS.compared(cell_id,
+                                                                                         probe_record["observations"])
                         if not unfinished(answer)]
         except TooLargeToCompare:
             cut[cell_id] = TOO_LARGE_TO_COMPARE
