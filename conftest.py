@@ -150,24 +150,49 @@ def group_of(nodeid: str, fixtures) -> str:
 
 def pytest_ignore_collect(collection_path, config):
     """A folder of slow tests only (SLOW_FOLDERS) is not even imported by a run whose -m leaves out every slow test
-    (`make test-fast`): importing its modules cost each worker ~1.3 of its ~4.5 CPU-s of collection."""
+    (`make test-fast`): importing its modules cost each worker ~1.3 of its ~4.5 CPU-s of collection. Nor is a test
+    file marked whole (its module's pytestmark, or SLOW_TESTS naming the file) with a marker the run leaves out."""
     if collection_path.name in SLOW_FOLDERS and collection_path.is_dir() and leaves_out_slow(config):
         return True
+    if collection_path.name.startswith("test_") and collection_path.suffix == ".py" and collection_path.is_file():
+        marker = whole_file_marker(collection_path)
+        if marker is not None and leaves_out(config, marker):
+            return True
     return None
 
 
+MODULE_MARK = re.compile(r"^pytestmark = pytest\.mark\.(\w+)\b(?!\s*[\[(,.])", re.M)    # one marker, no arguments
+
+
+def whole_file_marker(path: pathlib.Path) -> str | None:
+    """The one marker every test of the test file carries by its source alone: its module's pytestmark, or slow for a
+    file SLOW_TESTS names whole."""
+    resolved = path.resolve()
+    if resolved.is_relative_to(ROOT) and is_slow(resolved.relative_to(ROOT).as_posix() + "::"):
+        return "slow"
+    try:
+        found = MODULE_MARK.search(path.read_text())
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found.group(1) if found else None
+
+
 def leaves_out_slow(config) -> bool:
-    """The run's -m expression is false for a test marked slow, whatever other markers it has. Only the markers the
-    expression names can change its value: every marker registered (pytest's and its plugins' too, 16) made 2^15
-    evaluations, 0.12 CPU-s a call, paid twice by the main process before the workers start and once by each."""
+    return leaves_out(config, "slow")
+
+
+def leaves_out(config, marker: str) -> bool:
+    """The run's -m expression is false for a test with this marker, whatever other markers it has. Only the markers
+    the expression names can change its value: every marker registered (pytest's and its plugins' too, 16) made
+    2^15 evaluations, 0.12 CPU-s a call, paid twice by the main process before the workers start and once by each."""
     from _pytest.mark.expression import Expression
     if not config.option.markexpr:
         return False
     expression = Expression.compile(config.option.markexpr)
     named = expression.idents() if hasattr(expression, "idents") else \
         {line.split(":", 1)[0].strip() for line in config.getini("markers")}       # a pytest without idents()
-    others = sorted(name for name in named if name != "slow")
-    return not any(expression.evaluate(marked_only({"slow", *marked}))
+    others = sorted(name for name in named if name != marker)
+    return not any(expression.evaluate(marked_only({marker, *marked}))
                    for count in range(len(others) + 1) for marked in itertools.combinations(others, count))
 
 

@@ -156,6 +156,28 @@ def test_leaving_out_the_slow_tests_is_decided_over_the_markers_the_expression_n
     assert len(asked) == 2 ** (named - 1), len(asked)
 
 
+def test_a_file_marked_whole_with_a_marker_the_run_leaves_out_is_not_imported(tmp_path):
+    """Its module's pytestmark (one marker, as written in its source) or SLOW_TESTS naming the file whole: make
+    test-fast does not import it; a run that may select its tests imports it, as every run imports a file marked
+    otherwise."""
+    conftest = root_conftest()
+    fast, every = run_config(fast_run_expression()), run_config("")
+    written = {"slow": "pytestmark = pytest.mark.slow      # why\n", "hub": "pytestmark = pytest.mark.hub\n",
+               "list": "pytestmark = [pytest.mark.slow, pytest.mark.hub]\n",
+               "arguments": "pytestmark = pytest.mark.skipif(True, reason='no')\n",
+               "a test's own": "@pytest.mark.slow\ndef test_one():\n    pass\n"}
+    ignored = {}
+    for name, source in written.items():
+        path = tmp_path / f"test_{len(ignored)}.py"
+        path.write_text(f"import pytest\n\n{source}")
+        ignored[name] = conftest.pytest_ignore_collect(path, fast)
+        assert conftest.pytest_ignore_collect(path, every) is None, name
+    assert ignored == {"slow": True, "hub": True, "list": None, "arguments": None, "a test's own": None}
+    named_whole = next(node.split("::")[0] for node in conftest.SLOW_TESTS if node.endswith("::"))
+    assert conftest.pytest_ignore_collect(ROOT / named_whole, fast) is True
+    assert conftest.pytest_ignore_collect(ROOT / named_whole, run_config("not dear")) is None
+
+
 def test_make_test_fast_goes_without_nbval_and_still_reads_pytest_ini():
     """make test-fast runs no notebook (its only folder is tests/) and blocks nbval; pytest.ini's --nbval-lax is then
     an option the root conftest adds, doing nothing. A run that loads nbval gets nbval's own."""
