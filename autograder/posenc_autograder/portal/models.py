@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import re
 import time
 import typing
 
@@ -36,6 +35,7 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.schema import CreateTable
 
+from posenc_autograder.portal.plain_reads import ONLY_READS, only_reads  # noqa: F401 - ONLY_READS: read as models.ONLY_READS
 from posenc_autograder.records import portal_dates
 from posenc_autograder.settings import PortalDefaults, rule_of
 
@@ -208,16 +208,18 @@ def engine_for(url: str):
             cursor.execute("PRAGMA busy_timeout=60000")
             cursor.close()
         return engine
-    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+    psycopg2 = make_url(url).get_driver_name() == "psycopg2"
+    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
+                           connect_args={"connection_factory": _preparing()} if psycopg2 else {})
     ping_when_idle(engine)
-    if engine.dialect.driver == "psycopg2":
+    if psycopg2:
         begin_at_first_write(engine)
     return engine
 
 
-# A statement that only reads: a SELECT taking no row lock. Anything else (a write, DDL, a locking read, a WITH
-# that might write) starts the transaction.
-ONLY_READS = re.compile(r"\s*SELECT\b(?!.*\bFOR\s+(UPDATE|SHARE|NO\s+KEY|KEY)\b)", re.IGNORECASE | re.DOTALL)
+def _preparing():
+    from posenc_autograder.portal.prepared import PreparingConnection
+    return PreparingConnection
 
 
 def begin_at_first_write(engine) -> None:
@@ -234,7 +236,7 @@ def begin_at_first_write(engine) -> None:
 
     @event.listens_for(engine, "before_cursor_execute")
     def _begin_at_write(connection, cursor, statement, parameters, context, executemany) -> None:
-        if cursor.connection.autocommit and not ONLY_READS.match(statement):
+        if cursor.connection.autocommit and not only_reads(statement):
             cursor.connection.autocommit = False          # psycopg2 sends BEGIN before this statement
 
 

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Collection
 
-from sqlalchemy import and_, bindparam, exists, func, or_, select, update
+from sqlalchemy import and_, bindparam, exists, func, literal_column, or_, select, update
 from sqlalchemy.orm import aliased
 
 from posenc_autograder.portal.models import WAITING, Attempt, Status, utcnow
@@ -128,10 +128,12 @@ def next_job(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1) -> int | N
 # is the jobs it walks past, not the queue; and min() makes the answer the first in upload order by SQL's own rule,
 # not by the order rows happen to reach a LIMIT. The test is one EXISTS that is IS NOT TRUE, where NOT EXISTS becomes
 # an anti-join (which, planned for a queue of one, joined each queued job to every waiting one: 0.2-0.7 s a claim at
-# 800 queued) and a second EXISTS could be hashed over the whole table.
+# 800 queued) and a second EXISTS could be hashed over the whole table. 'queued' is written in the statement, not
+# bound: PostgreSQL's generic plan of the prepared statement (portal/prepared.py) cannot know a parameter's value, so
+# it walked the whole table by its primary key past every graded job to the first queued one.
 _OTHER = aliased(Attempt)
 FIRST_UNUSED = (select(func.min(Attempt.id))
-                .where(Attempt.status == Status.QUEUED, Attempt.full_run.is_not(True),
+                .where(Attempt.status == literal_column(f"'{Status.QUEUED.value}'"), Attempt.full_run.is_not(True),
                        exists().where(_OTHER.student_id == Attempt.student_id,
                                       or_(_OTHER.status == Status.RUNNING,
                                           and_(_OTHER.status == Status.QUEUED, _OTHER.id < Attempt.id),
