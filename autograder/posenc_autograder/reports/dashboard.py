@@ -180,12 +180,17 @@ class MistakeRow:
     results: list[NotebookResult] = dataclasses.field(default_factory=list)
     tests: dict[str, float] = dataclasses.field(default_factory=dict)     # cell id -> points it cost the class
     counted: set = dataclasses.field(default_factory=set)                 # (student, cell id) already added
+    # results by notebook: an equal result has the same notebook, so `in results` is asked of those few only (a scan
+    # of every result with a deep comparison each was quadratic in the students a mistake names)
+    _named: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def add(self, result: NotebookResult, test: GradedTest, share: float = 1.0, points: float | None = None) -> None:
         """`share`: the part of the test's lost points this row's mistake cost; `points`: the test's points in the
         grade (an instructor's manual grade), if not its automatic ones. A test the grade gives in full cost nothing:
         the student is still named, the test is not."""
-        if result not in self.results:
+        same = self._named.setdefault((result.student, result.assignment, result.notebook), [])
+        if result not in same:
+            same.append(result)
             self.results.append(result)
         lost = test.max_points - (test.points if points is None else points)
         if (result.student, test.cell_id) not in self.counted and lost > 0:
