@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import typing
 
 from posenc_autograder.course import Course
@@ -42,16 +43,24 @@ def read(course: Course, connection: typing.Any = None, student: str | None = No
 def _dates(connection: typing.Any, present: set[str], student: str | None) -> PortalDates:
     """The tables' rows through `connection`, as plain columns (their names are all that is needed: nothing is
     reflected, which cost ~10 ms a read)."""
-    from sqlalchemy import DateTime, String, column, select, table
-    rows = {}
-    for name, columns in (POLICY, EXTENSION):
-        found = table(name, *(column(c, DateTime if c == DEADLINE else String) for c in columns))
-        query = select(*(found.c[c] for c in columns))
-        if student is not None and name == EXTENSION_TABLE:
-            query = query.where(found.c[STUDENT] == student)
-        rows[name] = list(connection.execute(query)) if name in present else []
+    policies, extensions, students_extensions = _statements()
+    rows = {POLICY_TABLE: list(connection.execute(policies)) if POLICY_TABLE in present else [],
+            EXTENSION_TABLE: [] if EXTENSION_TABLE not in present else list(connection.execute(extensions))
+            if student is None else list(connection.execute(students_extensions, {"student": student}))}
     return PortalDates({a: aware(d) for a, d in rows[POLICY[0]] if d is not None},
                        {(s, a): aware(d) for s, a, d in rows[EXTENSION[0]] if d is not None})
+
+
+@functools.cache
+def _statements() -> tuple[typing.Any, typing.Any, typing.Any]:
+    """(every policy's deadline, every extension, one student's extensions): built once, as building one cost more
+    than running it on SQLite (a graded attempt's status reads them at each request)."""
+    from sqlalchemy import DateTime, String, bindparam, column, select, table
+    policy, extension = (table(name, *(column(c, DateTime if c == DEADLINE else String) for c in columns))
+                         for name, columns in (POLICY, EXTENSION))
+    every_extension = select(*(extension.c[c] for c in EXTENSION[1]))
+    return (select(*(policy.c[c] for c in POLICY[1])), every_extension,
+            every_extension.where(extension.c[STUDENT] == bindparam("student")))
 
 
 @typing.overload
