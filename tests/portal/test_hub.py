@@ -15,6 +15,8 @@ from fixture_submissions import ASSIGNMENT, make_course
 from notebook_tools import ROOT
 from served import free_port
 
+from posenc_autograder.devtools.portal_load import stop
+
 pytestmark = pytest.mark.hub
 CHP = ROOT / ".venv" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 PREFIX = "/services/portal"
@@ -74,11 +76,7 @@ c.JupyterHub.load_roles = [{{"name": "portal-reads-groups", "scopes": ["read:use
         log.flush()
         raise AssertionError((where / "hub.log").read_text()[-4000:]) from None
     finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process, 20)       # the hub and every process it started: a hub stopped while starting leaves its services
         log.close()
         shutil.rmtree(where / "course" / "autograder" / "uploads", ignore_errors=True)
 

@@ -421,9 +421,9 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def stop(server: subprocess.Popen, seconds: float = 30) -> None:
-    """Stop the portal, then wait for every process it had started: a grading process finishing its job after the
-    portal is gone would write into the scratch course again once it has been removed. What has not ended in
-    `seconds` is killed."""
+    """Stop the portal (or a hub serving it), then wait for every process it had started: a grading process finishing
+    its job after the portal is gone would write into the scratch course again once it has been removed. What has
+    not ended in `seconds` is killed."""
     try:
         family = psutil.Process(server.pid).children(recursive=True)
     except psutil.Error:
