@@ -25,7 +25,7 @@ from posenc_autograder.course import Course, nbgrader_meta
 from posenc_autograder.grading.pipeline import released, submitted_notebook
 from posenc_autograder.grading.shared_probes import SHARED_CELL, varies  # noqa: F401 - the report reads them here
 from posenc_autograder.probes import codec
-from posenc_autograder.results import NotebookResult
+from posenc_autograder.results import STUB_ERROR, NotebookResult
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -109,7 +109,7 @@ def student_code(submitted_nb: NotebookNode, release_nb: NotebookNode) -> str:
 
 # --- compact evidence: what the report needs, a few kilobytes a student ----------------------------------
 
-NOT_EVIDENCE = ("NotImplementedError", "NameError")     # unfinished stubs and missing functions
+NOT_EVIDENCE = (STUB_ERROR, "NameError")     # unfinished stubs and missing functions
 KEPT_BITS = 24          # answers compare rounded to 24 significant bits (float32's), on two grids half a step
                         # apart: a shift of a few ulps (x * (1 - 2**-53)) keeps at least one key in common
 DROPPED = 52 - (KEPT_BITS - 1)          # of a float64's 52 stored mantissa bits

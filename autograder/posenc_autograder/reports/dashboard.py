@@ -23,7 +23,16 @@ from posenc_autograder.checks import REGISTRY
 from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts
 from posenc_autograder.reports import charts, feedback, late_policy, templating
-from posenc_autograder.results import Asked, GradedTest, Note, NotebookResult, NoteKind, Problem, ProblemKind
+from posenc_autograder.results import (
+    STUB_ERROR,
+    Asked,
+    GradedTest,
+    Note,
+    NotebookResult,
+    NoteKind,
+    Problem,
+    ProblemKind,
+)
 
 # Each kind of note (results.NoteKind) in the words of the "Why" column. Whether a note puts its student among those
 # needing attention is the kind's `asks` (someone must act), not this table: it words every kind.
@@ -153,7 +162,7 @@ def time_chart(results: list[NotebookResult]) -> charts.Chart:
     return charts.Chart(svg, alt, caption)
 
 
-NOT_ATTEMPTED = ("template stub", "NotImplementedError")     # what a probe says of an untouched function
+NOT_ATTEMPTED = ("template stub", STUB_ERROR)     # what a probe says of an untouched function
 
 
 def likely_cause(problem) -> str | None:
