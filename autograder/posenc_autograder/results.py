@@ -192,6 +192,7 @@ class ProblemKind(str, enum.Enum):
 
 STUB_ERROR = "NotImplementedError"     # what the template's stubs raise: a part not attempted, whatever its inputs
 SEE_FIX_FIRST = '; see "Fix this first" above'     # how a problem not judged ends: its cause's note says the rest
+FIX_THIS_FIRST = "Fix this first: "                 # how an answer cell's note that did not run starts, its cause next
 
 
 @dataclasses.dataclass(frozen=True)
@@ -336,8 +337,21 @@ class NotebookResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NotebookResult:
         data = {key: value for key, value in data.items() if key != "action"}    # stored before it was derived
-        return cls(**{**data, "tests": [GradedTest.from_json(t) for t in data["tests"]],
-                      "notes": [Note.from_json(n) for n in data["notes"]]})
+        tests = [GradedTest.from_json(t) for t in data["tests"]]
+        return cls(**{**data, "tests": tests, "notes": with_stated_causes([Note.from_json(n) for n in data["notes"]],
+                                                                          tests)})
+
+
+def with_stated_causes(notes: list[Note], tests: list[GradedTest]) -> list[Note]:
+    """The notes, each answer cell's note stored before notes had causes given the cause its tests not judged name,
+    the one its sentence states after "Fix this first: " (so a page made again after grading by hand says it only
+    while it costs points, without a regrade)."""
+    if all(note.kind is not NoteKind.BROKEN_CELL or note.cause is not None for note in notes):
+        return notes
+    causes = {p.cause for t in tests for p in t.problems if p.kind is ProblemKind.NOT_JUDGED and p.cause}
+    return [dataclasses.replace(note, cause=next((c for c in sorted(causes)
+                                                  if note.text.startswith(f"{FIX_THIS_FIRST}{c}, ")), None))
+            if note.kind is NoteKind.BROKEN_CELL and note.cause is None else note for note in notes]
 
 
 # --- a failing case as lines of code: what the page writes out so that the student can reproduce it ---------------

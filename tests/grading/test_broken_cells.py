@@ -131,3 +131,19 @@ def test_a_cell_that_did_not_run_is_the_one_reason_its_self_checks_and_contract_
     tests = [pipeline._blame_broken_cells(GradedTest(t.id, t.title, True, 0.0, t.points, ["x"]), broken)
              for t in hidden_tests("positional_encoding") if t.id.startswith("hidden_pe_")]
     assert len(tests) >= 3 and pipeline.fix_this_first(tests) == []
+
+
+def test_the_contract_cases_of_a_broken_cells_several_functions_are_not_judged_in_one_line():
+    """The answer cell 'rope' stopped at a SyntaxError: the contracts test's cases of its functions are one cause.
+    The page said "not judged: the answer cell 'rope' did not run (...)" twice, then "... and 1 more case like
+    these" (fails on the old code: two equal lines); the count of the cases not shown stays as the judge gave it."""
+    executed, _ = broken_notebook("rope_alibi", "rope", "SyntaxError")
+    broken = pipeline.broken_answer_cells(executed, "rope_alibi")
+    cause = f"the answer cell 'rope' did not run ({broken['rope'].error})"
+    cases = [Problem(probe_helpers.not_defined(name), call=Reproduction((Step(name, (8,)),)))
+             for name in ("rope_frequencies", "apply_rope")]
+    more = Problem("... and 1 more case like these", kind=ProblemKind.MORE)
+    contracts = REGISTRY["hidden_rope_alibi_contracts"]
+    failed = GradedTest(contracts.id, contracts.title, True, 0.5, 2.0, [*cases, more], (2, 5))
+    blamed = pipeline._blame_broken_cells(failed, broken, "rope_alibi")
+    assert [p.text for p in blamed.problems] == [f"not judged: {cause}; see \"Fix this first\" above", more.text]

@@ -96,6 +96,23 @@ def test_a_cell_that_did_not_run_is_said_only_while_a_test_it_failed_costs_point
     assert "!pip install numpy" in restored
 
 
+def test_a_cell_note_stored_before_notes_had_causes_is_said_as_the_points_stand_without_a_regrade():
+    """A result stored before notes had causes (its note without "cause"; its tests' problems had theirs): read back,
+    the note has the cause its sentence states, so make feedback after formgrader no longer says to fix a cell every
+    test of which the instructor restored (the note stayed until the notebook was graded again: fails on the old
+    code). A note whose sentence states no cause of its tests keeps none, and is said as before."""
+    stored = broken_cell_result().to_json()
+    del stored["notes"][0]["cause"]
+    result = NotebookResult.from_json(stored)
+    assert result.notes[0].cause == "the answer cell 'pe' did not run (SyntaxError: invalid syntax (line 3))"
+    restored = feedback.render(result, scores={"pe_values": (2.0, True), "pe_shapes": (1.0, True)})
+    assert fix_first(restored) == [] and "!pip install numpy" in restored
+    stored["notes"][0]["text"] = "Fix this first: the answer cell 'other' did not run (NameError), so ..."
+    other = NotebookResult.from_json(stored)
+    assert other.notes[0].cause is None
+    assert len(fix_first(feedback.render(other, scores={"pe_values": (2.0, True), "pe_shapes": (1.0, True)}))) == 1
+
+
 def test_pass_or_fail_only_withholds_the_notes_that_tell_what_the_view_withholds():
     """The portal's pass-or-fail view withholds diagnoses (and, without points, scores): a note that tells one of
     them (NoteKind.tells) is withheld with it; a note of what the notebook did when it ran (a cell that did not

@@ -32,6 +32,7 @@ from posenc_autograder.intake.submissions import Submission, UnreadableNotebook,
 from posenc_autograder.probes import codec, magics
 from posenc_autograder.probes import helpers as probe_helpers
 from posenc_autograder.results import (
+    FIX_THIS_FIRST,
     SEE_FIX_FIRST,
     GradedTest,
     Note,
@@ -419,8 +420,8 @@ def broken_answer_cells(executed_notebook: str | None, assignment: str | None = 
 
 
 def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
-    return [Note(NoteKind.BROKEN_CELL, f"Fix this first: the answer cell '{cell_id}' did not run ({e.error}), so the "
-                 f"functions it defines are missing or incomplete and every test of them fails until it runs",
+    return [Note(NoteKind.BROKEN_CELL, f"{FIX_THIS_FIRST}{_not_run(cell_id, broken)}, so the functions it defines "
+                 f"are missing or incomplete and every test of them fails until it runs",
                  e.quoted, e.index, _not_run(cell_id, broken)) for cell_id, e in broken.items()]
 
 
@@ -571,8 +572,23 @@ def _blame_broken_cells(test: GradedTest, broken: dict[str, CellError], assignme
     if not cells:
         return test
     if REGISTRY[test.cell_id].reads_verdicts:
-        return dataclasses.replace(test, problems=[_contract_blamed(p, broken, test.cell_id) for p in test.problems])
+        return dataclasses.replace(test, problems=_said_once([_contract_blamed(p, broken, test.cell_id)
+                                                              for p in test.problems]))
     return dataclasses.replace(test, problems=[_not_judged(_not_run(cells[0], broken))], cases=None)
+
+
+def _said_once(problems: list[Problem]) -> list[Problem]:
+    """The problems with each cause not judged said once: the contract cases of a broken cell's several functions
+    are one cause, not one line each."""
+    said: set[str | None] = set()
+    kept = []
+    for problem in problems:
+        if problem.kind == ProblemKind.NOT_JUDGED:
+            if problem.cause in said:
+                continue
+            said.add(problem.cause)
+        kept.append(problem)
+    return kept
 
 
 def _broken_functions(broken: dict[str, CellError], assignment: str | None) -> dict[str, str]:
