@@ -126,16 +126,13 @@ def postgres_url():
 # A test that leaves an environment variable, the working folder, the umask, tempfile's folder or a child process
 # behind changes what every later test on its worker sees: which tests those are depends on how xdist spreads the
 # files, so the failure shows elsewhere and only sometimes (CI failed on a test that counted an earlier test's
-# zygote; a Chromium test on a TMPDIR another test had left). Each such leak is named as a warning of the test that
-# made it, in the run's summary. A process keeps one zygote (sandbox/warm.py) and multiprocessing's fork server and
-# resource tracker by design: those are not leaks.
+# zygote; a Chromium test on a TMPDIR another test had left). Each such leak fails the test that made it, at its
+# teardown, naming what it left (a warning in the run's summary was read past: a Dask cluster's variables stayed
+# run after run), and what can be put back is put back, so no later test sees it. A process keeps one zygote
+# (sandbox/warm.py) and multiprocessing's fork server and resource tracker by design: those are not leaks.
 from posenc_autograder.course import _venv_tools_on_path  # noqa: E402
 
 _venv_tools_on_path()            # the one change of the environment the grader makes for good, made before any test
-
-
-class LeftBehind(pytest.PytestWarning):
-    """A test left its process changed for the tests after it on its worker."""
 
 
 def child_processes() -> set[int]:
@@ -189,12 +186,29 @@ def command_line(pid: int) -> str:
         return "(ended)"
 
 
+def put_back(before: dict) -> None:
+    """The environment, working folder, umask and tempfile's folder as `before` (process_state) had them; a child
+    process is the test's to end."""
+    os.environ.clear()
+    os.environ.update(before["environment"])
+    os.chdir(before["working folder"])
+    os.umask(before["umask"])
+    tempfile.tempdir = before["tempfile.tempdir"]
+
+
+def as_found(before: dict, children: set[int]) -> None:
+    """Fails (at the test's teardown) when the process is not as `before` and `children` were taken, naming what
+    changed, after putting back what can be."""
+    found = left_behind(before, children)
+    if found:
+        put_back(before)
+        pytest.fail(f"left for the next tests of this process: {found}", pytrace=False)
+
+
 @pytest.fixture(autouse=True)
-def leaves_its_process_as_it_found_it(request):
+def leaves_its_process_as_it_found_it():
     """Around every test and its function fixtures (set up before them, torn down after them); the fixtures of a
     module or session outlive it, and are not its leaks."""
     before, children = process_state(), child_processes()
     yield
-    found = left_behind(before, children)
-    if found:
-        request.node.warn(LeftBehind(f"left for the next tests of this process: {found}"))
+    as_found(before, children)

@@ -7,6 +7,8 @@ import pathlib
 import re
 import types
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "autograder" / "posenc_autograder"
 ACROSS_STAGES = {"architecture", "book", "end_to_end", "support"}     # folders of tests/ that are no stage's
@@ -255,3 +257,23 @@ def test_a_test_that_leaves_its_process_changed_is_named(request, monkeypatch):
     assert f"child process {child.pid} still running: sleep 60" in found
     monkeypatch.delenv("POSENC_LEFT_BEHIND")
     assert guard.left_behind(before, children) is None
+
+
+def test_a_test_that_leaves_its_process_changed_fails_and_the_next_tests_find_it_as_it_was(request, tmp_path):
+    """The guard fails the test that left an environment variable, the working folder or tempfile's folder changed,
+    naming them, and puts them back for the tests after it (it only warned, and the change stayed: fails on the old
+    code, which has no as_found)."""
+    import os
+    import tempfile
+    guard = next(plugin for plugin in request.config.pluginmanager.get_plugins()
+                 if getattr(plugin, "__file__", None) == str(ROOT / "tests" / "conftest.py"))
+    before, children = guard.process_state(), guard.child_processes()
+    guard.as_found(before, children)                    # nothing changed: nothing said
+    os.environ["POSENC_LEFT_BEHIND"] = "1"
+    os.chdir(tmp_path)
+    tempfile.tempdir = str(tmp_path)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        guard.as_found(before, children)
+    assert "'POSENC_LEFT_BEHIND': (None, '1')" in str(failed.value) and str(tmp_path) in str(failed.value)
+    assert "POSENC_LEFT_BEHIND" not in os.environ and os.getcwd() == before["working folder"]
+    assert tempfile.tempdir == before["tempfile.tempdir"] and guard.left_behind(before, children) is None

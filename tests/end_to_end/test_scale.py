@@ -1,4 +1,5 @@
 """Class scale: parallel grading equals sequential grading; PostgreSQL + a Dask cluster equal the default path."""
+import os
 import shutil
 
 import pytest
@@ -51,9 +52,12 @@ def test_parallel_grading_equals_sequential(tmp_path, sequential):
 def test_postgres_and_dask_cluster_give_the_default_grades(tmp_path, postgres_url, sequential):
     from distributed import LocalCluster
 
+    environment = dict(os.environ)      # the cluster's nannies write their workers' variables into this process's
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         clustered = graded(tmp_path / "cluster", students=SUBSET, jobs=2, db_url=postgres_url,
                            scheduler=cluster.scheduler_address)
+    os.environ.clear()                  # (OMP_NUM_THREADS=1, PYTHONHASHSEED...): the tests after it would run so
+    os.environ.update(environment)
     assert outcomes(clustered) == sequential
     import sqlalchemy
     with sqlalchemy.create_engine(postgres_url).connect() as db:
