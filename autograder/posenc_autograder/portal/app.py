@@ -21,6 +21,7 @@ from posenc_autograder.portal import hub
 from posenc_autograder.portal.routes import create_app
 from posenc_autograder.portal.service import Portal, PortalBusy
 from posenc_autograder.portal.watch import StatusWatch
+from posenc_autograder.portal.web import middleware
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
 
 REQUEST_HEAD_SECONDS = 20.0          # a connection must send a request's line and headers within this
@@ -32,19 +33,35 @@ class SlowClientProtocol(HttpToolsProtocol):
     """uvicorn's HTTP/1.1 protocol on httptools (a parser in C: h11's, in Python, cost about 2 ms of CPU a MB of a
     hostile body and a fifth of a small request's), with a deadline and a size bound for each request's head: a
     client that opens connections and sends headers a byte at a time (slowloris), or one endless header, is cut off
-    by the server itself, no proxy needed. Slow bodies are cut off by web/middleware.py's Guard."""
+    by the server itself, no proxy needed. Slow bodies are cut off by web/middleware.py's Guard.
+
+    A request answered before its body was read (a refused upload: middleware.server_drops_unread) has the rest of
+    its body dropped here as it comes, by the parser in C (uvicorn ignores a body after its response), within the
+    bounds Guard puts on a body read (BODY_IDLE_SECONDS, BODY_SECONDS, at most REFUSED_BODY_BYTES): the client,
+    which sends its whole body before it reads, then reads the answer, and the connection serves its next request.
+    Read through the application instead, 20 MB cost the portal about 20 ms of CPU."""
 
     _head_timer = None
     _in_head = True            # a request's head is due: none whole yet since the connection opened, the last
     _head_bytes = 0            # response, or the first byte of the next request; and the bytes received since
+    _body_due = False          # the request's head is read and its body not all in
+    _body_started = _last_data = 0.0
+    _drain_timer = None        # set while a body answered before it was read is dropped as it comes
+    _dropped = 0
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._expect_head()
 
     def data_received(self, data: bytes) -> None:
+        self._last_data = self.loop.time()
         if self._in_head:
             self._head_bytes += len(data)
+        elif self._drain_timer is not None:
+            self._dropped += len(data)
+            if self._dropped > middleware.REFUSED_BODY_BYTES:
+                self.transport.close()
+                return
         super().data_received(data)
         # Counted after the parser has read it: a head and a body's start may come in one read, the head ending
         # there. httptools keeps a header's value until it ends, so a head past the bound is refused at once.
@@ -60,17 +77,48 @@ class SlowClientProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head, self._head_bytes = False, 0
+        self._body_due, self._body_started = True, self.loop.time()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._body_due = False
+        super().on_message_complete()
+        if self._drain_timer is not None:          # the body answered before it was read is in: a head is due next
+            self._drain_timer.cancel()
+            self._drain_timer = None
+            self._expect_head()
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                                self.timeout_keep_alive_handler)
 
     def on_response_complete(self) -> None:
         read_already = bool(self.pipeline)          # a pipelined request, its head read, is answered next
         super().on_response_complete()
-        self._expect_head(due=not read_already)
+        if self._body_due and not self.transport.is_closing():
+            self._drop_body()
+        else:
+            self._expect_head(due=not read_already)
 
     def connection_lost(self, exc) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
+        for timer in (self._head_timer, self._drain_timer):
+            if timer is not None:
+                timer.cancel()
         super().connection_lost(exc)
+
+    def _drop_body(self) -> None:
+        """Drop the rest of a body answered before it was read, as it comes; cut off as Guard cuts off a body."""
+        self._unset_keepalive_if_required()                 # a pause in the body is timed as in one read
+        self._dropped = 0
+        self._body_overdue()
+
+    def _body_overdue(self) -> None:
+        uploading = self.scope.get("path", "").endswith(middleware.UPLOAD_SUFFIX)
+        due = min(self._last_data + middleware.BODY_IDLE_SECONDS,
+                  self._body_started + middleware.BODY_SECONDS[uploading])
+        if self.loop.time() >= due:
+            self._drain_timer = None
+            self.transport.close()
+        else:
+            self._drain_timer = self.loop.call_at(due, self._body_overdue)
 
     def _expect_head(self, due: bool = True) -> None:
         if due and not self._in_head:

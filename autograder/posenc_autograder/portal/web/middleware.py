@@ -58,7 +58,7 @@ class Guard:
 
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            return await refuse_unread(with_headers, receive, declared, uploading, self.upload_bytes)
+            return await refuse_unread(with_headers, receive, scope, declared, self.upload_bytes)
         try:
             await self.app(scope, bounded(receive, limit, BODY_SECONDS[uploading]), with_headers)
         except Exception:  # noqa: BLE001 - logged; the client gets a plain page, never a traceback
@@ -104,26 +104,46 @@ def secure_headers(headers, ancestors: Sequence[str] = ()) -> list:
     return headers + [(k.encode(), v.encode()) for k, v in extra.items() if k.encode() not in present]
 
 
-async def send_page(send, status: int, title: str, text: str, more: bool = False):
-    """A plain page, the connection closed after it; `more`: the response is left open (the caller ends it)."""
+async def send_page(send, status: int, title: str, text: str, more: bool = False, close: bool = True):
+    """A plain page, the connection closed after it unless not `close`; `more`: the response is left open (the
+    caller ends it)."""
     body = pages.render("message.html", title=title, text=text, link=None, signed_in=False, csrf="").encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close")]})
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status,
+                "headers": headers + [(b"connection", b"close")] if close else headers})
     await send({"type": "http.response.body", "body": body, "more_body": more})
 
 
-async def refuse_unread(send, receive, declared: bytes, uploading: bool, upload_bytes: int):
+def server_drops_unread(scope) -> bool:
+    """Whether the server drops the body of a request answered before it was read (app.SlowClientProtocol does,
+    on a connection kept open: HTTP/1.1 without Connection: close); else the application must read it, or the
+    connection it closes on unread bytes is reset and the answer lost."""
+    connection = dict(scope["headers"]).get(b"connection", b"").lower()
+    return scope.get("http_version") == "1.1" and b"close" not in connection
+
+
+async def drop_unread(scope, receive) -> None:
+    """Drop a request's body, answered or about to be, none of it kept: left to the server where it drops it,
+    else received here, up to REFUSED_BODY_BYTES and within the usual time limits (cut off past them)."""
+    if server_drops_unread(scope):
+        return
+    dropping = bounded(receive, REFUSED_BODY_BYTES, BODY_SECONDS[scope["path"].endswith(UPLOAD_SUFFIX)])
+    with contextlib.suppress(BodyTooLarge, RequestTimeout):
+        while (message := await dropping())["type"] == "http.request" and message.get("more_body", False):
+            pass
+
+
+async def refuse_unread(send, receive, scope, declared: bytes, upload_bytes: int):
     """413 for a body over the cap by its Content-Length, none of it kept. A client sends its whole body before it
     reads the answer (browsers, most libraries), and a server that closes on unread bytes resets the connection,
-    losing the page: so the page goes out first, then the body is received and dropped, up to REFUSED_BODY_BYTES
+    losing the page: so the page goes out first, then the body is dropped (drop_unread), up to REFUSED_BODY_BYTES
     and within the usual time limits; a body declared larger, or sent too slowly, is cut off after the page."""
+    within = declared.isdigit() and int(declared) <= REFUSED_BODY_BYTES
+    if within and server_drops_unread(scope):            # the server drops it and the connection serves on
+        return await send_page(send, 413, "File too large", too_large_text(upload_bytes), close=False)
     await send_page(send, 413, "File too large", too_large_text(upload_bytes), more=True)
-    if declared.isdigit() and int(declared) <= REFUSED_BODY_BYTES:
-        dropping = bounded(receive, REFUSED_BODY_BYTES, BODY_SECONDS[uploading])
-        with contextlib.suppress(BodyTooLarge, RequestTimeout):
-            while (await dropping()).get("more_body", False):
-                pass
+    if within:
+        await drop_unread(scope, receive)
     await send({"type": "http.response.body", "body": b""})
 
 

@@ -10,7 +10,7 @@ import math
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from posenc_autograder.portal import auth, pages, queue, uploads
@@ -28,7 +28,7 @@ from posenc_autograder.portal.web.answers import (
     released_assignment,
     student_page,
 )
-from posenc_autograder.portal.web.middleware import BodyTooLarge
+from posenc_autograder.portal.web.middleware import BodyTooLarge, drop_unread
 
 UPLOAD_CHECKS = 2                    # uploads of a notebook's usual size read and checked at once
 LARGE_UPLOAD_BYTES = 2 * 2**20        # a larger file (a notebook with big outputs, or a hostile one up to the cap)
@@ -110,12 +110,10 @@ async def read_and_check(request: Request, session, name: str):
 
 
 async def unread(request: Request, response: Response, retry_after: float | None = None) -> Response:
-    """An answer to an upload whose body is not parsed, hashed nor checked: its bytes are only received and
-    dropped (Guard still caps them), so that the client reads this answer instead of a connection reset; a wait
-    is said in Retry-After too."""
-    with contextlib.suppress(ClientDisconnect):
-        async for _ in request.stream():
-            pass
+    """An answer to an upload whose body is not parsed, hashed nor checked: its bytes are only dropped
+    (middleware.drop_unread: by the server as they come after this answer, where it can), so that the client reads
+    this answer instead of a connection reset; a wait is said in Retry-After too."""
+    await drop_unread(request.scope, request.receive)
     if retry_after is not None:
         response.headers["retry-after"] = str(math.ceil(retry_after))
     return response
