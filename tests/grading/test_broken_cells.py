@@ -147,3 +147,48 @@ def test_the_contract_cases_of_a_broken_cells_several_functions_are_not_judged_i
     failed = GradedTest(contracts.id, contracts.title, True, 0.5, 2.0, [*cases, more], (2, 5))
     blamed = pipeline._blame_broken_cells(failed, broken, "rope_alibi")
     assert [p.text for p in blamed.problems] == [f"not judged: {cause}; see \"Fix this first\" above", more.text]
+
+
+def magic_first(cell_id: str, first_line: str) -> str:
+    """The context_extension solution run with an answer cell under a cell magic: it ran to its end (no error)."""
+    nb = nbformat.read(ROOT / "solutions" / "context_extension" / "context_extension.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if grade_id(c) == cell_id)
+    cell.source = f"{first_line}\n{cell.source}"
+    return nbformat.writes(nb)
+
+
+def test_an_answer_cell_under_a_cell_magic_that_keeps_nothing_is_the_one_cause_its_tests_give():
+    """%%timeit on the answer cell 'yarn' runs it in a scope of its own (in Jupyter too): its functions are never
+    defined. Its tests said "`yarn_frequencies` is not defined: keep the name and signature from the template" (the
+    student had kept it) and the contracts test added "No known mistake matches this answer"; now "Fix this first"
+    names the line and its tests are not judged for it (fails on the old code: no cell found). %%time keeps what the
+    cell defines: nothing is said of it."""
+    executed = magic_first("yarn", "%%timeit -n1 -r1")
+    broken = pipeline.broken_answer_cells(executed, "context_extension")
+    assert list(broken) == ["yarn"]
+    cause = ("the answer cell 'yarn' kept nothing it defines: its first line, `%%timeit -n1 -r1`, runs it in a scope "
+             "of its own (to time it), as Jupyter does")
+    [note] = pipeline.broken_cell_notes(broken)
+    assert note.kind == NoteKind.BROKEN_CELL and note.cause == cause
+    assert note.text == f"Fix this first: {cause}, so every test of its functions fails until that line is removed"
+    values = REGISTRY["hidden_yarn_frequencies"]
+    failed = GradedTest(values.id, values.title, True, 0.0, 3.0, [probe_helpers.not_defined("yarn_frequencies")],
+                        (0, 1))
+    [problem] = pipeline._blame_broken_cells(failed, broken, "context_extension").problems
+    assert problem.kind == ProblemKind.NOT_JUDGED and problem.cause == cause
+    writes = pipeline.broken_answer_cells(magic_first("interpolation", "%%writefile interpolation.py"))
+    assert "writes it to a file instead of running it" in writes["interpolation"].error
+    for keeps in ("%%time", "%%capture captured", "%%prun -q"):
+        assert pipeline.broken_answer_cells(magic_first("yarn", keeps), "context_extension") == {}
+
+
+def test_a_skipped_cell_magic_says_the_lines_under_it_did_not_run():
+    """%%bash is skipped with the whole cell under it (its body is bash's): the note said "the rest of the cell ran"
+    (fails on the old code); a skipped line magic still says the rest of its cell ran."""
+    nb = nbformat.read(ROOT / "solutions" / "context_extension" / "context_extension.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("%%bash\nls -la"))
+    nb.cells.append(nbformat.v4.new_code_cell("%pip install numpy\nx = 1"))
+    cell_magic, line_magic = pipeline.skipped_magic_notes(nbformat.writes(nb))
+    assert "`%%bash`, was skipped" in cell_magic.text and cell_magic.text.endswith("the lines under it did not run "
+                                                                                   "either")
+    assert line_magic.text.endswith("the rest of the cell ran")

@@ -334,7 +334,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
                                 (passed, total) if check.partial else None))
     notes += _memory_note(tests, limits)
     errors = answer_cell_errors(execution.executed_notebook, submission.assignment)
-    broken = {e.cell_id: e for e in errors if not e.defined}
+    broken = {**{e.cell_id: e for e in errors if not e.defined}, **kept_nothing_cells(execution.executed_notebook)}
     tests = [_blame_broken_cells(test, broken, submission.assignment) for test in tests]
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
@@ -357,6 +357,7 @@ class CellError:
     defined: bool
     quoted: str | None = None     # the message in full, when the summary leaves some of it out
     index: int | None = None      # the cell's place in the notebook
+    kept_nothing: bool = False    # it ran to its end under a cell magic that keeps nothing (`error` says which)
 
 
 ERROR_LINE = re.compile(r"\(line (\d+)\)\Z")      # the suffix probes.shell_runner.error_text writes
@@ -381,6 +382,22 @@ def answer_cell_errors(executed_notebook: str | None, assignment: str | None = N
                            and bool(expected.get(cell_id))
                            and defined_before(cell.source, expected[cell_id], line, budget))
                 found.append(CellError(cell_id, summary, line, defined, quoted, index))
+    return found
+
+
+def kept_nothing_cells(executed_notebook: str | None) -> dict[str, CellError]:
+    """Each answer cell that ran to its end under a cell magic that keeps nothing it defines (magics.keeps_nothing):
+    its functions are missing as if it had not run, and that magic is the one cause to fix."""
+    if not executed_notebook:
+        return {}
+    found = {}
+    for index, cell in enumerate(executed(executed_notebook).cells):
+        if cell.cell_type == "code" and nbgrader_meta(cell).get("solution") and "%%" in cell.source \
+                and not any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            why = magics.keeps_nothing(cell.source)
+            if why is not None:
+                found[str(grade_id(cell))] = CellError(str(grade_id(cell)), why, 1, False, index=index,
+                                                       kept_nothing=True)
     return found
 
 
@@ -416,12 +433,14 @@ def defined_before(source: str, names: set[str], line: int | None, budget: magic
 def broken_answer_cells(executed_notebook: str | None, assignment: str | None = None) -> dict[str, CellError]:
     """Answer cell id -> its error with the line ('SyntaxError: invalid syntax (line 3)') for each answer cell that
     stopped before defining what it should: those functions are missing, and that is the one cause to fix."""
-    return {e.cell_id: e for e in answer_cell_errors(executed_notebook, assignment) if not e.defined}
+    return {**{e.cell_id: e for e in answer_cell_errors(executed_notebook, assignment) if not e.defined},
+            **kept_nothing_cells(executed_notebook)}
 
 
 def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
-    return [Note(NoteKind.BROKEN_CELL, f"{FIX_THIS_FIRST}{_not_run(cell_id, broken)}, so the functions it defines "
-                 f"are missing or incomplete and every test of them fails until it runs",
+    return [Note(NoteKind.BROKEN_CELL, f"{FIX_THIS_FIRST}{_not_run(cell_id, broken)}, so "
+                 + ("every test of its functions fails until that line is removed" if e.kept_nothing else
+                    "the functions it defines are missing or incomplete and every test of them fails until it runs"),
                  e.quoted, e.index, _not_run(cell_id, broken)) for cell_id, e in broken.items()]
 
 
@@ -534,8 +553,10 @@ def skipped_magic_notes(executed_notebook: str | None) -> list[Note]:
             written = cell.source.splitlines()[used.line - 1].strip()[:80]
             why = SKIPPED_BECAUSE.get(used.magic, f"the {used.magic} magic does not run in the grader")
             where = cell_label(nb, index, first_line=used.line > 1)
+            rest = "the lines under it did not run either" if used.magic.startswith("%%") else \
+                "the rest of the cell ran"
             notes.append(Note(NoteKind.SKIPPED_MAGIC, f"line {used.line} of {where}, `{written}`, was skipped: "
-                                                      f"{why}; the rest of the cell ran", cell=index))
+                                                      f"{why}; {rest}", cell=index))
     return notes
 
 
@@ -552,6 +573,8 @@ NAME_NOT_DEFINED = re.compile(r"\bname '(\w+)' is not defined")      # Python's 
 
 
 def _not_run(cell_id: str, broken: dict[str, CellError]) -> str:
+    if broken[cell_id].kept_nothing:
+        return f"the answer cell '{cell_id}' kept nothing it defines: {broken[cell_id].error}, as Jupyter does"
     return f"the answer cell '{cell_id}' did not run ({broken[cell_id].error})"
 
 

@@ -24,6 +24,13 @@ RUNS = {
     "cell": frozenset({"time", "timeit", "capture", "prun", "writefile", "html", "HTML", "markdown", "latex",
                        "svg", "javascript", "js"}),
 }
+# The cell magics that run the cell's code in the notebook's namespace, keeping what it defines. Any other cell magic
+# keeps nothing the cell defines, in Jupyter as in the grader: %%timeit runs it in a scope of its own, %%writefile
+# writes it to a file, %%html and the like show it, a skipped one does nothing.
+KEEPS_DEFINITIONS = frozenset({"time", "capture", "prun"})
+KEPT_NOTHING_BECAUSE = {"timeit": "runs it in a scope of its own (to time it)",
+                        "writefile": "writes it to a file instead of running it",
+                        "file": "writes it to a file instead of running it"}
 SHELL_ESCAPES = ("system", "getoutput")          # `!cmd` and `x = !cmd`, as IPython's transformer writes them
 # Every skipped use is written out as a get_ipython() call, or with an escape IPython turns into one: `%` or `!` where a
 # line starts (after indentation or a prompt it strips: `In [1]: `, `>>> `, `...: `) or after an assignment's `=`. A
@@ -66,6 +73,16 @@ class Skipped:
 
 def runs(kind: str, name: str) -> bool:
     return name in RUNS[kind]
+
+
+def keeps_nothing(source: str) -> str | None:
+    """Why nothing the cell defines is kept, when its first line is a cell magic that keeps nothing (`%%timeit -n1`:
+    "its first line, `%%timeit -n1`, runs it in a scope of its own (to time it)"); None for any other cell."""
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")[:80]
+    name = first[2:].split(maxsplit=1)[0] if first.startswith("%%") and first[2:].strip() else None
+    if name is None or name in KEEPS_DEFINITIONS:
+        return None
+    return f"its first line, `{first}`, {KEPT_NOTHING_BECAUSE.get(name, 'does not run it as Python')}"
 
 
 def skipped_in(source: str, budget: TransformBudget | None = None) -> list[Skipped]:
