@@ -186,7 +186,8 @@ class ProblemKind(str, enum.Enum):
     RAISED = "raised"                # a visible self-check cell raised (error: the exception's name)
     SELF_CHECK = "self_check"        # a visible self-check printed failures without raising
     NOT_RUN = "not_run"              # the test did not run (the notebook could not be graded, or stopped)
-    NOT_JUDGED = "not_judged"        # its answer cell did not run; "Fix this first" says why
+    NOT_JUDGED = "not_judged"        # its answer cell did not run ("Fix this first" says why), or its contract waits
+                                     # for its function's own tests, which met the template stub
     WITHHELD = "withheld"            # the portal shows pass or fail only until the deadline
 
 

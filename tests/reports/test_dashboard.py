@@ -572,3 +572,10 @@ def test_a_fix_first_an_instructor_restored_by_hand_is_not_a_reason_for_attentio
     listed = section(dashboard.render(course, [walker], cell_scores=restored), "Students who need attention",
                      "Every student")
     assert "walker" not in listed and "Fix this first" not in listed
+
+
+def test_a_share_of_points_is_read_with_two_decimals_at_most():
+    """The dashboard's cost of a part not attempted, a third of the contracts test's lost half point: it read
+    'hidden_contracts (0.166667)' (fails on the old code); scores keep their halves and a late deduction's cents."""
+    from posenc_autograder.reports.templating import number
+    assert [number(v) for v in (0.5 / 3, 2 / 3, 17.5, 35.55, 42.0, 0.0)] == ["0.17", "0.67", "17.5", "35.55", "42", "0"]

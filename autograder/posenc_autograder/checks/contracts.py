@@ -35,7 +35,7 @@ from posenc_autograder.checks.reproduction import reading, reproduction, setting
 from posenc_autograder.probes import codec
 from posenc_autograder.probes.calls import contract_each, contract_target
 from posenc_autograder.probes.helpers import argument, stand_in, to_plain
-from posenc_autograder.results import Line
+from posenc_autograder.results import Line, ProblemKind
 
 # Likely causes, worded once: the bonus notebook's visible checks give the same words (tests hold them together).
 CAUSES = {
@@ -232,7 +232,11 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
     problem = kind_problem(trusted_kind(record), promised, name)
     if problem is None and not sent.get("attribute"):
         problem = _argument_problem(name, sent, record, argument_names, accepted if value_tests_passed else None)
-    if problem is None and not value_tests_passed:
+    if problem is None and not value_tests_passed and not cause and getattr(value_tests_passed, "stub", False):
+        # what its tests met is said there (a part not attempted), not judged again here: no "no known mistake"
+        problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
+                              f"tests, which met the template stub", kind=ProblemKind.NOT_JUDGED)
+    elif problem is None and not value_tests_passed:
         problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
                               f"tests" + (f", which found: {cause}" if cause else ""), cause=cause, pattern=pattern)
     elif problem is not None and cause:      # one mistake behind both (a float32 table): one cause, the dashboard's row

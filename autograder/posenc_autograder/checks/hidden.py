@@ -299,6 +299,7 @@ class Verdict:
     passed: bool = True
     cause: str | None = None
     pattern: bool = False          # the cause describes the difference's shape (no known mistake matched)
+    stub: bool = False             # every failed value test met only the template's stub (a part not attempted there)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -314,11 +315,14 @@ def function_verdicts(tests, results: dict) -> dict[str, Verdict]:
         problems = results[test.id][0] if test.id in results else None
         passed = problems is not None and not problems
         causes = [(p.cause, bool(getattr(p, "pattern", None))) for p in problems or () if getattr(p, "cause", None)]
+        cases = [p for p in problems or () if getattr(p, "kind", None) is not ProblemKind.MORE]
+        at_stub = not passed and bool(cases) and all(getattr(p, "at_stub", False) for p in cases)
         for name in test.subjects:
             before = verdicts.get(name, Verdict())
             known = [(before.cause, before.pattern)] if before.cause else []
             cause, pattern = min(known + causes, key=lambda found: found[1], default=(None, False))
-            verdicts[name] = Verdict(before.passed and passed, cause, pattern)
+            stub = before.stub if passed else at_stub and (before.passed or before.stub)
+            verdicts[name] = Verdict(before.passed and passed, cause, pattern, stub)
     return verdicts
 
 

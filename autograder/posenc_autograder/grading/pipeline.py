@@ -606,7 +606,7 @@ def _said_once(problems: list[Problem]) -> list[Problem]:
     said: set[str | None] = set()
     kept = []
     for problem in problems:
-        if problem.kind == ProblemKind.NOT_JUDGED:
+        if problem.kind == ProblemKind.NOT_JUDGED and problem.cause is not None:
             if problem.cause in said:
                 continue
             said.add(problem.cause)
