@@ -4,6 +4,7 @@ Fast: no sandbox is started. The end-to-end attacks are in test_attacks.py.
 """
 import json
 import os
+import pathlib
 
 import pytest
 
@@ -116,6 +117,20 @@ def test_the_probes_own_messages_pass_but_their_code_does_not():
     assert short_message("NotImplementedError: the function is still the template stub", grader).endswith("stub")
     assert "withheld" in short_message("leak: def describe_the_exception(exc, limit):", grader)
     assert "withheld" not in short_message("def describe(x): is mine, # a comment here", grader)
+
+
+def test_a_comment_with_an_apostrophe_does_not_turn_the_probes_messages_into_code():
+    """probes/helpers.py as shipped: a comment's "a student's" comes before the lookup stand-in. Its own sentence to
+    the student ("the grader's stand-in has no answer for 3/8/1", when shaw_output called relative_position_index
+    with its lengths swapped) was withheld as quoting the grader's code (fails on the old code); the code around it
+    is still the grader's, and withheld."""
+    import posenc_autograder.probes.helpers as shipped
+    grader = code_only(pathlib.Path(shipped.__file__).read_text())
+    said = "LookupError: the grader's stand-in has no answer for 3/8/1"
+    assert short_message(said, grader) == said
+    assert "withheld" in short_message("key = lookup_key([bound.get(name) for name in names])", grader)
+    assert "withheld" in short_message("return np.array(values[key], dtype=np.float64)", grader)
+    assert code_only("x = (\n") == "x = (\n"           # what does not tokenize is all code
 
 
 def test_results_are_decoded_defensively_and_errors_sanitised():

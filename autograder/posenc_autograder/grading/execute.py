@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
+import itertools
 import json
 import re
 import sys
 import time
+import tokenize
 
 import nbformat
 import numpy as np
@@ -193,16 +196,28 @@ def short_message(text: str, grader_text: Quotable = "", limit: int = MESSAGE_CH
     return line
 
 
-STRING_LITERAL = re.compile(r"""(\"\"\"|'''|"|')(?:\\.|(?!\1).)*?\1""", re.S)
-COMMENT = re.compile(r"#[^\n]*")
+NOT_CODE = {tokenize.STRING: '""', tokenize.COMMENT: "", getattr(tokenize, "FSTRING_MIDDLE", -1): ""}
 
 
 @functools.lru_cache(maxsize=64)
 def code_only(source: str) -> str:
-    """The grader's code without its string literals and comments: the probes' own messages to
-    students ("the function is still the template stub") may be repeated; its code may not. Kept per source: every
-    job ships the same probe files."""
-    return COMMENT.sub("", STRING_LITERAL.sub('""', source))
+    """The grader's code, laid out as written, without its string literals and comments as Python's tokenizer reads
+    them: the probes' own messages to students ("the function is still the template stub") may be repeated; its code
+    may not. (A pattern over the text took the apostrophe of a comment's "a student's" for a quote, and from there
+    held the rest of the file's messages for code and its code for messages.) A text that does not tokenize is all
+    code. Kept per source: every job ships the same probe files."""
+    lines = source.splitlines(keepends=True)
+    starts = list(itertools.accumulate((len(line) for line in lines), initial=0))
+    kept, at = [], 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in NOT_CODE:
+                (row, column), (end_row, end_column) = token.start, token.end
+                kept += [source[at:starts[row - 1] + column], NOT_CODE[token.type]]
+                at = starts[end_row - 1] + end_column
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    return "".join(kept) + source[at:]
 
 
 def _pieces(text: str) -> frozenset[str]:
