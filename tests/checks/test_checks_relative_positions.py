@@ -179,3 +179,22 @@ def test_shaw_and_transformer_xl_against_their_direct_formulas():
     u, w, r = rng.normal(size=3), rng.normal(size=3), rng.normal(size=(8, 3))
     np.testing.assert_allclose(ref.xl_relative_logits(q, k, r, u, w), ref.xl_direct_logits(q, k, r, u, w),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_a_call_the_index_stand_in_does_not_answer_is_said_in_the_students_terms():
+    """shaw_output called relative_position_index(k_len, q_len, ...): the stand-in's message named neither the call
+    nor what it answers ("the grader's stand-in has no answer for 3/8/1": fails on the old code); it passes the
+    grader's check on what a message may quote, the shipped stand-in's code included."""
+    import pathlib
+
+    from posenc_autograder.checks.relative_positions import stand_ins
+    from posenc_autograder.grading.execute import code_only, short_message
+    from posenc_autograder.probes.helpers import describe
+    stand_in = stand_ins.index(stand_ins.index_stand_in({(8, 3, 1): np.zeros((8, 3), dtype=np.int64)}))
+    assert stand_in(8, 3, 1).shape == (8, 3)
+    with pytest.raises(LookupError) as raised:
+        stand_in(3, 8, 1)
+    said = describe(raised.value)
+    assert said == ("LookupError: relative_position_index(3, 8, 1): the grader's stand-in answers only this case's "
+                    "calls, relative_position_index(query length, key length, max_distance)")
+    assert short_message(said, code_only(pathlib.Path(stand_ins.__file__).read_text())) == said

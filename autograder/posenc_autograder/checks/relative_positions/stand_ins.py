@@ -18,8 +18,10 @@ def index(spec):
 
     def stand_in(q_len, k_len, max_distance):
         key = f"{int(q_len)}/{int(k_len)}/{int(max_distance)}"
-        if key not in values:
-            raise LookupError(f"the grader's stand-in has no answer for {key}")
+        if key not in values:     # the student's call, in the student's terms: lengths swapped, most likely
+            raise LookupError(f"relative_position_index({int(q_len)}, {int(k_len)}, {int(max_distance)}): the grader's "
+                              f"stand-in answers only this case's calls, relative_position_index(query length, key "
+                              f"length, max_distance)")
         return np.asarray(values[key]).astype(np.int64)
     return stand_in
 
