@@ -6,6 +6,7 @@ import copy
 import datetime as dt
 import json
 import re
+import typing
 from dataclasses import replace
 
 import nbformat
@@ -16,12 +17,14 @@ from sqlalchemy import Table, create_engine, event, select, text
 from sqlalchemy.pool import QueuePool
 from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
-from conftest import client_for, notebook_bytes, upload
+from conftest import client_for, new_portal, notebook_bytes, upload
+from posenc_autograder.course import Course
 from posenc_autograder.intake import attempts as record_of_attempts
 from posenc_autograder.intake import submissions
 from posenc_autograder.portal import auth, models, pages, queue, service
 from posenc_autograder.portal.models import Attempt, Status, utcnow
-from posenc_autograder.records import gradebook
+from posenc_autograder.portal.routes import create_app
+from posenc_autograder.records import database, gradebook
 from posenc_autograder.reports import late_policy
 from posenc_autograder.results import GradedTest, Note, NotebookResult, NoteKind, Problem
 
@@ -404,6 +407,38 @@ def test_a_postgresql_connections_plain_reads_run_as_its_prepared_statements(pos
         assert db.execute(text("SELECT name FROM portal_student WHERE id = :id"), {"id": "bob"}).scalar() == "Bob"
         assert prepared(db) == {}                                          # none used again
     sessions.kw["bind"].dispose()
+
+
+def test_on_postgresql_a_stores_gradebook_reads_run_as_the_portals_prepared_statements(course, postgres_url):
+    """The worker's store on PostgreSQL reads and writes the gradebook through the portal's engine: its reads before
+    the first write, and the comments read after it, run outside the transaction as prepared statements (fails on the
+    old code: nbgrader's engine sent each as text inside the store's transaction, none through the portal's)."""
+    from psycopg2.extensions import TRANSACTION_STATUS_IDLE
+    database.move(course, postgres_url)
+    moved = new_portal(Course(course.root))
+    ran: list[tuple[str, bool, typing.Any]] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        ran.append((statement, cursor.connection.get_transaction_status() == TRANSACTION_STATUS_IDLE,
+                    cursor.connection))
+    engine = moved.sessions.kw["bind"]
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        for student in ("alice", "bob"):
+            assert upload(client_for(create_app(moved, start_worker=False), moved, student),
+                          notebook_bytes(student)).status_code == 303
+            assert moved.worker.run_until_idle() == 1
+        for read in (gradebook.SUBMISSION_ID, gradebook.LAYOUT, gradebook.COMMENTS):
+            runs = [(idle, connection.prepared.get(statement)) for statement, idle, connection in ran
+                    if statement == str(read.compile(engine))]
+            assert len(runs) == 2 and all(idle and execute for idle, execute in runs), (read, runs)
+        assert any(statement.startswith("INSERT INTO grade") for statement, _, _ in ran)
+        with moved.sessions() as db:
+            assert set(gradebook.session_final_scores(db)) == {("alice", ASSIGNMENT), ("bob", ASSIGNMENT)}
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+        moved.worker.close()
+        engine.dispose()
 
 
 def test_a_statement_is_sent_to_be_prepared_with_its_parameters_numbered():

@@ -559,11 +559,13 @@ class Worker:
     def _open_gradebook(self):
         """The gradebook for one store (the caller holds store_lock), kept open from one store to the next: opening it
         makes two engines, checks every table and reads the course's row (~10 ms, a new connection each on
-        PostgreSQL). Each store ends its transaction, so the next one reads what others wrote since (a manual grade
+        PostgreSQL); on PostgreSQL its statements then go through the portal's engine (gradebook.through_engine). Each
+        store ends its transaction, so the next one reads what others wrote since (a manual grade
         in formgrader); after a failure it is closed, and the next store opens it afresh."""
         if self._gradebook is None:
             stack = contextlib.ExitStack()
             self._gradebook = stack, stack.enter_context(gradebook.open_gradebook(self.course))
+            gradebook.through_engine(self._gradebook[1], self.sessions.kw["bind"])
         try:
             yield self._gradebook[1]
         except BaseException:

@@ -26,7 +26,7 @@ from nbgrader.api import (
     new_uuid,
 )
 from sqlalchemy import bindparam, case, insert, select, text, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 from posenc_autograder.authoring import cell_definitions, generation
 from posenc_autograder.course import Course, grade_id, nbgrader_meta, open_gradebook
@@ -56,6 +56,17 @@ def register(course: Course, assignment: str) -> list[cell_definitions.Migration
         return []
     definitions = generation.generated(course, assignment).definitions
     return cell_definitions.migrate_all(course, {assignment: definitions})
+
+
+def through_engine(gb: Gradebook, engine: Any) -> None:
+    """On PostgreSQL, the gradebook's statements through `engine` (the portal's: models.engine_for in
+    portal/models.py) in place of nbgrader's own: its plain reads before a store's first write then run outside the
+    transaction as its connection's prepared statements (portal/prepared.py), where nbgrader's engine sent each as
+    text inside the transaction, parsed and planned again at every store (~1 ms of the server's CPU a store). SQLite
+    plans nothing ahead: its gradebook stays on nbgrader's engine."""
+    if engine.dialect.name == "postgresql" and gb.engine.dialect.name == "postgresql":
+        gb.db.remove()
+        gb.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))    # nbgrader's own settings
 
 
 def record_scores(gb: Gradebook, student: str, assignment: str, notebook: str, scores: dict[str, float],
