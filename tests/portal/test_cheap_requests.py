@@ -205,6 +205,27 @@ def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(a
     assert answer["status"] == Status.GRADED and len(opened) == 2
 
 
+def test_an_attempts_page_reads_who_asks_the_attempt_and_its_status_on_one_database_session(app, portal, monkeypatch):
+    """Fails on the old code: three sessions (three turns of the thread pool) for the page, two besides the
+    feedback's own read for its feedback; another's attempt is still not found, anyone not signed in told so."""
+    alice = client_for(app, portal, "alice")
+    job = upload(alice, notebook_bytes("alice")).headers["location"].split("?")[0].rsplit("/", 1)[1]
+    portal.worker.run_until_idle()
+    opened = []
+    sessions = portal.sessions
+
+    def counted():
+        opened.append(1)
+        return sessions()
+    monkeypatch.setattr(portal, "sessions", counted)
+    page = alice.get(f"/attempts/{job}")
+    assert page.status_code == 200 and 'data-status="graded"' in page.text and len(opened) == 1
+    opened.clear()
+    assert alice.get(f"/attempts/{job}/feedback").status_code == 200 and len(opened) == 2
+    assert client_for(app, portal, "bob").get(f"/attempts/{job}").status_code == 404
+    assert client_for(app).get(f"/attempts/{job}").status_code == 403
+
+
 def test_a_graded_status_reads_the_late_policy_once(app, portal, statements, monkeypatch):
     """A graded attempt's status states its points by one late policy: the student's record of attempts read once,
     their extension with the portal's dates, and the points those of the assignment page (fails on the old code: the

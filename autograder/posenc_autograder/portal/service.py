@@ -287,6 +287,18 @@ class Portal:
                 "points": {t.id: stated_points(t, counts_now(t, counting), grades.get((student, assignment)),
                                                deadlines) for t in attempts if t.score is not None}}
 
+    def signed_in_attempt(self, cookie: str | None, attempt_id: int | None,
+                          status: bool = False) -> tuple[Session | None, Attempt | None, dict | None]:
+        """(the session of this cookie, its student's own attempt, the attempt's live status if `status`), read on one
+        database session in one turn of the thread pool (an attempt's page, its feedback, its file); None for each
+        that is not: no session or not a student's, not their attempt (`attempt_id` None: none)."""
+        with self.sessions() as db:
+            session = auth.session_for(db, cookie)
+            if session is None or session.student_id is None or attempt_id is None:
+                return session, None, None
+            found = self._own_attempt(db, session.student_id, attempt_id)
+            return session, found, self._status(db, found) if status and found is not None else None
+
     def attempt(self, student: str, attempt_id: int) -> Attempt | None:
         """The attempt, only if it is this student's own (anyone else's is simply not found)."""
         with self.sessions() as db:

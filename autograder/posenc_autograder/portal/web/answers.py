@@ -104,26 +104,30 @@ def released_assignment(handler):
     return wrapped
 
 
-def own_attempt(handler):
-    """handler(request, session, attempt) for one of the student's own attempts; another's is not found."""
-    @functools.wraps(handler)
-    async def wrapped(request: Request, session):
-        found = await find_own_attempt(request, session)
-        return not_found(session) if found is None else await handler(request, session, found)
-    return wrapped
+def own_attempt(handler=None, *, status: bool = False):
+    """handler(request, session, attempt) for one of the signed-in student's own attempts (with `status`:
+    handler(request, session, attempt, its live status)); another's is not found, anyone not signed in is told to
+    sign in. Who asks, the attempt and its status are read on one database session, in one turn of the thread
+    pool (a page a student reloads as their attempt is graded)."""
+    def decorate(handler):
+        @functools.wraps(handler)
+        async def wrapped(request: Request):
+            session, found, shown = await run_in_threadpool(portal_of(request).signed_in_attempt,
+                                                            request.cookies.get(COOKIE), attempt_id_of(request),
+                                                            status)
+            if session is None or session.student_id is None:
+                return not_signed_in()
+            if found is None:
+                return not_found(session)
+            return await (handler(request, session, found, shown) if status else handler(request, session, found))
+        return wrapped
+    return decorate if handler is None else decorate(handler)
 
 
 def attempt_id_of(request: Request) -> int | None:
     """The attempt id in the URL, None when no database integer holds it (no such attempt)."""
     attempt_id = request.path_params["attempt_id"]
     return attempt_id if 0 < attempt_id <= MAX_ID else None
-
-
-async def find_own_attempt(request: Request, session):
-    attempt_id = attempt_id_of(request)
-    if attempt_id is None:
-        return None
-    return await run_in_threadpool(portal_of(request).attempt, session.student_id, attempt_id)
 
 
 async def instructor_session(request: Request):

@@ -140,10 +140,8 @@ async def checked_upload(request: Request, student: str, name: str, file: Upload
         checking.release()
 
 
-@student_page
-@own_attempt
-async def attempt(request: Request, session, found):
-    status = await run_in_threadpool(portal_of(request).status, found)
+@own_attempt(status=True)
+async def attempt(request: Request, session, found, status):
     return page("attempt.html", session=session, title=f"Attempt {found.number}", attempt=found, s=status,
                 again=request.query_params.get("again") == "1", zone=portal_of(request).zone)
 
@@ -259,7 +257,6 @@ async def disconnected(receive) -> None:
         pass
 
 
-@student_page
 @own_attempt
 async def attempt_feedback(request: Request, session, found):
     if found.status not in FINISHED:
@@ -276,7 +273,6 @@ async def attempt_feedback(request: Request, session, found):
                         headers={"content-security-policy": pages.REPORT_CSP})
 
 
-@student_page
 @own_attempt
 async def attempt_notebook(request: Request, session, found):
     path = uploads.path(portal_of(request).course, found.student_id, found.assignment, found.sha256)
