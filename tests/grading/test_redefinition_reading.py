@@ -33,3 +33,22 @@ def test_a_later_binding_is_named(source):
 @pytest.mark.parametrize("source", ["x = 1\n", f"print({FUNCTION!r})\n", f"{FUNCTION}(4, 8)\n"])
 def test_a_cell_that_does_not_bind_it_is_not_named(source):
     assert redefinition_notes(with_cell_after_answer(source), ASSIGNMENT) == []
+
+
+def test_a_function_defined_again_after_its_tests_ran_is_named_with_the_version_they_ran():
+    """dot_product_distance written in the answer cell 'self_attention', its own answer cell left as the template
+    stub: its tests ran the stub ("still the template stub", and the student had written it). The page now says
+    where it is defined again, and that its tests ran the answer cell's version (nothing was said: fails on the old
+    code); a binding before its tests is named as the version graded, as before."""
+    nb = nbformat.read(ROOT / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "self_attention")
+    cell.source += "\n\ndef dot_product_distance(pe):\n    return pe @ pe.T\n"
+    [note] = redefinition_notes(nbformat.writes(nb), ASSIGNMENT)
+    assert note.text == ("dot_product_distance: cell 'self_attention' defines it again after its tests ran, which ran "
+                         "the version of answer cell 'dot_product_and_statistics'; keep one definition, in the answer "
+                         "cell")
+    assert note.cell == nb.cells.index(cell)
+    cell.source += "\n\ndef encoding_statistics(pe):\n    return {}\n"      # both moved: one note
+    [note] = redefinition_notes(nbformat.writes(nb), ASSIGNMENT)
+    assert note.text.startswith("dot_product_distance and encoding_statistics: cell 'self_attention' defines them "
+                                "again after their tests ran, which ran the version of answer cell")

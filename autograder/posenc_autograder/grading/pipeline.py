@@ -474,29 +474,48 @@ def may_name(source: str, name: str) -> bool:
     return name in source or (not source.isascii() and name in unicodedata.normalize("NFKC", source))
 
 
+def _binding(cells: list, name: str, after: int, before: int) -> list[int]:
+    """The places of the cells between `after` and `before` that bind `name` (a cell without its text binds it not)."""
+    return [index for index, cell in cells if after < index < before and may_name(cell.source, name)
+            and name in top_level_names(cell.source)]
+
+
 def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[Note]:
     """A graded function that a cell after its answer cell binds again, before the first hidden test of it runs:
-    that cell's version is the one graded, and the page says which cell it was."""
+    that cell's version is the one graded, and the page says which cell it was. One bound again only after its value
+    tests ran (an answer written in a later answer cell, its own left as the stub): they ran the answer cell's
+    version, and the page says which cell defines it again."""
     if not executed_notebook or assignment not in REGISTRY_ASSIGNMENTS:
         return []
     nb = executed(executed_notebook)
     cells = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     where = {grade_id(cell): index for index, cell in cells if grade_id(cell)}
-    notes = []
+    notes, again = [], {}
     for entry in manifest.functions(assignment):
         name, answer = entry.defined_name, where.get(entry.cell)
-        tested = [where[t.id] for t in REGISTRY.values() if t.assignment == assignment and t.id in where
-                  and entry.name in t.subjects]
+        tests = [t for t in REGISTRY.values() if t.assignment == assignment and t.id in where
+                 and entry.name in t.subjects]
+        tested = [where[t.id] for t in tests]
         if answer is None or not tested or any(n.startswith(f"{name}:") for n in map(str, notes)):
             continue
-        later = [index for index, cell in cells                   # a cell without the name's text binds it not
-                 if answer < index < min(tested) and may_name(cell.source, name)
-                 and name in top_level_names(cell.source)]
+        later = _binding(cells, name, answer, min(tested))
         if later:
             notes.append(Note(NoteKind.REDEFINED, f"{name}: the version graded is the one {cell_label(nb, later[-1])} "
                                                   f"defines, after answer cell '{entry.cell}' (a later definition "
                                                   f"replaces an earlier one, as in Jupyter); keep one definition, in "
                                                   f"the answer cell", cell=later[-1]))
+            continue
+        own = [where[t.id] for t in tests if not t.reads_verdicts]     # its value tests, not the contracts test
+        after = _binding(cells, name, max(own), len(nb.cells)) if own else []
+        if after and name not in again.setdefault((after[0], entry.cell), []):
+            again[after[0], entry.cell].append(name)
+    for (index, cell_id), names in again.items():      # the functions one cell moved: one note
+        them = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + f" and {names[-1]}"
+        notes.append(Note(NoteKind.REDEFINED, f"{them}: {cell_label(nb, index)} defines "
+                                              f"{'it' if len(names) == 1 else 'them'} again after "
+                                              f"{'its' if len(names) == 1 else 'their'} tests ran, which ran the "
+                                              f"version of answer cell '{cell_id}'; keep one definition, in the "
+                                              f"answer cell", cell=index))
     return notes
 
 
