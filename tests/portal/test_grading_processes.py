@@ -11,7 +11,7 @@ import httpx
 import psutil
 import pytest
 import timed_sandbox
-from dying_sandbox import DiesRightAfterItsFirstClaim, graded_elsewhere_or_dies
+from dying_sandbox import DiesRightAfterItsFirstClaim, graded_elsewhere_or_dies, graded_saying_what_is_frozen
 from fixture_submissions import ASSIGNMENT
 from test_robustness import wait_until_settled
 
@@ -72,6 +72,22 @@ def test_a_grading_process_starts_its_warm_sandbox_before_the_first_upload(cours
         own.kill()
         own.wait()
     assert len(started) == 1                                  # its one zygote, with nothing uploaded yet
+
+
+def test_a_grading_process_keeps_what_it_holds_once_warmed_up_out_of_the_collector(course):
+    """Its modules and tables are not walked again by every full collection of its life."""
+    portal = Portal(course, jobs=1, worker_options={"execute": graded_saying_what_is_frozen}, register=False,
+                    processes=True)
+    alice = client_for(create_app(portal, start_worker=False), portal, "alice")
+    assert upload(alice, notebook_bytes("honest")).status_code == 303
+    portal.start()
+    try:
+        assert wait_until_settled(portal, 1, seconds=120)[1] == ("graded", 1)
+    finally:
+        portal.stop()
+    executed = (course.root / "autograder" / "uploads" / "alice" / ASSIGNMENT / "attempt-1.executed.ipynb").read_text()
+    frozen = int(executed.split("# honest, frozen ", 1)[1].split('"', 1)[0].split("\\n", 1)[0])
+    assert frozen > 10_000                                  # old code: 0
 
 
 def zygotes() -> list[psutil.Process]:

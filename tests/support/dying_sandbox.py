@@ -2,6 +2,7 @@
 server preloads that): a grading process unpickles its execute function, and one defined in a test module imported that
 module, pytest and the web side with it, ~1.2 CPU-s a process; a test whose processes die and are replaced paid it at
 each start, past its wait on a loaded machine (tests/portal/test_grading_processes.py)."""
+import gc
 import os
 
 from posenc_autograder.grading.execute import Execution
@@ -14,6 +15,12 @@ def graded_elsewhere_or_dies(task):
         os._exit(3)
     return Execution(task.key, {}, [], {}, 0.01, executed_notebook=task.notebook_json.replace(
         "# honest", f"# honest, graded in {os.getpid()}"))
+
+
+def graded_saying_what_is_frozen(task):
+    """A stand-in sandbox whose executed copy says how many objects its grading process keeps out of the collector."""
+    return Execution(task.key, {}, [], {}, 0.01, executed_notebook=task.notebook_json.replace(
+        "# honest", f"# honest, frozen {gc.get_freeze_count()}"))
 
 
 class DiesRightAfterItsFirstClaim:
