@@ -139,9 +139,12 @@ $(CHP):
 	@command -v npm >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
 	npm install --silent --no-audit --no-fund --prefix $(VENV)/node configurable-http-proxy@5.3.0
 
-# Three workers on the two cores: a worker spends much of its time waiting, not computing (a class graded while a
-# notebook sleeps out its time limit, kernels and Chromium pages loading: test_grading used a third of a core,
-# test_attacks two thirds); a third worker computes meanwhile (same run, nine slow files: 186 s on two, 161 s on three)
+# Three workers on the two cores, for make test and make test-fast: a worker spends much of its time waiting, not
+# computing (a class graded while a notebook sleeps out its time limit, kernels and Chromium pages loading: test_grading
+# used a third of a core, test_attacks two thirds); a third worker computes meanwhile (same run, nine slow files: 186 s
+# on two, 161 s on three). make test-fast's two workers each waited ~10 s of their ~40 (a cell's time limit run out, a
+# sandbox's start, a portal's request in a thread), both cores idle; the third costs its collection and its own first
+# imports and zygote (~7 CPU-s)
 TEST_WORKERS ?= 3
 # The suite starts many Python processes (each worker collects every test file; the tests run the commands): each
 # reads the bytecode the first one wrote rather than compiling the package and rewriting the tests' asserts again
@@ -162,9 +165,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and end-to-end tests and the dearest unit tests (tests/left_to_make_test.toml: each file keeps its cheapest), on two workers, each file whole on one, longest first; make test runs all of them and the solution notebooks
+## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and end-to-end tests and the dearest unit tests (tests/left_to_make_test.toml: each file keeps its cheapest), on TEST_WORKERS=3 workers, each file whole on one, longest first; make test runs all of them and the solution notebooks
 test-fast: lint
-	POSENC_RUN=test-fast $(PY) -m pytest -q -n 2 --dist loadgroup -p no:nbval -m "not book and not browser and not postgres and not slow and not dear and not hub" tests
+	POSENC_RUN=test-fast $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -p no:nbval -m "not book and not browser and not postgres and not slow and not dear and not hub" tests
 
 ## mutate: mutants of each assignment's reference.py graded by the hidden tests (ASSIGNMENT=name for one); prints the mutation score, per assignment too, and the survivors
 mutate: $(STAMP)

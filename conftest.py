@@ -3,7 +3,7 @@
 tests/end_to_end/ grades notebooks and runs nbgrader (slow), and so do SLOW_TESTS; DEAR_TESTS are dearer than the
 quick run's line (dear); a test that uses the built book, Chromium or PostgreSQL is marked by its fixture (tests/book/'s
 source checks stay fast). Unit tests live in
-tests/<stage>/, mirroring the grader package's folders. `make test` (three workers) and `make test-fast` (two) run
+tests/<stage>/, mirroring the grader package's folders. `make test` and `make test-fast` (three workers each) run
 them on pytest-xdist, --dist loadgroup: the tests that check the book's build are one group, which goes out first
 (the book is built once a run, tests/conftest.py); each that reads it in Chromium or prints it is a group of its own
 that waits for that build (tests/support/run_order.py hands out groups longest first); every other file runs whole
