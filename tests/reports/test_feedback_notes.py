@@ -54,6 +54,19 @@ def test_code_a_note_quotes_in_backticks_is_set_as_code_escaped_first(tmp_path):
         assert "`" not in page.split("lone")[0].split("line 1 of cell 3")[1]
 
 
+
+def test_code_a_problem_quotes_in_backticks_is_set_as_code_escaped_as_a_notes_is(tmp_path):
+    """A failed test's sentence on the feedback page and as the dashboard's example of its mistake: a backticked
+    span is <code> as in a note (one macro renders both), its text escaped, never markup of its own."""
+    said = "`yarn_frequencies` is not defined; your `<script>` stays text"
+    result = NotebookResult("ann", "positional_encoding", "positional_encoding", True,
+                            [GradedTest("first_values", "first_values", True, 0.0, 2.0, [Problem(said, CAUSE)])], [])
+    course = Course(make_course(tmp_path / "course"))
+    for page in (feedback.render(result), dashboard.render(course, [result])):
+        assert "<code>yarn_frequencies</code> is not defined; your <code>&lt;script&gt;</code> stays text" in page
+        assert "`yarn_frequencies`" not in page and "<script>" not in page
+
+
 def test_notes_are_in_the_order_of_the_cells_they_are_about():
     """A student reads the notebook top to bottom: cell 8's note after cell 6's whatever their kinds, a note about no
     cell and "Fix this first" where they were; stored and read back with its cell."""
