@@ -55,10 +55,10 @@ def analyse(records: list, instructor_code: str, assignment="", notebook="") -> 
     compacted here as grading would have)."""
     records = [store.compact(r) if isinstance(r, store.StudentRecord) else r for r in records]
     records = [dataclasses.replace(r, code=text.comparable_code(r.code)) for r in records]
-    boilerplate, first = text.first_prints(records, instructor_code)
-    cluster = text.clusters(first)
+    first = text.first_prints(records, instructor_code)
+    cluster = text.clusters(first.own())
     answers = behaviour.pair_evidence(records, cluster)
-    texts = text.matches(records, boilerplate, first, cluster)
+    texts = text.matches(records, first, cluster)
     found = leaks.leaks(records)
     by_pair: dict[tuple, list] = {}
     for leak in found:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import copy
 import dataclasses
 import io
 import itertools
@@ -53,6 +54,16 @@ def fingerprint(code: str, boilerplate=()) -> copydetect.CodeFingerprint | None:
                                           language="python", fp=io.StringIO(code))
     except Exception:  # noqa: BLE001 - code the tokeniser cannot read is compared as nothing
         return None
+
+
+def without(print_: copydetect.CodeFingerprint, boilerplate: set) -> copydetect.CodeFingerprint:
+    """The fingerprint of the same code with these fingerprints left out too: its code as tokenised once (the
+    tokenising is most of what a fingerprint costs), winnowed again."""
+    from copydetect.utils import get_document_fingerprints, get_token_coverage
+    again = copy.copy(print_)
+    again.hashes, again.hash_idx = get_document_fingerprints(print_.filtered_code, print_.k, WINDOW, list(boilerplate))
+    again.token_coverage = get_token_coverage(again.hash_idx, print_.k, len(print_.filtered_code))
+    return again
 
 
 def _weighed(share: float, print_: copydetect.CodeFingerprint) -> float:
@@ -118,24 +129,32 @@ def clusters(prints: dict[str, set]) -> dict[str, str]:
     return {s: find(s) for s in prints}
 
 
-def first_prints(records, instructor: str) -> tuple[set, dict[str, set]]:
+@dataclasses.dataclass
+class FirstPrints:
+    boilerplate: set                   # the instructor's fingerprints
+    prints: dict                       # student -> the fingerprint of their code beyond them (None: unreadable)
+
+    def own(self) -> dict[str, set]:
+        """student -> the fingerprints of their own code."""
+        return {s: set(fp.hashes) if fp else set() for s, fp in self.prints.items()}
+
+
+def first_prints(records, instructor: str) -> FirstPrints:
     """The instructor's fingerprints (boilerplate), and each student's own beyond them."""
     base = fingerprint(instructor)
     boilerplate = set(base.hashes) if base else set()
-    first = {r.student: fingerprint(r.code, boilerplate) for r in records}
-    return boilerplate, {s: set(fp.hashes) if fp else set() for s, fp in first.items()}
+    return FirstPrints(boilerplate, {r.student: fingerprint(r.code, boilerplate) for r in records})
 
 
-def matches(records, boilerplate: set, first: dict[str, set],
-            cluster: dict[str, str]) -> dict[tuple[str, str], TextMatch]:
+def matches(records, first: FirstPrints, cluster: dict[str, str]) -> dict[tuple[str, str], TextMatch]:
     """(student, student) -> their text match, for pairs sharing any of their own code; records carry
-    .student and .code (comparable_code applied); boilerplate and first from first_prints, cluster from clusters."""
+    .student and .code (comparable_code applied), as first_prints was given them; cluster from clusters."""
     independent = collections.defaultdict(set)        # fingerprint -> clusters writing it
-    for student, hashes in first.items():
+    for student, hashes in first.own().items():
         for h in hashes:
             independent[h].add(cluster.get(student, student))
     common = {h for h, n in independent.items() if len(n) >= common_threshold(len(records))}
-    prints = {r.student: fingerprint(r.code, boilerplate | common) for r in records}
+    prints = {s: without(fp, first.boilerplate | common) if fp else None for s, fp in first.prints.items()}
     index = collections.defaultdict(list)
     for student in sorted(s for s, fp in prints.items() if fp and fp.hashes):
         for h in set(prints[student].hashes):
