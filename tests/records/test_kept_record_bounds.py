@@ -54,3 +54,30 @@ def test_a_malformed_kept_record_is_refused(forge):
     forge(value)
     with pytest.raises((ValueError, TypeError)):
         kept_records.well_formed(value)
+
+
+def _recalled_up_to_its_run(tmp_path, data: bytes) -> str:
+    """recall of a kept file written for ann, read as far as its run digest (another run's: MustRun says so)."""
+    import hashlib
+    import types
+
+    course = types.SimpleNamespace(autograded=tmp_path)
+    key = ("ann", "a", "n")
+    kept_records.path(course, key).parent.mkdir(parents=True, exist_ok=True)
+    kept_records.path(course, key).write_bytes(data)
+    with pytest.raises(kept_records.MustRun) as refused:
+        kept_records.recall(course, key, None, JobDigests("another run", {}, "judge"), hashlib.sha256(data).hexdigest())
+    return str(refused.value)
+
+
+def test_a_kept_skeleton_is_parsed_whole_within_its_caps_and_counted_first_past_them(tmp_path, monkeypatch):
+    """recall parses a kept file's skeleton at once when it has fewer bytes than the values and lists a kept file may
+    hold (an honest one's is ~50 KiB, three times as dear in the codec's 16 KiB pieces), and counts a longer one
+    first, as the codec counts what the sandbox sends. (The old code cut every skeleton over 16 KiB into pieces.)"""
+    within = codec.frame(kept({}, "x" * 20_000))         # two tests: a 40 KiB skeleton
+    past = codec.frame(kept({}, "x" * 40_000))
+    counted = []
+    real = codec.marks
+    monkeypatch.setattr(codec, "marks", lambda data, *args: counted.append(len(data)) or real(data, *args))
+    assert _recalled_up_to_its_run(tmp_path, within).startswith("what runs changed") and counted == []
+    assert _recalled_up_to_its_run(tmp_path, past).startswith("what runs changed") and len(counted) == 1

@@ -419,10 +419,12 @@ def frame_skeleton(data: bytes) -> str:
     return data[HEADER.size:HEADER.size + size].decode()
 
 
-def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH, writable: bool = True):
+def decode_frame(data: bytes, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH, writable: bool = True,
+                 piece: int = PIECE_BYTES):
     """One whole frame (bytes) back to its value; raises ValueError (TooLarge) on anything malformed. writable=False:
-    its arrays are read-only views of `data` itself (no copy)."""
-    reader = FrameReader(len(data), max_nodes, max_depth, writable)
+    its arrays are read-only views of `data` itself (no copy). piece: loads_in_pieces' (a reader no other thread
+    waits on may take a larger one)."""
+    reader = FrameReader(len(data), max_nodes, max_depth, writable, piece)
     frames = reader.feed(data)
     if len(frames) != 1 or reader.pending or frames[0] is REFUSED:
         raise ValueError("not exactly one well-formed frame")
@@ -469,9 +471,9 @@ class FrameReader:
     else each frame's arrays get one writable copy (the sandbox side hands its inputs to student code)."""
 
     def __init__(self, max_frame_bytes: int, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH,
-                 writable: bool = True):
+                 writable: bool = True, piece: int = PIECE_BYTES):
         self.max_frame_bytes, self.max_nodes, self.max_depth = max_frame_bytes, max_nodes, max_depth
-        self.writable = writable
+        self.writable, self.piece = writable, piece
         self.header, self.pieces, self.kept, self.needed, self.skipping = bytearray(), [], 0, 0, 0
         self.refusal: str | None = None
         self.announced = self.skipped_frame = 0        # bytes of the first frame refused; of the last one skipped
@@ -529,7 +531,8 @@ class FrameReader:
         try:
             # Counted and parsed a piece at a time (a short skeleton at once: fewer bytes, fewer values), so that
             # no skeleton holds the interpreter from the threads serving others for longer than one piece.
-            shapes, skeleton = _skeleton(loads_in_pieces(bytes(body[:skeleton_bytes]), self.max_nodes, self.max_depth))
+            shapes, skeleton = _skeleton(loads_in_pieces(bytes(body[:skeleton_bytes]), self.max_nodes, self.max_depth,
+                                                         self.piece))
             if sum(_padded(shape, dtype) for shape, dtype in shapes) != array_bytes:
                 return self._refused(MALFORMED, HEADER.size + len(body))
             # In place only when read-only or handed over, and aligned (frame() pads the skeleton; numpy is slow on

@@ -233,7 +233,9 @@ def recall(course: Course, key: tuple[str, str, str], task: GradingTask | Prepar
     if len(data) > MAX_KEPT_BYTES or hashlib.sha256(data).hexdigest() != expected_sha256:
         raise MustRun("its kept record is not the one its result was graded with (cut, edited or replaced)")
     try:
-        value = codec.decode_frame(data, max_nodes=MAX_NODES, max_depth=MAX_DEPTH)
+        # Its skeleton parsed whole when it has fewer bytes than the values and lists allowed (an honest one's ~50 KiB:
+        # 0.5 ms, against 1.7 ms in 16 KiB pieces): a re-judge is make grade's, where no thread serves a request
+        value = codec.decode_frame(data, max_nodes=MAX_NODES, max_depth=MAX_DEPTH, piece=MAX_KEPT_BYTES)
         well_formed(value)
     except (ValueError, TypeError, KeyError) as exc:
         raise MustRun("its kept record is malformed") from exc
