@@ -76,9 +76,9 @@ def test_a_points_regrade_reads_each_record_once_and_hashes_each_submission_once
     assert [next(t.max_points for t in r.tests if t.cell_id == TEST) for r in results] == [5, 5]
     assert sorted(loaded) == ["ann", "ben"]
     # Two notebooks, each hashed by place_counted before the round and after it (the old code: twice a look, and again
-    # by the round), and once for the class files (the late policy's time of the attempt in submitted/; the old code
-    # read and hashed it for each of the four places that state it).
-    assert len(hashed) == 2 * (2 + 1)
+    # by the round), and not again for the class files: the late policy's time of the attempt in submitted/ takes the
+    # round's look (older code hashed it once more, and before that for each of the four places that state it).
+    assert len(hashed) == 2 * 2
     monkeypatch.undo()
     on_disk = results_store.class_results(course)       # every record read: what the class files were made from
     assert len(shown) == 1 and shown[0].files == on_disk.files and len(on_disk.files) == 2

@@ -283,3 +283,16 @@ def test_a_run_that_may_execute_nothing_starts_no_warm_sandbox_early(tmp_path, z
     grade.grade_all(course, jobs=1, limits=Limits(cell_seconds=9), quiet=True, force=True)
     warm.wait_for_start()
     assert zygote_asked.is_set()
+
+
+def test_a_first_grade_remembers_that_its_database_holds_the_grades(tmp_path, monkeypatch):
+    """Once make grade has stored a class's grades, the next command does not read the database to know that it holds
+    them (the check is free while the URL stays). (The old code read it once more: the first grade, finding nothing
+    graded before it, remembered nothing.)"""
+    from posenc_autograder import cli
+    from posenc_autograder.records import database
+
+    course = course_with_solvers(tmp_path / "course", "ada")
+    assert cli.main(["grade", "--no-sandbox", "--course", str(course.root)]) == 0
+    monkeypatch.setattr(database, "reachable_submissions", lambda url: pytest.fail("the database was read again"))
+    database.check(course)

@@ -237,3 +237,59 @@ def test_the_code_that_runs_a_job_is_digested_once_a_run(graded_class, monkeypat
     monkeypatch.setattr(regrade, "_code_digest", lambda *args: calls.append(args) or real(*args))
     results = grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
     assert len(results) == len(STUDENTS) and calls == [(regrade.PACKAGE, regrade.RUN_CODE)]
+
+
+def test_the_processes_are_forked_before_the_run_makes_the_gradebook_ready(graded_class, monkeypatch):
+    """With no zygote to wait for, the processes re-judging ahead are forked before the run registers the assignment
+    and opens the gradebook (importing nbgrader's models, which they never use): they re-judge while it does. (The old
+    code forked them once the gradebook was open, its models imported.)"""
+    import subprocess
+    import sys
+
+    from posenc_autograder.orchestration import ahead
+    from posenc_autograder.records import gradebook
+
+    course, _ = graded_class
+    order, real_start, real_register = [], ahead.Ahead.__init__, gradebook.register
+
+    def forked(self, *args, **kwargs):
+        order.append("forked")
+        real_start(self, *args, **kwargs)
+
+    monkeypatch.setattr(ahead.Ahead, "__init__", forked)
+    monkeypatch.setattr(gradebook, "register", lambda *args: order.append("registered") or real_register(*args))
+    monkeypatch.setattr(grade, "AHEAD_FROM", 2, raising=False)
+    grade.grade_all(course, jobs=2, isolate=False, limits=LIMITS, quiet=True)
+    assert order[:2] == ["forked", "registered"]
+    imported = subprocess.run([sys.executable, "-c", "import sys; from posenc_autograder.orchestration import grade; "
+                               "from posenc_autograder.records import graded; print('nbgrader.api' in sys.modules)"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(pathlib.Path(grade.__file__).parents[2])})
+    assert imported.stdout.split() == ["False"], imported.stderr
+
+
+def test_the_class_files_of_a_round_take_submitted_as_the_round_hashed_it(graded_class, monkeypatch):
+    """The class files a round writes take each submission's time from what place_counted hashed of submitted/ for the
+    round: no submitted notebook is read and hashed again to find its attempt. (The old code hashed every one.)"""
+    from posenc_autograder.intake import attempts
+    from posenc_autograder.orchestration import class_files
+
+    course, _ = graded_class
+    writing, hashed = [], []
+    real_rebuild, real_in_submitted = class_files.rebuild_class_files, attempts.in_submitted
+
+    def rebuilt(*args, **kwargs):
+        writing.append(True)
+        try:
+            return real_rebuild(*args, **kwargs)
+        finally:
+            writing.pop()
+
+    monkeypatch.setattr(class_files, "rebuild_class_files", rebuilt)
+    monkeypatch.setattr(attempts, "in_submitted",
+                        lambda *args: hashed.append(bool(writing)) or real_in_submitted(*args))
+    grade.grade_all(course, jobs=1, isolate=False, limits=LIMITS, quiet=True)
+    assert hashed.count(True) == 0 and hashed.count(False) == 2 * len(STUDENTS)      # place_counted's, twice
+    written = {path: path.read_bytes() for path in course.reports.rglob("*") if path.is_file()}
+    real_rebuild(course)                                  # make feedback's: it reads submitted/ itself
+    assert {path: path.read_bytes() for path in course.reports.rglob("*") if path.is_file()} == written

@@ -11,12 +11,14 @@ from posenc_autograder.results import NotebookResult
 
 
 def rebuild_class_files(course: Course, fresh: Sequence[NotebookResult] = (), refused: Sequence[str] = (),
-                        graded: Mapping[tuple[str, str, str], results_store.GradedFile] | None = None
+                        graded: Mapping[tuple[str, str, str], results_store.GradedFile] | None = None,
+                        in_submitted: Mapping[tuple[str, str], dict[str, str]] | None = None
                         ) -> results_store.ClassResults:
     """Write every class-wide file again, for the whole class: every stored result, `fresh` (this run's) in place
-    of the stored ones of their notebooks (`graded`: the files the run graded, results_store.class_results).
-    Returns the class they were made from."""
+    of the stored ones of their notebooks (`graded`: the files the run graded, results_store.class_results;
+    `in_submitted`: what folders of submitted/ hold, as the run hashed them, late_policy.Deadlines'). Returns the class
+    they were made from."""
     stored = results_store.class_results(course, fresh, graded)
     with gradebook.open_gradebook(course) as gb:
-        run_report.write_all(course, gb, stored.results, refused, stored.files)
+        run_report.write_all(course, gb, stored.results, refused, stored.files, in_submitted)
     return stored

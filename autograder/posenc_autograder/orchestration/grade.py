@@ -34,7 +34,7 @@ from posenc_autograder.grading.regrade import PACKAGE, HowRegraded, JobDigests, 
 from posenc_autograder.intake import attempts, exchange
 from posenc_autograder.intake.submissions import Submission, discover, sha256
 from posenc_autograder.progress import Progress
-from posenc_autograder.records import results_store, stamps
+from posenc_autograder.records import database, results_store, stamps
 from posenc_autograder.results import NotebookResult
 from posenc_autograder.sandbox import warm
 from posenc_autograder.sandbox.bubblewrap import SandboxUnavailable, check_sandbox
@@ -143,29 +143,45 @@ def _grade_round(course: Course, *, jobs: int, isolate: bool, force: bool, assig
         if stamp is not None and stamps.recall(course, CLASS_FILES, stamp):
             return sorted((r for r in kept if r is not None), key=lambda r: (r.student, r.assignment, r.notebook))
     stamps.forget(course, CLASS_FILES)
-    if isolate and scheduler is None and _runs_a_job(submissions, digests, records):
+    zygote = isolate and scheduler is None and _runs_a_job(submissions, digests, records)
+    if zygote:
         warm.start_early(probe_files())       # while the gradebook is made and the grader digested
-    from posenc_autograder.orchestration.class_files import rebuild_class_files
-    from posenc_autograder.records import gradebook, graded
+    from posenc_autograder.reports import feedback, late_policy
+    page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
+    planned = list(zip(submissions, digests, kept, records, strict=True))
+    code = RunCode(regrade.judge_digest(), regrade.inputs_digest(), regrade.run_code_digest())    # once a round
+    rejudging = not force and not scheduler
+    # The processes re-judging ahead are forked before the gradebook is imported and opened: they work while this
+    # process makes it ready. A fork waits for a zygote starting: then they are forked once the gradebook is ready.
+    ahead = _rejudging_ahead(course, planned, limits, isolate, code, jobs, fingerprints, page) \
+        if rejudging and not zygote else None
+    try:
+        from posenc_autograder.records import gradebook, graded
 
-    for assignment in sorted({s.assignment for s in submissions}):
-        gradebook.register(course, assignment)
-    with gradebook.open_gradebook(course) as gb:
-        for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
-            gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged, strict=True)
-                                                       if s.assignment == assignment and not same])
-        from posenc_autograder.reports import feedback, late_policy
-        page = feedback.page_writer(course, late_policy.Deadlines(course))        # one late policy for the round
-        batch = graded.Batch(gb)              # what is stored whole is committed, a Ctrl-C included
-        try:
-            results = _grade_submissions(course, batch, list(zip(submissions, digests, kept, records, strict=True)),
-                                         fingerprints,
-                                         page, jobs=jobs, isolate=isolate, scheduler=scheduler, limits=limits,
-                                         quiet=quiet, force=force)
-        finally:
-            batch.close()
+        for assignment in sorted({s.assignment for s in submissions}):
+            gradebook.register(course, assignment)
+        with gradebook.open_gradebook(course) as gb:
+            for assignment in sorted({s.assignment for s in submissions}):     # new students' rows in one commit
+                gradebook.add_submissions(gb, assignment, [s.student for s, same in zip(submissions, unchanged,
+                                                                                        strict=True)
+                                                           if s.assignment == assignment and not same])
+            if rejudging and zygote:
+                ahead = _rejudging_ahead(course, planned, limits, isolate, code, jobs, fingerprints, page)
+            batch = graded.Batch(gb)              # what is stored whole is committed, a Ctrl-C included
+            try:
+                results = _grade_submissions(course, batch, planned, fingerprints, page, code, ahead, jobs=jobs,
+                                             isolate=isolate, scheduler=scheduler, limits=limits, quiet=quiet,
+                                             force=force)
+            finally:
+                batch.close()
+    finally:
+        if ahead is not None:
+            ahead.close()
+    from posenc_autograder.orchestration.class_files import rebuild_class_files
+
     made = rebuild_class_files(course, results, refused,     # each result's file as stored: its digest, not read again
-                               {s.key: results_store.GradedFile(d) for s, d in zip(submissions, digests, strict=True)})
+                               {s.key: results_store.GradedFile(d) for s, d in zip(submissions, digests, strict=True)},
+                               found)                        # submitted/ as place_counted hashed it for the round
     if class_made is not None:
         class_made.append(made)
     stamp = class_files_stamp(course, submissions, digests, fingerprints, refused)
@@ -230,8 +246,8 @@ def class_files_stamp(course: Course, submissions, digests, fingerprints, refuse
                          stamps.file_states(PACKAGE.rglob(PACKAGE_FILES)))
 
 
-def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate, scheduler, limits, quiet,
-                       force=False):
+def _grade_submissions(course, gb, planned, fingerprints, page, code: RunCode, ahead: Ahead[Rejudged] | None, *,
+                       jobs, isolate, scheduler, limits, quiet, force=False):
     """Tasks are prepared as job slots free up and each execution is judged, stored (records.graded, its feedback
     page by `page`) and dropped as it finishes: the grader holds a few notebooks at a time, whatever the size of the
     class. A notebook whose last run still holds (records/kept_records.py: the same cells, probes, inputs and limits)
@@ -244,10 +260,6 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
     results: list[NotebookResult] = []
     pending: dict[tuple, tuple[Submission, str | None, JobDigests, dict[str, Any] | None, Reprobe | None]] = {}
     how = RegradeNote()
-    # once a run: the grading code is what it is for the whole run
-    code = RunCode(regrade.judge_digest(), regrade.inputs_digest(), regrade.run_code_digest())
-    ahead = _rejudging_ahead(course, planned, limits, isolate, code, jobs, fingerprints, page) \
-        if not force and not scheduler else None
 
     def stored_rejudged(sub: Submission, digest: str | None, rejudged: Rejudged) -> str | None:
         """A re-judged notebook stored and counted (None); else why it must run after all."""
@@ -313,12 +325,8 @@ def _grade_submissions(course, gb, planned, fingerprints, page, *, jobs, isolate
             yield task
         gb.commit()
 
-    try:
-        _run_and_store(course, gb, tasks(), pending, results, fingerprints, page, how, progress, jobs=jobs,
-                       scheduler=scheduler, limits=limits)
-    finally:
-        if ahead is not None:
-            ahead.close()
+    _run_and_store(course, gb, tasks(), pending, results, fingerprints, page, how, progress, jobs=jobs,
+                   scheduler=scheduler, limits=limits)
     how.report(quiet)
     results.sort(key=lambda r: (r.student, r.assignment, r.notebook))
     return results
@@ -649,7 +657,9 @@ def run_command(args) -> int:
     results = grade_all(course, jobs=args.jobs or default_jobs(), isolate=not args.no_sandbox, force=args.force,
                         assignments=args.assignment, students=args.student, scheduler=args.scheduler,
                         class_made=class_made)
-    if not results:
+    if results:
+        database.remember_holding(course)     # the grades just stored: the next command need not read it to know
+    else:
         asked = " for the students or assignments asked" if args.student or args.assignment else ""
         print(f"nothing submitted{asked}: run make collect first (ZIP=<the LMS download>)", file=sys.stderr)
         return 1

@@ -73,14 +73,22 @@ class ForeignDatabase(SystemExit):
 def check(course: Course) -> None:
     """Stop (ForeignDatabase) when the course's graded submissions are not in its database. Free when this database
     was found right before (a stamp of its URL): the check reads the database only when the URL changes."""
-    stamp = stamps.digest(course.gradebook_url)
-    if stamps.recall(course, CHECKED, stamp):
+    if stamps.recall(course, CHECKED, _checked_stamp(course)):
         return
     graded = graded_submissions(course)
     if graded and not graded & reachable_submissions(course.gradebook_url):
         raise ForeignDatabase(foreign_message(course, len(graded)))
     if graded:
-        stamps.remember(course, CHECKED, stamp)
+        remember_holding(course)
+
+
+def remember_holding(course: Course) -> None:
+    """The course's database holds its grades (a command just stored them there): check() need not read it."""
+    stamps.remember(course, CHECKED, _checked_stamp(course))
+
+
+def _checked_stamp(course: Course) -> str:
+    return stamps.digest(course.gradebook_url)
 
 
 def foreign_message(course: Course, graded: int) -> str:

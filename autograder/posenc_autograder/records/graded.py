@@ -21,8 +21,11 @@ from posenc_autograder.grading.pipeline import grader_error, released
 from posenc_autograder.grading.regrade import RUN_AGAIN, HowRegraded, keep_higher_scores, regrade_changes
 from posenc_autograder.intake import attempts
 from posenc_autograder.intake.submissions import Submission
-from posenc_autograder.records import gradebook, nbgrader_files, results_store
+from posenc_autograder.records import nbgrader_files, results_store
 from posenc_autograder.results import NotebookResult
+
+# records.gradebook (nbgrader's models, SQLAlchemy's ORM: half a CPU-second) is imported where a notebook is stored:
+# the processes re-judging ahead of a run (made_ahead) never use it, and are forked before the run imports it.
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -120,6 +123,7 @@ class Batch:
 
     def record_scores(self, *args: *Scores) -> dict[str, tuple[float, bool]]:
         """gradebook.record_scores in the batch's transaction."""
+        from posenc_autograder.records import gradebook
         try:
             found = gradebook.record_scores(self.gb, *args, commit=False)
         except BaseException:
@@ -135,6 +139,7 @@ class Batch:
         """gradebook.comments, read for the whole class once a transaction where the gradebook is SQLite: once the
         batch has written, no other writer (formgrader) can commit before the batch does, so the comments read
         once are what each notebook's own read would find. (A server's database: each notebook's own read.)"""
+        from posenc_autograder.records import gradebook
         if not self._whole_class or not self._scored:
             return gradebook.comments(self.gb, student, assignment, notebook)
         if self._comments is None:
@@ -144,6 +149,7 @@ class Batch:
     def _replay(self) -> None:
         """The scores of the notebooks stored earlier in this batch, recorded again after a rollback; if even that
         fails, none of them is committed, and with no result record they are graded again next run."""
+        from posenc_autograder.records import gradebook
         try:
             for args in self._scored:
                 gradebook.record_scores(self.gb, *args, commit=False)
@@ -180,6 +186,7 @@ class Batch:
             write()
 
     def _alone(self, args: Scores) -> bool:
+        from posenc_autograder.records import gradebook
         try:
             gradebook.record_scores(self.gb, *args)
         except Exception:  # noqa: BLE001 - that notebook stays without a record
@@ -197,6 +204,8 @@ def store(course: Course, gb: Gradebook | Batch, sub: Submission, result: Notebo
     stored before, results_store.load; `kept`: the sha256 of what was kept of its run for a regrade,
     records/kept_records.py; `how`: how the result was made; `made`: what another process made of it ahead, which
     holds the executed notebook then)."""
+    from posenc_autograder.records import gradebook
+
     result = settled(result, previous, digest, fingerprint, how)
     if previous is not None:
         results_store.forget(course, *sub.key)

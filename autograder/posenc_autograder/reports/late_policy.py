@@ -51,16 +51,20 @@ class Deadlines:
     the roster and the portal's dates."""
 
     def __init__(self, course: Course, portal: portal_dates.PortalDates | None = None, *,
-                 connection: typing.Any = None, student: str | None = None, settled: bool = False):
+                 connection: typing.Any = None, student: str | None = None, settled: bool = False,
+                 in_submitted: typing.Mapping[tuple[str, str], dict[str, str]] | None = None):
         """`portal`: the portal's dates when the caller holds them already; else read when first needed, through
         `connection` (records.portal_dates.read: the portal's own open session, no engine made) and only `student`'s
         extensions when the policy is applied to them alone (their page, their store). `settled`: submitted/ is not
-        changed while this object is used (the class files, written from one look): each folder is read once."""
+        changed while this object is used (the class files, written from one look): each folder is read once.
+        `in_submitted`: what folders of submitted/ hold (attempts.in_submitted's), as the caller hashed them since
+        (make grade's round): those are not read again."""
         self.course = course
         self.settings = settings.load(course)
         self._submitted: dict[tuple[str, str], dt.datetime | None] | None = {} if settled else None
         self._recorded: dict[tuple[str, str], list[attempts.Attempt]] | None = {} if settled else None
         self._connection, self._student = connection, student
+        self._in_submitted = in_submitted or {}
         if portal is not None:
             self.__dict__["portal"] = portal
 
@@ -105,7 +109,9 @@ class Deadlines:
         return self._submitted_now(student, assignment)
 
     def _submitted_now(self, student: str, assignment: str) -> dt.datetime | None:
-        here = attempts.in_submitted(self.course, student, assignment)
+        here = self._in_submitted.get((student, assignment))
+        if here is None:
+            here = attempts.in_submitted(self.course, student, assignment)
         found = attempts.holding(self.recorded(student, assignment), here,
                                  self.settings.course.counted_attempt, self.attempt_percent) if here else None
         if found is not None:

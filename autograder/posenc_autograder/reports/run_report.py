@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from posenc_autograder import csvsafe, words
 from posenc_autograder.course import Course
@@ -133,14 +133,15 @@ def visible_failures_section(results: list[NotebookResult]) -> list[str]:
     return ["## Visible self-checks that failed", "", *rows, ""] if rows else []
 
 
-def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequence[str] = (), files: dict | None = None
-              ) -> None:
+def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequence[str] = (), files: dict | None = None,
+              in_submitted: Mapping[tuple[str, str], dict[str, str]] | None = None) -> None:
     """`refused`: folders under submitted/ that were not read, with why (they have no result); `files`: what each
-    stored result says of the file it graded (results_store.GradedFile), for the dashboard's flags."""
+    stored result says of the file it graded (results_store.GradedFile), for the dashboard's flags; `in_submitted`:
+    late_policy.Deadlines'."""
     from posenc_autograder.records import gradebook  # nbgrader: only for the files written here
 
     before_late, cell_scores = gradebook.class_scores(gb, {r.assignment for r in results})
-    deadlines = late_policy.Deadlines(course, settled=True)     # every file from one look at submitted/
+    deadlines = late_policy.Deadlines(course, settled=True, in_submitted=in_submitted)    # one look at submitted/
     lateness = deadlines.class_lateness(before_late)
     finals = late_policy.apply(before_late, lateness)
     write_grades_csv(course, results, finals, cell_scores, before_late, lateness, deadlines)
