@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 
 import pytest
 from fixture_submissions import ASSIGNMENT, NOTEBOOK
@@ -68,6 +69,20 @@ def test_escaped_quotes_and_unterminated_strings_hide_their_brackets():
     unterminated = b'"' + b'\\"' * 50_000 + b"[[[[[["                      # the input the old check took hours on
     shape = uploads.json_shape(unterminated)
     assert (shape.depth, shape.in_string) == (0, True)
+
+
+def test_the_scan_of_a_file_at_the_cap_holds_a_small_share_of_it_in_memory():
+    """A 20 MB unterminated string of escaped quotes (the bench's freezer), scanned whole: the scan's own memory
+    stays about 24 MiB, a chunk's steps (fails on the old code: 47 MiB, 1 MiB chunks)."""
+    freezer = portal_load.hostile_file("freezer", b"", 1)
+    tracemalloc.start()
+    try:
+        shape = uploads.json_shape(freezer, max_depth=uploads.MAX_JSON_DEPTH, max_values=uploads.MAX_JSON_VALUES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert shape.in_string and shape.values <= 2
+    assert peak < 30 * 2**20
 
 
 def test_too_many_values_are_refused_before_parsing(app, portal):
