@@ -167,7 +167,7 @@ typecheck: $(STAMP)
 
 ## test-fast: lint, then tests/ but the book, browser, PostgreSQL, JupyterHub and end-to-end tests and the dearest unit tests (tests/left_to_make_test.toml: each file keeps its cheapest), on TEST_WORKERS=3 workers, each file whole on one, longest first; make test runs all of them and the solution notebooks
 test-fast: lint
-	POSENC_RUN=test-fast $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -p no:nbval -m "not book and not browser and not postgres and not slow and not dear and not hub" tests
+	POSENC_RUN=test-fast $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -p no:nbval -p no:anyio -m "not book and not browser and not postgres and not slow and not dear and not hub" tests
 
 ## mutate: mutants of each assignment's reference.py graded by the hidden tests (ASSIGNMENT=name for one); prints the mutation score, per assignment too, and the survivors
 mutate: $(STAMP)

@@ -180,6 +180,20 @@ def test_a_file_marked_whole_with_a_marker_the_run_leaves_out_is_not_imported(tm
     assert conftest.pytest_ignore_collect(ROOT / named_whole, run_config("not dear")) is None
 
 
+def test_make_test_fast_goes_without_anyios_plugin_which_no_test_uses():
+    """anyio's pytest plugin (an entry point of anyio, which the portal's web framework needs) runs no test here: no
+    test is marked anyio or asks for its anyio_backend fixture. make test-fast blocks it (-p no:anyio), which spares
+    its import, ~0.13 CPU-s, in the process that starts the workers, before they start, and in each worker."""
+    recipe = re.search(r"^test-fast:.*?\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    command = next(line for line in recipe.splitlines() if "-m pytest" in line)
+    assert "-p no:anyio" in command, command
+    uses = re.compile(r"pytest\.mark\.anyio|\banyio_backend\b")
+    sources = sorted((ROOT / "tests").rglob("*.py")) + [ROOT / "conftest.py"]
+    using = [path.relative_to(ROOT).as_posix() for path in sources
+             if path != pathlib.Path(__file__).resolve() and uses.search(path.read_text())]
+    assert using == [], using
+
+
 def test_make_test_fast_goes_without_nbval_and_still_reads_pytest_ini():
     """make test-fast runs no notebook (its only folder is tests/) and blocks nbval; pytest.ini's --nbval-lax is then
     an option the root conftest adds, doing nothing. A run that loads nbval gets nbval's own."""
