@@ -28,7 +28,7 @@ def learned_variant(init="rng.normal(0.0, 0.02, size=(max_seq_len, d_model))",
                     backward="self.grad_embedding = np.zeros_like(self.embedding)\n"
                              "        self.grad_embedding[:self.seq_len] = grad_output.sum(axis=0)\n"
                              "        return grad_output",
-                    forward_table="self.embedding"):
+                    forward_table="self.embedding", rows=":X.shape[1]"):
     return f'''
 class LearnedPositionalEncoding:
     def __init__(self, max_seq_len, d_model, rng=None):
@@ -42,7 +42,7 @@ class LearnedPositionalEncoding:
         if X.shape[1] > self.max_seq_len:
             raise ValueError("too long")
         self.seq_len = X.shape[1]
-        return X + {forward_table}[None, :X.shape[1]]
+        return X + {forward_table}[None, {rows}]
 
     def backward(self, grad_output):
         {backward}
@@ -196,6 +196,8 @@ class SinusoidalPositionalEncoding(SinusoidalPositionalEncoding):
             also_fails=('hidden_contracts',)),
     Mistake("forward reads a frozen copy of the table", learned_variant(forward_table="self.frozen"),
             "hidden_learned_forward", None),      # backward is right: the exact gradient does not need forward
+    Mistake("learned rows read from 1", learned_variant(rows="1:X.shape[1] + 1"),
+            "hidden_learned_forward", "reads row p + 1"),
     # --- analysis tools
     Mistake("rotation blocks transposed", rotation_variant(place="M[2*i:2*i+2, 2*i:2*i+2] = [[c, -s], [s, c]]"),
             "hidden_relative_position", "transposed"),

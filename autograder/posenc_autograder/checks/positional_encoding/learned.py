@@ -20,7 +20,7 @@ from posenc_autograder.checks.comparison import (
     value_of,
     with_cause,
 )
-from posenc_autograder.checks.diagnosis import either
+from posenc_autograder.checks.diagnosis import either, known_mistakes
 from posenc_autograder.checks.hidden import HiddenTest, each_case, normal
 from posenc_autograder.checks.positional_encoding import reference as ref
 from posenc_autograder.checks.reproduction import reading, reproduced, reproducing, reproduction, setting, step
@@ -100,6 +100,18 @@ def _forward_inputs():
                   too_long=np.zeros((1, max_seq_len + 1, d_model)))
 
 
+ROWS_FROM_ONE = ("position p reads row p + 1 of the table (an off-by-one: the rows are read from 1); position 0 "
+                 "is row 0, so forward adds embedding[:L]")
+
+
+def _forward_cause(actual, X, table) -> str | None:
+    """The usual wrong forward named (known_mistakes: right or silent): the table's rows read from 1. A sequence as
+    long as the table has no row L to read, so it raises instead."""
+    L = X.shape[1]
+    wrong = {ROWS_FROM_ONE: X + table[None, 1:L + 1]} if L < len(table) else {}
+    return either(known_mistakes(actual, X + table[None, :L], wrong))
+
+
 def _judge_forward(inputs, obs):
     table, max_seq_len = inputs["table"], inputs["max_seq_len"]
 
@@ -109,7 +121,8 @@ def _judge_forward(inputs, obs):
         return [reproduced(raised_problem(f"building {_built(inputs)} failed: {obs['error']}", obs["error"]),
                            reproduction(_layer_line(inputs, inputs["seed"])))]
     return each_case(lambda X, r: compare(r, X + table[None, :X.shape[1]], f"forward(X) with X of shape {X.shape}",
-                                          1e-12), inputs["inputs"], obs["forward"],
+                                          1e-12, lambda actual: _forward_cause(actual, X, table)),
+                     inputs["inputs"], obs["forward"],
                      reproduce=lambda X, r: of_layer(step("layer.forward", X))) + problems_of(
         reproducing(lambda: expect_error(obs["too_long"], "ValueError", f"forward with L = {max_seq_len + 1}",
                                          f"when L > max_seq_len = {max_seq_len}"),
