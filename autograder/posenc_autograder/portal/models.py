@@ -228,16 +228,19 @@ def begin_at_first_write(engine) -> None:
     ROLLBACK at its end, two more round trips (and the server's work for each) for every session that only reads,
     most of a rush's. The same results at PostgreSQL's READ COMMITTED, where each statement of a transaction reads
     its own snapshot and a plain read holds no lock: everything from the first write on is one transaction, as
-    before, committed or rolled back whole."""
+    before, committed or rolled back whole. The switch listens to the dialect's executions (SQLAlchemy's statements,
+    not a raw cursor's): as the engine's before_cursor_execute it turned on SQLAlchemy's event dispatch around every
+    statement, ~100 Python calls each."""
     @event.listens_for(engine, "checkout")
     def _reads_alone(dbapi_connection, record, proxy) -> None:
         if not dbapi_connection.get_transaction_status():            # TRANSACTION_STATUS_IDLE: none open
             dbapi_connection.autocommit = True
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _begin_at_write(connection, cursor, statement, parameters, context, executemany) -> None:
+    def _begin_at_write(cursor, statement, *_) -> None:
         if cursor.connection.autocommit and not only_reads(statement):
             cursor.connection.autocommit = False          # psycopg2 sends BEGIN before this statement
+    for execution in ("do_execute", "do_executemany", "do_execute_no_params"):
+        event.listen(engine, execution, _begin_at_write)
 
 
 # A pooled connection idle this long is pinged before use (the server may have closed it: a restart, an idle
