@@ -45,9 +45,10 @@ def test_leaving_out_more_fingerprints_equals_fingerprinting_the_code_afresh_wit
         assert _same(text.without(first, boilerplate), first)
 
 
-def test_each_students_code_is_tokenised_once(monkeypatch):
-    """Tokenising is most of what a fingerprint costs (a class of 40 analysed: 8.1 CPU-s when each student's code
-    was tokenised twice, 6.05 once)."""
+def test_each_code_is_tokenised_once_however_many_students_hand_it_in(monkeypatch):
+    """Tokenising is most of what a fingerprint costs: a class of 40 analysed took 8.1 CPU-s when each student's code
+    was tokenised twice, 6.05 once; its 40 students' first fingerprints (27 distinct codes) 3.7 CPU-s, 2.1 once
+    a code."""
     import copydetect.detector  # here, not at the top: it imports pyplot, which collecting the tests need not
     tokenised = []
     real = copydetect.detector.filter_code
@@ -56,5 +57,5 @@ def test_each_students_code_is_tokenised_once(monkeypatch):
     records = [types.SimpleNamespace(student=s, code=c) for s, c in (("ada", OWN), ("bob", OWN), ("cem", OTHER))]
     first = text.first_prints(records, INSTRUCTOR)
     found = text.matches(records, first, text.clusters(first.own()))
-    assert sorted(tokenised) == sorted([INSTRUCTOR, OWN, OWN, OTHER])
+    assert sorted(tokenised) == sorted([INSTRUCTOR, OWN, OTHER])
     assert found[("ada", "bob")].similarity > 0.4 and ("ada", "cem") not in found

@@ -143,7 +143,11 @@ def first_prints(records, instructor: str) -> FirstPrints:
     """The instructor's fingerprints (boilerplate), and each student's own beyond them."""
     base = fingerprint(instructor)
     boilerplate = set(base.hashes) if base else set()
-    return FirstPrints(boilerplate, {r.student: fingerprint(r.code, boilerplate) for r in records})
+    made: dict[str, copydetect.CodeFingerprint | None] = {}     # the same code (an untouched template, a verbatim
+    for r in records:                                            # copy) fingerprinted once: compared, never changed
+        if r.code not in made:
+            made[r.code] = fingerprint(r.code, boilerplate)
+    return FirstPrints(boilerplate, {r.student: made[r.code] for r in records})
 
 
 def matches(records, first: FirstPrints, cluster: dict[str, str]) -> dict[tuple[str, str], TextMatch]:
