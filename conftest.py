@@ -47,10 +47,9 @@ WHY_SLOW = {
     "tests/book/test_book.py::test_book_builds_without_warnings": "its setup is the book's build (`make book`: every "
     "chapter executed, then Sphinx), once a run for every test that reads the book",
     "tests/book/test_browser.py::test_every_page_loads_cleanly": "its setup opens its share of the pages once at "
-    "desktop width in a Chromium that draws scrollbars (math typeset, images, console, inline formulas, axe), shared "
-    "with the axe and inline-formula tests; the shares run on two workers at once",
-    "tests/book/test_browser.py::test_pages_read_at_phone_width": "its share of the pages at phone width in Chromium: "
-    "what is cut off on a phone shows only in a browser; the shares run on two workers at once",
+    "desktop width in a Chromium that draws scrollbars (math typeset, images, console, inline formulas, axe), then "
+    "shows each in a phone's window (what is cut off, the dark theme's contrast), shared with the axe, inline-formula "
+    "and phone-width tests; the shares run on two workers at once",
     "tests/book/test_browser.py::test_internal_links_resolve": "its setup prints the book to PDF, shared with "
     "tests/book/test_pdf.py: the single-page build reads and executes nothing again (the html build's environment and "
     "execution cache: 0 changed) but starts Sphinx, assembles every page into one and writes it, its code highlighted "

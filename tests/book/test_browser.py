@@ -134,7 +134,8 @@ SHARE_IDS = [f"share {i + 1} of {SHARES}" for i in range(SHARES)]
 def desktop_pages(request, site, browser_with_scrollbars, pages, repo_root):
     """Every page opened once at desktop width (light theme) in a Chromium that draws scrollbars, as most desktops
     do, every SHARES-th from its share's first: {page: DesktopPage}; a screenshot of each one's first screen lands
-    in _build/screenshots. Each check reads the page as it first shows (the screenshot and axe come last)."""
+    in _build/screenshots. Each check reads the page as it first shows (the screenshot and axe come last); then the
+    same page is turned into a phone's (as_phone) for the phone-width checks."""
     base, _ = site
     shots = repo_root / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
@@ -159,7 +160,12 @@ def desktop_page(window, base, name, shots) -> "DesktopPage":
             overflowing = page.evaluate(OVERFLOWING_INLINE_MATH)
             problems = problems + page_problems(page)    # a copy: axe's own stylesheet reads are not the page's
             page.screenshot(path=str(shots / f"{name[:-len('.html')].replace('/', '__')}.jpg"), quality=SHOT_QUALITY)
-        return DesktopPage(problems, axe_violations(page), scrollbar, overflowing)
+        violations = axe_violations(page)
+        at_phone_width = None
+        if name not in GENERATED_PAGES:      # reader.js's marks as the page loaded, then as a phone shows it
+            at_phone_width = [f"hides more without showing it, as loaded: {box}"
+                              for box in page.evaluate(UNMARKED_SCROLLING)] + phone_problems(as_phone(page))
+        return DesktopPage(problems, violations, scrollbar, overflowing, at_phone_width)
     finally:
         page.close()
 
@@ -169,6 +175,7 @@ class DesktopPage(typing.NamedTuple):
     violations: dict                 # axe-core's serious and critical WCAG 2.1 A/AA violations
     scrollbar: int                   # px: the width of a scrollbar in this browser (0: it draws none)
     overflowing_formulas: list[str]  # inline formulas wider than their box (each would show a scrollbar)
+    at_phone_width: list[str] | None  # phone_problems of the page turned into a phone's (None: not a page of the toc)
 
 
 def test_every_page_loads_cleanly_with_typeset_math_and_images(desktop_pages):
@@ -263,35 +270,56 @@ def test_the_sampled_contrast_check_reports_what_a_full_run_reports(site, browse
     page.close()
 
 
-@pytest.mark.parametrize("share", range(SHARES), ids=SHARE_IDS)
-def test_pages_read_at_phone_width(site, browser, pages, share):
+def test_pages_read_at_phone_width(desktop_pages):
     """On a phone the page does not scroll sideways; no formula, code cell, output, table or figure is cut off:
     each fits the column or scrolls inside its own box, which fits, which the keyboard can reach and which
     shows that it hides more; a long numbered equation is given the full width (its number goes below it).
-    In the dark theme, which the axe test (light) does not see: the text contrast. (Every SHARES-th page from the
-    share's first.)"""
-    base, _ = site
-    with contextlib.closing(reader(browser, PHONE_WIDTH, "dark")) as phone:
-        faults = {name: problems for name in pages[share::SHARES] if (problems := phone_problems(phone, base, name))}
-    assert faults == {}
+    In the dark theme, which the axe test (light) does not see: the text contrast. (The desktop crawl's share of
+    the pages, each turned into a phone's.)"""
+    assert {name: seen.at_phone_width for name, seen in desktop_pages.items() if seen.at_phone_width} == {}
 
 
-def phone_problems(phone, base, name) -> list[str]:
-    """What is wrong with one page at phone width in the dark theme, opened in the phone crawl's window."""
-    page, _ = load(phone.new_page(), f"{base}/{name}.html")
-    try:
-        problems = []
-        scroll, inner = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
-        if scroll > inner:
-            problems.append(f"the page scrolls sideways: {scroll} px wide in a {inner} px window")
-        problems += page.evaluate(CUT_OFF)
-        problems += [f"equation squeezed beside its number: {e}" for e in page.evaluate(SQUEEZED_EQUATIONS)]
-        problems += [f"hides more without showing it: {box}" for box in page.evaluate(UNMARKED_SCROLLING)]
-        problems += [f"{rule}: {nodes}" for rule, nodes in
-                     axe_violations(page, ["scrollable-region-focusable", "color-contrast"]).items()]
-        return problems
-    finally:
-        page.close()
+# A phone's window, made of a page loaded at desktop width: 375 px wide, no scrollbars, the reader's system in dark
+# mode. Loading each page a second time at that width cost more than the phone's checks themselves (55 against 10
+# CPU-s for the 19 pages, load 13): the page's every element in the article lays out the same either way (its box,
+# colours and scroll widths compared element by element on every page, load against resize: equal but MathJax's hidden
+# copy for screen readers, by a pixel), as a phone turned on its side or a narrowed window does. What only a load sets
+# is off-screen at this width (the closed sidebar's scroll position) or hidden (the theme's dark class on its closed
+# menus). reader.js marks the scrolling boxes again on the resize; its marks made as the page loaded are checked
+# before the resize (a page loaded without them showed 6 boxes hiding more unmarked at desktop width).
+PHONE = {"width": PHONE_WIDTH, "height": 900}
+AS_PHONE = """() => ({theme: document.documentElement.dataset.theme, width: innerWidth,
+                     scrollbar: (""" + SCROLLBAR_WIDTH + """)()})"""
+SETTLED = """() => Promise.race([new Promise(late => setTimeout(late, 3000)),
+    new Promise(frame => requestAnimationFrame(() => requestAnimationFrame(frame)))
+        .then(() => Promise.all(document.getAnimations().map(animation => animation.finished)))])"""
+
+
+def as_phone(page):
+    """The loaded page in a phone's window (PHONE, dark, no scrollbars) once its layout has settled (the sidebar's
+    slide off-screen ended; at most 3 s, so that an animation that never ends cannot stop the crawl)."""
+    page.context.new_cdp_session(page).send("Emulation.setScrollbarsHidden", {"hidden": True})
+    page.emulate_media(color_scheme="dark")
+    page.set_viewport_size(PHONE)
+    page.evaluate(SETTLED)
+    return page
+
+
+def phone_problems(page) -> list[str]:
+    """What is wrong with a page shown in a phone's window (as_phone), in the dark theme."""
+    shown = page.evaluate(AS_PHONE)
+    if shown != {"theme": "dark", "width": PHONE_WIDTH, "scrollbar": 0}:
+        return [f"not a phone's window in the dark theme: {shown}"]
+    problems = []
+    scroll, inner = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
+    if scroll > inner:
+        problems.append(f"the page scrolls sideways: {scroll} px wide in a {inner} px window")
+    problems += page.evaluate(CUT_OFF)
+    problems += [f"equation squeezed beside its number: {e}" for e in page.evaluate(SQUEEZED_EQUATIONS)]
+    problems += [f"hides more without showing it: {box}" for box in page.evaluate(UNMARKED_SCROLLING)]
+    problems += [f"{rule}: {nodes}" for rule, nodes in
+                 axe_violations(page, ["scrollable-region-focusable", "color-contrast"]).items()]
+    return problems
 
 
 def test_the_cut_off_check_can_fail(site, browser, pages):
