@@ -43,24 +43,32 @@ def read(course: Course, connection: typing.Any = None, student: str | None = No
 def _dates(connection: typing.Any, present: set[str], student: str | None) -> PortalDates:
     """The tables' rows through `connection`, as plain columns (their names are all that is needed: nothing is
     reflected, which cost ~10 ms a read)."""
-    policies, extensions, students_extensions = _statements()
-    rows = {POLICY_TABLE: list(connection.execute(policies)) if POLICY_TABLE in present else [],
-            EXTENSION_TABLE: [] if EXTENSION_TABLE not in present else list(connection.execute(extensions))
-            if student is None else list(connection.execute(students_extensions, {"student": student}))}
+    policies, extensions, students_extensions, both = _statements()
+    if student is not None and {POLICY_TABLE, EXTENSION_TABLE} <= present:
+        together = list(connection.execute(both, {"student": student}))          # one round trip, not two
+        rows: dict[str, list[typing.Any]] = {POLICY_TABLE: [(a, d) for s, a, d in together if s is None],
+                EXTENSION_TABLE: [(s, a, d) for s, a, d in together if s is not None]}
+    else:
+        rows = {POLICY_TABLE: list(connection.execute(policies)) if POLICY_TABLE in present else [],
+                EXTENSION_TABLE: [] if EXTENSION_TABLE not in present else list(connection.execute(extensions))
+                if student is None else list(connection.execute(students_extensions, {"student": student}))}
     return PortalDates({a: aware(d) for a, d in rows[POLICY[0]] if d is not None},
                        {(s, a): aware(d) for s, a, d in rows[EXTENSION[0]] if d is not None})
 
 
 @functools.cache
-def _statements() -> tuple[typing.Any, typing.Any, typing.Any]:
-    """(every policy's deadline, every extension, one student's extensions): built once, as building one cost more
-    than running it on SQLite (a graded attempt's status reads them at each request)."""
-    from sqlalchemy import DateTime, String, bindparam, column, select, table
+def _statements() -> tuple[typing.Any, typing.Any, typing.Any, typing.Any]:
+    """(every policy's deadline, every extension, one student's extensions, both of these last in one statement: the
+    policies' rows with no student): built once, as building one cost more than running it on SQLite (a graded
+    attempt's status reads them at each request; on PostgreSQL each statement is a round trip to the server)."""
+    from sqlalchemy import DateTime, String, bindparam, cast, column, null, select, table, union_all
     policy, extension = (table(name, *(column(c, DateTime if c == DEADLINE else String) for c in columns))
                          for name, columns in (POLICY, EXTENSION))
+    every_policy = select(*(policy.c[c] for c in POLICY[1]))
     every_extension = select(*(extension.c[c] for c in EXTENSION[1]))
-    return (select(*(policy.c[c] for c in POLICY[1])), every_extension,
-            every_extension.where(extension.c[STUDENT] == bindparam("student")))
+    students = every_extension.where(extension.c[STUDENT] == bindparam("student"))
+    both = union_all(select(cast(null(), String).label(STUDENT), *every_policy.selected_columns), students)
+    return every_policy, every_extension, students, both
 
 
 @typing.overload
