@@ -9,6 +9,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -168,9 +169,32 @@ def process_state() -> dict:
             "tempfile.tempdir": tempfile.tempdir}
 
 
+ENDING_GRACE = 2.0      # seconds a child the test ended (killed, terminated) may take to be gone
+
+
+def running(pid: int) -> bool:
+    """Whether the child still runs: an ended child not yet reaped (a zombie, 'Z') holds nothing a later test sees."""
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def still_running(pids: set[int], grace: float = ENDING_GRACE) -> set[int]:
+    """The children of `pids` still running after at most `grace` seconds: a child killed at the test's end is
+    often still exiting when its teardown returns, and is no leak."""
+    ends = time.monotonic() + grace
+    left = {pid for pid in pids if running(pid)}
+    while left and time.monotonic() < ends:
+        time.sleep(0.05)
+        left = {pid for pid in left if running(pid)}
+    return left
+
+
 def left_behind(before: dict, children: set[int]) -> str | None:
     """What changed in this process since `before` and `children` were taken, in words; None when nothing did."""
-    before, after, left = dict(before), process_state(), child_processes() - children - kept_by_design()
+    before, after = dict(before), process_state()
+    left = still_running(child_processes() - children - kept_by_design())
     old, new = before.pop("environment"), after.pop("environment")
     changed = {key: (old.get(key), new.get(key)) for key in sorted({*old, *new}) if old.get(key) != new.get(key)}
     said = [f"environment: {changed}"] if changed else []

@@ -273,6 +273,31 @@ def test_a_test_that_leaves_its_process_changed_is_named(request, monkeypatch):
     assert guard.left_behind(before, children) is None
 
 
+def test_a_child_the_test_ended_is_no_leak_while_it_is_still_being_reaped(request):
+    """A child killed at the test's end but not yet reaped (a zombie), or one still exiting when the teardown looks,
+    is not named: the guard fails a test, so a child in its last moments must not fail it (a killed child counted
+    as 'still running' fails on the old code)."""
+    import os
+    import signal
+    import subprocess
+    import time
+    guard = next(plugin for plugin in request.config.pluginmanager.get_plugins()
+                 if getattr(plugin, "__file__", None) == str(ROOT / "tests" / "conftest.py"))
+    before, children = guard.process_state(), guard.child_processes()
+    zombie = subprocess.Popen(["sleep", "60"])
+    exiting = subprocess.Popen(["sleep", "0.5"])
+    try:
+        os.kill(zombie.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while guard.running(zombie.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert zombie.pid in guard.child_processes()          # still this process's child, not reaped
+        assert guard.left_behind(before, children) is None
+    finally:
+        zombie.wait()
+        exiting.wait()
+
+
 def test_a_test_that_leaves_its_process_changed_fails_and_the_next_tests_find_it_as_it_was(request, tmp_path):
     """The guard fails the test that left an environment variable, the working folder or tempfile's folder changed,
     naming them, and puts them back for the tests after it (it only warned, and the change stayed: fails on the old
