@@ -184,11 +184,8 @@ def test_the_feedback_shown_is_a_new_result_made_without_deep_copies(level, inpu
                                                                                         NoteKind.OTHER])
 
 
-def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(app, portal, monkeypatch):
-    """Who asks, then the attempt with its status: two sessions (two turns of the thread pool) a status request,
-    not one more for the status read apart from its attempt."""
-    alice = client_for(app, portal, "alice")
-    job = upload(alice, notebook_bytes("alice")).headers["location"].split("?")[0].rsplit("/", 1)[1]
+def sessions_counted(portal, monkeypatch) -> list:
+    """A list that grows by one at each database session the portal opens from now on."""
     opened = []
     sessions = portal.sessions
 
@@ -196,6 +193,15 @@ def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(a
         opened.append(1)
         return sessions()
     monkeypatch.setattr(portal, "sessions", counted)
+    return opened
+
+
+def test_a_status_request_reads_its_attempt_and_status_on_one_database_session(app, portal, monkeypatch):
+    """Who asks, then the attempt with its status: two sessions (two turns of the thread pool) a status request,
+    not one more for the status read apart from its attempt."""
+    alice = client_for(app, portal, "alice")
+    job = upload(alice, notebook_bytes("alice")).headers["location"].split("?")[0].rsplit("/", 1)[1]
+    opened = sessions_counted(portal, monkeypatch)
     answer = json.loads(alice.get(f"/attempts/{job}/status.json").text)
     assert answer["status"] == Status.QUEUED and len(opened) == 2
     opened.clear()
@@ -211,13 +217,7 @@ def test_an_attempts_page_reads_who_asks_the_attempt_and_its_status_on_one_datab
     alice = client_for(app, portal, "alice")
     job = upload(alice, notebook_bytes("alice")).headers["location"].split("?")[0].rsplit("/", 1)[1]
     portal.worker.run_until_idle()
-    opened = []
-    sessions = portal.sessions
-
-    def counted():
-        opened.append(1)
-        return sessions()
-    monkeypatch.setattr(portal, "sessions", counted)
+    opened = sessions_counted(portal, monkeypatch)
     page = alice.get(f"/attempts/{job}")
     assert page.status_code == 200 and 'data-status="graded"' in page.text and len(opened) == 1
     opened.clear()

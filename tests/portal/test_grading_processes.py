@@ -74,10 +74,8 @@ def test_a_grading_process_starts_its_warm_sandbox_before_the_first_upload(cours
     assert len(started) == 1                                  # its one zygote, with nothing uploaded yet
 
 
-def test_a_grading_process_keeps_what_it_holds_once_warmed_up_out_of_the_collector(course):
-    """Its modules and tables are not walked again by every full collection of its life."""
-    portal = Portal(course, jobs=1, worker_options={"execute": graded_saying_what_is_frozen}, register=False,
-                    processes=True)
+def graded_alone(course, portal) -> str:
+    """Alice's honest notebook graded by the portal's processes: the executed notebook's text."""
     alice = client_for(create_app(portal, start_worker=False), portal, "alice")
     assert upload(alice, notebook_bytes("honest")).status_code == 303
     portal.start()
@@ -85,7 +83,14 @@ def test_a_grading_process_keeps_what_it_holds_once_warmed_up_out_of_the_collect
         assert wait_until_settled(portal, 1, seconds=120)[1] == ("graded", 1)
     finally:
         portal.stop()
-    executed = (course.root / "autograder" / "uploads" / "alice" / ASSIGNMENT / "attempt-1.executed.ipynb").read_text()
+    return (course.root / "autograder" / "uploads" / "alice" / ASSIGNMENT / "attempt-1.executed.ipynb").read_text()
+
+
+def test_a_grading_process_keeps_what_it_holds_once_warmed_up_out_of_the_collector(course):
+    """Its modules and tables are not walked again by every full collection of its life."""
+    portal = Portal(course, jobs=1, worker_options={"execute": graded_saying_what_is_frozen}, register=False,
+                    processes=True)
+    executed = graded_alone(course, portal)
     frozen = int(executed.split("# honest, frozen ", 1)[1].split('"', 1)[0].split("\\n", 1)[0])
     assert frozen > 10_000                                  # old code: 0
 
@@ -198,13 +203,6 @@ def test_a_grading_process_is_started_without_importing_the_grading_side_again(c
                                "print(time.process_time())"], capture_output=True, text=True, check=True)
     portal = Portal(course, jobs=1, worker_options={"execute": timed_sandbox.graded_with_its_cpu}, register=False,
                     processes=True)
-    alice = client_for(create_app(portal, start_worker=False), portal, "alice")
-    assert upload(alice, notebook_bytes("honest")).status_code == 303
-    portal.start()
-    try:
-        assert wait_until_settled(portal, 1, seconds=120)[1] == ("graded", 1)
-    finally:
-        portal.stop()
-    executed = (course.root / "autograder" / "uploads" / "alice" / ASSIGNMENT / "attempt-1.executed.ipynb").read_text()
+    executed = graded_alone(course, portal)
     used = timed_sandbox.cpu_of(executed)
     assert used < float(imported.stdout) / 2, (used, imported.stdout)   # old code: the import and then some
