@@ -139,3 +139,19 @@ def test_pass_or_fail_only_withholds_the_notes_that_tell_what_the_view_withholds
     assert [n.kind for n in visible_result(result, "tests", False, points=True).notes] == [
         NoteKind.BROKEN_CELL, NoteKind.SKIPPED_MAGIC, NoteKind.REGRADE]
     assert len(visible_result(result, "full", True).notes) == 4
+
+
+def test_code_in_a_mistakes_name_and_in_the_pass_or_fail_views_notes_is_set_as_code_escaped(tmp_path):
+    """The dashboard's name of a mistake (its cause) and the portal's pass-or-fail view's notes: a backticked span is
+    <code>, escaped, as on the feedback page (they showed the backticks as written: fails on the old templates)."""
+    from posenc_autograder.portal import pages
+    cause = "the table was built with `np.arange(1, L + 1)`: positions start at 0, `<b>`"
+    result = NotebookResult("ann", "positional_encoding", "positional_encoding", True,
+                            [GradedTest("first_values", "first_values", True, 0.0, 2.0, [Problem("wrong", cause)])],
+                            [Note(NoteKind.SKIPPED_MAGIC, "line 1 of cell 3, `%timeit f(1)`, was skipped")])
+    mistakes = dashboard.render(Course(make_course(tmp_path / "course")), [result]).split("Parts not attempted")[0]
+    assert "<code>np.arange(1, L + 1)</code>: positions start at 0, <code>&lt;b&gt;</code>" in mistakes
+    assert "`" not in mistakes.split("<h2>Mistakes across the class</h2>")[1]
+    shown = pages.visible_result(result, "tests", False, points=False)
+    page = pages.render("pass_fail.html", signed_in=True, csrf="", title="Attempt 1", back="/", result=shown)
+    assert "line 1 of cell 3, <code>%timeit f(1)</code>, was skipped" in page and "`" not in page

@@ -14,13 +14,14 @@ import jinja2
 from posenc_autograder import settings
 from posenc_autograder.portal import auth
 from posenc_autograder.portal import policy as rules
-from posenc_autograder.reports import dashboard, feedback
+from posenc_autograder.reports import dashboard, feedback, templating
 from posenc_autograder.results import GradedTest, NotebookResult, Problem, ProblemKind, Told
 
 HERE = pathlib.Path(__file__).parent
 STATIC = HERE / "static"
-ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                                 undefined=jinja2.StrictUndefined)
+# The reports' templates too: a sentence's backticked code is set by their one macro (code_spans.html) on every page.
+ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader([HERE / "templates", templating.TEMPLATES]),
+                                 autoescape=True, undefined=jinja2.StrictUndefined)
 
 
 @jinja2.pass_context
@@ -31,6 +32,7 @@ def _stamp(context, when) -> str:
 
 ENVIRONMENT.filters["stamp"] = _stamp
 ENVIRONMENT.filters["zone_name"] = settings.zone_name
+ENVIRONMENT.filters["code_spans"] = templating.code_spans
 
 
 # The static files (style, script, icon: the same for everyone) may be kept by a browser for a while, instead of being

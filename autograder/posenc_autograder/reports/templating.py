@@ -179,7 +179,8 @@ def name_parts(text: str) -> list[str]:
     return NAME_BREAKS.split(str(text))
 
 
-ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
+TEMPLATES = pathlib.Path(__file__).parent / "templates"
+ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                                  autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                                  lstrip_blocks=True)
 ENVIRONMENT.filters.update(g=number, arrays=arrays, snippet=snippet, code_spans=code_spans, name_parts=name_parts)
