@@ -19,7 +19,7 @@ from typing import Any
 import nbformat
 
 from posenc_autograder import probes as probes_package
-from posenc_autograder import settings
+from posenc_autograder import settings, words
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import REGISTRY, manifest, stand_in_files, stand_in_sources, variants
 from posenc_autograder.checks.hidden import HiddenTest, judge_all
@@ -336,6 +336,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     errors = answer_cell_errors(execution.executed_notebook, submission.assignment)
     broken = {**{e.cell_id: e for e in errors if not e.defined}, **kept_nothing_cells(execution.executed_notebook)}
     tests = [_blame_broken_cells(test, broken, submission.assignment) for test in tests]
+    tests = _summary_said(_defined_below_said(tests, execution.executed_notebook))
     notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
     notes += own_cell_error_notes(execution.executed_notebook)
@@ -510,7 +511,7 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
         if after and name not in again.setdefault((after[0], entry.cell), []):
             again[after[0], entry.cell].append(name)
     for (index, cell_id), names in again.items():      # the functions one cell moved: one note
-        them = " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + f" and {names[-1]}"
+        them = words.listed(names)
         notes.append(Note(NoteKind.REDEFINED, f"{them}: {cell_label(nb, index)} defines "
                                               f"{'it' if len(names) == 1 else 'them'} again after "
                                               f"{'its' if len(names) == 1 else 'their'} tests ran, which ran the "
@@ -663,6 +664,46 @@ def _contract_blamed(problem: Problem, broken: dict[str, CellError], test_id: st
     if cell is None or not problem.text.startswith(probe_helpers.not_defined(function or "")):
         return problem
     return _not_judged(_not_run(cell, broken))
+
+
+SUMMARY_CELL = "visible_summary"      # every notebook's last visible cell: it fails while any check above fails
+
+
+def _summary_said(tests: list[GradedTest]) -> list[GradedTest]:
+    """The summary cell's failure as the checks above it that failed, each said in its own row: its AssertionError
+    repeats their every failure in one line (kept whole, folded, for a failure no row above shows)."""
+    failed = [f"`{t.cell_id}`" for t in tests if not t.hidden and not t.passed and t.problems
+              and t.cell_id != SUMMARY_CELL]
+    if not failed:
+        return tests
+    return [dataclasses.replace(t, problems=[dataclasses.replace(
+                p, text=f"it fails while a visible check above fails: here {words.listed(failed)} (each failure is "
+                        f"said in its own row)", quoted=p.quoted or p.text) for p in t.problems])
+            if t.cell_id == SUMMARY_CELL and not t.passed else t for t in tests]
+
+
+def _defined_below_said(tests: list[GradedTest], executed_notebook: str | None) -> list[GradedTest]:
+    """A visible check's NameError for a name a cell below the check defines (a helper written under its use): Run
+    All runs the check before that cell, so the page says where the name is defined and to move it up (Jupyter only
+    says the name is not defined)."""
+    if not executed_notebook or not any(p.error == "NameError" or "is not defined" in p.text
+                                        for t in tests if not t.hidden for p in t.problems):
+        return tests
+    nb = executed(executed_notebook)
+    cells = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    where = {grade_id(cell): index for index, cell in cells if grade_id(cell)}
+
+    def said(problem: Problem, index: int) -> Problem:
+        named = NAME_NOT_DEFINED.search(problem.text)
+        below = _binding(cells, named.group(1), index, len(nb.cells)) if named else []
+        if not below:
+            return problem
+        return dataclasses.replace(problem, text=f"{problem.text} (`{named.group(1)}` is defined below this check, "
+                                                 f"in {cell_label(nb, below[0])}: Run All runs this check before it; "
+                                                 f"move that cell above this one)")
+    return [dataclasses.replace(t, problems=[said(p, where[t.cell_id]) for p in t.problems])
+            if not t.hidden and not t.passed and t.cell_id in where and t.cell_id != SUMMARY_CELL else t
+            for t in tests]
 
 
 def visible_problem(error: dict) -> Problem:
