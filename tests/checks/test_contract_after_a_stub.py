@@ -48,3 +48,41 @@ def test_a_function_whose_tests_met_the_stub_and_a_wrong_answer_is_no_stub():
     verdict = function_verdicts(tests, outcomes)["sinusoidal_positional_encoding"]
     assert not verdict and not verdict.stub
 
+
+
+def test_a_contract_waiting_for_its_functions_own_tests_that_named_no_cause_says_so_of_them_not_of_its_answer():
+    """The function returned the promised type and its own tests failed with no known mistake named: the contract's
+    case said "...counts once it passes its own tests. No known mistake matches this answer.", of an answer (its
+    type) that is right; it now says that of what its own tests found, once (fails on the old code)."""
+    from posenc_autograder.checks.comparison import NO_KNOWN_MISTAKE, said_unexplained
+    tests = hidden_tests("positional_encoding")
+    outcomes = {t.id: ([], 1, 1) for t in tests if not t.reads_verdicts}
+    outcomes["hidden_dot_product"] = ([Problem("dot_product_distance(pe) is wrong. " + NO_KNOWN_MISTAKE + ".")], 0, 4)
+    verdict = function_verdicts(tests, outcomes)["dot_product_distance"]
+    assert not verdict and not verdict.stub and getattr(verdict, "cause", None) is None
+    said = _function_problem("dot_product_distance", {"args": [], "kwargs": {}},
+                             {"kind": {"type": "ndarray", "dtype": "float64"}, "arguments": []}, ARRAY, ["pe"],
+                             verdict, lambda: [])
+    other = Problem("encoding_statistics returned a list; expected a dict")
+    assert [str(p) for p in said_unexplained([said, other])] == [
+        "dot_product_distance returned the promised type, but its contract counts once it passes its own tests. "
+        "No known mistake matches what they found.", str(other)]
+
+
+def test_an_integer_table_is_said_to_be_one_where_float64_is_promised():
+    """A table built in an integer array (np.zeros(..., dtype=int)): its contract case said "returned a int64
+    ndarray; expected a float64 numpy ndarray (computing or storing in float32 loses digits...)", of no float32
+    step; its values "No known mistake matches this answer", each entry the expected one cut to a whole number; an
+    answer of zeros (never filled) is not said to be cut. Each fails on the old code."""
+    import numpy as np
+
+    from posenc_autograder.checks.comparison import difference_pattern
+    from posenc_autograder.checks.contracts import CAUSES, kind_problem
+    said = kind_problem({"type": "ndarray", "dtype": "int64"}, ARRAY, "sinusoidal_positional_encoding")
+    assert str(said).startswith("sinusoidal_positional_encoding returned an int64 ndarray; expected a float64")
+    assert said.cause == CAUSES["whole_numbers"] and "float32" not in said
+    assert "a float32 ndarray" in kind_problem({"type": "ndarray", "dtype": "float32"}, ARRAY, "f")
+    expected = np.array([[0.0, 1.0], [0.841, 0.540], [0.909, -0.416]])
+    assert "cut to a whole number" in difference_pattern(np.trunc(expected), expected, 1e-9)
+    assert difference_pattern(np.zeros((3, 2)), np.full((3, 2), 0.5), 1e-9) != difference_pattern(
+        np.trunc(expected), expected, 1e-9)

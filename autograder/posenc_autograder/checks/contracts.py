@@ -28,7 +28,7 @@ import threading
 
 import numpy as np
 
-from posenc_autograder.checks.comparison import ProblemText, Rejected, raised_problem
+from posenc_autograder.checks.comparison import NO_KNOWN_MISTAKE_FOUND, ProblemText, Rejected, raised_problem
 from posenc_autograder.checks.hidden import HiddenTest, each_case, read_only
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
 from posenc_autograder.checks.reproduction import reading, reproduction, setting, step
@@ -42,6 +42,8 @@ CAUSES = {
     "dtype": "computing or storing in float32 loses digits the tests need; keep everything float64",
     "list": "build the result with numpy, or wrap it in np.array(...)",
     "integer": "indices and buckets are integers: build them with integer arithmetic, or cast with .astype(np.int64)",
+    "whole_numbers": "an integer array keeps whole numbers only, so every value written into it is cut: build it as "
+                     "float64 (np.zeros(shape) or np.empty(shape), without dtype=int)",
     "in_place": "`out = X; out += ...`, `X += ...` or `x[..., 0::2] = ...` writes into the caller's array; "
                 "compute into a new array, `X + ...` or `np.empty(x.shape)`, or copy first",
 }
@@ -52,9 +54,8 @@ INTEGER_TYPES = ("int", "int8", "int16", "int32", "int64", "uint8", "uint16", "u
 
 def describe_kind(kind: dict) -> str:
     """'a float32 ndarray', 'a list', 'a float64': what came back, for messages."""
-    if kind.get("type") == "ndarray":
-        return f"a {kind.get('dtype')} ndarray"
-    return f"a {kind.get('type')}"
+    word = f"{kind.get('dtype')} ndarray" if kind.get("type") == "ndarray" else str(kind.get("type"))
+    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"       # an int64, an object; a uint8, a float32
 
 
 def kind_problem(kind: dict, promised, what: str) -> str | None:
@@ -87,7 +88,7 @@ def kind_problem(kind: dict, promised, what: str) -> str | None:
                 INT_ARRAY: "an integer numpy ndarray (np.int64)"}.get(promised, "a float64 numpy ndarray")
     cause = fix = None
     if promised == ARRAY and kind.get("type") == "ndarray":
-        cause = CAUSES["dtype"]
+        cause = CAUSES["whole_numbers" if kind.get("dtype") in INTEGER_TYPES else "dtype"]
     elif promised == INT_ARRAY and kind.get("type") == "ndarray":
         cause = CAUSES["integer"]
     elif promised in (ARRAY, INT_ARRAY) and kind.get("type") in ("list", "tuple"):
@@ -238,7 +239,8 @@ def _function_problem(name, sent, record, promised, argument_names, value_tests_
                               f"tests, which met the template stub", kind=ProblemKind.NOT_JUDGED)
     elif problem is None and not value_tests_passed:
         problem = ProblemText(f"{name} returned the promised type, but its contract counts once it passes its own "
-                              f"tests" + (f", which found: {cause}" if cause else ""), cause=cause, pattern=pattern)
+                              f"tests" + (f", which found: {cause}" if cause else f". {NO_KNOWN_MISTAKE_FOUND}."),
+                              cause=cause, pattern=pattern)
     elif problem is not None and cause:      # one mistake behind both (a float32 table): one cause, the dashboard's row
         problem = ProblemText(problem, cause=cause, pattern=pattern)
     return problem
