@@ -275,6 +275,9 @@ def relative_position_matrix(pe, offset):
         "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(axis=-2, keepdims=True))\n"
         "    return w / w.sum(axis=-1, keepdims=True) @ V"), "hidden_self_attention",
             "the maximum is subtracted along the wrong axis"),
+    Mistake("scores as K Q^T (transposed)", attention_variant(
+        "s = K @ np.swapaxes(Q, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(-1, keepdims=True))\n"
+        "    return w / w.sum(-1, keepdims=True) @ V"), "hidden_self_attention", "the scores are transposed"),
     Mistake("softmax without keepdims", attention_variant(
         "s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n    w = np.exp(s - s.max(axis=-1))\n"
         "    return w / w.sum(axis=-1) @ V"), "hidden_self_attention", "keepdims is missing"),

@@ -137,6 +137,10 @@ MAX_AXIS = ("the maximum is subtracted along the wrong axis (axis -2, over the q
             "maximum, scores.max(axis=-1, keepdims=True); the sum is over axis -1 already")
 
 
+TRANSPOSED_SCORES = ("the scores are transposed (K Q^T, key i against query j): entry (i, j) must be query i "
+                     "against key j, Q @ np.swapaxes(K, -1, -2)")
+
+
 KEEPDIMS = ("keepdims is missing: scores.max(axis=-1) (or .sum(axis=-1)) has shape (..., L) and broadcasts along "
             "the last axis, so column j is shifted or divided by row j's value; use keepdims=True")
 
@@ -153,6 +157,7 @@ def attention_mistakes(X: np.ndarray, W) -> dict[str, np.ndarray]:
         "softmax normalises over the queries (axis -2) instead of over the keys (axis -1)":
             lambda: _softmax(scaled, -2, -2),
         MAX_AXIS: lambda: _softmax(scaled, max_axis=-2),
+        TRANSPOSED_SCORES: lambda: _softmax(np.swapaxes(scaled, -1, -2)),
         OVERFLOW: lambda: _softmax(scaled, shift=False),     # before keepdims: on huge scores both give NaN
         KEEPDIMS: lambda: _softmax(scaled, max_keepdims=False, sum_keepdims=False),
         KEEPDIMS + " (in the sum)": lambda: _softmax(scaled, sum_keepdims=False),
