@@ -183,6 +183,22 @@ def test_a_part_whose_self_check_printed_failures_fails_its_row():
     assert "problem(s) above" not in problem.text
 
 
+def test_a_self_check_that_passed_is_not_failed_by_a_students_print_that_looks_like_a_failure():
+    """A student's function printed 'FAILED (Part 1: the table): ...' while its check ran, and the check's last line
+    said every visible check passes: the row said "failed", "your self-check reported: FAILED ... all visible checks
+    pass" (fails on the old code); it passes, as the notebook said."""
+    from posenc_autograder.grading.execute import SELF_CHECK_PASSED
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("check_part(...)", metadata={"nbgrader": {
+        "grade": True, "grade_id": "test_pe_visible", "points": 0}})])
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
+        "FAILED (Part 1: the table): the grader is wrong\nFAILED (Part 1: the table): the grader is wrong\n"
+        "Part 1: the table: all visible checks pass\n"))]
+    assert execute.visible_cell_errors(nb, set()) == {}
+    printed = f": {{'{SELF_CHECK_PASSED.removeprefix(': ')}' if not failures"       # check_part's f-string
+    for assignment in ("positional_encoding", "rope_alibi", "relative_positions", "context_extension"):
+        assert printed in (ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text(), assignment
+
+
 def prose_numbers(text: str) -> int:
     return len(NUMBER.findall(text))
 

@@ -1,13 +1,17 @@
-"""The visible self-checks' rows of a realistic notebook, graded end to end through the sandbox: a helper written in
-a cell below the check that calls it, and the summary cell at the end, which fails while any check above fails."""
+"""A name defined only in a cell below the one that needs it (a helper, a constant), said where it is in a visible
+check's row, a hidden test's and "Fix this first"; the summary cell at the end, which fails while any check above
+fails. The visible rows of a realistic notebook graded end to end through the sandbox."""
+import nbformat
 import pytest
 import realistic_notebooks as realistic
 
-pytestmark = pytest.mark.slow        # one notebook through the sandbox (about 10 s)
+from posenc_autograder.grading import pipeline
+from posenc_autograder.results import GradedTest, Note, NoteKind, Problem
 
 HELPER = "def frequencies(d_model):\n    i = np.arange(d_model // 2)\n    return 1 / 10000 ** (2 * i / d_model)"
 
 
+@pytest.mark.slow        # one notebook through the sandbox (about 10 s)
 def test_a_helper_below_its_check_is_named_and_the_summary_names_the_checks_that_failed(tmp_path):
     """It said "your function raised NameError: name 'frequencies' is not defined", as Jupyter does, with the helper
     two cells below; and the summary cell's row "raised AssertionError: Part 1: the table: your function raised
@@ -25,10 +29,41 @@ def test_a_helper_below_its_check_is_named_and_the_summary_names_the_checks_that
     assert set(rows) == {"test_pe_visible", "visible_summary"}, rows
     [check] = rows["test_pe_visible"]
     index = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source == HELPER)
-    assert check.endswith(f"(`frequencies` is defined below this check, in cell {index + 1} (the one starting "
-                          f"`def frequencies(d_model):`): Run All runs this check before it; move that cell above "
-                          f"this one)"), check
+    assert check.endswith(f"(`frequencies` is defined only below, in cell {index + 1} (the one starting "
+                          f"`def frequencies(d_model):`), which Run All runs after this check: move it above this "
+                          f"check)"), check
     assert rows["visible_summary"] == ["it fails while a visible check above fails: here `test_pe_visible` (each "
                                        "failure is said in its own row)"]
     [summary] = next(t for t in result.tests if t.cell_id == "visible_summary").problems
     assert "frequencies" in summary.quoted                       # what it printed stays, folded
+
+
+def cell(source: str, grade_id: str | None = None, solution: bool = False):
+    made = nbformat.v4.new_code_cell(source)
+    if grade_id:
+        made.metadata["nbgrader"] = {"grade_id": grade_id, "grade": not solution, "solution": solution}
+    return made
+
+
+def test_a_name_defined_only_below_is_named_in_a_hidden_tests_row_once_and_in_fix_this_first():
+    """A hidden test that ran before the helper its function calls was defined said "raised NameError: name
+    'offsets' is not defined" in each case, with no word of the cell below that defines it; an answer cell that
+    stopped at a constant defined below it said only the NameError in "Fix this first" (the visible check's hint,
+    "move it above this check", would not have helped: the answer cell needs it). Fails on the old code."""
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("def relative_position_index(q_len, k_len, max_distance):\n    return offsets(q_len, k_len)", "shaw",
+             solution=True),
+        cell("DEFAULT = BASE", "rope", solution=True),
+        cell("# hidden", "hidden_relative_position_index"),
+        cell("def offsets(q_len, k_len):\n    return 0"), cell("BASE = 10000.0")])
+    raised = [Problem(f"relative_position_index({n}, 7, 0) raised NameError: name 'offsets' is not defined",
+                      error="NameError") for n in (4, 5)]
+    test = GradedTest("hidden_relative_position_index", "t", True, 0.0, 2.0, raised, (0, 2))
+    note = Note(NoteKind.BROKEN_CELL, "Fix this first: the answer cell 'rope' did not run (NameError: name 'BASE' is "
+                "not defined (line 1))", cell=1)
+    [said], [noted] = pipeline._defined_below_said([test], [note], nbformat.writes(nb))
+    assert [p.text for p in said.problems] == [
+        raised[0].text + " (`offsets` is defined only below, in cell 4 (the one starting `def offsets(q_len, "
+        "k_len):`), which Run All runs after the answer cell 'shaw': move it above that cell)", raised[1].text]
+    assert noted.text == note.text + (" (`BASE` is defined only below, in cell 5 (the one starting `BASE = "
+                                      "10000.0`), which Run All runs after cell 'rope': move it above that cell)")

@@ -289,6 +289,7 @@ def cell_label(nb, index, first_line: bool = True) -> str:
 
 
 SELF_CHECK_FAILED = re.compile(r"^FAILED \(.*", re.M)    # how the released helpers' check_part reports a failure
+SELF_CHECK_PASSED = ": all visible checks pass"          # how check_part's last line ends when none failed
 
 
 def visible_cell_errors(nb, hidden: set[str], grader_text: Quotable = "") -> dict[str, dict]:
@@ -308,7 +309,16 @@ def visible_cell_errors(nb, hidden: set[str], grader_text: Quotable = "") -> dic
                     if reported:
                         failure = output["text"][reported.start():].split("\n\n", 1)[0]
                         errors[meta["grade_id"]] = {"ename": None, **student_message(failure, grader_text)}
+            if errors.get(meta["grade_id"], {}).get("ename", "") is None and _passed_at_last(cell):
+                del errors[meta["grade_id"]]       # the 'FAILED (' lines were the student's own prints
     return errors
+
+
+def _passed_at_last(cell) -> bool:
+    """Whether the check's last line printed says none of its checks failed: the helpers print it after everything
+    the student's functions print while checked, and only when no check failed."""
+    streams = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+    return bool(streams) and str(streams[-1].get("text", "")).rstrip().rsplit("\n", 1)[-1].endswith(SELF_CHECK_PASSED)
 
 
 def student_message(text: str, grader_text: Quotable = "") -> dict:

@@ -336,8 +336,9 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     errors = answer_cell_errors(execution.executed_notebook, submission.assignment)
     broken = {**{e.cell_id: e for e in errors if not e.defined}, **kept_nothing_cells(execution.executed_notebook)}
     tests = [_blame_broken_cells(test, broken, submission.assignment) for test in tests]
-    tests = _summary_said(_defined_below_said(tests, execution.executed_notebook))
-    notes[:0] = broken_cell_notes(broken) + fix_this_first(tests)
+    tests, said = _defined_below_said(tests, broken_cell_notes(broken), execution.executed_notebook)
+    tests = _summary_said(tests)
+    notes[:0] = said + fix_this_first(tests)
     notes += raised_after_defining_notes([e for e in errors if e.defined])
     notes += own_cell_error_notes(execution.executed_notebook)
     notes += skipped_magic_notes(execution.executed_notebook)
@@ -682,28 +683,44 @@ def _summary_said(tests: list[GradedTest]) -> list[GradedTest]:
             if t.cell_id == SUMMARY_CELL and not t.passed else t for t in tests]
 
 
-def _defined_below_said(tests: list[GradedTest], executed_notebook: str | None) -> list[GradedTest]:
-    """A visible check's NameError for a name a cell below the check defines (a helper written under its use): Run
-    All runs the check before that cell, so the page says where the name is defined and to move it up (Jupyter only
-    says the name is not defined)."""
-    if not executed_notebook or not any(p.error == "NameError" or "is not defined" in p.text
-                                        for t in tests if not t.hidden for p in t.problems):
-        return tests
+def _defined_below_said(tests: list[GradedTest], notes: list[Note], executed_notebook: str | None
+                        ) -> tuple[list[GradedTest], list[Note]]:
+    """A NameError for a name only a cell below defines (a helper or a constant written under its use): Run All
+    reaches the cell that needed it first, so the page says where the name is defined and above what to move it
+    (Jupyter says only that it is not defined). Said once a test, by its first problem naming it: in a visible
+    check's row (move it above the check), a hidden test's (above its answer cell), and an answer cell's "Fix this
+    first" (above that cell), whose not-judged problems it explains."""
+    if not executed_notebook or not any("is not defined" in p.text for t in tests for p in t.problems):
+        return tests, notes
     nb = executed(executed_notebook)
     cells = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     where = {grade_id(cell): index for index, cell in cells if grade_id(cell)}
 
-    def said(problem: Problem, index: int) -> Problem:
-        named = NAME_NOT_DEFINED.search(problem.text)
+    def hint(text: str, index: int, above: str) -> str | None:
+        named = NAME_NOT_DEFINED.search(text)
         below = _binding(cells, named.group(1), index, len(nb.cells)) if named else []
-        if not below:
-            return problem
-        return dataclasses.replace(problem, text=f"{problem.text} (`{named.group(1)}` is defined below this check, "
-                                                 f"in {cell_label(nb, below[0])}: Run All runs this check before it; "
-                                                 f"move that cell above this one)")
-    return [dataclasses.replace(t, problems=[said(p, where[t.cell_id]) for p in t.problems])
-            if not t.hidden and not t.passed and t.cell_id in where and t.cell_id != SUMMARY_CELL else t
-            for t in tests]
+        return (f"`{named.group(1)}` is defined only below, in {cell_label(nb, below[0])}, which Run All runs after "
+                f"{above}: move it above {'this check' if above == 'this check' else 'that cell'}"
+                ) if named and below else None
+
+    def said(test: GradedTest) -> GradedTest:
+        if test.passed or test.cell_id == SUMMARY_CELL or test.cell_id not in where:
+            return test
+        above = f"the answer cell '{REGISTRY[test.cell_id].answer_cell}'" if test.cell_id in REGISTRY else \
+            "this check"
+        problems, told = [], False
+        for problem in test.problems:
+            found = None if told or problem.kind in (ProblemKind.NOT_JUDGED, ProblemKind.MORE) else \
+                hint(problem.text, where[test.cell_id], above)
+            told = told or found is not None
+            problems.append(dataclasses.replace(problem, text=f"{problem.text} ({found})") if found else problem)
+        return dataclasses.replace(test, problems=problems)
+
+    def noted(note: Note) -> Note:
+        found = hint(note.quoted or note.text, note.cell, cell_label(nb, note.cell)) \
+            if note.kind == NoteKind.BROKEN_CELL and note.cell is not None else None
+        return dataclasses.replace(note, text=f"{note.text} ({found})") if found else note
+    return [said(t) for t in tests], [noted(n) for n in notes]
 
 
 def visible_problem(error: dict) -> Problem:
