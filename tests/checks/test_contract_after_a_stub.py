@@ -86,3 +86,24 @@ def test_an_integer_table_is_said_to_be_one_where_float64_is_promised():
     assert "cut to a whole number" in difference_pattern(np.trunc(expected), expected, 1e-9)
     assert difference_pattern(np.zeros((3, 2)), np.full((3, 2), 0.5), 1e-9) != difference_pattern(
         np.trunc(expected), expected, 1e-9)
+
+
+def test_a_contract_of_a_function_not_defined_says_so_as_its_own_tests_do_in_one_dashboard_row():
+    """A function renamed (alibi_biases): the contracts case said "`alibi_bias` is not defined: keep the name and
+    signature from the template. No known mistake matches this answer." where its own test said the name alone, and
+    the dashboard gave the contracts test a row of its own (fails on the old code)."""
+    from posenc_autograder.checks.comparison import said_unexplained
+    from posenc_autograder.probes.helpers import not_defined
+    tests = hidden_tests("rope_alibi")
+    verdicts = function_verdicts(tests, {t.id: ([], 1, 1) for t in tests if not t.reads_verdicts})
+    said = _function_problem("alibi_bias", {"args": [], "kwargs": {}}, {"missing": not_defined("alibi_bias")}, ARRAY,
+                             [], verdicts["alibi_bias"], lambda: [])
+    [told] = said_unexplained([said])
+    assert str(told) == not_defined("alibi_bias") and told.kind is ProblemKind.NOT_RUN
+    own = Problem(not_defined("alibi_bias"), kind=ProblemKind.NOT_RUN)
+    result = NotebookResult("ann", "rope_alibi", "rope_alibi", True, [
+        GradedTest("hidden_alibi_bias", "b", True, 0.0, 2.0, [own]),
+        GradedTest("hidden_rope_alibi_contracts", "c", True, 1.5, 2.0, [Problem(str(told), kind=told.kind)])], [])
+    mistakes, _ = dashboard.grouped_mistakes([result])
+    assert [(row.label, sorted(row.tests)) for row in mistakes] == [
+        (not_defined("alibi_bias"), ["hidden_alibi_bias", "hidden_rope_alibi_contracts"])]
