@@ -52,6 +52,14 @@ def test_the_rule_chooses_among_every_door_and_names_a_lower_later_attempt(cours
     assert [(f.student, f.kind) for f in found] == [("bob", "later_scored_lower")]
     assert found[0].text().startswith("bob, a: a later attempt from the portal (portal attempt 1, ")
     assert "lower than the one that counts, from an LMS download (canvas, " in found[0].text()
+    # In the course's zone, as the dashboard states every time, and each score called automatic: the grade the
+    # run report and dashboard state beside it has manual grades and the late policy (it said
+    # '... scored 0/44, lower than the one that counts, from an LMS download (canvas, 2026-11-20T12:00:00+00:00,
+    # 44/44)' where grades.csv had her grade from formgrader).
+    [said] = attempts.findings(kept, attempts.choose(kept, "best", on_time), BERLIN)
+    assert said.text() == ("bob, a: a later attempt from the portal (portal attempt 1, 2026-11-20 15:00 Europe/Berlin; "
+                           "automatic score 0/44) scored lower than the one that counts, from an LMS download "
+                           "(canvas, 2026-11-20 13:00 Europe/Berlin; automatic score 44/44)")
     replaced = attempts.findings(kept, attempts.choose(kept, "latest", on_time))
     assert [f.kind for f in replaced] == ["replaced_better"]
 

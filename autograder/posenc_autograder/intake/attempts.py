@@ -79,9 +79,10 @@ class Attempt:
     def door_name(self) -> str:
         return DOORS.get(self.door, self.door)
 
-    def describe(self) -> str:
-        """What the instructor reads: 'Canvas resubmission 1, submission 93, 2026-11-22T23:30:00+00:00'."""
-        return f"{self.source or self.door}, {self.received_at}"
+    def describe(self, zone: dt.tzinfo | None = None) -> str:
+        """What the instructor reads: 'Canvas resubmission 1, submission 93, 2026-11-22T23:30:00+00:00', or with the
+        course's zone '..., 2026-11-23 00:30 Europe/Berlin' (as the dashboard and the student's pages state times)."""
+        return f"{self.source or self.door}, {settings.for_student(self.time, zone) if zone else self.received_at}"
 
 
 def files_digest(files: dict[str, str]) -> str:
@@ -410,19 +411,23 @@ class Finding:
     kind: str
     counted: Attempt
     other: Attempt
+    zone: dt.tzinfo = dt.timezone.utc              # the course's, in which its times are said
 
     def text(self) -> str:
-        points = lambda a: f"{a.score:g}/{a.max_score:g}" if a.graded else "not graded"   # noqa: E731
+        """In the words of the run report and the dashboard: times in the course's zone, and each attempt's score
+        called automatic (the grade, with manual grades and the late policy, is grades.csv's)."""
+        points = lambda a: f"automatic score {a.score:g}/{a.max_score:g}" if a.graded else "not graded"  # noqa: E731
         if self.kind == "later_scored_lower":
             return (f"{self.student}, {self.assignment}: a later attempt from {self.other.door_name} "
-                    f"({self.other.describe()}) scored {points(self.other)}, lower than the one that counts, from "
-                    f"{self.counted.door_name} ({self.counted.describe()}, {points(self.counted)})")
+                    f"({self.other.describe(self.zone)}; {points(self.other)}) scored lower than the one that "
+                    f"counts, from {self.counted.door_name} ({self.counted.describe(self.zone)}; "
+                    f"{points(self.counted)})")
         return (f"{self.student}, {self.assignment}: the attempt that counts, from {self.counted.door_name} "
-                f"({self.counted.describe()}, {points(self.counted)}), replaced one from {self.other.door_name} "
-                f"({self.other.describe()}) that scored {points(self.other)}")
+                f"({self.counted.describe(self.zone)}; {points(self.counted)}), replaced one from "
+                f"{self.other.door_name} ({self.other.describe(self.zone)}) that had a higher {points(self.other)}")
 
 
-def findings(attempts: list[Attempt], counted: Attempt | None) -> list[Finding]:
+def findings(attempts: list[Attempt], counted: Attempt | None, zone: dt.tzinfo = dt.timezone.utc) -> list[Finding]:
     if counted is None:
         return []
     found = []
@@ -430,7 +435,7 @@ def findings(attempts: list[Attempt], counted: Attempt | None) -> list[Finding]:
         if other.door == counted.door or not other.graded or not counted.graded:
             continue
         if other.time > counted.time and other.score < counted.score:
-            found.append(Finding(counted.student, counted.assignment, "later_scored_lower", counted, other))
+            found.append(Finding(counted.student, counted.assignment, "later_scored_lower", counted, other, zone))
         elif other.time < counted.time and other.score > counted.score:
-            found.append(Finding(counted.student, counted.assignment, "replaced_better", counted, other))
+            found.append(Finding(counted.student, counted.assignment, "replaced_better", counted, other, zone))
     return found

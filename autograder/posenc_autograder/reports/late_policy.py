@@ -207,7 +207,8 @@ def door_findings(course: Course, deadlines: Deadlines) -> list[attempts.Finding
     one that counts replaced better work), by [course] counted_attempt and this late policy."""
     rule, found = deadlines.settings.course.counted_attempt, []
     for recorded in attempts.everyone(course).values():
-        found += attempts.findings(recorded, attempts.choose(recorded, rule, deadlines.attempt_percent))
+        found += attempts.findings(recorded, attempts.choose(recorded, rule, deadlines.attempt_percent),
+                                   deadlines.settings.course.zone)
     return found
 
 
