@@ -73,3 +73,13 @@ def test_the_evidence_is_the_same_with_the_kept_keys_and_what_is_kept_is_a_copy_
     for first_entry in range(10):
         small.compared("hidden_table", _observations(float(first_entry)))
     assert 0 < small.held <= small.limit
+
+
+def test_a_record_nested_deeper_than_one_answer_takes_the_keys_digested_before(kept, monkeypatch):
+    deep = {"calls": {f"function_{i}": {"kind": {"type": "ndarray", "shape": [4, 3]}, "value": _observations()
+                                        ["tables"][0]["value"]} for i in range(12)}}
+    first = [(where, keys) for where, _, keys in kept.compared("hidden_contracts", deep)]
+    assert first == _digested_freshly(deep)
+    monkeypatch.setattr(evidence, "_digest", lambda *args: pytest.fail("an equal record was digested again"))
+    found = kept.compared("hidden_contracts", {**deep})             # old code: outlined no deeper than 4 levels
+    assert [(where, keys) for where, _, keys in found] == first

@@ -62,3 +62,35 @@ def test_what_is_kept_is_a_copy_and_bounded(verdicts):
     for first in range(10):
         small.failed(judge, _record(float(first)))
     assert small.held <= small.limit
+
+
+def _contracts_like(first: float = 0.0) -> dict:
+    """A record nested as the contracts test's is (call, kind, shape: deeper than one answer's outline)."""
+    table = np.random.default_rng(47).standard_normal((6, 4))
+    table[0, 0] = first
+    call = {"kind": {"type": "ndarray", "dtype": "float64", "shape": [6, 4]}, "value": table, "again": {"value": table}}
+    return {"observations": {"table": table, "calls": {f"function_{i}": call for i in range(12)}}}
+
+
+def test_a_record_nested_as_a_contracts_record_takes_the_verdict_judged_before(verdicts):
+    judge = Judge()
+    assert verdicts.failed(judge, _contracts_like(1.0)) is True
+    assert verdicts.failed(judge, _contracts_like(1.0)) is True
+    assert verdicts.failed(judge, _contracts_like(0.0)) is False
+    assert judge.judged == 2                                     # old code: outlined no deeper than 4 levels (3)
+
+
+def test_a_record_past_the_items_an_outline_walks_is_judged_each_time(verdicts):
+    judge = Judge()
+    wide = {"observations": {"table": _record()["observations"]["table"],
+                             "groups": [[[{"value": 1.0}] * 16] * 16] * 16}}     # 16 x 16 x 16 items
+    assert verdicts.failed(judge, wide) is False and verdicts.failed(judge, wide) is False
+    assert judge.judged == 2 and not verdicts.kept
+
+
+def test_records_without_arrays_are_bounded_too(verdicts):
+    judge = Judge()
+    small = evidence._SharedVerdicts(limit=4096)
+    for i in range(200):
+        small.failed(judge, {"observations": {"table": np.zeros((1, 1)), f"note_{i}": "x" * 100}})
+    assert 0 < small.held <= small.limit and len(small.kept) < 200   # old code: only arrays counted, all 200 kept

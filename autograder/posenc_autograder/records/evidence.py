@@ -315,27 +315,44 @@ SEEN_DEPTH = 4
 KEPT_SCALARS = (str, int, bool, type(None))
 
 
-def _outline(value: Any, depth: int = 0) -> tuple[Any, ...] | str | None:
+def _outline(value: Any, depth: int = 0, deepest: int = SEEN_DEPTH,
+             room: list[int] | None = None) -> tuple[Any, ...] | str | None:
     """What an answer looks like without reading its arrays' entries (types, keys, shapes): the answers that may equal
-    it share it. None for an answer not kept: deeper or wider than SEEN_DEPTH and SEEN_CONTAINER_ITEMS, an array not
-    of float64, or a value of another type."""
+    it share it. None for an answer not kept: deeper or wider than `deepest` levels and SEEN_CONTAINER_ITEMS, with more
+    items in all than `room` holds (counted down as it goes; None: not counted), an array not of float64, or a value of
+    another type."""
     kind = type(value)
     if kind is np.ndarray:
         return ("a", value.shape) if value.dtype == np.float64 else None
-    if depth >= SEEN_DEPTH:
+    if depth >= deepest:
         return None
     if kind is dict or kind is list or kind is tuple:
         if len(value) > SEEN_CONTAINER_ITEMS:
             return None
+        if room is not None:
+            room[0] -= len(value)
+            if room[0] < 0:
+                return None
         items = value.items() if kind is dict else enumerate(value)
         inner = []
         for key, item in items:
-            shape = _outline(item, depth + 1)
+            shape = _outline(item, depth + 1, deepest, room)
             if shape is None or (kind is dict and type(key) is not str):
                 return None
             inner.append((key, shape))
         return (kind.__name__, tuple(inner))
     return kind.__name__ if kind is float or kind in KEPT_SCALARS else None
+
+
+# A whole probe record (or its observations), as the records kept by test (SHARED_VERDICTS, SHARED_KEYS) outline it:
+# {"observations": ...} around a test's groups, cases and calls nests deeper than one answer (the contracts record:
+# call, kind, shape, 5 levels), so deeper than SEEN_DEPTH, and the walk is bounded by its items in all instead.
+RECORD_DEPTH = 8
+RECORD_ITEMS = 1024            # a solved notebook's largest record on the course-wide inputs (contracts): ~150 items
+
+
+def _record_outline(record: Any) -> tuple[Any, ...] | str | None:
+    return _outline(record, deepest=RECORD_DEPTH, room=[RECORD_ITEMS])
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -427,21 +444,9 @@ SEEN = _SeenAnswers()
 # judged before in this process: a class's correct notebooks often send the same records there (judging them again was
 # ~5 of a solved job's ~8 ms of these verdicts). A record takes a kept verdict only when equal to the record it was
 # judged on, compared exactly as SEEN compares (types, keys in order, every float's and array's bits): a judge's
-# verdict on course-wide inputs is a function of the record alone. Records of SEEN's small outlines only.
-VERDICTS_BYTES = 4 * 2**20                # kept records' arrays, per process (a solved notebook's: ~0.7 MB)
+# verdict on course-wide inputs is a function of the record alone. Records of small outlines only (_record_outline).
+VERDICTS_BYTES = 4 * 2**20                # kept records, per process: their arrays, strings and a few words an item
 VERDICTS_PER_OUTLINE = 4
-
-
-def _array_bytes(value: Any) -> int:
-    """The bytes of the arrays in a value of an _outline (bounded by it: at most SEEN_DEPTH levels of
-    SEEN_CONTAINER_ITEMS)."""
-    if type(value) is np.ndarray:
-        return value.nbytes
-    if type(value) is dict:
-        return sum(map(_array_bytes, value.values()))
-    if type(value) is list or type(value) is tuple:
-        return sum(map(_array_bytes, value))
-    return 0
 
 
 class _SharedVerdicts(_KeptRecords):
@@ -452,7 +457,7 @@ class _SharedVerdicts(_KeptRecords):
         super().__init__(limit, VERDICTS_PER_OUTLINE)
 
     def failed(self, check: HiddenTest, probe_record: dict[str, Any]) -> bool:
-        outline = _outline(probe_record)
+        outline = _record_outline(probe_record)
         if not isinstance(outline, tuple):
             return bool(check.verdict(probe_record, None))
         key = (check.id, outline)
@@ -460,7 +465,7 @@ class _SharedVerdicts(_KeptRecords):
         if entry is not None:
             return bool(entry[1])
         failed = bool(check.verdict(probe_record, None))
-        size = _array_bytes(probe_record)
+        size = _held_bytes(probe_record)
         if size <= self.limit // 2:
             self.add(key, probe_record, failed, size)
         return failed
@@ -471,14 +476,14 @@ SHARED_VERDICTS = _SharedVerdicts()
 # The keys of every answer of a record on the course-wide inputs (the shared probe set's), kept for records digested
 # before in this process, per test: a class's notebooks send the same records there, most of their answers smaller
 # than SEEN keeps (a solved notebook's ~33 answers there cost ~4 ms of digests a job, and one comparison of the whole
-# record less than that). Found again only by a record equal bit for bit (_same), of SEEN's small outlines.
+# record less than that). Found again only by a record equal bit for bit (_same), of small outlines (_record_outline).
 SHARED_KEYS_BYTES = 8 * 2**20             # kept records, per process: their arrays, strings and a few words an item
 SHARED_KEYS_PER_OUTLINE = 4
 
 
 def _held_bytes(value: Any) -> int:
-    """What a value of an _outline holds, roughly: its arrays' and strings' bytes and a few words an item (bounded by
-    the outline: at most SEEN_DEPTH levels of SEEN_CONTAINER_ITEMS)."""
+    """What a value of a _record_outline holds, roughly: its arrays' and strings' bytes and a few words an item (bounded
+    by the outline: at most RECORD_ITEMS items)."""
     if type(value) is np.ndarray:
         return value.nbytes
     if type(value) is dict:
@@ -496,7 +501,7 @@ class _SharedKeys(_KeptRecords):
         super().__init__(limit, SHARED_KEYS_PER_OUTLINE)
 
     def compared(self, test: str, observations: object) -> list[tuple[str, object, list[str]]]:
-        outline = _outline(observations)
+        outline = _record_outline(observations)
         if not isinstance(outline, tuple):
             return compared_answers(observations)
         key = (test, outline)
