@@ -67,3 +67,20 @@ def test_a_name_defined_only_below_is_named_in_a_hidden_tests_row_once_and_in_fi
         "k_len):`), which Run All runs after the answer cell 'shaw': move it above that cell)", raised[1].text]
     assert noted.text == note.text + (" (`BASE` is defined only below, in cell 5 (the one starting `BASE = "
                                       "10000.0`), which Run All runs after cell 'rope': move it above that cell)")
+
+
+def test_input_in_a_cell_of_the_students_own_is_said_as_input_not_as_a_closed_file():
+    """`name = input('your name? ')` left in a cell: the note said "raised ValueError: I/O operation on closed file.
+    on line 1", of a file the student never opened (fails on the old code); an input() elsewhere on the cell, or a
+    closed file of the student's own, is said as before."""
+    typed = cell("x = 1\nname = input('your name? ')")
+    typed.outputs = [nbformat.v4.new_output("error", ename="ValueError", traceback=[],
+                                            evalue="I/O operation on closed file. (line 2)")]
+    opened = cell("f = open('a.txt')\nf.close()\nf.read()  # not input()")
+    opened.outputs = [nbformat.v4.new_output("error", ename="ValueError", traceback=[],
+                                             evalue="I/O operation on closed file. (line 3)")]
+    [said, other] = pipeline.own_cell_error_notes(nbformat.writes(nbformat.v4.new_notebook(cells=[typed, opened])))
+    assert said.text.startswith("cell 1 (the one starting `x = 1`), a cell of your own, raised ValueError: I/O "
+                                "operation on closed file. on line 2 (`input()` waits for typing, and no one types in "
+                                "the grader: write the value in the code); the grader ran the cells after it")
+    assert "no one types" not in other.text

@@ -9,10 +9,12 @@ import ast
 import collections
 import dataclasses
 import functools
+import io
 import json
 import pathlib
 import re
 import threading
+import tokenize
 import unicodedata
 from typing import Any
 
@@ -549,10 +551,36 @@ def own_cell_error_notes(executed_notebook: str | None) -> list[Note]:
         summary, line, quoted = error_said(error)
         if line is not None:          # 'AssertionError: (line 1)' for an assert without a message: said as a line
             summary = summary.removesuffix(f" (line {line})").removesuffix(":") + f" on line {line}"
-        notes.append(Note(NoteKind.OWN_CELL_RAISED, f"{cell_label(nb, index)}, a cell of your own, raised {summary}; "
-                                                    f"the grader ran the cells after it, as nbgrader does, but "
-                                                    f"Jupyter's Run All stops there: fix or remove it", quoted, index))
+        notes.append(Note(NoteKind.OWN_CELL_RAISED, f"{cell_label(nb, index)}, a cell of your own, raised {summary}"
+                                                    f"{_in_the_grader(error, cell.source, line)}; the grader ran the "
+                                                    f"cells after it, as nbgrader does, but Jupyter's Run All stops "
+                                                    f"there: fix or remove it", quoted, index))
     return notes
+
+
+CLOSED_INPUT = "I/O operation on closed file"      # what input() raises in the grader, where nothing can be typed
+
+
+def _in_the_grader(error: dict, source: str, line: int | None) -> str:
+    """Why a line that runs in Jupyter raised in the grader, when Python's message does not say it: input() with no
+    one to type (Python speaks of a closed file the student never opened)."""
+    lines = source.splitlines()
+    said = lines[line - 1] if line is not None and 0 < line <= len(lines) else ""
+    if error.get("ename") == "ValueError" and CLOSED_INPUT in str(error.get("evalue", "")) and _calls_input(said):
+        return " (`input()` waits for typing, and no one types in the grader: write the value in the code)"
+    return ""
+
+
+def _calls_input(line: str) -> bool:
+    """Whether the line calls input(), read by Python's tokenizer (not in a comment or a string)."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(line).readline)
+                  if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError):
+        tokens = []
+    pairs = enumerate(zip(tokens, tokens[1:], strict=False))
+    return any(a.type == tokenize.NAME and a.string == "input" and b.string == "(" and
+               (i == 0 or tokens[i - 1].string != ".") for i, (a, b) in pairs)
 
 
 SKIPPED_BECAUSE = {"!": "shell commands do not run in the grader",
