@@ -84,3 +84,16 @@ def test_input_in_a_cell_of_the_students_own_is_said_as_input_not_as_a_closed_fi
                                 "operation on closed file. on line 2 (`input()` waits for typing, and no one types in "
                                 "the grader: write the value in the code); the grader ran the cells after it")
     assert "no one types" not in other.text
+
+
+def test_a_cell_that_binds_the_templates_np_again_is_named_once():
+    """`np = None` in a cell after the answers: the tests after it failed with "'NoneType' object has no attribute
+    'swapaxes'", and no note named the cell (fails on the old code). The same module imported again, with a magic
+    in its cell, or `np = numpy` (the grader cannot tell it from numpy) is not named."""
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("import numpy as np", "imports"), cell("%matplotlib inline\nimport numpy as np"),
+        cell("import numpy\nnp = numpy"), cell("x: int\nnp = None"), cell("def np(x):\n    return x")])
+    [note] = pipeline.rebound_import_notes(nbformat.writes(nb))
+    assert note.cell == 3 and note.text == (
+        "cell 4 (the one starting `x: int`) binds `np` again, to something other than the template's `numpy`: every "
+        "cell after it, the tests among them, ran with that `np`, as Run All runs them; give yours another name")

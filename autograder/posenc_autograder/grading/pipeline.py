@@ -345,6 +345,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     notes += own_cell_error_notes(execution.executed_notebook)
     notes += skipped_magic_notes(execution.executed_notebook)
     notes += redefinition_notes(execution.executed_notebook, submission.assignment)
+    notes += rebound_import_notes(execution.executed_notebook)
     ran = executed(execution.executed_notebook) if execution.executed_notebook else None
     return NotebookResult(*submission.key, graded=execution.failure is None, tests=tests, notes=notes,
                           seconds=execution.seconds,
@@ -464,7 +465,7 @@ def top_level_names(source: str) -> frozenset[str]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        elif isinstance(node, ast.Assign) or isinstance(node, ast.AnnAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -521,6 +522,56 @@ def redefinition_notes(executed_notebook: str | None, assignment: str) -> list[N
                                               f"version of answer cell '{cell_id}'; keep one definition, in the "
                                               f"answer cell", cell=index))
     return notes
+
+
+IMPORTS_CELL = "imports"      # the template's cell of imports (`import numpy as np`), every notebook's
+
+
+def rebound_import_notes(executed_notebook: str | None) -> list[Note]:
+    """A cell after the template's imports that binds one of their names to something else (`np = None`, a
+    function called `np`, `import pandas as np`): every cell after it, the tests among them, runs with that name, as
+    Run All does; the note names the cell, where the errors after it (`'NoneType' object has no attribute 'arange'`)
+    do not. A binding the grader cannot tell apart from the same module (`np = numpy`) is not named."""
+    if not executed_notebook:
+        return []
+    nb = executed(executed_notebook)
+    start = next((i for i, c in enumerate(nb.cells) if grade_id(c) == IMPORTS_CELL), None)
+    if start is None:
+        return []
+    imported = dict(_bindings(nb.cells[start].source))
+    notes, said, budget = [], set(), magics.TransformBudget()      # one for the notebook: its cells are the student's
+    for index, cell in enumerate(nb.cells[start + 1:], start + 1):
+        if cell.cell_type != "code" or grade_id(cell) in REGISTRY or grade_id(cell) == shared_probes.SHARED_CELL \
+                or not any(may_name(cell.source, name) for name in set(imported) - said):
+            continue
+        for name, bound in _bindings(cell.source, budget):
+            if name in imported and name not in said and bound not in (imported[name], None):
+                said.add(name)
+                notes.append(Note(NoteKind.REDEFINED, f"{cell_label(nb, index)} binds `{name}` again, to something "
+                                                      f"other than the template's `{imported[name]}`: every cell after "
+                                                      f"it, the tests among them, ran with that `{name}`, as Run All "
+                                                      f"runs them; give yours another name", cell=index))
+    return notes
+
+
+def _bindings(source: str, budget: magics.TransformBudget | None = None) -> list[tuple[str, str | None]]:
+    """(name, what it is bound to) for each name a cell's top-level statements bind, in order: an import's module
+    ('np', 'numpy'), '' for anything else, None for a plain alias of another name (`np = numpy`: not told apart)."""
+    tree = magics.ipython_tree(source, budget)         # a cell may use magics: read it as IPython
+    found: list[tuple[str, str | None]] = []
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, ast.Import):
+            found += [((a.asname or a.name).split(".")[0], a.name if a.asname else a.name.split(".")[0])
+                      for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found += [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names if a.name != "*"]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append((node.name, ""))
+        elif isinstance(node, ast.Assign) or isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            alias = isinstance(node.value, (ast.Name, ast.Attribute))
+            found += [(t.id, None if alias else "") for t in targets if isinstance(t, ast.Name)]
+    return found
 
 
 def raised_after_defining_notes(errors: list[CellError]) -> list[Note]:
