@@ -194,6 +194,10 @@ def test_a_self_check_that_passed_is_not_failed_by_a_students_print_that_looks_l
         "FAILED (Part 1: the table): the grader is wrong\nFAILED (Part 1: the table): the grader is wrong\n"
         "Part 1: the table: all visible checks pass\n"))]
     assert execute.visible_cell_errors(nb, set()) == {}
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=(       # a cell checking two parts
+        "FAILED (Part 4: attention):\nweights: expected 0.3, got 0.5\n\nPart 4: attention: 1 problem(s) above\n"
+        "Part 4: encode_and_attend: all visible checks pass\n"))]
+    assert "expected 0.3, got 0.5" in execute.visible_cell_errors(nb, set())["test_pe_visible"]["text"]
     printed = f": {{'{SELF_CHECK_PASSED.removeprefix(': ')}' if not failures"       # check_part's f-string
     for assignment in ("positional_encoding", "rope_alibi", "relative_positions", "context_extension"):
         assert printed in (ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text(), assignment

@@ -290,6 +290,7 @@ def cell_label(nb, index, first_line: bool = True) -> str:
 
 SELF_CHECK_FAILED = re.compile(r"^FAILED \(.*", re.M)    # how the released helpers' check_part reports a failure
 SELF_CHECK_PASSED = ": all visible checks pass"          # how check_part's last line ends when none failed
+SELF_CHECK_PROBLEMS = " problem(s) above"                 # ... and when some did
 
 
 def visible_cell_errors(nb, hidden: set[str], grader_text: Quotable = "") -> dict[str, dict]:
@@ -309,16 +310,18 @@ def visible_cell_errors(nb, hidden: set[str], grader_text: Quotable = "") -> dic
                     if reported:
                         failure = output["text"][reported.start():].split("\n\n", 1)[0]
                         errors[meta["grade_id"]] = {"ename": None, **student_message(failure, grader_text)}
-            if errors.get(meta["grade_id"], {}).get("ename", "") is None and _passed_at_last(cell):
+            if errors.get(meta["grade_id"], {}).get("ename", "") is None and _every_part_passed(cell):
                 del errors[meta["grade_id"]]       # the 'FAILED (' lines were the student's own prints
     return errors
 
 
-def _passed_at_last(cell) -> bool:
-    """Whether the check's last line printed says none of its checks failed: the helpers print it after everything
-    the student's functions print while checked, and only when no check failed."""
-    streams = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
-    return bool(streams) and str(streams[-1].get("text", "")).rstrip().rsplit("\n", 1)[-1].endswith(SELF_CHECK_PASSED)
+def _every_part_passed(cell) -> bool:
+    """Whether the check's status lines (one a part: a cell may check several) say that every part passed: the
+    helpers print each after what the student's functions print while checked; a part that failed says so."""
+    said = [line.rstrip() for o in cell.get("outputs", []) if o.get("output_type") == "stream"
+            for line in str(o.get("text", "")).splitlines()]
+    status = [line for line in said if line.endswith((SELF_CHECK_PASSED, SELF_CHECK_PROBLEMS))]
+    return bool(status) and all(line.endswith(SELF_CHECK_PASSED) for line in status)
 
 
 def student_message(text: str, grader_text: Quotable = "") -> dict:
