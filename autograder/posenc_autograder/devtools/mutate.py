@@ -233,6 +233,13 @@ class Verdict:
     detail: str = ""
 
 
+def expected_outcomes(source: str, solution: str, battery) -> list:
+    """What the unmutated reference gives for each call of the battery, the calls made in one namespace in turn as
+    judge_mutant makes a mutant's (built again for each call, the solutions ran 700 more times a run)."""
+    namespace = student_namespace(solution, mutant_module(source, None))
+    return [_outcome(call, namespace) for call in battery]
+
+
 def judge_mutant(mutant: Mutant, source: str, solution: str, battery, expected) -> Verdict:
     try:
         module = mutant_module(source, mutant)
@@ -260,8 +267,7 @@ def run(course: Course, sample: int | None = None, out=sys.stdout, assignment: s
         raise SystemExit(f"no reference.py for an assignment named {assignment!r}")
     solution = solution_source(course)
     battery = spec_battery()
-    expected = {file: [_outcome(call, student_namespace(solution, mutant_module(source, None))) for call in battery]
-                for file, source in sources.items()}
+    expected = {file: expected_outcomes(source, solution, battery) for file, source in sources.items()}
     chosen = [mutant for file, source in sources.items() for mutant in mutants(source, file)]
     if sample:
         chosen = chosen[:: max(1, len(chosen) // sample)][:sample]
