@@ -616,4 +616,4 @@ def test_a_job_is_graded_from_the_row_its_claim_read(app, portal, statements):
     statements.clear()
     assert portal.worker.run_until_idle() == 2
     by_id = [s for s in statements if s.startswith("SELECT portal_attempt.id") and "WHERE portal_attempt.id = " in s]
-    assert len(by_id) == 2 * 2            # each job: its claim's read, and its evidence's look at its promotion
+    assert len(by_id) == 2 * 1            # each job: its evidence's look at its promotion (its claim returns its row)

@@ -259,3 +259,42 @@ def test_on_sqlite_a_claim_walks_the_jobs_before_its_own(sessions):
             return vm_steps(db, lambda: db.execute(queue.FIRST_UNUSED, {"since": now - WINDOW}).scalar())
         few, many = claim_steps(50), claim_steps(800)
         assert many <= few + 2, (few, many)
+
+
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_in_a_rush_a_claim_finds_takes_and_reads_its_job_in_one_statement(tmp_path, request, database):
+    """A claim in a rush of first uploads: the typical job's time, then one UPDATE that finds the job, takes it and
+    returns its row, on PostgreSQL a transaction of its own (no BEGIN, no COMMIT). Fails on the old code: the job was
+    found, taken and read again in three statements, and the UPDATE began a transaction committed after it."""
+    from sqlalchemy import event
+    url = request.getfixturevalue("postgres_url") if database == "postgresql" else f"sqlite:///{tmp_path / 'q.db'}"
+    sessions = open_database(url)
+    now = utcnow()
+    with sessions() as db:
+        db.add_all(Student(id=f"s{n}", name="") for n in range(4))
+        db.flush()
+        db.add_all(Attempt(student_id=f"s{n}", assignment="a", notebook="n", number=1, sha256="0" * 64, size=1,
+                           uploaded_at=now, status=Status.QUEUED, runs=0) for n in range(4))
+        db.commit()
+        jobs = list(db.execute(select(Attempt.id).order_by(Attempt.id)).scalars())
+    ran: list[tuple[str, bool]] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        in_transaction = database == "postgresql" and cursor.connection.get_transaction_status() != 0
+        ran.append((statement.split()[0], in_transaction))
+    engine = sessions.kw["bind"]
+    event.listen(engine, "after_cursor_execute", seen)
+    try:
+        for job in jobs[:2]:
+            ran.clear()
+            with sessions() as db:
+                claimed = queue.claim_attempt(db, WINDOW, slots=2, claimer="slot-1")
+            assert (claimed.id, claimed.status, claimed.runs, claimed.claimed_by) == (job, Status.RUNNING, 1, "slot-1")
+            assert now <= claimed.started_at <= utcnow()
+            assert ran == [("SELECT", False), ("UPDATE", False)], ran
+    finally:
+        event.remove(engine, "after_cursor_execute", seen)
+    with sessions() as db:
+        assert [a.status for a in db.execute(select(Attempt).order_by(Attempt.id)).scalars()] == \
+            [Status.RUNNING] * 2 + [Status.QUEUED] * 2
+    engine.dispose()

@@ -24,7 +24,7 @@ from collections.abc import Collection
 from sqlalchemy import and_, bindparam, exists, func, literal_column, or_, select, update
 from sqlalchemy.orm import aliased
 
-from posenc_autograder.portal.models import WAITING, Attempt, Status, utcnow
+from posenc_autograder.portal.models import ALONE, WAITING, Attempt, Status, utcnow
 from posenc_autograder.settings import Sharing
 
 RECENT_JOBS = 20                      # grading times averaged for the wait a student is shown
@@ -90,20 +90,35 @@ def fair_order(db, window: dt.timedelta = USAGE_WINDOW) -> list[int]:
 
 
 def claim(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1, claimer: str | None = None) -> int | None:
+    """claim_attempt's job, by its id."""
+    claimed = claim_attempt(db, window, slots, claimer)
+    return None if claimed is None else claimed.id
+
+
+def claim_attempt(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1,
+                  claimer: str | None = None) -> Attempt | None:
     """Take the next job in fair order (committed as running, in the name of `claimer`: the grading slot that takes
-    it, so that whoever replaces a dead slot puts back what it held, requeue_claimed), or None when none may run
-    now. A job whose short run was stopped (`full_run`) runs only when no other student's job waits, and never on
-    the last free slot of several (`slots`: the sandboxes), so a long run cannot hold them all."""
+    it, so that whoever replaces a dead slot puts back what it held, requeue_claimed), as its row reads once taken,
+    or None when none may run now. A job whose short run was stopped (`full_run`) runs only when no other student's
+    job waits, and never on the last free slot of several (`slots`: the sandboxes), so a long run cannot hold them
+    all. In a rush of first uploads the job is found, taken and read in one statement (next_job's FIRST_UNUSED
+    inside the UPDATE, RETURNING its row), a transaction of its own; where it was found, taken, read again and
+    committed in four, each a round trip on PostgreSQL."""
     while True:
-        job = next_job(db, window, slots)
+        if mean_job_seconds(db) > 0:                             # next_job's rule for a job that ranks 0
+            now = utcnow()
+            taken = db.execute(TAKE_FIRST_UNUSED, {"since": now - window, "now": now, "claimer": claimer},
+                               execution_options=TAKING).scalar()
+            db.commit()
+            if taken is not None:
+                return taken
+        job = next_job(db, window, slots)       # the order's; or the job ranked 0 after the one another slot took
         if job is None:
             return None
-        taken = db.execute(update(Attempt).where(Attempt.id == job, Attempt.status == Status.QUEUED)
-                           .values(status=Status.RUNNING, started_at=utcnow(), runs=Attempt.runs + 1,
-                                   claimed_by=claimer)).rowcount
+        taken = db.execute(TAKE, {"job": job, "now": utcnow(), "claimer": claimer}, execution_options=TAKING).scalar()
         db.commit()
-        if taken:
-            return job
+        if taken is not None:
+            return taken
 
 
 def next_job(db, window: dt.timedelta = USAGE_WINDOW, slots: int = 1) -> int | None:
@@ -139,6 +154,19 @@ FIRST_UNUSED = (select(func.min(Attempt.id))
                                           and_(_OTHER.status == Status.QUEUED, _OTHER.id < Attempt.id),
                                           and_(_OTHER.uploaded_at >= bindparam("since"),
                                                _OTHER.grading_seconds > 0))).is_not(True)))
+
+
+# A claim of FIRST_UNUSED's job: found and taken in one statement, its row returned; a transaction of its own on
+# PostgreSQL (models.ALONE: no BEGIN and COMMIT around it). The inner query reads the table on its own (correlate
+# None), never the row being updated; a job another slot took in between is 'queued' no more, and is not taken.
+# Both claims' UPDATEs are built once (a statement built at each claim cost its cache key and coercions every time).
+TAKING = {"synchronize_session": False, ALONE: True}
+_TAKEN = {"status": Status.RUNNING, "started_at": bindparam("now"), "runs": Attempt.runs + 1,
+          "claimed_by": bindparam("claimer")}                 # running from now, one run more, in the claimer's name
+TAKE_FIRST_UNUSED = (update(Attempt).where(Attempt.id == FIRST_UNUSED.scalar_subquery().correlate(None),
+                                           Attempt.status == Status.QUEUED).values(_TAKEN).returning(Attempt))
+TAKE = update(Attempt).where(Attempt.id == bindparam("job"), Attempt.status == Status.QUEUED).values(_TAKEN) \
+    .returning(Attempt)                                       # a job of the fair order, by its id
 
 
 def may_start(db, job: int, order: list[int], slots: int) -> bool:
@@ -232,10 +260,13 @@ WAITING_JOBS = select(func.count()).select_from(Attempt).where(Attempt.student_i
 
 
 def mean_job_seconds(db) -> float:
-    recent = db.execute(select(Attempt.started_at, Attempt.finished_at).where(Attempt.finished_at.is_not(None))
-                        .order_by(Attempt.finished_at.desc()).limit(RECENT_JOBS)).all()
+    recent = db.execute(RECENT_TIMES).all()
     seconds = [(end - start).total_seconds() for start, end in recent if start and end]
     return sum(seconds) / len(seconds) if seconds else DEFAULT_JOB_SECONDS
+
+
+RECENT_TIMES = (select(Attempt.started_at, Attempt.finished_at).where(Attempt.finished_at.is_not(None))
+                .order_by(Attempt.finished_at.desc()).limit(RECENT_JOBS))             # built once: every claim reads it
 
 
 ROUTER_TIMEOUT_SECONDS = 30.0       # a hosting router's wait for a response to begin (Heroku's; nginx's default is 60)

@@ -234,8 +234,7 @@ class Worker:
         errors on the way, never run again."""
         while True:
             with self.sessions() as db:
-                job = queue.claim(db, self.usage_window, self.jobs, claimer)
-                claimed = db.get(Attempt, job) if job is not None else None
+                claimed = queue.claim_attempt(db, self.usage_window, self.jobs, claimer)
             if claimed is None:
                 return None
             if claimed.runs <= MAX_RUNS:
