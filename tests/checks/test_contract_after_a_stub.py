@@ -72,20 +72,21 @@ def test_a_contract_waiting_for_its_functions_own_tests_that_named_no_cause_says
 def test_an_integer_table_is_said_to_be_one_where_float64_is_promised():
     """A table built in an integer array (np.zeros(..., dtype=int)): its contract case said "returned a int64
     ndarray; expected a float64 numpy ndarray (computing or storing in float32 loses digits...)", of no float32
-    step; its values "No known mistake matches this answer", each entry the expected one cut to a whole number; an
-    answer of zeros (never filled) is not said to be cut. Each fails on the old code."""
+    step; its values "No known mistake matches this answer", each entry the expected one cut to a whole number: now the
+    same cause, one row; an answer of zeros (never filled) is not said to be cut. Each fails on the old code."""
     import numpy as np
 
-    from posenc_autograder.checks.comparison import difference_pattern
+    from posenc_autograder.checks.comparison import WHOLE_NUMBERS, compare
     from posenc_autograder.checks.contracts import CAUSES, kind_problem
     said = kind_problem({"type": "ndarray", "dtype": "int64"}, ARRAY, "sinusoidal_positional_encoding")
     assert str(said).startswith("sinusoidal_positional_encoding returned an int64 ndarray; expected a float64")
     assert said.cause == CAUSES["whole_numbers"] and "float32" not in said
     assert "a float32 ndarray" in kind_problem({"type": "ndarray", "dtype": "float32"}, ARRAY, "f")
     expected = np.array([[0.0, 1.0], [0.841, 0.540], [0.909, -0.416]])
-    assert "cut to a whole number" in difference_pattern(np.trunc(expected), expected, 1e-9)
-    assert difference_pattern(np.zeros((3, 2)), np.full((3, 2), 0.5), 1e-9) != difference_pattern(
-        np.trunc(expected), expected, 1e-9)
+    said = compare({"value": np.trunc(expected)}, expected, "pe", 1e-9)
+    assert said.cause == WHOLE_NUMBERS == CAUSES["whole_numbers"] and f"Likely cause: {WHOLE_NUMBERS}" in said
+    assert getattr(compare({"value": np.zeros((3, 2))}, np.full((3, 2), 0.5), "pe", 1e-9), "cause", None) \
+        != WHOLE_NUMBERS
 
 
 def test_a_contract_of_a_function_not_defined_says_so_as_its_own_tests_do_in_one_dashboard_row():

@@ -188,10 +188,25 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
     if problem is None or not _DESCRIBED.get():
         return problem
     diagnosis = diagnose(array) if diagnose else None
+    diagnosis = diagnosis or (WHOLE_NUMBERS if cut_to_whole_numbers(array, expected, atol) else None)
     if diagnosis:
         return with_cause(problem, diagnosis)
     pattern = difference_pattern(array, expected, atol)
     return with_pattern(problem, pattern) if pattern else problem
+
+
+# The one cause of an answer each entry of which is the expected one cut to a whole number (the contracts test says
+# it of an integer array returned where float64 is promised: one cause, one row).
+WHOLE_NUMBERS = ("an integer array keeps whole numbers only, so every value written into it is cut: build it as "
+                 "float64 (np.zeros(shape) or np.empty(shape), without dtype=int)")
+
+
+def cut_to_whole_numbers(actual: np.ndarray, expected: np.ndarray, atol: float) -> bool:
+    """Each entry the expected one cut toward 0 (and the answer wrong, so some entry has a fraction); some whole
+    entry not 0, or an answer of zeros (never filled in) would fit."""
+    cut = np.trunc(np.asarray(expected, dtype=np.float64))
+    return np.shape(actual) == cut.shape and bool(np.any(np.abs(cut) > atol)) and \
+        bool(np.allclose(np.asarray(actual, dtype=np.float64), cut, rtol=0, atol=atol))
 
 
 FLOAT32_RELATIVE = 1e-6      # differences this small relative to the values are float32 rounding, not a formula
@@ -216,10 +231,6 @@ def difference_pattern(actual: np.ndarray, expected: np.ndarray, atol: float) ->
     if np.max(np.abs(diff)) <= FLOAT32_RELATIVE * scale and np.mean(np.abs(diff) > 1e-12 * scale) >= 0.5:
         return (f"every difference is at most {np.max(np.abs(diff)):.1g}, the size of float32 rounding: part of the "
                 f"computation is in float32 (np.float32 arrays, or a PyTorch default), even if cast back at the end")
-    # Not right, so some entry has a fraction; some whole one not 0, or an answer of zeros (never filled) would fit.
-    if np.allclose(actual, np.trunc(expected), rtol=0, atol=atol) and np.any(np.abs(np.trunc(expected)) > atol):
-        return ("every entry is the expected one cut to a whole number: the values were stored in an integer array "
-                "(dtype int), which keeps whole numbers only")
     if np.allclose(actual, -expected, rtol=0, atol=atol) and np.any(np.abs(expected) > atol):
         return "every entry has the expected size but the opposite sign"
     if np.ptp(diff) <= 2 * atol:

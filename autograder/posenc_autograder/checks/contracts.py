@@ -28,7 +28,13 @@ import threading
 
 import numpy as np
 
-from posenc_autograder.checks.comparison import NO_KNOWN_MISTAKE_FOUND, ProblemText, Rejected, raised_problem
+from posenc_autograder.checks.comparison import (
+    NO_KNOWN_MISTAKE_FOUND,
+    WHOLE_NUMBERS,
+    ProblemText,
+    Rejected,
+    raised_problem,
+)
 from posenc_autograder.checks.hidden import HiddenTest, each_case, read_only
 from posenc_autograder.checks.manifest import ARRAY, BOOL, FLOAT, INT, INT_ARRAY, StudentFunction
 from posenc_autograder.checks.reproduction import reading, reproduction, setting, step
@@ -42,8 +48,7 @@ CAUSES = {
     "dtype": "computing or storing in float32 loses digits the tests need; keep everything float64",
     "list": "build the result with numpy, or wrap it in np.array(...)",
     "integer": "indices and buckets are integers: build them with integer arithmetic, or cast with .astype(np.int64)",
-    "whole_numbers": "an integer array keeps whole numbers only, so every value written into it is cut: build it as "
-                     "float64 (np.zeros(shape) or np.empty(shape), without dtype=int)",
+    "whole_numbers": WHOLE_NUMBERS,
     "in_place": "`out = X; out += ...`, `X += ...` or `x[..., 0::2] = ...` writes into the caller's array; "
                 "compute into a new array, `X + ...` or `np.empty(x.shape)`, or copy first",
 }
