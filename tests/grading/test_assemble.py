@@ -161,3 +161,26 @@ def test_an_invalid_release_fails_every_notebook_as_before():
     for _ in range(2):
         with pytest.raises(nbformat.ValidationError):
             assemble(given, release())
+
+
+class Unwalked(str):
+    """A source that fails when walked one character at a time."""
+
+    def __iter__(self):
+        raise AssertionError("a cell's text was rebuilt from its characters")
+
+
+def test_a_cells_text_is_compared_and_kept_as_it_is_never_rebuilt_from_its_characters():
+    student = release()
+    for cell in student.cells:
+        cell.source = Unwalked(cell.source)
+    student.cells[2].source = Unwalked("def f(x):\n    return 2 * x")
+    student.cells[3].source = Unwalked("assert True")                 # a read-only cell edited
+    student.cells.append(_cell("code", "print(f(2))"))
+    student.cells[-1].source = Unwalked(student.cells[-1].source)
+    result = assemble(release(), student)                            # old code: "".join walked every source
+    assert sources(result.notebook)[2:4] == ["def f(x):\n    return 2 * x", "assert f(1) == 2"]
+    assert sources(result.notebook)[-1] == "print(f(2))" and "visible" in str(result.notes)
+    lines = release()
+    lines.cells[2].source = ["def f(x):\n", "    return 3"]             # a source as a list of lines: joined
+    assert sources(assemble(release(), lines).notebook)[2] == "def f(x):\n    return 3"
