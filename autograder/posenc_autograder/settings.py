@@ -14,8 +14,10 @@ import dataclasses
 import datetime as dt
 import functools
 import math
+import os
 import pathlib
 import re
+import stat
 import tomllib
 import typing
 import zoneinfo
@@ -186,9 +188,14 @@ class Settings:
 
 
 def load(course: Course) -> Settings:
-    """The settings of the course (read again only when the file changes)."""
+    """The settings of the course (read again only when the file changes). One stat of the file a call: every page
+    and status asks for them several times."""
     path = course.path(SETTINGS_FILE)
-    return _read(path, path.stat().st_mtime_ns if path.is_file() else None)
+    try:
+        found = os.stat(path)
+    except OSError:
+        return _read(path, None)
+    return _read(path, found.st_mtime_ns if stat.S_ISREG(found.st_mode) else None)
 
 
 @functools.lru_cache(maxsize=8)

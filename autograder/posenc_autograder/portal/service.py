@@ -64,6 +64,8 @@ def database(course: Course, register: bool = True):
 OWN_ATTEMPT = select(Attempt).where(Attempt.id == bindparam("attempt_id"), Attempt.student_id == bindparam("student"))
 _ASSIGNMENTS = bindparam("assignments", expanding=True)
 SAVED_POLICIES = select(Policy).where(Policy.assignment.in_(_ASSIGNMENTS))
+SAVED_EXTENSION = select(Extension).where(Extension.student_id == bindparam("student"),
+                                          Extension.assignment == bindparam("assignment"))
 SAVED_EXTENSIONS = select(Extension).where(Extension.student_id == bindparam("student"),
                                            Extension.assignment.in_(_ASSIGNMENTS))
 # A student's attempts as their pages and upload decisions count them, without each graded one's result (kilobytes
@@ -210,7 +212,8 @@ class Portal:
         """The student's extension as the late policy applies it (late_policy.Deadlines.deadline: the roster's, as an
         instructor grants one for any door, else the portal's), so the portal's deadline, upload decisions and status
         say the lateness grades.csv says. A roster's is a transient row, never saved."""
-        return self._extension_of(db.get(Extension, (student, assignment)), student, assignment)
+        saved = db.execute(SAVED_EXTENSION, {"student": student, "assignment": assignment}).scalar_one_or_none()
+        return self._extension_of(saved, student, assignment)
 
     def _extension_of(self, saved: Extension | None, student: str, assignment: str) -> Extension | None:
         """extension_for from the student's saved row (None: none saved), read by the caller."""

@@ -21,7 +21,7 @@ import threading
 import typing
 from typing import Callable
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from posenc_autograder import settings
 from posenc_autograder.course import Course
@@ -50,6 +50,9 @@ EVIDENCE_BACKLOG_BYTES = 128 * 2**20
 GAVE_UP = (f"the grader failed on this notebook {MAX_RUNS} times, for its own reasons, not your code's; it is "
            f"not graded, it does not use up one of your attempts, and the instructor sees it")
 Execute = Callable[[GradingTask], Execution]
+# An assignment's saved rules by its key, a statement built once: Session.get builds its SELECT at every call, and
+# every page, status and upload asks for the rules (and on most courses finds no saved row, so nothing is kept).
+SAVED_POLICY = select(Policy).where(Policy.assignment == bindparam("assignment"))
 
 
 class Signal(typing.Protocol):
@@ -392,7 +395,7 @@ class Worker:
     def policy_for(self, db, assignment: str) -> Policy:
         """The assignment's rules as they apply: the portal's (saved, else the course's defaults), with the deadline
         and grace of course.toml's [late.<assignment>] where it states them (one deadline, read everywhere)."""
-        return self.policy_of(db.get(Policy, assignment), assignment)
+        return self.policy_of(db.execute(SAVED_POLICY, {"assignment": assignment}).scalar_one_or_none(), assignment)
 
     def policy_of(self, saved: Policy | None, assignment: str) -> Policy:
         """policy_for from the assignment's saved row (None: none saved), read by the caller. Without a saved row, the
