@@ -105,10 +105,17 @@ def scatter_into_buckets(grad_bias, buckets, num_buckets: int) -> np.ndarray:
     return grad
 
 
+def pair_distances(q_len: int, k_len: int) -> np.ndarray:
+    """Each key_position - query_position a q_len x k_len attention holds, once: -(q_len - 1) .. k_len - 1."""
+    return np.arange(1 - q_len, k_len)
+
+
 def t5_buckets_used(q_len: int, k_len: int, bidirectional: bool = True, num_buckets: int = 32,
                     max_distance: int = 128) -> int:
-    """How many distinct buckets the pairs of a q_len x k_len attention use (the analysis question)."""
-    return int(np.unique(t5_relative_bucket(t5_distances(q_len, k_len), bidirectional, num_buckets,
+    """How many distinct buckets the pairs of a q_len x k_len attention use (the analysis question). A pair's
+    bucket depends on its distance alone, so the distances' buckets are the pairs': q_len + k_len - 1 values where
+    every pair made q_len * k_len (a 2048 x 2048 layer's np.unique took ~0.3 CPU-s)."""
+    return int(np.unique(t5_relative_bucket(pair_distances(q_len, k_len), bidirectional, num_buckets,
                                             max_distance)).size)
 
 
