@@ -12,7 +12,7 @@ import urllib.request
 import nbformat
 import pytest
 from axe_run import SAMPLED, axe_run, rules_tagged, sample_settles
-from book_pages import RAW_TEX, PageLinks, load, open_page, reader, resolve, toc_files
+from book_pages import DESKTOP, RAW_TEX, PageLinks, Tab, open_page, reader, resolve, toc_files
 
 from posenc_autograder.authoring import book_downloads
 
@@ -135,39 +135,42 @@ def desktop_pages(request, site, browser_with_scrollbars, pages, repo_root):
     """Every page opened once at desktop width (light theme) in a Chromium that draws scrollbars, as most desktops
     do, every SHARES-th from its share's first: {page: DesktopPage}; a screenshot of each one's first screen lands
     in _build/screenshots. Each check reads the page as it first shows (the screenshot and axe come last); then the
-    same page is turned into a phone's (as_phone) for the phone-width checks."""
+    same page is turned into a phone's (as_phone) for the phone-width checks. The pages are loaded one after another
+    in one tab, its window made a desktop's again before each (as_desktop)."""
     base, _ = site
     shots = repo_root / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     found = {}
     every = [f"{p}.html" for p in pages] + list(GENERATED_PAGES)
     with contextlib.closing(reader(browser_with_scrollbars)) as window:
+        tab = Tab(window)
+        scrollbars = window.new_cdp_session(tab.page)        # the session whose override hides them, and shows them
         for name in every[request.param::SHARES]:
-            found[name] = desktop_page(window, base, name, shots)
+            found[name] = desktop_page(tab, scrollbars, base, name, shots)
     return found
 
 
-def desktop_page(window, base, name, shots) -> "DesktopPage":
-    """What the desktop crawl reads of one page, opened in the crawl's window."""
-    page, problems = load(window.new_page(), f"{base}/{name}")
-    try:
-        scrollbar, overflowing = page.evaluate(SCROLLBAR_WIDTH), []
-        if name in GENERATED_PAGES:                  # the search and index pages: axe only
-            if "search" in name:
-                page.wait_for_selector("#search-results ul.search li p.context", timeout=15000)
-            problems = []
-        else:
-            overflowing = page.evaluate(OVERFLOWING_INLINE_MATH)
-            problems = problems + page_problems(page)    # a copy: axe's own stylesheet reads are not the page's
-            page.screenshot(path=str(shots / f"{name[:-len('.html')].replace('/', '__')}.jpg"), quality=SHOT_QUALITY)
-        violations = axe_violations(page)
-        at_phone_width = None
-        if name not in GENERATED_PAGES:      # reader.js's marks as the page loaded, then as a phone shows it
-            at_phone_width = [f"hides more without showing it, as loaded: {box}"
-                              for box in page.evaluate(UNMARKED_SCROLLING)] + phone_problems(as_phone(page))
-        return DesktopPage(problems, violations, scrollbar, overflowing, at_phone_width)
-    finally:
-        page.close()
+def desktop_page(tab, scrollbars, base, name, shots) -> "DesktopPage":
+    """What the desktop crawl reads of one page, loaded in the crawl's tab made a desktop's window again."""
+    as_desktop(tab.page, scrollbars)
+    page, problems = tab.load(f"{base}/{name}")
+    shown, overflowing = page.evaluate(WINDOW), []
+    window = [] if (shown["theme"], shown["width"]) == ("light", DESKTOP["width"]) else \
+        [f"not a desktop's window in the light theme: {shown}"]
+    if name in GENERATED_PAGES:                  # the search and index pages: axe only
+        if "search" in name:
+            page.wait_for_selector("#search-results ul.search li p.context", timeout=15000)
+        problems = window
+    else:
+        overflowing = page.evaluate(OVERFLOWING_INLINE_MATH)
+        problems = problems + window + page_problems(page)    # a copy: axe's own stylesheet reads are not the page's
+        page.screenshot(path=str(shots / f"{name[:-len('.html')].replace('/', '__')}.jpg"), quality=SHOT_QUALITY)
+    violations = axe_violations(page)
+    at_phone_width = None
+    if name not in GENERATED_PAGES:      # reader.js's marks as the page loaded, then as a phone shows it
+        at_phone_width = [f"hides more without showing it, as loaded: {box}"
+                          for box in page.evaluate(UNMARKED_SCROLLING)] + phone_problems(as_phone(page, scrollbars))
+    return DesktopPage(problems, violations, shown["scrollbar"], overflowing, at_phone_width)
 
 
 class DesktopPage(typing.NamedTuple):
@@ -288,26 +291,34 @@ def test_pages_read_at_phone_width(desktop_pages):
 # menus). reader.js marks the scrolling boxes again on the resize; its marks made as the page loaded are checked
 # before the resize (a page loaded without them showed 6 boxes hiding more unmarked at desktop width).
 PHONE = {"width": PHONE_WIDTH, "height": 900}
-AS_PHONE = """() => ({theme: document.documentElement.dataset.theme, width: innerWidth,
+WINDOW = """() => ({theme: document.documentElement.dataset.theme, width: innerWidth,
                      scrollbar: (""" + SCROLLBAR_WIDTH + """)()})"""
 SETTLED = """() => Promise.race([new Promise(late => setTimeout(late, 3000)),
     new Promise(frame => requestAnimationFrame(() => requestAnimationFrame(frame)))
         .then(() => Promise.all(document.getAnimations().map(animation => animation.finished)))])"""
 
 
-def as_phone(page):
-    """The loaded page in a phone's window (PHONE, dark, no scrollbars) once its layout has settled (the sidebar's
-    slide off-screen ended; at most 3 s, so that an animation that never ends cannot stop the crawl)."""
-    page.context.new_cdp_session(page).send("Emulation.setScrollbarsHidden", {"hidden": True})
+def as_phone(page, scrollbars):
+    """The loaded page in a phone's window (PHONE, dark, no scrollbars: hidden through the page's CDP session
+    `scrollbars`) once its layout has settled (the sidebar's slide off-screen ended; at most 3 s, so that an animation
+    that never ends cannot stop the crawl)."""
+    scrollbars.send("Emulation.setScrollbarsHidden", {"hidden": True})
     page.emulate_media(color_scheme="dark")
     page.set_viewport_size(PHONE)
     page.evaluate(SETTLED)
     return page
 
 
+def as_desktop(page, scrollbars) -> None:
+    """The tab's window a desktop's again (DESKTOP, light, scrollbars drawn), for the next page it loads."""
+    scrollbars.send("Emulation.setScrollbarsHidden", {"hidden": False})
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size(DESKTOP)
+
+
 def phone_problems(page) -> list[str]:
     """What is wrong with a page shown in a phone's window (as_phone), in the dark theme."""
-    shown = page.evaluate(AS_PHONE)
+    shown = page.evaluate(WINDOW)
     if shown != {"theme": "dark", "width": PHONE_WIDTH, "scrollbar": 0}:
         return [f"not a phone's window in the dark theme: {shown}"]
     problems = []
