@@ -189,8 +189,11 @@ UNIQUE_DROPPED = {"portal_attempt": ("student_id", "assignment", "sha256")}     
 
 
 # Connections kept open: one per thread that may hold one at once (Starlette's thread pool, 40 by default, and the
-# grading threads), so a rush neither waits for a connection nor opens and closes one per request.
-POOL_SIZE, POOL_OVERFLOW = 48, 16
+# grading threads), so a rush neither waits for a connection nor opens and closes one per request. The one returned
+# last is taken first (LIFO): the few a process uses most stay in use, each with its statements prepared
+# (PostgreSQL, portal/prepared.py) or cached (SQLite), where a FIFO pool handed out every connection in turn, each
+# preparing every statement again.
+POOL_SIZE, POOL_OVERFLOW, POOL_LIFO = 48, 16, True
 
 
 def engine_for(url: str):
@@ -199,7 +202,8 @@ def engine_for(url: str):
     if url.startswith("sqlite"):
         in_memory = make_url(url).database in (None, "", ":memory:")          # one connection, shared: no pool
         engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False},
-                               **({} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}))
+                               **({} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW,
+                                                        "pool_use_lifo": POOL_LIFO}))
 
         @event.listens_for(engine, "connect")
         def _pragmas(connection, _record):
@@ -209,7 +213,7 @@ def engine_for(url: str):
             cursor.close()
         return engine
     psycopg2 = make_url(url).get_driver_name() == "psycopg2"
-    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
+    engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_use_lifo=POOL_LIFO,
                            connect_args={"connection_factory": _preparing()} if psycopg2 else {})
     ping_when_idle(engine)
     if psycopg2:
