@@ -165,8 +165,10 @@ def process_state() -> dict:
     mask = os.umask(0)
     os.umask(mask)
     environment = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}  # pytest's own
+    # tempfile's folder worked out (from TMPDIR) if nothing asked for it yet: the first test to ask for it in a
+    # process (a run without workers, on the in-memory folder) is not leaving it changed
     return {"environment": environment, "working folder": os.getcwd(), "umask": mask,
-            "tempfile.tempdir": tempfile.tempdir}
+            "tempfile.tempdir": tempfile.gettempdir() and tempfile.tempdir}
 
 
 ENDING_GRACE = 2.0      # seconds a child the test ended (killed, terminated) may take to be gone

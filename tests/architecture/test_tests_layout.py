@@ -248,6 +248,18 @@ def test_a_run_leaving_out_the_slow_tests_keeps_its_temporary_folders_in_memory(
             subprocess.run(["umount", str(noexec)], check=True)
 
 
+def test_the_first_test_that_asks_for_tempfiles_folder_leaves_nothing_changed(request, monkeypatch):
+    """tempfile works its folder out once, at the first call that needs it: that test is not named for it (a run
+    without workers failed the first test to use tmp_path: 'tempfile.tempdir: None -> /dev/shm')."""
+    import tempfile
+    guard = next(plugin for plugin in request.config.pluginmanager.get_plugins()
+                 if getattr(plugin, "__file__", None) == str(ROOT / "tests" / "conftest.py"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    before, children = guard.process_state(), guard.child_processes()
+    tempfile.gettempdir()                        # as tmp_path, a tempfile, a temporary folder ask
+    assert guard.left_behind(before, children) is None
+
+
 def test_a_test_that_leaves_its_process_changed_is_named(request, monkeypatch):
     """tests/conftest.py names what a test left for the next tests of its worker: an environment variable, a child
     process (here both); nothing when the process is as it was."""
