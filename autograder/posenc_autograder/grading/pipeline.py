@@ -479,6 +479,15 @@ def may_name(source: str, name: str) -> bool:
     return name in source or (not source.isascii() and name in unicodedata.normalize("NFKC", source))
 
 
+def may_bind(source: str, name: str) -> bool:
+    """Could the cell bind `name` as _bindings reads a cell: an import (of it, or as it), a def or class of it, an
+    assignment to it (`np = `, `(np) = `, `np: T = `)? A cell that only uses it (`np.zeros(3)`, every cell of a
+    notebook, for `np`) is not read as IPython: a regular expression with no nested repetition, linear in the cell."""
+    text = source if source.isascii() else unicodedata.normalize("NFKC", source)
+    return name in text and re.search(rf"\bimport\b|(?<![\w.]){re.escape(name)}[\s\\)]*(?::|=(?!=))|"
+                                      rf"\b(?:def|class)\s+{re.escape(name)}\b", text) is not None
+
+
 def _binding(cells: list, name: str, after: int, before: int) -> list[int]:
     """The places of the cells between `after` and `before` that bind `name` (a cell without its text binds it not)."""
     return [index for index, cell in cells if after < index < before and may_name(cell.source, name)
@@ -542,7 +551,7 @@ def rebound_import_notes(executed_notebook: str | None) -> list[Note]:
     notes, said, budget = [], set(), magics.TransformBudget()      # one for the notebook: its cells are the student's
     for index, cell in enumerate(nb.cells[start + 1:], start + 1):
         if cell.cell_type != "code" or grade_id(cell) in REGISTRY or grade_id(cell) == shared_probes.SHARED_CELL \
-                or not any(may_name(cell.source, name) for name in set(imported) - said):
+                or not any(may_bind(cell.source, name) for name in set(imported) - said):
             continue
         for name, bound in _bindings(cell.source, budget):
             if name in imported and name not in said and bound not in (imported[name], None):
