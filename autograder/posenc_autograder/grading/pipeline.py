@@ -476,14 +476,19 @@ def top_level_names(source: str) -> frozenset[str]:
 def may_name(source: str, name: str) -> bool:
     """Could the cell bind `name`? Not without its text (Python reads identifiers in NFKC form: compared so); reading
     the cell as IPython does costs ~1 ms, this a microsecond."""
-    return name in source or (not source.isascii() and name in unicodedata.normalize("NFKC", source))
+    return name in source or name in as_identifiers(source)
+
+
+def as_identifiers(source: str) -> str:
+    """The text as Python reads its identifiers (NFKC form: `ｎｐ` is `np`); an ASCII text as it is."""
+    return source if source.isascii() else unicodedata.normalize("NFKC", source)
 
 
 def may_bind(source: str, name: str) -> bool:
     """Could the cell bind `name` as _bindings reads a cell: an import (of it, or as it), a def or class of it, an
     assignment to it (`np = `, `(np) = `, `np: T = `)? A cell that only uses it (`np.zeros(3)`, every cell of a
     notebook, for `np`) is not read as IPython: a regular expression with no nested repetition, linear in the cell."""
-    text = source if source.isascii() else unicodedata.normalize("NFKC", source)
+    text = as_identifiers(source)
     return name in text and re.search(rf"\bimport\b|(?<![\w.]){re.escape(name)}[\s\\)]*(?::|=(?!=))|"
                                       rf"\b(?:def|class)\s+{re.escape(name)}\b", text) is not None
 
