@@ -293,15 +293,20 @@ def test_pages_read_at_phone_width(desktop_pages):
 PHONE = {"width": PHONE_WIDTH, "height": 900}
 WINDOW = """() => ({theme: document.documentElement.dataset.theme, width: innerWidth,
                      scrollbar: (""" + SCROLLBAR_WIDTH + """)()})"""
+# The theme marks the code cells that scroll as keyboard stops (tabindex 0) 300 ms after the last resize (a debounced
+# timer set by the resize event): a timer of that length set after the resize fires after it. Without it, axe read a
+# phone-width code cell before it was marked, when animations ended sooner (scrollable-region-focusable, a flake).
+THEME_RESIZE_DEBOUNCE_MS = 300
 SETTLED = """() => Promise.race([new Promise(late => setTimeout(late, 3000)),
     new Promise(frame => requestAnimationFrame(() => requestAnimationFrame(frame)))
-        .then(() => Promise.all(document.getAnimations().map(animation => animation.finished)))])"""
+        .then(() => Promise.all([...document.getAnimations().map(animation => animation.finished),
+            new Promise(marked => setTimeout(marked, """ + str(THEME_RESIZE_DEBOUNCE_MS) + """))]))])"""
 
 
 def as_phone(page, scrollbars):
     """The loaded page in a phone's window (PHONE, dark, no scrollbars: hidden through the page's CDP session
-    `scrollbars`) once its layout has settled (the sidebar's slide off-screen ended; at most 3 s, so that an animation
-    that never ends cannot stop the crawl)."""
+    `scrollbars`) once its layout has settled (the sidebar's slide off-screen ended, the theme's keyboard stops set
+    again; at most 3 s, so that an animation that never ends cannot stop the crawl)."""
     scrollbars.send("Emulation.setScrollbarsHidden", {"hidden": True})
     page.emulate_media(color_scheme="dark")
     page.set_viewport_size(PHONE)
