@@ -372,6 +372,19 @@ def test_a_failed_contract_names_its_own_cause_or_the_one_its_value_tests_found(
     assert raised[0].cause.startswith("ValueError: matmul")
 
 
+def test_an_integer_table_is_named_as_such_by_every_test_it_fails():
+    """A table built with dtype=int fails the structure tests too (identical rows, no wavelength): each says the one
+    cause its values show, never that no known mistake matches. Before, those two said "No known mistake"."""
+    from posenc_autograder.checks.comparison import NO_KNOWN_MISTAKE, WHOLE_NUMBERS
+    from posenc_autograder.results import ProblemKind
+    code = {m.name: m.code for m in MISTAKES}
+    failed = failures(namespace_from(SOLUTION, code["integer table"]))
+    assert {"hidden_pe_unique_bounded", "hidden_pe_frequency"} <= set(failed)
+    said = {cid: {p.cause for p in problems if p.kind == ProblemKind.VALUE} for cid, problems in failed.items()}
+    assert said == dict.fromkeys(failed, {WHOLE_NUMBERS}), said
+    assert not [p.text for problems in failed.values() for p in problems if NO_KNOWN_MISTAKE in p.text]
+
+
 def test_the_integer_contract_says_what_it_accepts():
     """A count promised as an integer passes as a Python int or a numpy integer (the self-check accepts both too), so
     no word a student reads (the test's title, its spec bullet, a failure's sentence, the notebook's own words) asks

@@ -187,8 +187,7 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
         problem = shape_problem.args[0]
     if problem is None or not _DESCRIBED.get():
         return problem
-    diagnosis = diagnose(array) if diagnose else None
-    diagnosis = diagnosis or (WHOLE_NUMBERS if cut_to_whole_numbers(array, expected, atol) else None)
+    diagnosis = known_cause(array, expected, atol, diagnose)
     if diagnosis:
         return with_cause(problem, diagnosis)
     pattern = difference_pattern(array, expected, atol)
@@ -199,6 +198,15 @@ def compare(record: dict, expected: np.ndarray, what: str, atol: float,
 # it of an integer array returned where float64 is promised: one cause, one row).
 WHOLE_NUMBERS = ("an integer array keeps whole numbers only, so every value written into it is cut: build it as "
                  "float64 (np.zeros(shape) or np.empty(shape), without dtype=int)")
+
+
+def known_cause(array: np.ndarray, expected: np.ndarray, atol: float,
+                diagnose: Callable[[np.ndarray], str | None] | None = None) -> str | None:
+    """The known mistake a wrong answer shows: the test's own diagnosis, else whole numbers where the expected values
+    have fractions (an integer array); None when neither fits. What compare() and the judges that read an answer's
+    structure rather than its values (distinct rows, wavelengths) name as the cause."""
+    diagnosis = diagnose(array) if diagnose else None
+    return diagnosis or (WHOLE_NUMBERS if cut_to_whole_numbers(array, expected, atol) else None)
 
 
 def cut_to_whole_numbers(actual: np.ndarray, expected: np.ndarray, atol: float) -> bool:

@@ -129,6 +129,11 @@ def sinusoidal_positional_encoding(seq_len, d_model):
     # A float32 return of correct values is one mistake, charged once: by the contracts test.
     Mistake("float32 table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.astype(np.float32)")),
             "hidden_contracts", "sinusoidal_positional_encoding returned a float32 ndarray; expected a float64"),
+    # np.zeros(..., dtype=int) filled with sin and cos: every entry cut to a whole number, one cause in every test
+    Mistake("integer table", pe_variant(assemble=INTERLEAVE.replace("np.empty((seq_len, d_model))",
+                                                                     "np.zeros((seq_len, d_model), dtype=int)")),
+            "hidden_pe_values", "an integer array keeps whole numbers only",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_stability', 'hidden_pe_unique_bounded')),
     Mistake("no ValueError for odd d_model", pe_variant().replace('raise ValueError("odd")', "d_model -= 1"),
             "hidden_pe_shapes", "must raise ValueError"),     # the module only calls it: not charged there
     Mistake("transposed table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.T")),

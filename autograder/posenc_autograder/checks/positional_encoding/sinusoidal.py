@@ -13,6 +13,7 @@ from posenc_autograder.checks.comparison import (
     call_label,
     compare,
     expect_error,
+    known_cause,
     mismatch,
     observed_array,
     problems_of,
@@ -87,7 +88,7 @@ def _judge_unique(inputs, obs):
         table, second = (observed_array(r, what, (seq_len, d_model)) for r in obs["tables"])
     except Rejected as problem:
         return _of_call([problem.args[0]], c)
-    problems = []
+    problems = []        # what the values show: a cause of them is theirs too (the determinism problem is not)
     if not _rows_apart(table, 1e-12):
         squared = (table ** 2).sum(axis=1)
         distances = squared[:, None] + squared[None, :] - 2 * table @ table.T
@@ -96,15 +97,24 @@ def _judge_unique(inputs, obs):
         problems.append(f"rows {i} and {j} of {what} are identical: every position needs its own vector")
     if not np.abs(table).max() <= 1.0:
         problems.append(f"{what} has an entry of magnitude {np.abs(table).max():.6g}; sin and cos stay within [-1, 1]")
-    if not np.array_equal(table, second):
-        problems.append(f"two calls of {what} returned different tables: the function must be deterministic")
     norms = np.linalg.norm(table, axis=1)
     target = np.sqrt(d_model / 2)
     if not np.abs(norms - target).max() <= NORM_TOLERANCE:
         p = int(np.argmax(np.abs(norms - target)))
         problems.append(f"row {p} of {what} has norm {norms[p]:.10g}; every row should have norm "
                         f"sqrt(d_model/2) = {target:.10g} because each (sin, cos) pair contributes 1")
+    problems = _with_table_cause(problems, table, seq_len, d_model)
+    if not np.array_equal(table, second):
+        problems.append(f"two calls of {what} returned different tables: the function must be deterministic")
     return _of_call(problems, c)
+
+
+def _with_table_cause(problems: list, table: np.ndarray, seq_len: int, d_model: int) -> list:
+    """Problems found in a table's structure (its rows, norms, wavelengths), each with the known mistake its values
+    show (the values tests' diagnosis, or whole numbers: an integer table), when one does."""
+    cause = known_cause(table, ref.sinusoidal_positional_encoding(seq_len, d_model), 1e-9,
+                        lambda wrong: diagnose_pe_table(wrong, seq_len, d_model)) if problems else None
+    return [with_cause(p, cause) for p in problems] if cause else problems
 
 
 ROWS_AT_ONCE = 64       # rows of the squared distances worked out at a time: a block that stays in the cache
@@ -193,8 +203,7 @@ def _judge_frequency(inputs, obs):
         if not abs(measured - expected[pair]) <= 1e-3 * expected[pair]:
             problems.append(f"the {label} (sin, cos) pair has wavelength {measured:.6g} positions; expected "
                             f"2*pi*10000^(2i/d) = {expected[pair]:.6g}")
-    explanation = diagnose_pe_table(table, seq_len, d_model) if problems else None    # the values' known mistakes
-    return _of_call([with_cause(p, explanation) for p in problems] if explanation else problems, c)
+    return _of_call(_with_table_cause(problems, table, seq_len, d_model), c)
 
 
 # --- the SinusoidalPositionalEncoding class ----------------------------------------------------
