@@ -385,6 +385,21 @@ def test_an_integer_table_is_named_as_such_by_every_test_it_fails():
     assert not [p.text for problems in failed.values() for p in problems if NO_KNOWN_MISTAKE in p.text]
 
 
+def test_a_transposed_table_is_said_to_look_transposed_in_one_voice():
+    """A table of shape (d_model, seq_len) is said to look transposed by every test that reads its shape, and no
+    sentence then adds that no known mistake matches. Before, hidden_pe_shapes' first case said both, its second
+    case only the first, and the structure tests the same mix."""
+    from posenc_autograder.checks.comparison import NO_KNOWN_MISTAKE
+    from posenc_autograder.results import ProblemKind
+    code = {m.name: m.code for m in MISTAKES}
+    failed = failures(namespace_from(SOLUTION, code["transposed table"]))
+    said = [p for cid, problems in failed.items() if cid != "hidden_contracts" for p in problems
+            if p.kind == ProblemKind.VALUE]
+    assert {"hidden_pe_shapes", "hidden_pe_unique_bounded", "hidden_pe_frequency"} <= set(failed)
+    assert all("(it looks transposed)" in p.text and p.cause for p in said), [p.text for p in said]
+    assert not [p.text for p in said if NO_KNOWN_MISTAKE in p.text]
+
+
 def test_the_integer_contract_says_what_it_accepts():
     """A count promised as an integer passes as a Python int or a numpy integer (the self-check accepts both too), so
     no word a student reads (the test's title, its spec bullet, a failure's sentence, the notebook's own words) asks

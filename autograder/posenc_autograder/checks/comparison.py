@@ -102,11 +102,18 @@ def non_finite_where(array: np.ndarray) -> str:
     return f"{what} in every entry" if bad.all() else f"{what} in {int(bad.sum())} of {bad.size} entries"
 
 
+# A shape that is the expected one reversed, said as the pattern it is (a test that diagnoses the values may still
+# name a cause): the sentence then never also says that no known mistake matches.
+REVERSED_SHAPE = "its shape is the expected one reversed (transposed)"
+
+
 def require_shape(array: np.ndarray, expected: tuple, what: str) -> np.ndarray:
     expected = tuple(expected)
     if array.shape != expected:
-        hint = " (it looks transposed)" if array.shape == tuple(reversed(expected)) and len(expected) > 1 else ""
-        raise Rejected(f"{what} has shape {array.shape}, expected {expected}{hint}")
+        if array.shape == tuple(reversed(expected)) and len(expected) > 1:
+            raise Rejected(ProblemText(f"{what} has shape {array.shape}, expected {expected} (it looks transposed)",
+                                       cause=REVERSED_SHAPE, pattern=True))
+        raise Rejected(f"{what} has shape {array.shape}, expected {expected}")
     return array
 
 
