@@ -165,6 +165,17 @@ def test_nan_infinity_and_a_wrong_shape_are_reported_as_they_are(assignment, kin
             assert "NaN or infinite" in joined or "NaN or Inf" in joined or "raised" in joined, (name, said)
 
 
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_an_integer_array_is_said_to_cut_its_values_never_to_be_float32(assignment):
+    """A function that returns its answer in an integer array (np.zeros(..., dtype=int) filled in) is told so, in the
+    hidden tests' words; before, the dtype check blamed "a float32 step" or named no cause at all."""
+    from posenc_autograder.checks.contracts import CAUSES
+    for name in array_functions(assignment):
+        namespace, summary = run(assignment, rebinding=wrapping(name, lambda value: np.trunc(value).astype(np.int64)))
+        joined = " ".join(" ".join(f.split()) for f in failures(namespace))
+        assert summary is not None and CAUSES["whole_numbers"] in joined and "float32" not in joined, (name, joined)
+
+
 @pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in ("positional_encoding", "rope_alibi",
                                                                         "context_extension")])
 def test_a_failure_of_the_checks_own_code_is_not_blamed_on_the_student(assignment):
