@@ -15,6 +15,7 @@ import warnings
 COURSE_ID = "posenc-course"
 COURSE_ENV = "POSENC_COURSE"           # names the course folder when not running inside it
 CONFIG = "autograder/nbgrader_config.py"
+SUMMARY_CELL = "visible_summary"  # every notebook's last visible cell: it fails while any check above fails
 
 # Relative to the course root (nbgrader's CourseDirectory.root).
 SOURCE_DIRECTORY = "solutions"

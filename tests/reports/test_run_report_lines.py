@@ -57,3 +57,18 @@ def test_the_report_lists_only_students_a_note_asks_to_act_and_says_what_to_do(t
     assert "What to do: instructor: the grader failed" in report.split("## asked_grader_error")[1]
     assert "What to do: student: submit a readable notebook" in report.split("## unreadable")[1]
     assert "What to do: student: read the notes in the feedback\n" in report.split("## asked_timeout")[1]
+
+
+def test_the_visible_summary_cell_is_never_listed_as_a_check_of_its_own():
+    """The summary cell fails whenever a visible check above it fails: the report lists the checks, not its internal
+    id beside them (before: 'test_pe_visible, visible_summary'); failing alone, it is said in words."""
+    from posenc_autograder.course import SUMMARY_CELL
+    check = GradedTest("test_pe_visible", "t", False, 0.0, 0.0, ["your self-check reported: wrong"])
+    summary = GradedTest(SUMMARY_CELL, "t", False, 0.0, 0.0, ["raised AssertionError"])
+
+    def rows(*tests):
+        lines = run_report.visible_failures_section([NotebookResult("ada", "positional_encoding", "nb", True,
+                                                                    list(tests), [])])
+        return [line for line in lines if line.startswith("- ")]
+    assert rows(check, summary) == ["- ada / positional_encoding: test_pe_visible"]
+    assert rows(summary) == ["- ada / positional_encoding: the last cell, which sums up the visible checks"]

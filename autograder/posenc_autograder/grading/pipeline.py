@@ -25,7 +25,7 @@ from posenc_autograder import settings, words
 from posenc_autograder.authoring import release_history
 from posenc_autograder.checks import REGISTRY, manifest, stand_in_files, stand_in_sources, variants
 from posenc_autograder.checks.hidden import HiddenTest, judge_all
-from posenc_autograder.course import RELEASE_DIRECTORY, Course, grade_id, nbgrader_meta
+from posenc_autograder.course import RELEASE_DIRECTORY, SUMMARY_CELL, Course, grade_id, nbgrader_meta
 from posenc_autograder.grading import shared_probes
 from posenc_autograder.grading.assemble import assemble, code_cell, untouched
 from posenc_autograder.grading.execute import Execution, GradingTask, cell_label
@@ -758,9 +758,6 @@ def _contract_blamed(problem: Problem, broken: dict[str, CellError], test_id: st
     if cell is None or not problem.text.startswith(probe_helpers.not_defined(function or "")):
         return problem
     return _not_judged(_not_run(cell, broken))
-
-
-SUMMARY_CELL = "visible_summary"      # every notebook's last visible cell: it fails while any check above fails
 
 
 def _summary_said(tests: list[GradedTest]) -> list[GradedTest]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from posenc_autograder import csvsafe, words
-from posenc_autograder.course import Course
+from posenc_autograder.course import SUMMARY_CELL, Course
 from posenc_autograder.intake import roster
 from posenc_autograder.reports import dashboard, late_policy, lms_exports
 from posenc_autograder.results import NotebookResult, NoteKind
@@ -128,9 +128,16 @@ def write_run_report(course: Course, results: list[NotebookResult], findings=(),
 def visible_failures_section(results: list[NotebookResult]) -> list[str]:
     """Per student, the visible self-checks that failed: what `nbgrader validate` would have told them."""
     rows = [f"- {markdown_text(r.student)} / {markdown_text(r.assignment)}: "
-            f"{markdown_text(', '.join(failed))}" for r in results if r.graded
-            and (failed := [t.cell_id for t in r.tests if not t.hidden and not t.passed])]
+            f"{markdown_text(', '.join(failed))}" for r in results if r.graded and (failed := failed_self_checks(r))]
     return ["## Visible self-checks that failed", "", *rows, ""] if rows else []
+
+
+def failed_self_checks(result: NotebookResult) -> list[str]:
+    """The visible checks that failed, by their cells' ids; the summary cell, which fails whenever one of them does,
+    is no check of its own: said in words, and only when no check above it failed."""
+    failed = [t.cell_id for t in result.tests if not t.hidden and not t.passed]
+    return [c for c in failed if c != SUMMARY_CELL] or \
+        ["the last cell, which sums up the visible checks" for c in failed if c == SUMMARY_CELL]
 
 
 def write_all(course: Course, gb, results: list[NotebookResult], refused: Sequence[str] = (), files: dict | None = None,
