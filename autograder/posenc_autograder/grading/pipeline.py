@@ -568,10 +568,30 @@ def rebound_import_notes(executed_notebook: str | None) -> list[Note]:
     return notes
 
 
+KEPT_BINDINGS_CHARACTERS = 64 * 2**10     # a cell's bindings kept by its text up to this length (the template's
+                                          # self-check helpers: ~14 KB), so what is kept stays within ~16 MB
+
+
 def _bindings(source: str, budget: magics.TransformBudget | None = None) -> list[tuple[str, str | None]]:
     """(name, what it is bound to) for each name a cell's top-level statements bind, in order: an import's module
     ('np', 'numpy'), '' for anything else, None for a plain alias of another name (`np = numpy`: not told apart)."""
-    tree = magics.ipython_tree(source, budget)         # a cell may use magics: read it as IPython
+    kept = _python_bindings(source) if len(source) <= KEPT_BINDINGS_CHARACTERS else None
+    if kept is not None:
+        return list(kept)
+    return _bound(magics.ipython_tree(source, budget))       # a cell may use magics: read it as IPython
+
+
+@functools.lru_cache(maxsize=256)
+def _python_bindings(source: str) -> tuple[tuple[str, str | None], ...] | None:
+    """_bindings of a cell that is plain Python (None: it is not), kept by its text: the template's cells that every
+    notebook holds (its self-check helpers, its visible checks; they import) were parsed again for every notebook,
+    ~6 ms of each job. A cell that needs IPython's reading is read within its notebook's budget, never kept."""
+    tree = magics.python_tree(source)
+    return None if tree is None else tuple(_bound(tree))
+
+
+def _bound(tree: ast.Module | None) -> list[tuple[str, str | None]]:
+    """_bindings of a cell's syntax tree (None: a cell that is not valid IPython binds nothing)."""
     found: list[tuple[str, str | None]] = []
     for node in tree.body if tree is not None else ():
         if isinstance(node, ast.Import):

@@ -114,13 +114,20 @@ def _as_ipython_reads(source: str, budget: TransformBudget | None) -> ast.Module
     return ast.increment_lineno(tree, blank) if blank and tree is not None else tree
 
 
+def python_tree(source: str) -> ast.Module | None:
+    """The cell's syntax tree when it is plain Python, which IPython's transforms leave as it is (None: it is not)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def ipython_tree(source: str, budget: TransformBudget | None = None) -> ast.Module | None:
     """The cell's syntax tree as IPython reads it (trusted side: a student's cell; IPython only when plain Python
     cannot read it, within the budget); None when it is not valid IPython, or past the budget."""
-    try:
-        return ast.parse(source)          # plain Python: IPython's transforms leave it as it is
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
+    tree = python_tree(source)
+    if tree is not None:
+        return tree
     from IPython.core.inputtransformer2 import TransformerManager  # trusted side only; the shell has it loaded
 
     escapes = sum(1 for _ in MAY_ESCAPE.finditer(source)) + source.count("get_ipython") + 1
