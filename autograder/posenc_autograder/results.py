@@ -126,6 +126,18 @@ def _opening_brackets(text: str, first: int, floor: int) -> int:
     return first if opening < 0 else opening
 
 
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '(\w+)")
+
+
+def missing_module_hint(error: str) -> str | None:
+    """What a student should know of an import that failed in the grader ('ModuleNotFoundError: No module named ...'),
+    which works where they installed the package or keep a file of their own beside the notebook; None otherwise."""
+    found = MISSING_MODULE.search(error)
+    return None if found is None else (
+        f"`{found.group(1)}` is not installed in the grader, which has only the course's packages and no file of "
+        f"yours but the notebook: remove that import and write that part with numpy, all the assignment needs")
+
+
 def quote(text: str) -> tuple[str, str | None]:
     """(the summary for the sentence, the whole text for a folded block when the summary leaves something out)."""
     short = summarised(text)

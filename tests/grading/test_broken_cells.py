@@ -192,3 +192,32 @@ def test_a_skipped_cell_magic_says_the_lines_under_it_did_not_run():
     assert "`%%bash`, was skipped" in cell_magic.text and cell_magic.text.endswith("the lines under it did not run "
                                                                                    "either")
     assert line_magic.text.endswith("the rest of the cell ran")
+
+
+def test_an_import_the_grader_lacks_is_named_as_the_cause_where_it_raised():
+    """`import torch` works where the student installed it and raises in the grader: the note of the answer cell it
+    stopped, of a cell of their own, and "Fix this first" for a call that imports it each say that the package is not
+    in the grader and what to do. Before, each quoted Python's 'No module named' alone."""
+    from posenc_autograder.grading.fix_first import fix_this_first
+    from posenc_autograder.results import missing_module_hint
+    hint = missing_module_hint("ModuleNotFoundError: No module named 'torch'")
+    assert hint and "`torch` is not installed in the grader" in hint
+    assert missing_module_hint("NameError: name 'torch' is not defined") is None
+    missing = {"ename": "ModuleNotFoundError", "evalue": "No module named 'torch' (line 1)"}
+    nb = nbformat.read(ROOT / "solutions" / "positional_encoding" / "positional_encoding.ipynb", as_version=4)
+    answer = answer_cells("positional_encoding")[0]
+    for cell in nb.cells:
+        if grade_id(cell) == grade_id(answer):
+            cell.source = "import torch\n" + cell.source
+            cell.outputs = [nbformat.v4.new_output("error", traceback=[], **missing)]
+    nb.cells.insert(1, nbformat.v4.new_code_cell("import torch", outputs=[nbformat.v4.new_output(
+        "error", traceback=[], **missing)]))
+    executed = nbformat.writes(nb)
+    [broken] = pipeline.broken_cell_notes(pipeline.broken_answer_cells(executed, "positional_encoding"))
+    [own] = pipeline.own_cell_error_notes(executed)
+    raised = "ModuleNotFoundError: No module named 'torch'"
+    tests = [GradedTest(cid, cid, True, 0.0, 1.0, [Problem(f"f(1) raised {raised}", raised,
+                                                           error="ModuleNotFoundError")])
+             for cid in ("hidden_pe_values", "hidden_pe_shapes")]
+    [first] = fix_this_first(tests)
+    assert [hint in note.text for note in (broken, own, first)] == [True] * 3, [broken.text, own.text, first.text]

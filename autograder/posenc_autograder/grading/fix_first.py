@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from posenc_autograder.checks import REGISTRY
-from posenc_autograder.results import GradedTest, Note, NoteKind, ProblemKind
+from posenc_autograder.results import GradedTest, Note, NoteKind, ProblemKind, missing_module_hint
 
 
 def fix_this_first(tests: list[GradedTest]) -> list[Note]:
@@ -32,7 +32,9 @@ def fix_this_first(tests: list[GradedTest]) -> list[Note]:
         return []
     cause, *ids = max(shared, key=len)
     if cause in raised:
+        hint = missing_module_hint(cause)
         return [Note(NoteKind.FIX_FIRST, f"Fix this first: your code raised {cause}; that one error fails "
-                                         f"{', '.join(ids)} (no known mistake matches it, so start from the error).")]
+                                         f"{', '.join(ids)} (" + (hint or "no known mistake matches it, so start "
+                                                                        "from the error") + ").")]
     return [Note(NoteKind.FIX_FIRST,
                  f"Fix this first: {cause}. This one mistake explains the failures of {', '.join(ids)}.")]

@@ -43,6 +43,7 @@ from posenc_autograder.results import (
     Problem,
     ProblemKind,
     Step,
+    missing_module_hint,
     quote,
 )
 from posenc_autograder.sandbox.layout import PROBE_PACKAGE
@@ -445,7 +446,8 @@ def broken_answer_cells(executed_notebook: str | None, assignment: str | None = 
 def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
     return [Note(NoteKind.BROKEN_CELL, f"{FIX_THIS_FIRST}{_not_run(cell_id, broken)}, so "
                  + ("every test of its functions fails until that line is removed" if e.kept_nothing else
-                    "the functions it defines are missing or incomplete and every test of them fails until it runs"),
+                    "the functions it defines are missing or incomplete and every test of them fails until it runs")
+                 + (f". {hint}" if (hint := missing_module_hint(e.error)) else ""),
                  e.quoted, e.index, _not_run(cell_id, broken)) for cell_id, e in broken.items()]
 
 
@@ -653,7 +655,8 @@ def _in_the_grader(error: dict, source: str, line: int | None) -> str:
     said = lines[line - 1] if line is not None and 0 < line <= len(lines) else ""
     if error.get("ename") == "ValueError" and CLOSED_INPUT in str(error.get("evalue", "")) and _calls_input(said):
         return " (`input()` waits for typing, and no one types in the grader: write the value in the code)"
-    return ""
+    hint = missing_module_hint(f"{error.get('ename')}: {error.get('evalue')}")
+    return f" ({hint})" if hint else ""
 
 
 def _calls_input(line: str) -> bool:
