@@ -511,6 +511,41 @@ def test_on_postgresql_a_stores_gradebook_reads_run_as_the_portals_prepared_stat
         engine.dispose()
 
 
+@pytest.mark.postgres
+def test_on_postgresql_a_jobs_end_and_its_stores_promotion_are_each_a_transaction_of_their_own(course, postgres_url):
+    """A graded job's end (its status, points and result) and the store's promotion of the attempt that counts are
+    each their session's one write, committed right after: on PostgreSQL each runs with no BEGIN and COMMIT around
+    it, two round trips fewer each (fails on the old code: each began a transaction, committed after it). The rows
+    are those of before: graded, the one that counts promoted."""
+    from psycopg2.extensions import TRANSACTION_STATUS_IDLE
+    database.move(course, postgres_url)
+    moved = new_portal(Course(course.root))
+    ran: list[tuple[str, bool]] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith("UPDATE portal_attempt"):
+            ran.append((statement, cursor.connection.get_transaction_status() == TRANSACTION_STATUS_IDLE))
+    engine = moved.sessions.kw["bind"]
+    event.listen(engine, "after_cursor_execute", seen)
+    try:
+        alice = client_for(create_app(moved, start_worker=False), moved, "alice")
+        for marker in ("a", "b"):
+            assert upload(alice, notebook_bytes(marker)).status_code == 303
+        assert moved.worker.run_until_idle() == 2
+        ended = [alone for statement, alone in ran if "finished_at=" in statement]
+        promoted = [alone for statement, alone in ran if "SET promoted" in statement]
+        assert len(ended) == 2 and len(promoted) >= 1 and all(ended + promoted), ran
+        with moved.sessions() as db:
+            rows = db.execute(select(Attempt.id, Attempt.status, Attempt.promoted).order_by(Attempt.id)).all()
+        counting = moved.worker.store_counting("alice", ASSIGNMENT)               # stored already: as it is
+        assert [(status, promoted) for job, status, promoted in rows] == [(Status.GRADED, job == counting.id)
+                                                                          for job, _, _ in rows]
+    finally:
+        event.remove(engine, "after_cursor_execute", seen)
+        moved.worker.close()
+        engine.dispose()
+
+
 def test_a_statement_is_sent_to_be_prepared_with_its_parameters_numbered():
     from posenc_autograder.portal import prepared
     assert prepared.server_form("SELECT a FROM t WHERE b = %(b)s AND c LIKE 'x%%' AND d = %(b)s OR e = %(e_1)s") == (

@@ -33,7 +33,7 @@ from posenc_autograder.intake import roster
 from posenc_autograder.intake.submissions import Submission
 from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal import queue, uploads
-from posenc_autograder.portal.models import Attempt, Policy, Status, Student, utcnow
+from posenc_autograder.portal.models import ALONE, Attempt, Policy, Status, Student, utcnow
 from posenc_autograder.records import evidence, gradebook, graded
 from posenc_autograder.results import Note, NotebookResult, NoteKind
 from posenc_autograder.sandbox import warm
@@ -53,6 +53,9 @@ Execute = Callable[[GradingTask], Execution]
 # An assignment's saved rules by its key, a statement built once: Session.get builds its SELECT at every call, and
 # every page, status and upload asks for the rules (and on most courses finds no saved row, so nothing is kept).
 SAVED_POLICY = select(Policy).where(Policy.assignment == bindparam("assignment"))
+# A job's end and a store's promotion are each their session's one write, committed right after it: on PostgreSQL a
+# transaction of its own (models.ALONE), without the BEGIN and COMMIT round trips around it.
+WRITE_ALONE = {ALONE: True}
 
 
 class Signal(typing.Protocol):
@@ -444,7 +447,8 @@ class Worker:
             db.execute(update(Attempt).where(Attempt.id == attempt.id).values(
                 status=status, finished_at=now, score=result.score if status == Status.GRADED else None,
                 max_score=result.max_score,
-                result_json=json.dumps(result.to_json()), **queue.charged(attempt.started_at, now)))
+                result_json=json.dumps(result.to_json()), **queue.charged(attempt.started_at, now)),
+                execution_options=WRITE_ALONE)
             db.commit()
         self.status_changed(attempt.id)
 
@@ -518,14 +522,14 @@ class Worker:
                 if counted is not None:
                     record_of_attempts.place(self.course, counted)
                     db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
-                               .values(promoted=False))
+                               .values(promoted=False), execution_options=WRITE_ALONE)
                     db.commit()
                 return None
             if chosen.promoted and record_of_attempts.in_submitted(self.course, student, assignment) == counted.files:
                 return chosen
             self._store(chosen, db.get(Student, student), deadlines, recorded.get(chosen.id))
             db.execute(update(Attempt).where(Attempt.student_id == student, Attempt.assignment == assignment)
-                       .values(promoted=Attempt.id == chosen.id))
+                       .values(promoted=Attempt.id == chosen.id), execution_options=WRITE_ALONE)
             db.commit()
         self.counting_stored(student, assignment)
         return chosen
