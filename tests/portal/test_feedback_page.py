@@ -218,5 +218,24 @@ def test_an_attempt_that_does_not_count_says_so_and_which_one_does(app, portal, 
     assert upload(dan, notebook_bytes("second")).status_code == 303
     assert portal.worker.run_until_idle() == 2
     rule = attempts.RULES["latest"]
-    assert f"This attempt is not the one your grade counts, which is {rule}" in dan.get("/attempts/1/feedback").text
-    assert "is not the one your grade counts" not in dan.get("/attempts/2/feedback").text
+    said = f"This attempt does not count toward your grade, which counts {rule}"
+    assert said in dan.get("/attempts/1/feedback").text and said not in dan.get("/attempts/2/feedback").text
+
+
+def test_an_attempts_own_page_says_whether_it_counts_toward_the_grade(app, portal, course):
+    """The page of an attempt (where an upload lands) says, in its feedback page's words, that it does not count
+    toward the grade, or that it is the one that counts; while points are hidden, only the rule. Before, it showed
+    the attempt's score alone, as if it were the grade."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
+    portal.set_policy(ASSIGNMENT, {"feedback_before": "full"})
+    eve = client_for(app, portal, "eve")
+    assert upload(eve, notebook_bytes("first")).status_code == 303
+    assert upload(eve, notebook_bytes("second")).status_code == 303
+    assert portal.worker.run_until_idle() == 2
+    rule = attempts.RULES["latest"]
+    first, second = (" ".join(eve.get(f"/attempts/{n}").text.split()) for n in (1, 2))
+    assert f"This attempt does not count toward your grade, which counts {rule}" in first
+    assert f"This is the attempt that counts: {rule}." in second and "does not count" not in second
+    portal.set_policy(ASSIGNMENT, {"feedback_before": "none", "deadline": dt.datetime(2099, 1, 1)})
+    hidden = " ".join(eve.get("/attempts/1").text.split())
+    assert f"Not every attempt counts toward your grade: it counts {rule}" in hidden and "does not count" not in hidden

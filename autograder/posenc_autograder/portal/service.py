@@ -341,25 +341,32 @@ class Portal:
 
     def _status(self, db, attempt: Attempt) -> dict:
         ahead, wait = queue.waiting(db, attempt, self.worker.jobs, self.worker.usage_window, self.queue_view)
-        shown, score = self._points_shown(db, attempt) if attempt.status == Status.GRADED else (False, None)
+        graded = self._points_shown(db, attempt) if attempt.status == Status.GRADED else {}
         return {"status": attempt.status, "ahead": ahead, "wait_seconds": round(wait, 1),
                 "poll_seconds": queue.poll_seconds(attempt.status, wait),
-                "score": score, "max_score": attempt.max_score if shown else None,
+                "score": graded.get("score"), "max_score": attempt.max_score if "score" in graded else None,
+                "counted": graded.get("counted"), "not_counted": graded.get("not_counted"),
+                "counted_rule": graded.get("counted_rule"),
                 "late": attempt.late, "full_run": attempt.full_run and attempt.status == Status.QUEUED}
 
-    def _points_shown(self, db, attempt: Attempt) -> tuple[bool, float | None]:
-        """(whether the policy shows a graded attempt's points now, the points stated), by one late policy: the
-        student's dates read once, their record of attempts once (one look: settled), and only this assignment's
-        grade computed (a status is asked for again and again)."""
+    def _points_shown(self, db, attempt: Attempt) -> dict:
+        """What a graded attempt's status may say by the policy now: the course's rule of which attempt counts, and,
+        while the points are shown, the points stated ("score") and whether this attempt is the one that counts (the
+        rule as "counted" or "not_counted", as its feedback page says it; when points are hidden, which attempt counts
+        would tell them). One late policy: the student's dates read once, their record of attempts once (one look:
+        settled), and only this assignment's grade computed (a status is asked for again and again)."""
         student, assignment = attempt.student_id, attempt.assignment
         deadlines = late_policy.Deadlines(self.course, connection=db, student=student, settled=True)
         extension = self._extension_in(deadlines, student, assignment)
-        if not rules.scores_visible(self.worker.policy_for(db, assignment), extension, self.now()):
-            return False, None
+        policy = self.worker.policy_for(db, assignment)
+        rule = record_of_attempts.RULES[policy.counts]
+        if not rules.scores_visible(policy, extension, self.now()):
+            return {"counted_rule": rule}
         counts = self._counts_now(attempt, deadlines)
         final = gradebook.session_final_scores(db, student).get((student, assignment)) if counts else None
         grade = late_policy.grade_of(deadlines, student, assignment, final) if final is not None else None
-        return True, stated_points(attempt, counts, grade, deadlines)
+        return {"score": stated_points(attempt, counts, grade, deadlines), "counted_rule": rule,
+                "counted" if counts else "not_counted": rule}
 
     def _counts_now(self, attempt: Attempt, deadlines: late_policy.Deadlines) -> bool:
         """Stored as the one that counts, and still the one the record counts (a door's newer attempt, collected
