@@ -325,3 +325,29 @@ def test_a_warm_jobs_heap_grows_in_huge_pages():
     if not HUGE_PAGE_MODE.exists() or "[never]" in HUGE_PAGE_MODE.read_text():
         pytest.skip("this kernel gives no transparent huge pages")
     assert int(_stdout(_run(HEAP_GROWN), 0)) < 4096
+
+
+RUN_MAIN = r"""
+import io, os, sys
+from posenc_autograder.probes import codec, shell_runner
+os.environ.update({"POSENC_CHANNEL_FD": str(os.open(os.devnull, os.O_WRONLY)), "POSENC_WORK_DIR": f"{os.getcwd()}/w",
+                   "HOME": f"{os.getcwd()}/h"})
+walk = shell_runner.probe_modules
+shell_runner.probe_modules = lambda task: os.write(1, b"walked\n") and walk(task)
+shell = shell_runner.prepared() if sys.argv[1] == "warm" else None   # as the zygote makes it, its probes imported
+task = codec.frame({"t": {"module": "helpers", "probe": "call_each", "data": {"stand_ins": {}}}})
+cells = [{"cell_type": "code", "source": "import os\nos.write(1, b'ran\\n')"}]
+shell_runner.main({"cells": cells, "limits": {"max_cell_output_bytes": 1000, "cell_seconds": 30}, "skip": []},
+                  io.BytesIO(task), shell)
+"""
+
+
+@pytest.mark.parametrize("job", ["warm", "fresh"])
+def test_only_a_fresh_interpreters_job_walks_its_task_for_the_probe_modules_to_load(tmp_path, job):
+    """A warm job's zygote imported every shipped probe module before serving: walking the task's every entry for the
+    ones it names (the shared set's nested entries, their stand-in tables) would be a second read of the task."""
+    done = subprocess.run([sys.executable, "-c", RUN_MAIN, job], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    said = done.stdout.split()
+    assert said[-1:] == ["ran"] and ("walked" in said) == (job == "fresh"), (done.stdout, done.stderr)
