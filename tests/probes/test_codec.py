@@ -1,6 +1,9 @@
 """The codec that carries inputs into the sandbox and observations out: exact, and strict on what it reads."""
 import io
 import json
+import mmap
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -206,3 +209,28 @@ def test_a_task_stream_that_is_not_exactly_one_frame_is_refused(cut):
     data = {"short": data[:-1], "longer": data + b" ", "no header": data[:5]}[cut]
     with pytest.raises(ValueError):
         codec.read_frame(Pipe(data))
+
+
+def _mapping_flags(address: int) -> set[str]:
+    """The flags (smaps' VmFlags) of this process's mapping that holds the address."""
+    holds = False
+    for line in pathlib.Path("/proc/self/smaps").read_text().splitlines():
+        found = re.match(r"([0-9a-f]+)-([0-9a-f]+) ", line)
+        if found:
+            holds = int(found[1], 16) <= address < int(found[2], 16)
+        elif holds and line.startswith("VmFlags:"):
+            return set(line.split()[1:])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+@pytest.mark.skipif(not pathlib.Path("/sys/kernel/mm/transparent_hugepage").is_dir(), reason="no huge pages here")
+def test_a_large_task_is_read_into_private_memory_on_a_huge_page_boundary_advised_for_huge_pages():
+    """A task of a quarter of a huge page or more (a job's is ~1.7 MB) is read into memory of its own that the kernel
+    may back with huge pages: one page fault where 4 kB pages took one each. A smaller buffer is a bytearray."""
+    buffer = codec.frame_buffer(codec.HUGE_PAGE_BYTES // 4)
+    flags = _mapping_flags(codec._address(buffer))
+    assert codec._address(buffer) % codec.HUGE_PAGE_BYTES == 0 and "hg" in flags and "sh" not in flags, flags
+    assert isinstance(codec.frame_buffer(codec.HUGE_PAGE_BYTES // 4 - 1).obj, bytearray)
+    table = codec.read_frame(Pipe(codec.frame({"table": np.arange(100_000.0)})))["table"]      # 800 kB
+    assert isinstance(_memory(table), mmap.mmap) and "hg" in _mapping_flags(table.ctypes.data)
+    assert table.flags.writeable and table.sum() == 4999950000.0
