@@ -19,3 +19,21 @@ def test_a_cell_title_is_its_whole_leading_comment():
     hidden = "# Hidden tests: values (4 points).\n### BEGIN HIDDEN TESTS\nx = 1"
     assert cell_title(hidden) == "Hidden tests: values (4 points)."
     assert cell_title("x = 1") == ""
+
+
+def test_a_cell_past_its_time_that_prints_is_not_only_guessed_to_loop():
+    """A cell that prints a large array whole (np.set_printoptions(threshold=sys.maxsize), then print(pe)) can pass
+    its time formatting millions of numbers: its note names that, not only an infinite loop (what it said before); a
+    cell that prints nothing keeps the loop as its guess."""
+    import nbformat
+
+    from posenc_autograder.grading.pipeline import _describe_events
+    from posenc_autograder.settings import Limits
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import sys\nnp.set_printoptions(threshold=sys.maxsize)\nprint(table)"),
+        nbformat.v4.new_code_cell("while True:\n    pass  # print( in a comment is no print\n")])
+    events = [{"event": "cell_timeout", "where": f"cell {i}", "cell": i, "seconds": 30, "stopped": False}
+              for i in (0, 1)]
+    printing, looping = (note.text for note in _describe_events(events, Limits(), nbformat.writes(nb)))
+    assert "a large array printed whole? print its .shape or a few rows instead" in printing
+    assert "(an infinite loop?)" in looping and "printed" not in looping

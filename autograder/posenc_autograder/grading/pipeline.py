@@ -318,7 +318,7 @@ def judge(course: Course, submission: Submission, execution: Execution, limits: 
     """The notebook's result: each hidden test's outcome (judged_tests, unless given) weighed by its released points,
     the visible checks, and the notes on the run."""
     release = released(course, submission.assignment, submission.notebook)
-    notes = list(submission.notes) + _describe_events(execution.events, limits)
+    notes = list(submission.notes) + _describe_events(execution.events, limits, execution.executed_notebook)
     if execution.failure:
         notes.append(Note(NoteKind.GRADER_ERROR, execution.failure))
     tests = []
@@ -885,22 +885,42 @@ def _unreadable_data(event: dict, where: str, limits: Limits) -> str:
     return f"{what}; it was ignored and counts for nothing"
 
 
-def _describe_events(events: list[dict[str, Any]], limits: Limits) -> list[Note]:
+PRINTING = frozenset({"print", "display", "set_printoptions", "printoptions"})
+
+
+def _too_long_guess(executed_notebook: str | None, cell) -> str:
+    """What likely kept a cell past its time: a loop that never ends, or, in a cell that prints, a large array printed
+    whole (numpy formats every entry once its print threshold is raised, millions of them in seconds each)."""
+    nb = executed(executed_notebook) if executed_notebook and isinstance(cell, int) else None
+    source = nb.cells[cell].source if nb is not None and 0 <= cell < len(nb.cells) else ""
+    try:
+        tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
+    except (tokenize.TokenError, SyntaxError):
+        tokens = []
+    if any(a in PRINTING and b == "(" for a, b in zip(tokens, tokens[1:], strict=False)):
+        return "an infinite loop, or a large array printed whole? print its .shape or a few rows instead"
+    return "an infinite loop?"
+
+
+def _describe_events(events: list[dict[str, Any]], limits: Limits, executed_notebook: str | None = None
+                     ) -> list[Note]:
     notes = []
     for event in events:
         kind, where, made = event.get("event"), str(event.get("where", "a cell")), len(notes)
+        guess = _too_long_guess(executed_notebook, event.get("cell")) if kind == "cell_timeout" else ""
         if kind == "kernel_died":
             notes.append(Note(NoteKind.CRASHED, f"the notebook's process died while running {where} (os._exit, "
                               f"a crash, a killed process or a resource limit); the notebook stopped there, as Run "
                               f"All stops in Jupyter: the cells after it were not run"))
         elif kind == "cell_timeout" and not event.get("stopped"):
             notes.append(Note(NoteKind.TIMEOUT, f"{where} ran longer than {event.get('seconds')} s and was "
-                              f"interrupted (an infinite loop?), as Jupyter's interrupt stops a cell; the notebook "
+                              f"interrupted ({guess}), as Jupyter's interrupt stops a cell; the notebook "
                               f"went on with the next cell (a function of yours that was looping raises TimeoutError "
                               f"if called again in this run)"))
         elif kind == "cell_timeout":
             notes.append(Note(NoteKind.TIMEOUT, f"{where} ran longer than {event.get('seconds')} s and was "
-                              f"stopped (an infinite loop?): it went on when interrupted, so the notebook stopped "
+                              f"stopped ({guess}): it went on when interrupted, so the notebook stopped "
                               f"there and the cells after it were not run"))
         elif kind == "notebook_time_limit":
             notes.append(Note(NoteKind.TIMEOUT, "the notebook reached its total time limit; tests that had not "
