@@ -400,6 +400,23 @@ def test_a_transposed_table_is_said_to_look_transposed_in_one_voice():
     assert not [p.text for p in said if NO_KNOWN_MISTAKE in p.text]
 
 
+def test_a_table_one_row_short_is_said_to_be_an_off_by_one():
+    """A table of seq_len - 1 rows (positions that stop one short) is said to have one row too few, an off-by-one,
+    by every test that reads its shape, never that no known mistake matches (before: 'has shape (4, 6), expected
+    (5, 6). No known mistake matches this answer.')."""
+    from posenc_autograder.checks.comparison import NO_KNOWN_MISTAKE, shape_pattern
+    from posenc_autograder.results import ProblemKind
+    code = {m.name: m.code for m in MISTAKES}
+    failed = failures(namespace_from(SOLUTION, code["one position too few"]))
+    said = [p for cid, problems in failed.items() if cid != "hidden_contracts" for p in problems
+            if p.kind == ProblemKind.VALUE]
+    assert said and all("(one row too few: an off-by-one" in p.text and p.cause for p in said), [p.text for p in said]
+    assert not [p.text for problems in failed.values() for p in problems if NO_KNOWN_MISTAKE in p.text]
+    assert shape_pattern((3, 5), (3, 4))[0].startswith("one column too many")
+    assert shape_pattern((4,), (5,))[0].startswith("one entry too few")
+    assert shape_pattern((3, 6), (5, 6)) is None and shape_pattern((2, 3, 4), (3, 4)) is None
+
+
 def test_the_integer_contract_says_what_it_accepts():
     """A count promised as an integer passes as a Python int or a numpy integer (the self-check accepts both too), so
     no word a student reads (the test's title, its spec bullet, a failure's sentence, the notebook's own words) asks

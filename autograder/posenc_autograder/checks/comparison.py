@@ -102,17 +102,32 @@ def non_finite_where(array: np.ndarray) -> str:
     return f"{what} in every entry" if bad.all() else f"{what} in {int(bad.sum())} of {bad.size} entries"
 
 
-# A shape that is the expected one reversed, said as the pattern it is (a test that diagnoses the values may still
-# name a cause): the sentence then never also says that no known mistake matches.
+# A shape that is the expected one reversed, or one entry off along one axis, said as the pattern it is (a test that
+# diagnoses the values may still name a cause): the sentence then never also says that no known mistake matches.
 REVERSED_SHAPE = "its shape is the expected one reversed (transposed)"
+
+
+def shape_pattern(shape: tuple, expected: tuple) -> tuple[str, str] | None:
+    """(the words in the sentence, the pattern kept as its cause) of a wrong shape that has one, else None."""
+    if shape == tuple(reversed(expected)) and len(expected) > 1:
+        return "it looks transposed", REVERSED_SHAPE
+    off = [axis for axis, (got, want) in enumerate(zip(shape, expected, strict=False)) if got != want]
+    if len(shape) != len(expected) or len(off) != 1 or abs(shape[off[0]] - expected[off[0]]) != 1:
+        return None
+    axis = off[0] - len(expected)
+    part = {-1: "column", -2: "row"}.get(axis, "entry") if len(expected) > 1 else "entry"
+    said = (f"one {part} too {'many' if shape[off[0]] > expected[off[0]] else 'few'}: an off-by-one in a range or a "
+            f"slice? np.arange(n) gives n values, 0 to n - 1")
+    return said, said
 
 
 def require_shape(array: np.ndarray, expected: tuple, what: str) -> np.ndarray:
     expected = tuple(expected)
     if array.shape != expected:
-        if array.shape == tuple(reversed(expected)) and len(expected) > 1:
-            raise Rejected(ProblemText(f"{what} has shape {array.shape}, expected {expected} (it looks transposed)",
-                                       cause=REVERSED_SHAPE, pattern=True))
+        found = shape_pattern(array.shape, expected)
+        if found is not None:
+            raise Rejected(ProblemText(f"{what} has shape {array.shape}, expected {expected} ({found[0]})",
+                                       cause=found[1], pattern=True))
         raise Rejected(f"{what} has shape {array.shape}, expected {expected}")
     return array
 

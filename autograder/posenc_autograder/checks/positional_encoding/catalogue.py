@@ -134,6 +134,11 @@ def sinusoidal_positional_encoding(seq_len, d_model):
                                                                      "np.zeros((seq_len, d_model), dtype=int)")),
             "hidden_pe_values", "an integer array keeps whole numbers only",
             also_fails=('hidden_pe_frequency', 'hidden_pe_stability', 'hidden_pe_unique_bounded')),
+    Mistake("one position too few", pe_variant(assemble=INTERLEAVE.replace("np.empty((seq_len, d_model))",
+                                                                            "np.empty((seq_len - 1, d_model))").replace(
+        "np.sin(angles)", "np.sin(angles[1:])").replace("np.cos(angles)", "np.cos(angles[1:])")),
+            "hidden_pe_values", "one row too few: an off-by-one",
+            also_fails=('hidden_pe_frequency', 'hidden_pe_shapes', 'hidden_pe_stability', 'hidden_pe_unique_bounded')),
     Mistake("no ValueError for odd d_model", pe_variant().replace('raise ValueError("odd")', "d_model -= 1"),
             "hidden_pe_shapes", "must raise ValueError"),     # the module only calls it: not charged there
     Mistake("transposed table", pe_variant(assemble=INTERLEAVE.replace("return pe", "return pe.T")),
