@@ -176,6 +176,20 @@ def test_an_integer_array_is_said_to_cut_its_values_never_to_be_float32(assignme
         assert summary is not None and CAUSES["whole_numbers"] in joined and "float32" not in joined, (name, joined)
 
 
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_an_answer_one_row_short_is_said_to_be_an_off_by_one_in_the_hidden_tests_words(assignment):
+    """An answer one row (or entry) short, as positions stopping one short give, is said to be an off-by-one by the
+    notebook's own check in the words the hidden tests use (comparison.shape_pattern); before, the checks said only
+    the two shapes."""
+    from posenc_autograder.checks.comparison import shape_pattern
+    words = shape_pattern((4,), (5,))[0].split(": ", 1)[1]
+    for name in array_functions(assignment):
+        namespace, summary = run(assignment, rebinding=wrapping(
+            name, lambda value: np.asarray(value)[..., :-1, :] if np.ndim(value) > 1 else np.asarray(value)[:-1]))
+        joined = " ".join(" ".join(f.split()) for f in failures(namespace)).replace("off- by", "off-by")  # wrapped
+        assert summary is not None and words in joined, (name, joined)
+
+
 @pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in ("positional_encoding", "rope_alibi",
                                                                         "context_extension")])
 def test_a_failure_of_the_checks_own_code_is_not_blamed_on_the_student(assignment):
