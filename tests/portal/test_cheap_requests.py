@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from fixture_submissions import ASSIGNMENT
 from hostile_notebooks import HOSTILE_FILES
-from sqlalchemy import Table, create_engine, event, select, text
+from sqlalchemy import Table, create_engine, event, select, text, update
 from sqlalchemy.pool import QueuePool
 from test_uploads_and_queue import NOT_GRADABLE, set_policy
 
@@ -544,6 +544,52 @@ def test_on_postgresql_a_jobs_end_and_its_stores_promotion_are_each_a_transactio
         event.remove(engine, "after_cursor_execute", seen)
         moved.worker.close()
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_write_that_is_a_transaction_of_its_own_runs_as_a_prepared_statement(postgres_url):
+    """A grading slot's claim of its next job (an UPDATE finding the job, RETURNING its row) runs outside any
+    transaction, so it is prepared as a plain read is: parsed and planned once a connection, where it was sent as
+    text at every claim (fails on the old code: only plain reads were prepared). Each claim takes its own job; a write
+    inside a transaction still runs as it is."""
+    sessions = models.open_database(postgres_url)
+    now = utcnow()
+    with sessions() as db:
+        db.add_all(models.Student(id=f"s{n}", name="") for n in range(3))
+        db.flush()
+        db.add_all(Attempt(student_id=f"s{n}", assignment="a", notebook="n", number=1, sha256="0" * 64, size=1,
+                           uploaded_at=now, status=Status.QUEUED, runs=0) for n in range(3))
+        db.commit()
+    with sessions() as db:                  # a job graded lately: the claim's one statement finds the next
+        db.execute(update(Attempt).where(Attempt.student_id == "s2").values(
+            status=Status.GRADED, started_at=now - dt.timedelta(seconds=10), finished_at=now, grading_seconds=10.0))
+        db.commit()
+    claimed = []
+    for _ in range(2):
+        with sessions() as db:
+            claimed.append(queue.claim_attempt(db, dt.timedelta(minutes=30), slots=2, claimer="slot-1"))
+            rows = db.connection().connection.dbapi_connection.cursor()
+            rows.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+            prepared = dict(rows.fetchall())
+    assert [(job.student_id, job.status, job.runs) for job in claimed] == [("s0", Status.RUNNING, 1),
+                                                                           ("s1", Status.RUNNING, 1)]
+    [runs] = [runs for statement, runs in prepared.items() if " AS UPDATE portal_attempt SET status" in statement]
+    assert runs == 2
+    with sessions() as db:
+        db.add(models.Student(id="s3", name=""))
+        db.flush()                                               # a transaction now: the next write runs as it is
+        db.execute(update(Attempt).where(Attempt.student_id == "s3").values(runs=5))
+        db.commit()
+        rows = db.connection().connection.dbapi_connection.cursor()
+        rows.execute("SELECT statement FROM pg_prepared_statements")
+        assert not [statement for (statement,) in rows.fetchall() if "runs=$1" in statement.replace(" ", "")]
+    with sessions() as db:              # a transaction begun by hand on a connection in autocommit: nothing prepared
+        cursor = db.connection().connection.dbapi_connection.cursor()
+        cursor.execute("BEGIN")
+        cursor.execute("SELECT %(x)s IS NULL", {"x": None})          # its PREPARE would fail, and the transaction
+        assert cursor.fetchone() == (True,)
+        cursor.execute("ROLLBACK")
+    sessions.kw["bind"].dispose()
 
 
 def test_a_statement_is_sent_to_be_prepared_with_its_parameters_numbered():

@@ -1,5 +1,4 @@
-"""Which SQL statements only read: what a PostgreSQL connection may run outside a transaction (models.py) and
-prepare (prepared.py)."""
+"""Which SQL statements only read: what a PostgreSQL connection may run outside a transaction (models.py)."""
 import functools
 import re
 

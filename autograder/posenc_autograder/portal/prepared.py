@@ -4,10 +4,11 @@ executions), plans it no more. psycopg2 sends every statement as text, parsed an
 planning was some 60% of the statements' server time in an honest upload's requests (the final scores' query
 ~1.2 ms of planning to 0.5 ms of execution).
 
-Only a plain read is prepared, and only while its connection holds no transaction, so a statement the server
-cannot prepare (a parameter whose type it cannot tell) fails alone and runs unprepared from then on; a prepared
-read may then run inside a transaction. A connection prepares at most MOST statements (the server keeps each until
-the connection closes).
+A statement is prepared only while its connection holds no transaction (a plain read, or a write that is a
+transaction of its own: models.ALONE, as a grading slot's claim of its next job), so a statement the server cannot
+prepare (a parameter whose type it cannot tell) fails alone and runs unprepared from then on; a prepared statement
+may then run inside a transaction. A connection prepares at most MOST statements (the server keeps each until the
+connection closes).
 """
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ import re
 import psycopg2
 import psycopg2.errors
 import psycopg2.extensions
-
-from posenc_autograder.portal.plain_reads import only_reads
 
 MOST = 200                                   # statements prepared a connection
 PARAMETER = re.compile(r"%\((\w+)\)s|%%|%s")
@@ -62,7 +61,7 @@ class PreparingCursor(psycopg2.extensions.cursor):
 
 
 class PreparingConnection(psycopg2.extensions.connection):
-    """A psycopg2 connection whose cursors run its prepared reads as EXECUTE."""
+    """A psycopg2 connection whose cursors run its prepared statements as EXECUTE."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -73,7 +72,8 @@ class PreparingConnection(psycopg2.extensions.connection):
     def prepared_form(self, statement: str) -> str | None:
         if statement in self.prepared:
             return self.prepared[statement]
-        if not (self.preparing and self.autocommit and len(self.prepared) < MOST and only_reads(statement)):
+        if not (self.preparing and self.autocommit and len(self.prepared) < MOST
+                and self.get_transaction_status() == psycopg2.extensions.TRANSACTION_STATUS_IDLE):
             return None                 # asked again later: outside a transaction it may be prepared then
         self.prepared[statement] = made = self._prepare(statement, f"posenc_{len(self.prepared)}")
         return made
