@@ -547,6 +547,39 @@ def test_on_postgresql_a_jobs_end_and_its_stores_promotion_are_each_a_transactio
 
 
 @pytest.mark.postgres
+def test_on_postgresql_an_uploads_attempt_and_a_sign_ins_session_are_each_a_transaction_of_their_own(course,
+                                                                                                    postgres_url):
+    """An upload's new attempt and a sign-in's new session are each their session's one write, committed right
+    after: on PostgreSQL each runs with no BEGIN and COMMIT around it, two round trips fewer each (fails on the old
+    code: each began a transaction, committed after it). Both rows are there, as before."""
+    from psycopg2.extensions import TRANSACTION_STATUS_IDLE
+    database.move(course, postgres_url)
+    moved = new_portal(Course(course.root))
+    ran: list[tuple[str, bool]] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith(("INSERT", "UPDATE", "DELETE")):
+            alone = cursor.connection.get_transaction_status() == TRANSACTION_STATUS_IDLE
+            ran.append((statement.split(" (")[0], alone))
+    engine = moved.sessions.kw["bind"]
+    token = moved.new_link("alice", "Alice")
+    event.listen(engine, "after_cursor_execute", seen)
+    try:
+        outcome, cookie = moved.sign_in(token, "127.0.0.1")
+        assert outcome == "ok"
+        assert moved.upload_refusal("alice", ASSIGNMENT) is None
+        outcome, job = moved.accept_upload("alice", ASSIGNMENT, "x.ipynb", notebook_bytes("a"))
+        assert outcome == "queued"
+        assert ran == [("INSERT INTO portal_session", True), ("INSERT INTO portal_attempt", True)], ran
+        assert moved.session(cookie).student_id == "alice"
+        assert moved.attempt("alice", job).status == Status.QUEUED
+    finally:
+        event.remove(engine, "after_cursor_execute", seen)
+        moved.worker.close()
+        engine.dispose()
+
+
+@pytest.mark.postgres
 def test_on_postgresql_a_write_that_is_a_transaction_of_its_own_runs_as_a_prepared_statement(postgres_url):
     """A grading slot's claim of its next job (an UPDATE finding the job, RETURNING its row) runs outside any
     transaction, so it is prepared as a plain read is: parsed and planned once a connection, where it was sent as

@@ -231,6 +231,13 @@ def _preparing():
 ALONE = "posenc_alone"
 
 
+def write_alone(db) -> None:
+    """The session's next write is its one write, committed right after it (an upload's attempt, a sign-in's
+    session, added to the session and flushed by the ORM): ALONE for the session's connection, so that on
+    PostgreSQL it runs without BEGIN and COMMIT."""
+    db.connection().execution_options(**{ALONE: True})
+
+
 def begin_at_first_write(engine) -> None:
     """PostgreSQL: a session's transaction begins at its first statement that writes (or locks rows), and the
     plain reads before it run on their own. psycopg2 otherwise sends BEGIN before a session's first read and

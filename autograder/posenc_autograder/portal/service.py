@@ -25,7 +25,17 @@ from posenc_autograder.portal import policy as rules
 from posenc_autograder.portal.gate import UploadGate
 from posenc_autograder.portal.grading_processes import GradingProcesses
 from posenc_autograder.portal.lti.service import LtiTool
-from posenc_autograder.portal.models import Attempt, Extension, Policy, Session, Status, Student, open_database, utcnow
+from posenc_autograder.portal.models import (
+    Attempt,
+    Extension,
+    Policy,
+    Session,
+    Status,
+    Student,
+    open_database,
+    utcnow,
+    write_alone,
+)
 from posenc_autograder.portal.watch import StatusWatch
 from posenc_autograder.portal.worker import (
     PORTAL_DOORS,
@@ -174,6 +184,7 @@ class Portal:
                 return "invalid", None
             if current is not None and current.student_id != student.id and not confirmed:
                 return "confirm", None
+            write_alone(db)
             cookie = auth.open_session(db, student.id)
             db.commit()
             return "ok", cookie
@@ -443,6 +454,7 @@ class Portal:
             if time.monotonic() - started > UPLOAD_CHECK_SECONDS:
                 stored.unlink(missing_ok=True)             # no attempt has this file (the same file is one attempt)
                 return "busy", "checking the file took too long"
+            write_alone(db)
             attempt = queue.enqueue(db, student, assignment, notebook, digest, len(data), decision.late, now, door,
                                     earlier=attempts)
             db.commit()
