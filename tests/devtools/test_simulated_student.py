@@ -17,6 +17,7 @@ from starlette.routing import Route
 from posenc_autograder.devtools import portal_load
 from posenc_autograder.devtools.bench import ASSIGNMENT
 from posenc_autograder.devtools.student_client import StudentClient
+from posenc_autograder.intake.attempts import RULES
 from posenc_autograder.portal import pages
 from posenc_autograder.portal.models import Attempt
 
@@ -58,7 +59,8 @@ class Portal:
 def attempt_page(status: str) -> str:
     """The portal's own attempt page (its template), showing `status`."""
     attempt = Attempt(id=ATTEMPT, number=1, assignment=ASSIGNMENT, uploaded_at=dt.datetime(2026, 1, 1), late=False)
-    shown = {"status": status, "ahead": 2, "wait_seconds": 12.0, "full_run": False, "score": None, "max_score": None}
+    shown = {"status": status, "ahead": 2, "wait_seconds": 12.0, "full_run": False, "score": None, "max_score": None,
+             "counted": None, "not_counted": None, "counted_rule": RULES["best_on_time"]}    # points hidden: the rule
     return pages.render("attempt.html", session=None, signed_in=True, csrf="c1", title="Attempt 1", attempt=attempt,
                         s=shown, again=False)
 
