@@ -7,6 +7,7 @@ threat model is checked the way it would be broken.
 import hashlib
 import json
 import pathlib
+import re
 
 import nbformat
 import pytest
@@ -170,6 +171,17 @@ def test_frames_the_grader_cannot_read_are_the_students_attempt_and_named(attack
     assert len(said) == 1 and "announced" in said[0] and "not run again" in said[0], said
     assert not result.notes_of(NoteKind.GRADER_ERROR, NoteKind.CRASHED)
     assert "grader crashed" not in (course.feedback / HONEST_FORGER / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+
+
+def test_the_job_can_neither_import_nor_find_the_grader_package(attacked_class):
+    course, _, _, _ = attacked_class
+    cells = nbformat.read(course.autograded / "attack_read_grader_package_and_env" / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
+                          as_version=4).cells
+    printed = "".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+    assert "grader not imported: ModuleNotFoundError" in printed, printed[-2000:]
+    # the search of every folder may outlive the cell's limit on a loaded machine; when it ends, it found nothing
+    found = re.findall(r"^grader files (\[.*)$", printed, re.M)
+    assert found in ([], ["[]"]), found
 
 
 def test_hostile_folder_names_are_not_graded(attacked_class):
