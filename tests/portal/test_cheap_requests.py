@@ -740,6 +740,35 @@ def test_an_upload_numbers_its_attempt_from_the_attempts_it_read(app, portal, st
         assert [a.number for a in db.execute(select(Attempt).order_by(Attempt.id)).scalars()] == [1, 2]
 
 
+def test_an_uploads_each_decision_reads_the_rules_in_one_statement_and_the_attempts_in_another(app, portal,
+                                                                                               statements):
+    """An upload is decided twice (before its body is read, then with its file), each time on the rows as they are:
+    the assignment's saved rules, the student's saved extension and how many of their uploads wait, in one statement;
+    their attempts at it in another (fails on the old code: four statements each time). Each rule decides as before:
+    an extension past the deadline, the uploads waiting, the deadline for a student without one."""
+    now = utcnow()
+    set_policy(portal, deadline=now - dt.timedelta(hours=1), grace_minutes=0, late_days=0, max_queued=1,
+               min_seconds_between=0)
+    client_for(app, portal, "alice")
+    client_for(app, portal, "bob")
+    assert portal.set_extension("alice", ASSIGNMENT, now + dt.timedelta(days=2))
+
+    def reads() -> int:
+        return sum(statement.lstrip().startswith("SELECT") for statement in statements)
+    statements.clear()
+    assert portal.upload_refusal("alice", ASSIGNMENT) is None and reads() == 2
+    statements.clear()
+    assert portal.accept_upload("alice", ASSIGNMENT, "x.ipynb", notebook_bytes("a"))[0] == "queued" and reads() == 2
+    statements.clear()
+    assert "1 upload waiting" in portal.upload_refusal("alice", ASSIGNMENT) and reads() == 2
+    assert portal.accept_upload("alice", ASSIGNMENT, "x.ipynb", notebook_bytes("b"))[0] == "refused"
+    assert "has passed" in portal.upload_refusal("bob", ASSIGNMENT)
+    with portal.sessions() as db:
+        policy, extension = portal.dates_for(db, "alice", ASSIGNMENT)
+        assert (policy.max_queued, extension.deadline) == (1, portal.extension_for(db, "alice", ASSIGNMENT).deadline)
+        assert portal.dates_for(db, "bob", ASSIGNMENT)[1] is None
+
+
 def test_a_job_is_graded_from_the_row_its_claim_read(app, portal, statements):
     """Fails on the old code: grading a job read its row again after the claim had read it, and its short run's
     question (does another student's job wait?) read it a third time."""

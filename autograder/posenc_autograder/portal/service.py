@@ -13,7 +13,7 @@ import threading
 import time
 import typing
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, literal, select
 from sqlalchemy.orm import defer
 
 from posenc_autograder import settings
@@ -78,6 +78,15 @@ SAVED_EXTENSION = select(Extension).where(Extension.student_id == bindparam("stu
                                           Extension.assignment == bindparam("assignment"))
 SAVED_EXTENSIONS = select(Extension).where(Extension.student_id == bindparam("student"),
                                            Extension.assignment.in_(_ASSIGNMENTS))
+# The assignment's saved rules and the student's saved extension (None where none is saved) in one statement, each
+# joined to a row of nothing; an upload's decision reads how many of the student's uploads wait with them. An upload
+# is decided twice (before its body is read, then with its file), each time on the rows as they are then.
+_NOTHING = select(literal(1).label("one_row")).subquery("one_row")
+SAVED_DATES = (select(Policy, Extension).select_from(_NOTHING)
+               .outerjoin(Policy, Policy.assignment == bindparam("assignment"))
+               .outerjoin(Extension, and_(Extension.student_id == bindparam("student"),
+                                          Extension.assignment == bindparam("assignment"))))
+SAVED_RULES = SAVED_DATES.add_columns(queue.WAITING_JOBS.scalar_subquery())
 # A student's attempts as their pages and upload decisions count them, without each graded one's result (kilobytes
 # an attempt, read again for every page and every refused upload; the feedback reads its own attempt's)
 STUDENTS_ATTEMPTS = select(Attempt).where(Attempt.student_id == bindparam("student"),
@@ -209,15 +218,20 @@ class Portal:
 
     # --- a student's view ---------------------------------------------------------------------------
 
-    def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt]]:
-        policy, extension = self.dates_for(db, student, assignment)
+    def rules_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None, list[Attempt], int]:
+        """What an upload is decided by: dates_for's rules and extension, the student's attempts at the assignment,
+        and how many of their uploads wait (every assignment's); two statements."""
+        saved_policy, saved_extension, waiting = db.execute(SAVED_RULES, {"student": student,
+                                                                         "assignment": assignment}).one()
         attempts = list(db.execute(STUDENTS_ATTEMPTS, {"student": student, "assignments": [assignment]}).scalars())
-        return policy, extension, attempts
+        return (self.worker.policy_of(saved_policy, assignment),
+                self._extension_of(saved_extension, student, assignment), attempts, waiting)
 
     def dates_for(self, db, student: str, assignment: str) -> tuple[Policy, Extension | None]:
         """The assignment's rules and the student's extension: what a status or a feedback page shows depends on
-        (rules_for lists the attempts too, for the pages that count them)."""
-        return self.worker.policy_for(db, assignment), self.extension_for(db, student, assignment)
+        (rules_for lists the attempts too, for the uploads that count them); one statement."""
+        saved_policy, saved_extension = db.execute(SAVED_DATES, {"student": student, "assignment": assignment}).one()
+        return self.worker.policy_of(saved_policy, assignment), self._extension_of(saved_extension, student, assignment)
 
     def extension_for(self, db, student: str, assignment: str) -> Extension | None:
         """The student's extension as the late policy applies it (late_policy.Deadlines.deadline: the roster's, as an
@@ -422,9 +436,8 @@ class Portal:
         """Why the policy refuses this student's next upload now, asked before its body is read (None: it may
         come; accept_upload asks again with the file)."""
         with self.sessions() as db:
-            policy, extension, attempts = self.rules_for(db, student, assignment)
-            decision = rules.may_upload(policy, extension, attempts, self.now(), queue.waiting_jobs(db, student),
-                                        self.zone)
+            policy, extension, attempts, waiting = self.rules_for(db, student, assignment)
+            decision = rules.may_upload(policy, extension, attempts, self.now(), waiting, self.zone)
         return None if decision.allowed else decision.reason
 
     def accept_upload(self, student: str, assignment: str, file_name: str, data: bytes,
@@ -439,12 +452,12 @@ class Portal:
                                   f"{', '.join(n + '.ipynb' for n in self.course.notebooks(assignment))}")
         digest = hashlib.sha256(data).hexdigest()
         with self._one_upload_at_a_time(student), self.sessions() as db:
-            policy, extension, attempts = self.rules_for(db, student, assignment)
+            policy, extension, attempts, waiting = self.rules_for(db, student, assignment)
             now = self.now()
             same = same_upload(attempts, door, notebook, digest, now)
             if same is not None:
                 return "again", same.id
-            decision = rules.may_upload(policy, extension, attempts, now, queue.waiting_jobs(db, student), self.zone)
+            decision = rules.may_upload(policy, extension, attempts, now, waiting, self.zone)
             if not decision.allowed:
                 return "refused", decision.reason
             try:
