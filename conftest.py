@@ -96,9 +96,10 @@ BUILD_FIXTURE = "book_build"
 READS_BUILD = {"site", "book_pdf", "book_executed"}
 # Fixtures made once per worker that several of the book's tests share: their tests are one group (one per parameter
 # of the fixture where SHARED_BY_PARAMETER: the desktop crawl's shares); the chapters' runs share the reader's
-# environment, the explorable figures' tests the tab their pages load in.
+# environment, the explorable figures' tests and test_browser's readers of a page or three the tab each loads its
+# pages in.
 AFTER_BUILD_SHARED = {"book_pdf": "pdf", "desktop_pages": "desktop", "book_executed": "chapters",
-                      "book_only": "explorables"}
+                      "book_only": "explorables", "tab": "tab"}
 SHARED_BY_PARAMETER = {"desktop_pages"}
 # The Makefile names each of its test runs (POSENC_RUN=test, test-fast): the run's record, its wall
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.

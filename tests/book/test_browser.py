@@ -191,14 +191,22 @@ def test_every_page_passes_axe_wcag_2_1_aa(desktop_pages):
     assert {name: seen.violations for name, seen in desktop_pages.items() if seen.violations} == {}
 
 
-def test_the_axe_check_can_fail(site, browser, pages):
+@pytest.fixture(scope="module")
+def tab(browser):
+    """The tab in which the tests that read a page or three of the book (and make it worse, for the checks that can
+    fail) load each, as the crawls do theirs (book_pages.Tab): one for the module's tests, one group (conftest.py at
+    the root)."""
+    with contextlib.closing(reader(browser)) as window:
+        yield Tab(window)
+
+
+def test_the_axe_check_can_fail(site, tab, pages):
     """A page made worse (a link's contrast lowered, a list without items) is caught by the same check."""
     base, _ = site
-    page, _ = open_page(browser, f"{base}/{pages[0]}.html")
+    page, _ = tab.load(f"{base}/{pages[0]}.html", width=DESKTOP["width"])
     page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('beforeend',
         '<p style="color: #bbb">faint</p><div role="list"><div>x</div></div>')""")
     assert {"color-contrast", "aria-required-children"} <= set(axe_violations(page))
-    page.close()
 
 
 def test_the_axe_check_runs_the_rules_a_run_by_tag_runs_that_can_report_wcag_2_1_aa(browser):
@@ -243,7 +251,7 @@ UNDO_FAULT = """() => { const fault = document.getElementById('fault');
     if (fault === window.target) { fault.style.color = ''; fault.removeAttribute('id'); } else fault.remove(); }"""
 
 
-def test_the_sampled_contrast_check_reports_what_a_full_run_reports(site, browser):
+def test_the_sampled_contrast_check_reports_what_a_full_run_reports(site, tab):
     """The highlighted code's contrast decided by a sample of each look reports what axe's run over every span
     reports: nothing on the page as built (where it did sample), and the same violations for each fault; at phone
     width too, each fault on one span put on a span scrolled out of view. The sampled check returns axe's run over
@@ -252,7 +260,7 @@ def test_the_sampled_contrast_check_reports_what_a_full_run_reports(site, browse
     other fault lies in its target's code block: axe's run over every span of that block shows that a run over every
     span finds it, at a sixth of the cost of a run over the page's every span."""
     base, _ = site
-    page, _ = open_page(browser, f"{base}/chapters/01_why_position.html")
+    page, _ = tab.load(f"{base}/chapters/01_why_position.html", width=DESKTOP["width"])
     compared_whole = False
     for scrolled_out, faults in ((False, CODE_FAULTS), (True, ONE_SPAN_FAULTS)):
         if scrolled_out:
@@ -270,7 +278,6 @@ def test_the_sampled_contrast_check_reports_what_a_full_run_reports(site, browse
                 assert axe_violations(page, ["color-contrast"]) == full, fault
                 compared_whole = True
             page.evaluate(UNDO_FAULT)
-    page.close()
 
 
 def test_pages_read_at_phone_width(desktop_pages):
@@ -338,14 +345,13 @@ def phone_problems(page) -> list[str]:
     return problems
 
 
-def test_the_cut_off_check_can_fail(site, browser, pages):
+def test_the_cut_off_check_can_fail(site, tab, pages):
     base, _ = site
-    page, _ = open_page(browser, f"{base}/{pages[0]}.html", width=PHONE_WIDTH)
+    page, _ = tab.load(f"{base}/{pages[0]}.html", width=PHONE_WIDTH)
     page.evaluate("""() => document.querySelector('article p').insertAdjacentHTML('beforeend',
         '<span style="display: block; overflow: hidden">'
         + '<span style="display: inline-block; width: 900px">wide</span></span>')""")
     assert any("clipped" in problem for problem in page.evaluate(CUT_OFF))
-    page.close()
 
 
 def _page_name(url, base):
@@ -376,16 +382,15 @@ def test_sidebar_and_next_links_reach_every_page(site, pages):
     assert reached == pages
 
 
-def test_search_finds_rotation_with_excerpts_from_the_text(site, browser):
+def test_search_finds_rotation_with_excerpts_from_the_text(site, tab):
     """Each hit shows an excerpt of the page's text around the word (not the page's menus: "....ipynb .md")."""
     base, _ = site
-    page, _ = open_page(browser, f"{base}/search.html?q=rotation")
+    page, _ = tab.load(f"{base}/search.html?q=rotation", width=DESKTOP["width"])
     page.wait_for_selector("#search-results ul.search li", timeout=15000)
     page.wait_for_function("""() => { const hits = document.querySelectorAll('#search-results ul.search li');
         return Search.status.innerText.includes('found') &&
                [...hits].every(li => li.querySelector('p.context')); }""", timeout=15000)
     excerpts = page.eval_on_selector_all("#search-results ul.search li p.context", "ps => ps.map(p => p.innerText)")
-    page.close()
     assert len(excerpts) >= 3
     menus = (".ipynb", ".md .pdf", "document.write")
     assert [e for e in excerpts if "rotat" not in e.lower() or any(m in e for m in menus)] == []
@@ -494,16 +499,15 @@ def test_the_inline_formula_check_can_fail(site, browser_with_scrollbars, pages)
     page.close()
 
 
-def test_pages_opened_as_files_log_no_errors(site, browser, pages):
+def test_pages_opened_as_files_log_no_errors(site, tab, pages):
     """`make book` prints a file:// address to open: there, too, no page logs an error (the theme's icon fonts,
     fetched in CORS mode, used to fail on every page) and the icons are drawn."""
     _, html_dir = site
     found = {}
     for name in (pages[0], "chapters/02_sinusoidal", pages[-1]):
-        page, problems = open_page(browser, (html_dir / f"{name}.html").as_uri())
+        page, problems = tab.load((html_dir / f"{name}.html").as_uri(), width=DESKTOP["width"])
         icon_font = page.evaluate("""() => document.fonts.check('900 16px "Font Awesome 6 Free"')""")
         if problems or not icon_font:
             found[name] = problems + ([] if icon_font else ["the icon font did not load"])
-        page.close()
     assert found == {}
 

@@ -80,8 +80,12 @@ class Tab:
         self.page, self.problems = window.new_page(), []
         watch(self.page, lambda: self.problems)
 
-    def load(self, url):
+    def load(self, url, width=None):
+        """width: the window made a desktop's window that wide first (an earlier reader of the tab may have resized
+        it); None: left as it is."""
         self.problems = []
+        if width is not None:
+            self.page.set_viewport_size(DESKTOP | {"width": width})
         go_to(self.page, url)
         return self.page, self.problems
 
