@@ -12,7 +12,7 @@ import urllib.request
 import nbformat
 import pytest
 from axe_run import SAMPLED, axe_run, rules_tagged, sample_settles
-from book_pages import DESKTOP, RAW_TEX, PageLinks, Tab, open_page, reader, resolve, toc_files
+from book_pages import DESKTOP, RAW_TEX, SHOT_QUALITY, PageLinks, Tab, open_page, reader, resolve, toc_files
 
 from posenc_autograder.authoring import book_downloads
 
@@ -122,10 +122,9 @@ SCROLLBAR_WIDTH = """() => { const box = document.createElement("div");
     document.body.append(box); const width = box.offsetWidth - box.clientWidth; box.remove(); return width; }"""
 
 
-# The crawl's screenshots are for a person to look at (nothing reads them back): each page's first screen, as a reader
-# opening it sees it, in JPEG. A whole page's (Chromium lays it out and draws it at its full height) cost 0.9 CPU-s a
-# page against 0.13 (10 pages, load 19), the crawl's largest part after loading the pages and axe.
-SHOT_QUALITY = 85
+# The crawl's screenshots: each page's first screen, as a reader opening it sees it (book_pages.SHOT_QUALITY). A whole
+# page's (Chromium lays it out and draws it at its full height) cost 0.9 CPU-s a page against 0.13 (10 pages, load 19),
+# the crawl's largest part after loading the pages and axe.
 SHARES = 2                 # the crawls of every page in shares, each its own group: two workers crawl one each
 SHARE_IDS = [f"share {i + 1} of {SHARES}" for i in range(SHARES)]
 
