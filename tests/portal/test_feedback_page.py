@@ -207,16 +207,23 @@ def test_an_attempt_handed_in_another_way_after_the_deadline_is_marked_late_as_a
     assert late == {"Canvas submission 92": False, "Canvas submission 93": True}
 
 
+def two_graded_attempts_the_latest_counting(app, portal, course, student: str):
+    """`student`'s client after two uploads, both graded, under the course's rule that the latest counts (points
+    shown): the first does not count, the second does."""
+    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
+    portal.set_policy(ASSIGNMENT, {"feedback_before": "full"})
+    client = client_for(app, portal, student)
+    assert upload(client, notebook_bytes("first")).status_code == 303
+    assert upload(client, notebook_bytes("second")).status_code == 303
+    assert portal.worker.run_until_idle() == 2
+    return client
+
+
 def test_an_attempt_that_does_not_count_says_so_and_which_one_does(app, portal, course):
     """The page of an attempt that does not count stated its own score alone (30.8 / 42 for walker's late upload,
     while an LMS attempt's 35.55 was his grade), as if it were the grade; it now says it is not the one the grade
     counts, by the course's rule. The one that counts says nothing of the kind."""
-    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
-    portal.set_policy(ASSIGNMENT, {"feedback_before": "full"})
-    dan = client_for(app, portal, "dan")
-    assert upload(dan, notebook_bytes("first")).status_code == 303
-    assert upload(dan, notebook_bytes("second")).status_code == 303
-    assert portal.worker.run_until_idle() == 2
+    dan = two_graded_attempts_the_latest_counting(app, portal, course, "dan")
     rule = attempts.RULES["latest"]
     said = f"This attempt does not count toward your grade, which counts {rule}"
     assert said in dan.get("/attempts/1/feedback").text and said not in dan.get("/attempts/2/feedback").text
@@ -226,12 +233,7 @@ def test_an_attempts_own_page_says_whether_it_counts_toward_the_grade(app, porta
     """The page of an attempt (where an upload lands) says, in its feedback page's words, that it does not count
     toward the grade, or that it is the one that counts; while points are hidden, only the rule. Before, it showed
     the attempt's score alone, as if it were the grade."""
-    (course.root / "autograder" / "course.toml").write_text('[course]\ncounted_attempt = "latest"\n')
-    portal.set_policy(ASSIGNMENT, {"feedback_before": "full"})
-    eve = client_for(app, portal, "eve")
-    assert upload(eve, notebook_bytes("first")).status_code == 303
-    assert upload(eve, notebook_bytes("second")).status_code == 303
-    assert portal.worker.run_until_idle() == 2
+    eve = two_graded_attempts_the_latest_counting(app, portal, course, "eve")
     rule = attempts.RULES["latest"]
     first, second = (" ".join(eve.get(f"/attempts/{n}").text.split()) for n in (1, 2))
     assert f"This attempt does not count toward your grade, which counts {rule}" in first
