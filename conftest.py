@@ -10,6 +10,7 @@ that waits for that build (tests/support/run_order.py hands out groups longest f
 on one worker (its PostgreSQL tests too), so its module fixtures are made once, and a solution notebook's cells
 (nbval, in the same run) share one kernel on one worker, in order.
 """
+import contextlib
 import functools
 import importlib.util
 import itertools
@@ -105,6 +106,7 @@ SHARED_BY_PARAMETER = {"desktop_pages"}
 # time, counts and load, is kept where `make bench-waits` reads it (devtools/bench_waits.py) rather than rerun it.
 RUN_NAME = "POSENC_RUN"
 RUN_RECORDS = ROOT / ".pytest_cache" / "posenc-runs"
+MACHINE_RUN_RECORDS = precompile.USER_CACHE / "posenc-runs"     # the last runs of any checkout on this machine
 STARTED = pytest.StashKey[tuple]()
 DURATIONS = "posenc-durations"
 MEMORY_FOLDER = "/dev/shm"                  # Linux's in-memory filesystem (tmpfs)
@@ -237,7 +239,7 @@ def why_slow(nodeid: str) -> str | None:
 def pytest_xdist_make_scheduler(config, log):
     """Under --dist loadgroup, groups go out longest first, the book's readers after its build (run_order.py)."""
     if config.getvalue("dist") == "loadgroup":
-        return run_order.make_scheduler(config, log, RUN_RECORDS, is_heavy)
+        return run_order.make_scheduler(config, log, RUN_RECORDS, is_heavy, MACHINE_RUN_RECORDS)
     return None
 
 
@@ -324,8 +326,12 @@ def pytest_sessionfinish(session, exitstatus):
     if durations is not None:     # the slowest tests, for the developer; each group's seconds, for the next run's order
         slowest = [test | {"why": why_slow(test["test"])} for test in durations.slowest()]
         record |= {"slowest": slowest, "groups": durations.groups(), "timeline": durations.timeline(started)}
+    text = json.dumps(record, indent=1) + "\n"
     RUN_RECORDS.mkdir(parents=True, exist_ok=True)
-    (RUN_RECORDS / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    (RUN_RECORDS / f"{name}.json").write_text(text)
+    with contextlib.suppress(OSError):      # the machine's copy only orders a new checkout's first run
+        MACHINE_RUN_RECORDS.mkdir(parents=True, exist_ok=True)
+        (MACHINE_RUN_RECORDS / f"{name}.json").write_text(text)
 
 
 NBVAL = "nbval"

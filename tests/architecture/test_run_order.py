@@ -164,3 +164,16 @@ def test_a_fresh_clone_guesses_long_the_files_that_mark_slow_tests():
     assert heavy("tests/grading/test_kernel_semantics.py::test_x@tests/grading/test_kernel_semantics.py")
     assert heavy("tests/portal/test_hub.py::test_x") and heavy("tests/end_to_end/test_wheel.py::test_x")
     assert not heavy("tests/checks/test_catalogue.py::test_x[a]@tests/checks/test_catalogue.py")
+
+
+def test_a_new_checkout_orders_its_groups_by_the_machines_last_runs(tmp_path):
+    """A clone's first run has no record of its own: it takes the machine's (any checkout's last runs), so that a
+    group it would guess at a tenth of a second a test goes out by what it took; the checkout's own record wins."""
+    own, machine = tmp_path / "own", tmp_path / "machine"
+    own.mkdir()
+    machine.mkdir()
+    (machine / "test-fast.json").write_text(json.dumps({"groups": {"tests/a.py": 15.0, "tests/b.py": 2.0}}))
+    assert run_order.known_seconds(own, machine) == {"tests/a.py": 15.0, "tests/b.py": 2.0}
+    (own / "test-fast.json").write_text(json.dumps({"groups": {"tests/b.py": 4.0}}))
+    assert run_order.known_seconds(own, machine) == {"tests/a.py": 15.0, "tests/b.py": 4.0}
+    assert run_order.known_seconds(own) == {"tests/b.py": 4.0}

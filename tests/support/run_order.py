@@ -1,14 +1,15 @@
 """The order in which `make test` and `make test-fast` hand groups of tests to their workers, and the record of
 what each group took that decides it.
 
-pytest-xdist's loadgroup scheduler hands out groups in order of their number of tests. Time is not spread that way: a
-few groups hold most of it (the book's build, then its browser crawls; the mutants; the catalogue's nbgrader
-validate), and one of them handed out last keeps one worker busy minutes after the other is done. So a group goes out
-by the seconds it took in the last run that ran it (the run records in pytest's cache), longest first; a group never
-timed (a fresh clone) by a guess from what it is (a slow, browser, hub, book or PostgreSQL group: a minute; else a
-tenth of a second a test). The book's build (BUILD_GROUP) goes first, and the groups that read the built book
-(AFTER_BUILD...) wait until it is done, so that the other worker grades notebooks meanwhile rather than wait on the
-build's lock (tests/conftest.py builds the book once per run, whichever worker asks first).
+pytest-xdist's loadgroup scheduler hands out groups in order of their number of tests. Time is not spread that way:
+a few groups hold most of it (the book's build, then its browser crawls; the mutants; the catalogue's nbgrader
+validate), and one of them handed out last keeps one worker busy minutes after the other is done. So a group goes
+out by the seconds it took in the last run that ran it (the run records in pytest's cache; in a new checkout, the
+machine's, kept in the user's cache), longest first; a group never timed by a guess from what it is (a slow,
+browser, hub, book or PostgreSQL group: a minute; else a tenth of a second a test). The book's build (BUILD_GROUP)
+goes first, and the groups that read the built book (AFTER_BUILD...) wait until it is done, so that the other worker
+grades notebooks meanwhile rather than wait on the build's lock (tests/conftest.py builds the book once per run,
+whichever worker asks first).
 """
 from __future__ import annotations
 
@@ -85,12 +86,19 @@ def last_seconds(records: pathlib.Path) -> dict[str, float]:
     return seconds
 
 
-def make_scheduler(config, log, records: pathlib.Path, is_heavy: Callable[[str], bool]):
+def known_seconds(records: pathlib.Path, machine: pathlib.Path | None = None) -> dict[str, float]:
+    """group -> its seconds by this checkout's run records, else by the machine's (the last runs of any checkout,
+    kept in the user's cache): a new clone's first run is ordered as its runs after it are, not by guesses."""
+    return (last_seconds(machine) if machine is not None else {}) | last_seconds(records)
+
+
+def make_scheduler(config, log, records: pathlib.Path, is_heavy: Callable[[str], bool],
+                   machine: pathlib.Path | None = None):
     """xdist's loadgroup scheduler, handing out the longest group that may start (its import deferred: the main
     process of a run without xdist never needs it)."""
     from xdist.scheduler import LoadGroupScheduling
 
-    seconds = last_seconds(records)
+    seconds = known_seconds(records, machine)
 
     class LongestFirst(LoadGroupScheduling):
         def _expected(self, group: str, tests: dict) -> float:
