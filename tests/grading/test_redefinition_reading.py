@@ -35,6 +35,13 @@ def test_a_cell_that_does_not_bind_it_is_not_named(source):
     assert redefinition_notes(with_cell_after_answer(source), ASSIGNMENT) == []
 
 
+def test_a_cell_too_deep_for_pythons_parser_binds_nothing_and_stops_nothing():
+    """A cell naming the function with an expression nested past the parser's recursion limit: read as no binding,
+    as everywhere else a cell is read, where reading its names raised RecursionError out of the redefinition step."""
+    source = f"print({FUNCTION!r})\nx = 0" + "+1" * 300_000 + "\n"
+    assert redefinition_notes(with_cell_after_answer(source), ASSIGNMENT) == []
+
+
 def test_a_function_defined_again_after_its_tests_ran_is_named_with_the_version_they_ran():
     """dot_product_distance written in the answer cell 'self_attention', its own answer cell left as the template
     stub: its tests ran the stub ("still the template stub", and the student had written it). The page now says

@@ -455,24 +455,7 @@ def broken_cell_notes(broken: dict[str, CellError]) -> list[Note]:
 def top_level_names(source: str) -> frozenset[str]:
     """The names a cell's top-level statements bind (def, class, assignment, import), read as IPython reads it. Kept
     by source: the released cells every notebook holds are read once a run, not once a notebook."""
-    try:
-        tree = ast.parse(source)             # plain Python, which IPython leaves as it is (its syntax is not Python)
-    except (SyntaxError, ValueError):
-        from IPython.core.inputtransformer2 import TransformerManager  # magics: read it as IPython (~1-4 ms a cell)
-        try:
-            tree = ast.parse(TransformerManager().transform_cell(source))
-        except (SyntaxError, ValueError):
-            return frozenset()
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign) or isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return frozenset(names)
+    return frozenset(name for name, _ in _bound(magics.ipython_tree(source)))
 
 
 def may_name(source: str, name: str) -> bool:
